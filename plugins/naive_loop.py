@@ -1,0 +1,67 @@
+"""Simplified self-attention as explicit Python loops (seeds 001 and 003).
+
+There are no trainable weights yet: each token's embedding serves as its own
+query, key and value. Every score is one ``torch.dot``, so the loop yields a
+sub-step per (query, key) pair; a reader can watch the matrix fill in.
+"""
+
+import torch
+
+from tracer import RunContext, Variant, hookimpl, stage, substep
+
+
+def naive_loop(run: RunContext):
+    inputs = run.inputs
+    n = inputs.shape[0]
+    yield stage("inputs", "Token embeddings", inputs=inputs)
+
+    scores = torch.zeros(n, n)
+    for i in run.query_indices:
+        for j in range(n):
+            score = torch.dot(inputs[i], inputs[j])
+            scores[i, j] = score
+            yield substep(
+                "scores", (i, j), formula=f"ω[{i},{j}] = x{i} · x{j}",
+                query=inputs[i], key=inputs[j], score=score,
+            )
+    yield stage(
+        "scores", "Attention scores: the dot product of every pair",
+        formula="ω[i,j] = x_i · x_j", scores=run.focus(scores),
+    )
+
+    sum_normalized = scores / scores.sum(dim=-1, keepdim=True)
+    softmax = torch.softmax(scores, dim=-1)
+    yield stage(
+        "weights", "Attention weights: simple sum normalisation beside softmax",
+        formula="α[i,j] = ω[i,j] / Σ_j ω[i,j]   vs   α[i,j] = exp(ω[i,j]) / Σ_j exp(ω[i,j])",
+        weights=run.focus(softmax), sum_normalized=run.focus(sum_normalized),
+    )
+
+    context = torch.zeros_like(inputs)
+    for i in run.query_indices:
+        for j in range(n):
+            context[i] += softmax[i, j] * inputs[j]
+            yield substep(
+                "context", (i, j), formula=f"z{i} += α[{i},{j}] · x{j}",
+                weight=softmax[i, j], value=inputs[j], partial=context[i].clone(),
+            )
+    context = run.focus(context)
+    yield stage(
+        "context", "Context vectors: inputs weighted by attention",
+        formula="z_i = Σ_j α[i,j] x_j", context=context,
+    )
+    return context
+
+
+@hookimpl
+def register_variants(register):
+    register(
+        Variant(
+            name="naive-loop",
+            title="Simplified self-attention, one dot product at a time",
+            run=naive_loop,
+            stages=("inputs", "scores", "weights", "context"),
+            loops=("scores", "context"),
+            uses_weights=False,
+        )
+    )

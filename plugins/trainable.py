@@ -1,0 +1,55 @@
+"""Scaled dot-product attention with trainable query, key and value weights.
+
+Seeds 000, 001 and 002: three projection matrices turn each embedding into a
+query, a key and a value; scores are scaled by √d_k before the softmax so that
+they do not grow with the key width and push the softmax into saturation.
+"""
+
+import torch
+
+from tracer import RunContext, Variant, hookimpl, stage
+
+
+def trainable(run: RunContext):
+    inputs, W = run.inputs, run.weights
+    yield stage("inputs", "Token embeddings", inputs=inputs)
+    yield stage(
+        "projections", "Projection matrices (trainable)",
+        W_query=W.query, W_key=W.key, W_value=W.value,
+    )
+
+    queries = run.focus(inputs) @ W.query
+    yield stage("queries", "Queries: what each token is looking for", formula="Q = X W_q", queries=queries)
+    keys = inputs @ W.key
+    yield stage("keys", "Keys: what each token offers to be matched on", formula="K = X W_k", keys=keys)
+    values = inputs @ W.value
+    yield stage("values", "Values: what each token passes on", formula="V = X W_v", values=values)
+
+    scores = queries @ keys.T
+    yield stage("scores", "Attention scores", formula="ω = Q Kᵀ", scores=scores)
+
+    d_k = keys.shape[-1]
+    scaled = scores / d_k**0.5
+    yield stage("scaled", "Scaled scores", formula=f"ω / √d_k,  d_k = {d_k}", scaled=scaled)
+
+    weights = torch.softmax(scaled, dim=-1)
+    yield stage("weights", "Attention weights", formula="α = softmax(ω / √d_k, dim=-1)", weights=weights)
+
+    context = weights @ values
+    yield stage("context", "Context vectors", formula="Z = α V", context=context)
+    return context
+
+
+@hookimpl
+def register_variants(register):
+    register(
+        Variant(
+            name="trainable",
+            title="Scaled dot-product attention with trainable weights",
+            run=trainable,
+            stages=(
+                "inputs", "projections", "queries", "keys", "values",
+                "scores", "scaled", "weights", "context",
+            ),
+        )
+    )

@@ -1,0 +1,41 @@
+"""Simplified self-attention as matrix products: the naive loop, vectorised.
+
+``inputs @ inputs.T`` computes every pairwise dot product at once; the
+numbers are exactly those of the loop (seeds 001 and 003).
+"""
+
+import torch
+
+from tracer import RunContext, Variant, hookimpl, stage
+
+
+def vectorized(run: RunContext):
+    inputs = run.inputs
+    yield stage("inputs", "Token embeddings", inputs=inputs)
+
+    queries = run.focus(inputs)
+    scores = queries @ inputs.T
+    yield stage("scores", "Attention scores in one matrix product", formula="ω = X Xᵀ", scores=scores)
+
+    weights = torch.softmax(scores, dim=-1)
+    yield stage(
+        "weights", "Attention weights: softmax over each row",
+        formula="α = softmax(ω, dim=-1)", weights=weights,
+    )
+
+    context = weights @ inputs
+    yield stage("context", "Context vectors", formula="Z = α X", context=context)
+    return context
+
+
+@hookimpl
+def register_variants(register):
+    register(
+        Variant(
+            name="vectorized",
+            title="Simplified self-attention as matrix products",
+            run=vectorized,
+            stages=("inputs", "scores", "weights", "context"),
+            uses_weights=False,
+        )
+    )

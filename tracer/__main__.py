@@ -1,0 +1,5 @@
+"""``python -m tracer`` is ``attn``."""
+
+from tracer.cli.main import run
+
+run()

@@ -1,0 +1,68 @@
+"""``attn``: the command-line entry point.
+
+Each sub-command lives in its own module and registers itself with
+``add_parser(subparsers)``; this module only parses, dispatches, and turns
+every error a user can cause into one line on stderr and an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from tracer import __version__
+from tracer.errors import EXIT_PLUGIN, EXIT_USAGE, TracerError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (not the usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> Parser:
+    from tracer.cli import plugins_cmd, trace_cmd
+
+    parser = Parser(
+        prog="attn",
+        description="Step through self-attention, stage by stage.",
+        epilog="Exit status: 0 ok, 1 problems found, 2 usage or input error, 3 plugin failure.",
+    )
+    parser.add_argument("--version", action="version", version=f"attention-tracer {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for module in (trace_cmd, plugins_cmd):
+        module.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        status: int = args.handler(args)
+    except TracerError as error:
+        prefix = "" if error.location is not None else "attn: "
+        print(f"{prefix}{error}", file=sys.stderr)
+        return error.exit_status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``attn trace ... | head``); that is not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return status
+
+
+def run() -> NoReturn:
+    sys.exit(main())
+
+
+__all__ = ["EXIT_PLUGIN", "build_parser", "main"]

@@ -1,0 +1,41 @@
+"""``attn plugins``: every plugin, where it came from, its variants, and any failure."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tracer.cli.options import add_plugin_options
+from tracer.errors import EXIT_OK
+from tracer.plugin_host import PluginHost
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "plugins",
+        help="list plugins, their variants and stages, and load errors",
+        description="List every plugin: name, version, origin, variants with their stages, errors.",
+    )
+    add_plugin_options(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    host = PluginHost(args.plugins_dir)
+    if args.json:
+        json.dump([record.as_json(host) for record in host.plugins], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    for record in host.plugins:
+        version = f" {record.version}" if record.version else ""
+        print(f"{record.name}{version}  [{record.origin}]  {record.source}")
+        for name in record.variants:
+            variant = host.variants[name]
+            print(f"  {name}: {variant.title}")
+            print(f"    stages: {', '.join(variant.stages)}")
+        if record.error:
+            print(f"  FAILED: {record.error}")
+    return EXIT_OK

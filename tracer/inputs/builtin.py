@@ -1,0 +1,36 @@
+"""Input sets that ship with the tool, copied from the teaching seeds they come from."""
+
+from __future__ import annotations
+
+from tracer.inputs.input_set import InputSet
+
+# The six tokens and 3-d embeddings used by every seed (000-003): "Your journey starts with one step".
+YOUR_JOURNEY = InputSet(
+    name="your-journey",
+    description='"Your journey starts with one step", 3-d embeddings (all seeds)',
+    tokens=("Your", "journey", "starts", "with", "one", "step"),
+    embeddings=(
+        (0.43, 0.15, 0.89),
+        (0.55, 0.87, 0.66),
+        (0.57, 0.85, 0.64),
+        (0.22, 0.58, 0.33),
+        (0.77, 0.25, 0.10),
+        (0.05, 0.80, 0.55),
+    ),
+)
+
+# Seed 004: four "words" as 0/1 vectors, with the integer weight matrices that
+# numpy.random.seed(42); randint(3, size=(3, 3)) draws for W_Q, W_K, W_V in that order.
+FOUR_WORDS = InputSet(
+    name="four-words",
+    description="four 0/1 word vectors with seed 004's integer W_Q, W_K, W_V",
+    tokens=("word_1", "word_2", "word_3", "word_4"),
+    embeddings=((1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1)),
+    weights={
+        "query": ((2, 0, 2), (2, 0, 0), (2, 1, 2)),
+        "key": ((2, 2, 2), (0, 2, 1), (0, 1, 1)),
+        "value": ((1, 1, 0), (0, 1, 1), (0, 0, 0)),
+    },
+)
+
+BUILTIN_INPUTS: dict[str, InputSet] = {s.name: s for s in (YOUR_JOURNEY, FOUR_WORDS)}

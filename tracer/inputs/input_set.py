@@ -1,0 +1,283 @@
+"""Input sets: tokens, their embeddings, and optional explicit weights.
+
+An inputs file is YAML or JSON::
+
+    tokens: [Your, journey, starts]
+    embeddings:
+      - [0.43, 0.15, 0.89]
+      - [0.55, 0.87, 0.66]
+      - [0.57, 0.85, 0.64]
+    weights:            # optional, each (d_in, d_out), applied as x @ W
+      query: [[1, 0], [0, 1], [1, 1]]
+      key:   [[1, 0], [0, 1], [1, 1]]
+      value: [[1, 0], [0, 1], [1, 1]]
+    padding: [false, false, true]   # optional: tokens never attended to
+
+Every problem is reported at its line and column. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tracer.errors import InputError, UsageError
+from tracer.suggest import did_you_mean, one_of
+from tracer.yamldoc import DocumentError, Problem, compose, mapping_items, problem_at, read_text, value_of
+
+Matrix = tuple[tuple[float, ...], ...]
+WEIGHT_NAMES = ("query", "key", "value")
+KEYS = ("tokens", "embeddings", "weights", "padding", "description")
+
+
+@dataclass(frozen=True)
+class InputSet:
+    """Tokens and their embeddings, validated: rectangular, finite, one row per token."""
+
+    name: str
+    tokens: tuple[str, ...]
+    embeddings: Matrix
+    weights: Mapping[str, Matrix] | None = None
+    padding: tuple[bool, ...] | None = None
+    description: str = ""
+    source: str = "built-in"
+
+    @property
+    def d_in(self) -> int:
+        return len(self.embeddings[0])
+
+    @property
+    def d_out(self) -> int | None:
+        return len(self.weights["query"][0]) if self.weights else None
+
+
+def load_inputs(spec: str) -> InputSet:
+    """A built-in input set by name, or a YAML/JSON file by path. Raises InputError/UsageError."""
+    from tracer.inputs.builtin import BUILTIN_INPUTS
+
+    if spec in BUILTIN_INPUTS:
+        return BUILTIN_INPUTS[spec]
+    path = Path(spec)
+    looks_like_file = path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in spec
+    if not looks_like_file and not path.exists():
+        raise UsageError(
+            f"unknown input set '{spec}'{did_you_mean(spec, BUILTIN_INPUTS)}; "
+            f"built-in sets: {one_of(BUILTIN_INPUTS)}, or give a .yaml/.json file"
+        )
+    try:
+        text = read_text(path, what="inputs file")
+        if path.suffix.lower() == ".json":
+            _check_json(text, str(path))
+            text = text.replace("\t", " ")  # same columns; YAML refuses tabs that JSON allows
+        node = compose(text, str(path))
+    except DocumentError as exc:
+        raise _first(exc.problems) from None
+    input_set, problems = parse_input_node(node, str(path), name=path.stem)
+    if problems or input_set is None:
+        raise _first(problems)
+    return input_set
+
+
+def _first(problems: list[Problem]) -> InputError:
+    problem = problems[0]
+    return InputError(problem.message, problem.location)
+
+
+def _check_json(text: str, path: str) -> None:
+    def refuse_constant(name: str) -> float:
+        return math.nan  # reported below, with its position, as a non-finite value
+
+    try:
+        json.loads(text, parse_constant=refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise DocumentError([Problem(exc.lineno, exc.colno, f"malformed JSON: {exc.msg}", path)])
+
+
+def parse_input_node(
+    node: yaml.Node | None, path: str, *, name: str = "inputs"
+) -> tuple[InputSet | None, list[Problem]]:
+    """Validate a composed YAML node as an input set, collecting every problem."""
+    problems: list[Problem] = []
+    if node is None:
+        return None, [Problem(1, 1, "inputs file is empty; it needs 'tokens' and 'embeddings'", path)]
+    if not isinstance(node, yaml.MappingNode):
+        message = "inputs must be a mapping with 'tokens' and 'embeddings'"
+        return None, [problem_at(node, message, path)]
+
+    entries = {}
+    for key, key_node, value_node in mapping_items(node):
+        if key not in KEYS:
+            hint = did_you_mean(key, KEYS)
+            message = f"unknown key '{key}'{hint}; expected one of {', '.join(KEYS)}"
+            problems.append(problem_at(key_node, message, path))
+        entries[key] = value_node
+    for required in ("tokens", "embeddings"):
+        if required not in entries:
+            problems.append(problem_at(node, f"missing '{required}'", path))
+    if problems:
+        return None, problems
+
+    tokens = _tokens(entries["tokens"], path, problems)
+    embeddings = _matrix(entries["embeddings"], "embeddings", path, problems)
+    if tokens is not None and embeddings is not None and len(tokens) != len(embeddings):
+        message = f"{len(tokens)} tokens but {len(embeddings)} embedding rows; give one row per token"
+        problems.append(problem_at(entries["embeddings"], message, path))
+    weights = None
+    if "weights" in entries and embeddings is not None:
+        weights = _weights(entries["weights"], len(embeddings[0]), path, problems)
+    padding = None
+    if "padding" in entries and tokens is not None:
+        padding = _padding(entries["padding"], len(tokens), path, problems)
+    description = ""
+    if "description" in entries:
+        value = entries["description"]
+        if isinstance(value, yaml.ScalarNode):
+            description = str(value.value)
+        else:
+            problems.append(problem_at(value, "description must be text", path))
+    if problems or tokens is None or embeddings is None:
+        return None, problems
+    return (
+        InputSet(
+            name=name,
+            tokens=tokens,
+            embeddings=embeddings,
+            weights=weights,
+            padding=padding,
+            description=description,
+            source=path,
+        ),
+        [],
+    )
+
+
+def _tokens(node: yaml.Node, path: str, problems: list[Problem]) -> tuple[str, ...] | None:
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append(problem_at(node, "tokens must be a list of words", path))
+        return None
+    if not node.value:
+        problems.append(problem_at(node, "no tokens: give at least one", path))
+        return None
+    tokens = []
+    for index, item in enumerate(node.value):
+        if not isinstance(item, yaml.ScalarNode) or item.value == "":
+            problems.append(problem_at(item, f"token {index + 1} must be a word", path))
+            return None
+        tokens.append(str(item.value))
+    return tuple(tokens)
+
+
+def _matrix(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> Matrix | None:
+    """A non-empty, rectangular list of lists of finite numbers."""
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append(problem_at(node, f"{label} must be a list of rows of numbers", path))
+        return None
+    if not node.value:
+        problems.append(problem_at(node, f"{label} is empty: give one row per token", path))
+        return None
+    rows: list[tuple[float, ...]] = []
+    found = len(problems)
+    for r, row in enumerate(node.value, start=1):
+        if not isinstance(row, yaml.SequenceNode):
+            problems.append(problem_at(row, f"{label} row {r} must be a list of numbers", path))
+            continue
+        if not row.value:
+            problems.append(problem_at(row, f"{label} row {r} is empty", path))
+            continue
+        values = []
+        for c, cell in enumerate(row.value, start=1):
+            number = _number(cell, f"{label}[{r}][{c}]", path, problems)
+            values.append(number if number is not None else 0.0)
+        if rows and len(values) != len(rows[0]):
+            message = (
+                f"{label} row {r} has {len(values)} values but row 1 has {len(rows[0])}; "
+                "every row must be the same length"
+            )
+            problems.append(problem_at(row, message, path))
+        rows.append(tuple(values))
+    if len(problems) > found:
+        return None
+    return tuple(rows)
+
+
+_NON_FINITE_WORDS = {"nan", ".nan", "inf", ".inf", "-inf", "-.inf", "+inf", "infinity", "-infinity"}
+
+
+def _number(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> float | None:
+    if not isinstance(node, yaml.ScalarNode):
+        problems.append(problem_at(node, f"{label} must be a number", path))
+        return None
+    text = str(node.value)
+    if text.lower() in _NON_FINITE_WORDS:
+        problems.append(problem_at(node, f"{label} is {text}; values must be finite numbers", path))
+        return None
+    if node.tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+        shown = text if text else "empty"
+        problems.append(problem_at(node, f"{label} is '{shown}', not a number", path))
+        return None
+    value = float(value_of(node))
+    if not math.isfinite(value):  # e.g. 1e999
+        problems.append(problem_at(node, f"{label} is not a finite number", path))
+        return None
+    return value
+
+
+def _weights(
+    node: yaml.Node, d_in: int, path: str, problems: list[Problem]
+) -> dict[str, Matrix] | None:
+    if not isinstance(node, yaml.MappingNode):
+        problems.append(problem_at(node, "weights must be a mapping with query, key and value", path))
+        return None
+    found = {}
+    for key, key_node, value_node in mapping_items(node):
+        if key not in WEIGHT_NAMES:
+            hint = did_you_mean(key, WEIGHT_NAMES)
+            message = f"unknown weight '{key}'{hint}; expected query, key and value"
+            problems.append(problem_at(key_node, message, path))
+            continue
+        found[key] = value_node
+    missing = [name for name in WEIGHT_NAMES if name not in found]
+    if missing:
+        problems.append(problem_at(node, f"weights is missing {', '.join(missing)}", path))
+        return None
+    matrices: dict[str, Matrix] = {}
+    for name in WEIGHT_NAMES:
+        matrix = _matrix(found[name], f"weights.{name}", path, problems)
+        if matrix is None:
+            return None
+        if len(matrix) != d_in:
+            message = (
+                f"weights.{name} has {len(matrix)} rows but the embeddings have {d_in} "
+                f"columns; it must be d_in×d_out = {d_in}×d_out"
+            )
+            problems.append(problem_at(found[name], message, path))
+            return None
+        d_out = len(matrices["query"][0]) if matrices else len(matrix[0])
+        if len(matrix[0]) != d_out:
+            message = (
+                f"weights.{name} has {len(matrix[0])} columns but weights.query has {d_out}; "
+                "query, key and value share d_out"
+            )
+            problems.append(problem_at(found[name], message, path))
+            return None
+        matrices[name] = matrix
+    return matrices
+
+
+def _padding(node: yaml.Node, count: int, path: str, problems: list[Problem]) -> tuple[bool, ...] | None:
+    if not isinstance(node, yaml.SequenceNode) or not all(
+        isinstance(item, yaml.ScalarNode) and item.tag == "tag:yaml.org,2002:bool" for item in node.value
+    ):
+        problems.append(problem_at(node, "padding must be a list of true/false, one per token", path))
+        return None
+    if len(node.value) != count:
+        message = f"padding has {len(node.value)} entries but there are {count} tokens"
+        problems.append(problem_at(node, message, path))
+        return None
+    return tuple(item.value.lower() in ("true", "yes", "on") for item in node.value)
+

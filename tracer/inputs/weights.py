@@ -1,0 +1,63 @@
+"""Creating the query/key/value projections reproducibly.
+
+Every initialisation runs under ``torch.random.fork_rng`` so that tracing never
+changes the caller's global random state, yet draws exactly what a notebook
+that calls ``torch.manual_seed(seed)`` first would draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from tracer.variant import Weights
+
+if TYPE_CHECKING:
+    import torch
+
+INITS = ("rand", "randn", "linear")
+
+
+def make_weights(
+    init: str,
+    d_in: int,
+    d_out: int,
+    seed: int,
+    explicit: Mapping[str, object] | None = None,
+) -> Weights:
+    """Query, key and value matrices of shape (d_in, d_out), applied as ``x @ W``.
+
+    - ``rand`` / ``randn``: ``torch.rand(d_in, d_out)`` (or ``randn``) for query, key,
+      value in that order, as seeds 000, 001 and 002 do.
+    - ``linear``: ``nn.Linear(d_in, d_out, bias=False)`` for query, key, value in that
+      order; the layer computes ``x @ W.T``, so we hand out ``W.T``.
+    - explicit matrices from an inputs file win over ``init``.
+    """
+    import torch
+
+    if explicit is not None:
+        return Weights(
+            *(torch.tensor(explicit[name], dtype=torch.float32) for name in ("query", "key", "value"))
+        )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if init == "linear":
+            layers = [torch.nn.Linear(d_in, d_out, bias=False) for _ in range(3)]
+            matrices = [layer.weight.detach().T for layer in layers]
+        else:
+            draw = torch.rand if init == "rand" else torch.randn
+            matrices = [draw(d_in, d_out) for _ in range(3)]
+    return Weights(*matrices)
+
+
+def linear_layers(weights: Weights) -> list[torch.nn.Linear]:
+    """The equivalent bias-free ``nn.Linear`` layers (query, key, value), for comparisons."""
+    import torch
+
+    layers = []
+    for matrix in (weights.query, weights.key, weights.value):
+        layer = torch.nn.Linear(matrix.shape[0], matrix.shape[1], bias=False)
+        with torch.no_grad():
+            layer.weight.copy_(matrix.T)
+        layers.append(layer)
+    return layers

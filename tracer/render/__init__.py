@@ -1,0 +1,1 @@
+"""Presenting tensors: token labels for axes, plain text and JSON."""

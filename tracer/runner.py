@@ -1,0 +1,106 @@
+"""From names and options to a ready :class:`~tracer.tracing.Trace`.
+
+This is the Python API behind ``attn trace``::
+
+    from tracer.runner import TraceOptions, start_trace
+    trace = start_trace("trainable", TraceOptions(seed=123)).run_to_end()
+    trace.stage("weights").tensors["weights"]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tracer.errors import UsageError
+from tracer.inputs import InputSet, load_inputs
+from tracer.inputs.weights import INITS, make_weights
+from tracer.suggest import did_you_mean
+from tracer.variant import RunContext
+
+if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
+    from tracer.tracing import Trace
+
+DEFAULT_INPUTS = "your-journey"
+DEFAULT_SEED = 123
+DEFAULT_INIT = "rand"
+DEFAULT_D_OUT = 2
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """The options of ``attn trace``; ``d_out=None`` means "from the weights, else 2"."""
+
+    inputs: str | InputSet = DEFAULT_INPUTS
+    seed: int = DEFAULT_SEED
+    init: str = DEFAULT_INIT
+    d_out: int | None = None
+    dropout: float = 0.0
+    query: int | str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_query(query: int | str | None, tokens: tuple[str, ...]) -> int | None:
+    """A 0-based query index from an index or a token (``1`` or ``journey``)."""
+    if query is None:
+        return None
+    if isinstance(query, str) and not query.lstrip("-").isdigit():
+        if query in tokens:
+            return tokens.index(query)
+        raise UsageError(f"--query '{query}' is not one of the tokens{did_you_mean(query, tokens)}")
+    index = int(query)
+    if not 0 <= index < len(tokens):
+        raise UsageError(
+            f"--query {index} is out of range: there are {len(tokens)} tokens, "
+            f"numbered 0 to {len(tokens) - 1}"
+        )
+    return index
+
+
+def build_context(input_set: InputSet, options: TraceOptions, uses_weights: bool = True) -> RunContext:
+    """Validate the options against the inputs and create tensors and weights."""
+    import torch
+
+    if options.init not in INITS:
+        raise UsageError(
+            f"unknown --init '{options.init}'{did_you_mean(options.init, INITS)}; "
+            f"choose one of {', '.join(INITS)}"
+        )
+    if options.d_out is not None and options.d_out < 1:
+        raise UsageError(f"--d-out must be at least 1, got {options.d_out}")
+    if not 0.0 <= options.dropout < 1.0:
+        raise UsageError(f"--dropout must be at least 0 and below 1, got {options.dropout:g}")
+    if input_set.d_out is not None and options.d_out not in (None, input_set.d_out):
+        raise UsageError(
+            f"--d-out {options.d_out} disagrees with the weights in {input_set.source}, "
+            f"which have d_out = {input_set.d_out}"
+        )
+    query = resolve_query(options.query, input_set.tokens)
+    inputs = torch.tensor(input_set.embeddings, dtype=torch.float32)
+    weights = None
+    if uses_weights:
+        d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
+        weights = make_weights(options.init, input_set.d_in, d_out, options.seed, input_set.weights)
+    return RunContext(
+        inputs=inputs,
+        tokens=input_set.tokens,
+        weights=weights,
+        query=query,
+        dropout=options.dropout,
+        seed=options.seed,
+        padding=input_set.padding,
+        extra=dict(options.extra),
+    )
+
+
+def start_trace(variant: str, options: TraceOptions | None = None, host: PluginHost | None = None) -> Trace:
+    """A trace of ``variant`` on the options' inputs; iterate it, or call ``run_to_end()``."""
+    from tracer.plugin_host import PluginHost
+
+    options = options or TraceOptions()
+    host = host or PluginHost()
+    found = host.variant(variant)
+    input_set = options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
+    context = build_context(input_set, options, uses_weights=found.uses_weights)
+    return host.start(variant, context)

@@ -1,0 +1,218 @@
+"""Reading YAML written by people, safely and with exact positions.
+
+Used for inputs files and lessons. PyYAML's composer builds a node tree that
+keeps the line and column of everything, and never constructs Python objects;
+we then refuse the YAML features a hand-written data file has no use for and
+that make files unsafe or confusing: anchors and aliases (billion laughs),
+tags (``!!python/object``) and duplicate keys (the second silently wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tracer.errors import Location
+
+MAX_BYTES = 1024 * 1024
+"""Hand-written lessons and inputs are a few kilobytes; refuse anything huge up front."""
+
+# Tags a person may write explicitly; each maps to a plain data type.
+_PLAIN_TAGS = {
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
+}
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with a document, at a position (1-based)."""
+
+    line: int
+    column: int
+    message: str
+    path: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: {self.message}"
+
+    @property
+    def location(self) -> Location:
+        return Location(self.path, self.line, self.column)
+
+
+class DocumentError(Exception):
+    """A document that could not be read; carries every problem found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(str(problems[0]) if problems else "invalid document")
+        self.problems = problems
+
+
+def position(node_or_mark: Any, path: str = "") -> tuple[int, int]:
+    """1-based (line, column) of a node or a PyYAML mark."""
+    mark = getattr(node_or_mark, "start_mark", node_or_mark)
+    return mark.line + 1, mark.column + 1
+
+
+def problem_at(node: yaml.Node | Any, message: str, path: str) -> Problem:
+    line, column = position(node)
+    return Problem(line, column, message, path)
+
+
+def read_text(path: Path, *, what: str = "file") -> str:
+    """Read a UTF-8 text file, turning every OS and encoding failure into one Problem."""
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise DocumentError([Problem(1, 1, f"{what} is a directory, not a file", where)])
+        if size > MAX_BYTES:
+            raise DocumentError(
+                [Problem(1, 1, f"{what} is too large ({_megabytes(size)}; the limit is 1 MB)", where)]
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DocumentError([Problem(1, 1, f"{what} not found", where)]) from None
+    except OSError as exc:
+        raise DocumentError([Problem(1, 1, f"cannot read {what}: {exc.strerror}", where)]) from None
+    return decode(data, where)
+
+
+def decode(data: bytes, path: str) -> str:
+    if len(data) > MAX_BYTES:
+        message = f"document is too large ({_megabytes(len(data))}; the limit is 1 MB)"
+        raise DocumentError([Problem(1, 1, message, path)])
+    if b"\x00" in data:
+        raise DocumentError([Problem(1, 1, "this is a binary file, not YAML text", path)])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        message = f"not UTF-8 text (byte 0x{data[exc.start]:02x})"
+        raise DocumentError([Problem(line, column, message, path)]) from None
+
+
+def compose(text: str, path: str) -> yaml.Node | None:
+    """Parse ``text`` into a node tree, or raise DocumentError listing every problem.
+
+    Returns None for an empty document.
+    """
+    problems = list(_feature_problems(text, path))
+    if problems:
+        raise DocumentError(sorted(problems))
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        raise DocumentError([_syntax_problem(exc, path)]) from None
+    except yaml.YAMLError as exc:  # ReaderError: control characters
+        raise DocumentError([Problem(1, 1, f"not valid YAML: {exc}", path)]) from None
+    except RecursionError:
+        raise DocumentError([Problem(1, 1, "document nests too deeply", path)]) from None
+    if node is not None:
+        problems.extend(_duplicate_keys(node, path))
+    if problems:
+        raise DocumentError(sorted(problems))
+    return node
+
+
+def _feature_problems(text: str, path: str) -> Iterator[Problem]:
+    """Refuse anchors, aliases and non-plain tags, reading events only (nothing expands)."""
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            anchor = getattr(event, "anchor", None)
+            if isinstance(event, yaml.AliasEvent):
+                yield problem_at(event, f"aliases (*{anchor}) are not allowed; repeat the value", path)
+            elif anchor is not None:
+                yield problem_at(event, f"anchors (&{anchor}) are not allowed; repeat the value", path)
+            tag = getattr(event, "tag", None)
+            if tag is not None and tag != "!" and tag not in _PLAIN_TAGS:
+                shown = tag.replace("tag:yaml.org,2002:", "!!")
+                if shown.startswith("!!python/"):
+                    message = f"YAML tag {shown} is not allowed: these files never build Python objects"
+                else:
+                    message = f"YAML tag {shown} is not allowed; write plain values"
+                yield problem_at(event, message, path)
+    except yaml.MarkedYAMLError as exc:
+        yield _syntax_problem(exc, path)
+    except yaml.YAMLError as exc:
+        yield Problem(1, 1, f"not valid YAML: {_one_line(str(exc))}", path)
+    except RecursionError:
+        yield Problem(1, 1, "document nests too deeply", path)
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, path: str) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    line, column = position(mark) if mark is not None else (1, 1)
+    what = exc.problem or "not valid YAML"
+    if exc.context:
+        what = f"{exc.context}: {what}" if "while" not in exc.context else what
+    return Problem(line, column, f"malformed YAML: {_one_line(what)}", path)
+
+
+def _duplicate_keys(root: yaml.Node, path: str) -> Iterator[Problem]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, yaml.Node] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        first_line, first_column = position(seen[key.value])
+                        message = (
+                            f"duplicate key '{key.value}' "
+                            f"(first defined at line {first_line}, column {first_column})"
+                        )
+                        yield problem_at(key, message, path)
+                    else:
+                        seen[key.value] = key
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+_constructor = yaml.constructor.SafeConstructor()
+
+
+def value_of(node: yaml.Node) -> Any:
+    """The plain Python value of a node (str, int, float, bool, None, list, dict)."""
+    if isinstance(node, yaml.ScalarNode):
+        return _constructor.construct_object(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return [value_of(item) for item in node.value]
+    return {value_of(key): value_of(value) for key, value in node.value}
+
+
+def mapping_items(node: yaml.MappingNode) -> Iterator[tuple[str, yaml.Node, yaml.Node]]:
+    """(key text, key node, value node) for each entry of a mapping."""
+    for key, value in node.value:
+        yield str(key.value) if isinstance(key, yaml.ScalarNode) else "?", key, value
+
+
+def kind_of(node: yaml.Node) -> str:
+    """A word for what a node is, for messages ("a list", "a mapping", "text")."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    value = value_of(node)
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "text"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"

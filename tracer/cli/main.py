@@ -24,8 +24,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+# One module per sub-command, each with ``add_parser(commands)``; listed in help order.
+COMMAND_MODULES = ["trace_cmd", "plugins_cmd"]
+
+
 def build_parser() -> Parser:
-    from tracer.cli import plugins_cmd, trace_cmd
+    import importlib
 
     parser = Parser(
         prog="attn",
@@ -34,8 +38,8 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"attention-tracer {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (trace_cmd, plugins_cmd):
-        module.add_parser(commands)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"tracer.cli.{name}").add_parser(commands)
     return parser
 
 

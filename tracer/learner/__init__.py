@@ -1,0 +1,1 @@
+"""Learners' own implementations: checking them stage by stage, exercises, scaffolds."""

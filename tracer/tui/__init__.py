@@ -1,0 +1,1 @@
+"""The Textual step-through app."""

@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
-from tracer.errors import Location, PluginError
+from tracer.errors import Location, PluginError, TracerError
 from tracer.tracing.lines import LineRecorder, statement_lines
 from tracer.variant import RunContext, Stage, Step, SubStep, Variant
 
@@ -67,7 +67,8 @@ class Trace:
             self.finished = True
             self._finish(stop.value)
             raise
-        except PluginError:
+        except TracerError:
+            # Already a one-line, user-facing error (e.g. a variant rejecting its options).
             self.finished = True
             raise
         except Exception as exc:

@@ -1,1 +1,49 @@
-"""Lesson scripts: the YAML format, its safe loader, its JSON Schema and running lessons."""
+"""Lesson scripts: the YAML format, its safe loader, its JSON Schema and running lessons.
+
+- :mod:`tracer.lessons.model`: the dataclasses a loaded lesson is made of.
+- :mod:`tracer.lessons.loader`: ``load_lesson``, ``parse_lesson``, ``find_lessons``,
+  ``LessonError``.
+- :mod:`tracer.lessons.runner`: ``LessonRunner`` computes what each step shows (imports torch).
+- :mod:`tracer.lessons.check`: ``check_lesson`` runs a lesson to find what only a run can tell.
+- :mod:`tracer.lessons.plain`: ``plain_lines`` prints a whole lesson as text (``--plain``).
+- :mod:`tracer.lessons.schema`: ``lesson_schema`` builds the JSON Schema (draft-07).
+
+Importing this package never imports torch.
+"""
+
+from tracer.lessons.loader import LessonError, find_lessons, load_lesson, parse_lesson
+from tracer.lessons.model import (
+    Checkpoint,
+    Compare,
+    Focus,
+    Lesson,
+    LessonRef,
+    LessonStep,
+    Loop,
+    Narration,
+    Operation,
+    Options,
+    Quiz,
+    Show,
+    TensorRef,
+)
+
+__all__ = [
+    "Checkpoint",
+    "Compare",
+    "Focus",
+    "Lesson",
+    "LessonError",
+    "LessonRef",
+    "LessonStep",
+    "Loop",
+    "Narration",
+    "Operation",
+    "Options",
+    "Quiz",
+    "Show",
+    "TensorRef",
+    "find_lessons",
+    "load_lesson",
+    "parse_lesson",
+]

@@ -29,6 +29,10 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
         "--query", default=None, metavar="I|TOKEN",
         help="focus one query token, by 0-based index or by token (e.g. 1 or journey)",
     )
+    group.add_argument(
+        "--heads", type=int, default=None, metavar="N",
+        help="number of attention heads, for the multi-head variants (default: 2)",
+    )
     add_plugin_options(parser)
 
 
@@ -47,6 +51,7 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
         d_out=args.d_out,
         dropout=args.dropout,
         query=args.query,
+        extra={} if args.heads is None else {"heads": args.heads},
     )
 
 

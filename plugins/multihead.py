@@ -1,0 +1,199 @@
+"""Multi-head attention with one projection split into heads (``view`` + ``transpose``).
+
+Instead of one small projection per head, one (d_in, d_out) projection each for
+queries, keys and values is computed once and its columns are split into heads:
+``(tokens, d_out) -> (tokens, heads, head_dim) -> (heads, tokens, head_dim)``.
+Every head then runs causal attention on its own slice, the heads' context
+vectors are put back side by side, and an output projection (with bias) mixes
+them. ``--d-out`` is the total width, as in the course material's
+``MultiHeadAttention``, so it must be divisible by ``--heads``.
+
+Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
+- ``linear``: ``nn.Linear(d_in, d_out, bias=False)`` for query, key and value,
+  then ``nn.Linear(d_out, d_out)`` for the output projection: the course's
+  order, so its printed numbers reproduce;
+- ``rand`` / ``randn``: query, key and value exactly as ``attn trace trainable``
+  draws them, then the output weight (d_out, d_out) and bias (d_out,) with the
+  same function;
+- weights from an inputs file: those projections, and an identity output
+  projection with zero bias (the file has no output projection to offer).
+"""
+
+import torch
+from tracer.builtin_plugins.multihead_wrapper import focus, heads_option, init_of
+
+from tracer import RunContext, Variant, hookimpl, stage
+from tracer.errors import UsageError
+
+
+def split_weights(run: RunContext, d_out: int):
+    """(W_query, W_key, W_value, W_out, b_out): outputs are ``x @ W`` and ``z @ W_out + b_out``."""
+    W = run.weights
+    d_in = W.query.shape[0]
+    init = init_of(run)
+    if init is None:
+        return W.query, W.key, W.value, torch.eye(d_out), torch.zeros(d_out)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(run.seed)
+        if init == "linear":
+            qkv = [torch.nn.Linear(d_in, d_out, bias=False) for _ in range(3)]
+            out = torch.nn.Linear(d_out, d_out)
+            matrices = [layer.weight.detach().T for layer in qkv]
+            return (*matrices, out.weight.detach().T, out.bias.detach())
+        draw = torch.rand if init == "rand" else torch.randn
+        matrices = [draw(d_in, d_out) for _ in range(3)]
+        return (*matrices, draw(d_out, d_out), draw(d_out))
+
+
+def multihead(run: RunContext):
+    heads = heads_option(run)
+    inputs = run.inputs
+    n = inputs.shape[0]
+    d_out = run.weights.query.shape[1]
+    if d_out % heads:
+        nearby = [d for d in (d_out // heads * heads, (d_out // heads + 1) * heads) if d > 0]
+        raise UsageError(
+            f"--d-out {d_out} is not divisible by --heads {heads}: multihead splits d_out "
+            f"into {heads} equal heads (try --d-out {' or '.join(map(str, nearby))})"
+        )
+    head_dim = d_out // heads
+    yield stage("inputs", "Token embeddings", inputs=inputs)
+
+    W_query, W_key, W_value, W_out, b_out = split_weights(run, d_out)
+    yield stage(
+        "projections",
+        "One projection each for queries, keys, values, and an output projection",
+        W_query=W_query,
+        W_key=W_key,
+        W_value=W_value,
+        W_out=W_out,
+        b_out=b_out,
+    )
+
+    queries = inputs @ W_query
+    keys = inputs @ W_key
+    values = inputs @ W_value
+    yield stage(
+        "projected",
+        f"Queries, keys and values for all heads at once ({d_out} columns)",
+        formula="Q = X W_q,  K = X W_k,  V = X W_v",
+        queries=run.focus(queries),
+        keys=keys,
+        values=values,
+    )
+
+    # (tokens, d_out) -> (tokens, heads, head_dim) -> (heads, tokens, head_dim)
+    queries = queries.view(n, heads, head_dim).transpose(0, 1)
+    keys = keys.view(n, heads, head_dim).transpose(0, 1)
+    values = values.view(n, heads, head_dim).transpose(0, 1)
+    yield stage(
+        "split",
+        f"Split into {heads} heads of {head_dim} columns each",
+        formula="view(tokens, heads, head_dim).transpose(0, 1)",
+        queries=focus(run, queries),
+        keys=keys,
+        values=values,
+    )
+
+    scores = queries @ keys.transpose(1, 2)
+    yield stage(
+        "scores", "Attention scores, per head", formula="ω_h = Q_h K_hᵀ", scores=focus(run, scores)
+    )
+    scaled = scores / head_dim**0.5
+    yield stage(
+        "scaled",
+        "Scaled scores, per head",
+        formula=f"ω_h / √head_dim,  head_dim = {head_dim}",
+        scaled=focus(run, scaled),
+    )
+
+    # True marks a (query, key) pair that must not be seen: the key is in the future.
+    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    if run.padding is not None:
+        mask = mask | torch.tensor(run.padding)
+    yield stage(
+        "mask",
+        "Causal mask, the same for every head",
+        formula="mask[i,j] = j > i",
+        mask=run.focus(mask),
+    )
+
+    masked_scores = scaled.masked_fill(mask, float("-inf"))
+    yield stage(
+        "masked_scores",
+        "Future hidden with -inf, per head",
+        formula="ω_h[i,j] = -inf where j > i",
+        masked_scores=focus(run, masked_scores),
+    )
+    weights = torch.softmax(masked_scores, dim=-1).nan_to_num(0.0)
+    yield stage(
+        "weights",
+        "Attention weights, per head",
+        formula="α_h = softmax(masked ω_h / √head_dim, dim=-1)",
+        weights=focus(run, weights),
+    )
+
+    dropped = weights
+    if run.dropout > 0:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(run.seed)
+            dropped = torch.nn.functional.dropout(weights, p=run.dropout)
+    yield stage(
+        "dropout",
+        f"Dropout on the weights (p = {run.dropout:g})",
+        formula="kept weights × 1/(1-p); dropped ones become 0",
+        weights=focus(run, dropped),
+    )
+
+    head_context = dropped @ values
+    yield stage(
+        "head_context",
+        "Each head's context vectors",
+        formula="Z_h = α_h V_h",
+        head_context=focus(run, head_context),
+    )
+
+    # (heads, tokens, head_dim) -> (tokens, heads, head_dim) -> (tokens, d_out)
+    concat = head_context.transpose(0, 1).contiguous().view(n, d_out)
+    yield stage(
+        "concat",
+        "Heads put back side by side",
+        formula="transpose(0, 1).view(tokens, d_out)",
+        concat=run.focus(concat),
+    )
+
+    context = run.focus(concat @ W_out + b_out)
+    yield stage(
+        "context",
+        "Output projection mixes the heads",
+        formula="Z = concat W_o + b_o",
+        context=context,
+    )
+    return context
+
+
+@hookimpl
+def register_variants(register):
+    register(
+        Variant(
+            name="multihead",
+            title="Multi-head attention: one projection split into heads",
+            description="--d-out is the total width, divisible by --heads N (default 2).",
+            run=multihead,
+            stages=(
+                "inputs",
+                "projections",
+                "projected",
+                "split",
+                "scores",
+                "scaled",
+                "mask",
+                "masked_scores",
+                "weights",
+                "dropout",
+                "head_context",
+                "concat",
+                "context",
+            ),
+        )
+    )

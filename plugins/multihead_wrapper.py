@@ -1,0 +1,208 @@
+"""Multi-head attention as a stack of causal single-head attentions, side by side.
+
+Each head is the ``masked`` variant with its own query, key and value
+projections; the heads' context vectors are concatenated. ``--d-out`` is each
+head's width (as in the course material's ``MultiHeadAttentionWrapper``), so
+the output has heads × d_out columns. ``--heads N`` sets the number of heads.
+
+Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
+- ``linear``: ``nn.Linear(d_in, d_out, bias=False)`` for head 0's query, key,
+  value, then head 1's, and so on: the order in which the course's wrapper
+  creates them, so its printed numbers reproduce;
+- ``rand`` / ``randn``: ``torch.rand(d_in, d_out)`` in that same order, so head 0
+  has exactly the weights of ``attn trace masked``;
+- weights from an inputs file: their d_out columns are shared out among the
+  heads (head h gets columns h·w .. (h+1)·w - 1), which needs d_out divisible
+  by the number of heads.
+"""
+
+import torch
+
+from tracer import RunContext, Variant, hookimpl, stage
+from tracer.errors import UsageError
+from tracer.inputs.weights import INITS, make_weights
+
+DEFAULT_HEADS = 2
+
+
+def heads_option(run: RunContext) -> int:
+    heads = run.extra.get("heads")
+    if heads is None:
+        return DEFAULT_HEADS
+    if heads < 1:
+        raise UsageError(f"--heads must be at least 1, got {heads}")
+    return heads
+
+
+def init_of(run: RunContext) -> str | None:
+    """Which ``--init`` made the context's weights (None: they came from an inputs file).
+
+    The context carries the weights, not the option that made them; redrawing each
+    init under the same seed and comparing tells which one it was.
+    """
+    W = run.weights
+    d_in, d_out = W.query.shape
+    for init in INITS:
+        candidate = make_weights(init, d_in, d_out, run.seed)
+        if all(
+            torch.equal(a, b)
+            for a, b in zip(candidate.__dict__.values(), W.__dict__.values(), strict=True)
+        ):
+            return init
+    return None
+
+
+def head_weights(
+    run: RunContext, heads: int
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(W_query, W_key, W_value) for each head, each (d_in, head width), applied as x @ W."""
+    W = run.weights
+    d_in, d_out = W.query.shape
+    init = init_of(run)
+    if init is None:
+        if d_out % heads:
+            raise UsageError(
+                f"the inputs file's weights have d_out = {d_out}, which {heads} heads cannot "
+                f"share equally; use --heads with a divisor of {d_out}"
+            )
+        width = d_out // heads
+        return [
+            tuple(m[:, h * width : (h + 1) * width] for m in (W.query, W.key, W.value))
+            for h in range(heads)
+        ]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(run.seed)
+        if init == "linear":
+            layers = [torch.nn.Linear(d_in, d_out, bias=False) for _ in range(3 * heads)]
+            matrices = [layer.weight.detach().T for layer in layers]
+        else:
+            draw = torch.rand if init == "rand" else torch.randn
+            matrices = [draw(d_in, d_out) for _ in range(3 * heads)]
+    return [tuple(matrices[3 * h : 3 * h + 3]) for h in range(heads)]
+
+
+def multihead_wrapper(run: RunContext):
+    heads = heads_option(run)
+    inputs = run.inputs
+    n = inputs.shape[0]
+    yield stage("inputs", "Token embeddings", inputs=inputs)
+
+    per_head = head_weights(run, heads)
+
+    # Stacked (heads, d_in, width): one slice per head, so every stage pages through heads.
+    W_query = torch.stack([w[0] for w in per_head])
+    W_key = torch.stack([w[1] for w in per_head])
+    W_value = torch.stack([w[2] for w in per_head])
+    yield stage(
+        "projections",
+        f"Each of the {heads} heads has its own projections",
+        W_query=W_query,
+        W_key=W_key,
+        W_value=W_value,
+    )
+
+    queries = inputs @ W_query
+    keys = inputs @ W_key
+    values = inputs @ W_value
+    yield stage(
+        "queries", "Queries, per head", formula="Q_h = X W_q,h", queries=focus(run, queries)
+    )
+    yield stage("keys", "Keys, per head", formula="K_h = X W_k,h", keys=keys)
+    yield stage("values", "Values, per head", formula="V_h = X W_v,h", values=values)
+
+    scores = queries @ keys.transpose(1, 2)
+    yield stage(
+        "scores", "Attention scores, per head", formula="ω_h = Q_h K_hᵀ", scores=focus(run, scores)
+    )
+    scaled = scores / keys.shape[-1] ** 0.5
+    yield stage(
+        "scaled", "Scaled scores, per head", formula="ω_h / √d_k", scaled=focus(run, scaled)
+    )
+
+    # True marks a (query, key) pair that must not be seen: the key is in the future.
+    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    if run.padding is not None:
+        mask = mask | torch.tensor(run.padding)
+    yield stage(
+        "mask",
+        "Causal mask, the same for every head",
+        formula="mask[i,j] = j > i",
+        mask=run.focus(mask),
+    )
+
+    masked_scores = scaled.masked_fill(mask, float("-inf"))
+    yield stage(
+        "masked_scores",
+        "Future hidden with -inf, per head",
+        formula="ω_h[i,j] = -inf where j > i",
+        masked_scores=focus(run, masked_scores),
+    )
+    weights = torch.softmax(masked_scores, dim=-1).nan_to_num(0.0)
+    yield stage(
+        "weights",
+        "Attention weights, per head",
+        formula="α_h = softmax(masked ω_h / √d_k, dim=-1)",
+        weights=focus(run, weights),
+    )
+
+    dropped = weights
+    if run.dropout > 0:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(run.seed)
+            dropped = torch.nn.functional.dropout(weights, p=run.dropout)
+    yield stage(
+        "dropout",
+        f"Dropout on the weights (p = {run.dropout:g})",
+        formula="kept weights × 1/(1-p); dropped ones become 0",
+        weights=focus(run, dropped),
+    )
+
+    head_context = dropped @ values
+    yield stage(
+        "head_context",
+        "Each head's context vectors",
+        formula="Z_h = α_h V_h",
+        head_context=focus(run, head_context),
+    )
+
+    context = torch.cat(list(head_context), dim=-1)
+    context = run.focus(context)
+    yield stage(
+        "context",
+        f"Heads side by side: {heads} × {values.shape[-1]} columns",
+        formula="Z = [Z_0 | Z_1 | ...]",
+        context=context,
+    )
+    return context
+
+
+def focus(run: RunContext, per_head: torch.Tensor) -> torch.Tensor:
+    """Row ``query`` of each head when a query is focused: (heads, tokens, ...) -> (heads, ...)."""
+    return per_head if run.query is None else per_head[:, run.query]
+
+
+@hookimpl
+def register_variants(register):
+    register(
+        Variant(
+            name="multihead-wrapper",
+            title="Multi-head attention: causal heads stacked and concatenated",
+            description="--d-out is each head's width; --heads N heads (default 2).",
+            run=multihead_wrapper,
+            stages=(
+                "inputs",
+                "projections",
+                "queries",
+                "keys",
+                "values",
+                "scores",
+                "scaled",
+                "mask",
+                "masked_scores",
+                "weights",
+                "dropout",
+                "head_context",
+                "context",
+            ),
+        )
+    )

@@ -34,29 +34,38 @@ def masked(run: RunContext):
     if run.padding is not None:
         mask = mask | torch.tensor(run.padding)
     mask = run.focus(mask)
-    yield stage("mask", "Causal mask (1 = hidden from the query)", formula="mask[i,j] = j > i", mask=mask)
+    yield stage(
+        "mask", "Causal mask (1 = hidden from the query)", formula="mask[i,j] = j > i", mask=mask
+    )
 
     softmax = torch.softmax(scaled, dim=-1)
     zeroed = softmax.masked_fill(mask, 0.0)
     row_sums = zeroed.sum(dim=-1, keepdim=True)
     renormalized = zeroed / row_sums.clamp_min(torch.finfo(zeroed.dtype).tiny)
     yield stage(
-        "renormalized", "Route 1: softmax, zero the future, renormalise",
+        "renormalized",
+        "Route 1: softmax, zero the future, renormalise",
         formula="α = m ⊙ softmax(ω/√d_k) / Σ_j (m ⊙ softmax)",
-        softmax=softmax, zeroed=zeroed, renormalized=renormalized,
+        softmax=softmax,
+        zeroed=zeroed,
+        renormalized=renormalized,
     )
 
     masked_scores = scaled.masked_fill(mask, float("-inf"))
     yield stage(
-        "masked_scores", "Route 2: -inf in the future before softmax",
-        formula="ω[i,j] = -inf where j > i", masked_scores=masked_scores,
+        "masked_scores",
+        "Route 2: -inf in the future before softmax",
+        formula="ω[i,j] = -inf where j > i",
+        masked_scores=masked_scores,
     )
 
     weights = torch.softmax(masked_scores, dim=-1).nan_to_num(0.0)
     yield stage(
-        "weights", "Attention weights (both routes agree)",
+        "weights",
+        "Attention weights (both routes agree)",
         formula="α = softmax(masked ω / √d_k, dim=-1)",
-        weights=weights, difference=weights - renormalized,
+        weights=weights,
+        difference=weights - renormalized,
     )
 
     dropped = weights
@@ -65,8 +74,10 @@ def masked(run: RunContext):
             torch.manual_seed(run.seed)
             dropped = torch.nn.functional.dropout(weights, p=run.dropout)
     yield stage(
-        "dropout", f"Dropout on the weights (p = {run.dropout:g})",
-        formula="kept weights × 1/(1-p); dropped ones become 0", weights=dropped,
+        "dropout",
+        f"Dropout on the weights (p = {run.dropout:g})",
+        formula="kept weights × 1/(1-p); dropped ones become 0",
+        weights=dropped,
     )
 
     context = dropped @ values
@@ -82,8 +93,18 @@ def register_variants(register):
             title="Causal self-attention: no peeking at later tokens",
             run=masked,
             stages=(
-                "inputs", "queries", "keys", "values", "scores", "scaled", "mask",
-                "renormalized", "masked_scores", "weights", "dropout", "context",
+                "inputs",
+                "queries",
+                "keys",
+                "values",
+                "scores",
+                "scaled",
+                "mask",
+                "renormalized",
+                "masked_scores",
+                "weights",
+                "dropout",
+                "context",
             ),
         )
     )

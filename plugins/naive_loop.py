@@ -21,20 +21,28 @@ def naive_loop(run: RunContext):
             score = torch.dot(inputs[i], inputs[j])
             scores[i, j] = score
             yield substep(
-                "scores", (i, j), formula=f"ω[{i},{j}] = x{i} · x{j}",
-                query=inputs[i], key=inputs[j], score=score,
+                "scores",
+                (i, j),
+                formula=f"ω[{i},{j}] = x{i} · x{j}",
+                query=inputs[i],
+                key=inputs[j],
+                score=score,
             )
     yield stage(
-        "scores", "Attention scores: the dot product of every pair",
-        formula="ω[i,j] = x_i · x_j", scores=run.focus(scores),
+        "scores",
+        "Attention scores: the dot product of every pair",
+        formula="ω[i,j] = x_i · x_j",
+        scores=run.focus(scores),
     )
 
     sum_normalized = scores / scores.sum(dim=-1, keepdim=True)
     softmax = torch.softmax(scores, dim=-1)
     yield stage(
-        "weights", "Attention weights: simple sum normalisation beside softmax",
+        "weights",
+        "Attention weights: simple sum normalisation beside softmax",
         formula="α[i,j] = ω[i,j] / Σ_j ω[i,j]   vs   α[i,j] = exp(ω[i,j]) / Σ_j exp(ω[i,j])",
-        weights=run.focus(softmax), sum_normalized=run.focus(sum_normalized),
+        weights=run.focus(softmax),
+        sum_normalized=run.focus(sum_normalized),
     )
 
     context = torch.zeros_like(inputs)
@@ -42,13 +50,19 @@ def naive_loop(run: RunContext):
         for j in range(n):
             context[i] += softmax[i, j] * inputs[j]
             yield substep(
-                "context", (i, j), formula=f"z{i} += α[{i},{j}] · x{j}",
-                weight=softmax[i, j], value=inputs[j], partial=context[i].clone(),
+                "context",
+                (i, j),
+                formula=f"z{i} += α[{i},{j}] · x{j}",
+                weight=softmax[i, j],
+                value=inputs[j],
+                partial=context[i].clone(),
             )
     context = run.focus(context)
     yield stage(
-        "context", "Context vectors: inputs weighted by attention",
-        formula="z_i = Σ_j α[i,j] x_j", context=context,
+        "context",
+        "Context vectors: inputs weighted by attention",
+        formula="z_i = Σ_j α[i,j] x_j",
+        context=context,
     )
     return context
 

@@ -14,14 +14,21 @@ def trainable(run: RunContext):
     inputs, W = run.inputs, run.weights
     yield stage("inputs", "Token embeddings", inputs=inputs)
     yield stage(
-        "projections", "Projection matrices (trainable)",
-        W_query=W.query, W_key=W.key, W_value=W.value,
+        "projections",
+        "Projection matrices (trainable)",
+        W_query=W.query,
+        W_key=W.key,
+        W_value=W.value,
     )
 
     queries = run.focus(inputs) @ W.query
-    yield stage("queries", "Queries: what each token is looking for", formula="Q = X W_q", queries=queries)
+    yield stage(
+        "queries", "Queries: what each token is looking for", formula="Q = X W_q", queries=queries
+    )
     keys = inputs @ W.key
-    yield stage("keys", "Keys: what each token offers to be matched on", formula="K = X W_k", keys=keys)
+    yield stage(
+        "keys", "Keys: what each token offers to be matched on", formula="K = X W_k", keys=keys
+    )
     values = inputs @ W.value
     yield stage("values", "Values: what each token passes on", formula="V = X W_v", values=values)
 
@@ -33,7 +40,9 @@ def trainable(run: RunContext):
     yield stage("scaled", "Scaled scores", formula=f"ω / √d_k,  d_k = {d_k}", scaled=scaled)
 
     weights = torch.softmax(scaled, dim=-1)
-    yield stage("weights", "Attention weights", formula="α = softmax(ω / √d_k, dim=-1)", weights=weights)
+    yield stage(
+        "weights", "Attention weights", formula="α = softmax(ω / √d_k, dim=-1)", weights=weights
+    )
 
     context = weights @ values
     yield stage("context", "Context vectors", formula="Z = α V", context=context)
@@ -48,8 +57,15 @@ def register_variants(register):
             title="Scaled dot-product attention with trainable weights",
             run=trainable,
             stages=(
-                "inputs", "projections", "queries", "keys", "values",
-                "scores", "scaled", "weights", "context",
+                "inputs",
+                "projections",
+                "queries",
+                "keys",
+                "values",
+                "scores",
+                "scaled",
+                "weights",
+                "context",
             ),
         )
     )

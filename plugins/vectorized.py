@@ -15,12 +15,16 @@ def vectorized(run: RunContext):
 
     queries = run.focus(inputs)
     scores = queries @ inputs.T
-    yield stage("scores", "Attention scores in one matrix product", formula="ω = X Xᵀ", scores=scores)
+    yield stage(
+        "scores", "Attention scores in one matrix product", formula="ω = X Xᵀ", scores=scores
+    )
 
     weights = torch.softmax(scores, dim=-1)
     yield stage(
-        "weights", "Attention weights: softmax over each row",
-        formula="α = softmax(ω, dim=-1)", weights=weights,
+        "weights",
+        "Attention weights: softmax over each row",
+        formula="α = softmax(ω, dim=-1)",
+        weights=weights,
     )
 
     context = weights @ inputs

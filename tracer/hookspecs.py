@@ -8,7 +8,8 @@ The built-in variants in ``plugins/`` use exactly this mechanism.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pluggy
 

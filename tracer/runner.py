@@ -58,7 +58,9 @@ def resolve_query(query: int | str | None, tokens: tuple[str, ...]) -> int | Non
     return index
 
 
-def build_context(input_set: InputSet, options: TraceOptions, uses_weights: bool = True) -> RunContext:
+def build_context(
+    input_set: InputSet, options: TraceOptions, uses_weights: bool = True
+) -> RunContext:
     """Validate the options against the inputs and create tensors and weights."""
     import torch
 
@@ -72,8 +74,11 @@ def build_context(input_set: InputSet, options: TraceOptions, uses_weights: bool
     if not 0.0 <= options.dropout < 1.0:
         raise UsageError(f"--dropout must be at least 0 and below 1, got {options.dropout:g}")
     if input_set.d_out is not None and options.d_out not in (None, input_set.d_out):
+        where = (
+            input_set.source if input_set.source != "built-in" else f"input set '{input_set.name}'"
+        )
         raise UsageError(
-            f"--d-out {options.d_out} disagrees with the weights in {input_set.source}, "
+            f"--d-out {options.d_out} disagrees with the weights of {where}, "
             f"which have d_out = {input_set.d_out}"
         )
     query = resolve_query(options.query, input_set.tokens)
@@ -94,13 +99,17 @@ def build_context(input_set: InputSet, options: TraceOptions, uses_weights: bool
     )
 
 
-def start_trace(variant: str, options: TraceOptions | None = None, host: PluginHost | None = None) -> Trace:
+def start_trace(
+    variant: str, options: TraceOptions | None = None, host: PluginHost | None = None
+) -> Trace:
     """A trace of ``variant`` on the options' inputs; iterate it, or call ``run_to_end()``."""
     from tracer.plugin_host import PluginHost
 
     options = options or TraceOptions()
     host = host or PluginHost()
     found = host.variant(variant)
-    input_set = options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
+    input_set = (
+        options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
+    )
     context = build_context(input_set, options, uses_weights=found.uses_weights)
     return host.start(variant, context)

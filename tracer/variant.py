@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -97,7 +97,7 @@ class SubStep:
     """Position among the sub-steps of its loop (filled in by the tracer)."""
 
 
-Step = Union[Stage, SubStep]
+Step = Stage | SubStep
 RunFunction = Callable[[RunContext], Generator[Step, None, "torch.Tensor"]]
 
 

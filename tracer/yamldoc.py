@@ -72,7 +72,11 @@ def read_text(path: Path, *, what: str = "file") -> str:
             raise DocumentError([Problem(1, 1, f"{what} is a directory, not a file", where)])
         if size > MAX_BYTES:
             raise DocumentError(
-                [Problem(1, 1, f"{what} is too large ({_megabytes(size)}; the limit is 1 MB)", where)]
+                [
+                    Problem(
+                        1, 1, f"{what} is too large ({_megabytes(size)}; the limit is 1 MB)", where
+                    )
+                ]
             )
         data = path.read_bytes()
     except FileNotFoundError:
@@ -126,14 +130,20 @@ def _feature_problems(text: str, path: str) -> Iterator[Problem]:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             anchor = getattr(event, "anchor", None)
             if isinstance(event, yaml.AliasEvent):
-                yield problem_at(event, f"aliases (*{anchor}) are not allowed; repeat the value", path)
+                yield problem_at(
+                    event, f"aliases (*{anchor}) are not allowed; repeat the value", path
+                )
             elif anchor is not None:
-                yield problem_at(event, f"anchors (&{anchor}) are not allowed; repeat the value", path)
+                yield problem_at(
+                    event, f"anchors (&{anchor}) are not allowed; repeat the value", path
+                )
             tag = getattr(event, "tag", None)
             if tag is not None and tag != "!" and tag not in _PLAIN_TAGS:
                 shown = tag.replace("tag:yaml.org,2002:", "!!")
                 if shown.startswith("!!python/"):
-                    message = f"YAML tag {shown} is not allowed: these files never build Python objects"
+                    message = (
+                        f"YAML tag {shown} is not allowed: these files never build Python objects"
+                    )
                 else:
                     message = f"YAML tag {shown} is not allowed; write plain values"
                 yield problem_at(event, message, path)
@@ -148,10 +158,21 @@ def _feature_problems(text: str, path: str) -> Iterator[Problem]:
 def _syntax_problem(exc: yaml.MarkedYAMLError, path: str) -> Problem:
     mark = exc.problem_mark or exc.context_mark
     line, column = position(mark) if mark is not None else (1, 1)
-    what = exc.problem or "not valid YAML"
-    if exc.context:
-        what = f"{exc.context}: {what}" if "while" not in exc.context else what
-    return Problem(line, column, f"malformed YAML: {_one_line(what)}", path)
+    what = _one_line(exc.problem or "not valid YAML")
+    context = exc.context_mark
+    if (
+        exc.context
+        and context is not None
+        and (context.line, context.column)
+        != (
+            line - 1,
+            column - 1,
+        )
+    ):
+        # "while parsing a flow sequence" -> where the unclosed thing began
+        started = exc.context.replace("while parsing ", "").replace("while scanning ", "")
+        what += f" ({started} started at line {context.line + 1}, column {context.column + 1})"
+    return Problem(line, column, f"malformed YAML: {what}", path)
 
 
 def _duplicate_keys(root: yaml.Node, path: str) -> Iterator[Problem]:

@@ -12,25 +12,39 @@ from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptio
 def add_trace_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("trace options")
     group.add_argument(
-        "--inputs", default=DEFAULT_INPUTS, metavar="NAME|FILE",
+        "--inputs",
+        default=DEFAULT_INPUTS,
+        metavar="NAME|FILE",
         help=f"a built-in input set or a YAML/JSON file (default: {DEFAULT_INPUTS})",
     )
     group.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: 123)")
     group.add_argument(
-        "--init", default=DEFAULT_INIT, metavar="rand|randn|linear",
+        "--init",
+        default=DEFAULT_INIT,
+        metavar="rand|randn|linear",
         help="how to create the query/key/value weights (default: rand)",
     )
     group.add_argument(
-        "--d-out", type=int, default=None, metavar="N",
+        "--d-out",
+        type=int,
+        default=None,
+        metavar="N",
         help="width of queries, keys and values (default: 2, or the file's weights)",
     )
-    group.add_argument("--dropout", type=float, default=0.0, metavar="P", help="dropout rate (default: 0)")
     group.add_argument(
-        "--query", default=None, metavar="I|TOKEN",
+        "--dropout", type=float, default=0.0, metavar="P", help="dropout rate (default: 0)"
+    )
+    group.add_argument(
+        "--query",
+        default=None,
+        metavar="I|TOKEN",
         help="focus one query token, by 0-based index or by token (e.g. 1 or journey)",
     )
     group.add_argument(
-        "--heads", type=int, default=None, metavar="N",
+        "--heads",
+        type=int,
+        default=None,
+        metavar="N",
         help="number of attention heads, for the multi-head variants (default: 2)",
     )
     add_plugin_options(parser)
@@ -38,7 +52,10 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
 
 def add_plugin_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--plugins-dir", action="append", default=[], metavar="DIR",
+        "--plugins-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
         help="load every .py file in DIR as a plugin (repeatable; also ATTN_PLUGINS_DIR)",
     )
 

@@ -17,9 +17,13 @@ def add_parser(commands: Any) -> None:
         help="run a variant and print every stage",
         description="Run an attention variant and print each stage's tensors, with token labels.",
     )
-    parser.add_argument("variant", help="variant name, e.g. naive-loop, vectorized, trainable, masked")
+    parser.add_argument(
+        "variant", help="variant name, e.g. naive-loop, vectorized, trainable, masked"
+    )
     add_trace_options(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document instead of text"
+    )
     parser.set_defaults(handler=run)
 
 

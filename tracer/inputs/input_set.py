@@ -28,7 +28,15 @@ import yaml
 
 from tracer.errors import InputError, UsageError
 from tracer.suggest import did_you_mean, one_of
-from tracer.yamldoc import DocumentError, Problem, compose, mapping_items, problem_at, read_text, value_of
+from tracer.yamldoc import (
+    DocumentError,
+    Problem,
+    compose,
+    mapping_items,
+    problem_at,
+    read_text,
+    value_of,
+)
 
 Matrix = tuple[tuple[float, ...], ...]
 WEIGHT_NAMES = ("query", "key", "value")
@@ -69,6 +77,9 @@ def load_inputs(spec: str) -> InputSet:
             f"unknown input set '{spec}'{did_you_mean(spec, BUILTIN_INPUTS)}; "
             f"built-in sets: {one_of(BUILTIN_INPUTS)}, or give a .yaml/.json file"
         )
+    if not path.is_file():
+        problem = "is a directory, not a file" if path.is_dir() else "not found"
+        raise InputError(f"inputs file {problem}: {spec}")
     try:
         text = read_text(path, what="inputs file")
         if path.suffix.lower() == ".json":
@@ -95,7 +106,8 @@ def _check_json(text: str, path: str) -> None:
     try:
         json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
-        raise DocumentError([Problem(exc.lineno, exc.colno, f"malformed JSON: {exc.msg}", path)])
+        problem = Problem(exc.lineno, exc.colno, f"malformed JSON: {exc.msg}", path)
+        raise DocumentError([problem]) from None
 
 
 def parse_input_node(
@@ -104,7 +116,9 @@ def parse_input_node(
     """Validate a composed YAML node as an input set, collecting every problem."""
     problems: list[Problem] = []
     if node is None:
-        return None, [Problem(1, 1, "inputs file is empty; it needs 'tokens' and 'embeddings'", path)]
+        return None, [
+            Problem(1, 1, "inputs file is empty; it needs 'tokens' and 'embeddings'", path)
+        ]
     if not isinstance(node, yaml.MappingNode):
         message = "inputs must be a mapping with 'tokens' and 'embeddings'"
         return None, [problem_at(node, message, path)]
@@ -125,7 +139,9 @@ def parse_input_node(
     tokens = _tokens(entries["tokens"], path, problems)
     embeddings = _matrix(entries["embeddings"], "embeddings", path, problems)
     if tokens is not None and embeddings is not None and len(tokens) != len(embeddings):
-        message = f"{len(tokens)} tokens but {len(embeddings)} embedding rows; give one row per token"
+        message = (
+            f"{len(tokens)} tokens but {len(embeddings)} embedding rows; give one row per token"
+        )
         problems.append(problem_at(entries["embeddings"], message, path))
     weights = None
     if "weights" in entries and embeddings is not None:
@@ -195,7 +211,7 @@ def _matrix(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> 
             values.append(number if number is not None else 0.0)
         if rows and len(values) != len(rows[0]):
             message = (
-                f"{label} row {r} has {len(values)} values but row 1 has {len(rows[0])}; "
+                f"{label} row {r} has {_values(len(values))} but row 1 has {len(rows[0])}; "
                 "every row must be the same length"
             )
             problems.append(problem_at(row, message, path))
@@ -203,6 +219,19 @@ def _matrix(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> 
     if len(problems) > found:
         return None
     return tuple(rows)
+
+
+def _plain_float(node: yaml.ScalarNode) -> float | None:
+    if node.style is not None:  # quoted: the author said text
+        return None
+    try:
+        return float(str(node.value))
+    except ValueError:
+        return None
+
+
+def _values(count: int) -> str:
+    return f"{count} value" if count == 1 else f"{count} values"
 
 
 _NON_FINITE_WORDS = {"nan", ".nan", "inf", ".inf", "-inf", "-.inf", "+inf", "infinity", "-infinity"}
@@ -216,11 +245,13 @@ def _number(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> 
     if text.lower() in _NON_FINITE_WORDS:
         problems.append(problem_at(node, f"{label} is {text}; values must be finite numbers", path))
         return None
-    if node.tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+    # YAML 1.1 reads 1e-3 (no dot) as text; people mean a number, so accept it unquoted.
+    numeric = node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+    value = float(value_of(node)) if numeric else _plain_float(node)
+    if value is None:
         shown = text if text else "empty"
         problems.append(problem_at(node, f"{label} is '{shown}', not a number", path))
         return None
-    value = float(value_of(node))
     if not math.isfinite(value):  # e.g. 1e999
         problems.append(problem_at(node, f"{label} is not a finite number", path))
         return None
@@ -231,7 +262,9 @@ def _weights(
     node: yaml.Node, d_in: int, path: str, problems: list[Problem]
 ) -> dict[str, Matrix] | None:
     if not isinstance(node, yaml.MappingNode):
-        problems.append(problem_at(node, "weights must be a mapping with query, key and value", path))
+        problems.append(
+            problem_at(node, "weights must be a mapping with query, key and value", path)
+        )
         return None
     found = {}
     for key, key_node, value_node in mapping_items(node):
@@ -269,15 +302,19 @@ def _weights(
     return matrices
 
 
-def _padding(node: yaml.Node, count: int, path: str, problems: list[Problem]) -> tuple[bool, ...] | None:
+def _padding(
+    node: yaml.Node, count: int, path: str, problems: list[Problem]
+) -> tuple[bool, ...] | None:
     if not isinstance(node, yaml.SequenceNode) or not all(
-        isinstance(item, yaml.ScalarNode) and item.tag == "tag:yaml.org,2002:bool" for item in node.value
+        isinstance(item, yaml.ScalarNode) and item.tag == "tag:yaml.org,2002:bool"
+        for item in node.value
     ):
-        problems.append(problem_at(node, "padding must be a list of true/false, one per token", path))
+        problems.append(
+            problem_at(node, "padding must be a list of true/false, one per token", path)
+        )
         return None
     if len(node.value) != count:
         message = f"padding has {len(node.value)} entries but there are {count} tokens"
         problems.append(problem_at(node, message, path))
         return None
     return tuple(item.value.lower() in ("true", "yes", "on") for item in node.value)
-

@@ -37,7 +37,10 @@ def make_weights(
 
     if explicit is not None:
         return Weights(
-            *(torch.tensor(explicit[name], dtype=torch.float32) for name in ("query", "key", "value"))
+            *(
+                torch.tensor(explicit[name], dtype=torch.float32)
+                for name in ("query", "key", "value")
+            )
         )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -106,7 +106,9 @@ class PluginHost:
         self._register_variants()
         if self.strict and self.failures:
             first = self.failures[0]
-            raise PluginError(f"plugin '{first.name}' failed: {first.error} (ATTN_STRICT_PLUGINS=1)")
+            raise PluginError(
+                f"plugin '{first.name}' failed: {first.error} (ATTN_STRICT_PLUGINS=1)"
+            )
 
     @property
     def failures(self) -> list[PluginRecord]:
@@ -118,9 +120,13 @@ class PluginHost:
             return self.variants[name]
         failed = [r for r in self.failures if name in (r.name, r.source)]
         if failed:
-            raise PluginError(f"variant '{name}' is unavailable: plugin '{failed[0].name}' failed: {failed[0].error}")
+            raise PluginError(
+                f"variant '{name}' is unavailable: plugin '{failed[0].name}' failed: {failed[0].error}"
+            )
         known = ", ".join(sorted(self.variants)) or "none"
-        raise UsageError(f"unknown variant '{name}'{did_you_mean(name, self.variants)}; known variants: {known}")
+        raise UsageError(
+            f"unknown variant '{name}'{did_you_mean(name, self.variants)}; known variants: {known}"
+        )
 
     def start(self, name: str, context: RunContext) -> Trace:
         """A fresh trace of variant ``name`` (nothing runs until it is iterated)."""
@@ -146,7 +152,7 @@ class PluginHost:
             )
             try:
                 module = entry_point.load()
-            except BaseException as exc:  # noqa: BLE001 - any import failure is the plugin's
+            except (Exception, SystemExit) as exc:  # a plugin may even call sys.exit() on import
                 record.error = _describe(exc)
                 self._add(record, None)
                 continue
@@ -166,7 +172,7 @@ class PluginHost:
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[module_name] = module
                 spec.loader.exec_module(module)
-            except BaseException as exc:  # noqa: BLE001
+            except (Exception, SystemExit) as exc:
                 sys.modules.pop(module_name, None)
                 record.error = _describe(exc, str(path))
                 self._add(record, None)
@@ -201,19 +207,23 @@ class PluginHost:
 
             def register(variant: Variant, _found: list[Variant] = found) -> None:
                 if not isinstance(variant, Variant):
-                    raise TypeError(f"register() takes a tracer.Variant, not {type(variant).__name__}")
+                    raise TypeError(
+                        f"register() takes a tracer.Variant, not {type(variant).__name__}"
+                    )
                 _found.append(variant)
 
             try:
                 impl.function(**{name: register for name in impl.argnames})
-            except BaseException as exc:  # noqa: BLE001
+            except (Exception, SystemExit) as exc:
                 source = getattr(impl.plugin, "__file__", None)
                 record.error = f"register_variants raised {_describe(exc, source)}"
                 continue
             for variant in found:
                 if variant.name in self.variants:
                     other = self.owner[variant.name].name
-                    record.error = f"variant '{variant.name}' is already registered by plugin '{other}'"
+                    record.error = (
+                        f"variant '{variant.name}' is already registered by plugin '{other}'"
+                    )
                     continue
                 self.variants[variant.name] = variant
                 self.owner[variant.name] = record
@@ -235,4 +245,3 @@ def _describe(exc: BaseException, source: str | None = None) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-

@@ -17,9 +17,7 @@ class Labels:
     columns: tuple[str, ...]
 
 
-def axis_labels(
-    shape: Sequence[int], tokens: Sequence[str], query: int | None = None
-) -> Labels:
+def axis_labels(shape: Sequence[int], tokens: Sequence[str], query: int | None = None) -> Labels:
     """Row and column labels for a 0-, 1- or 2-d tensor of ``shape``."""
     tokens = tuple(tokens)
     count = len(tokens)

@@ -37,7 +37,8 @@ def format_tensor(tensor: torch.Tensor, tokens: tuple[str, ...], query: int | No
     data = tensor.detach().cpu()
     if data.dim() > 2:
         return "\n".join(
-            f"[{index}]\n{format_tensor(data[index], tokens, query)}" for index in range(data.shape[0])
+            f"[{index}]\n{format_tensor(data[index], tokens, query)}"
+            for index in range(data.shape[0])
         )
     labels = axis_labels(tuple(data.shape), tokens, query)
     values = data.reshape(len(labels.rows), len(labels.columns)).tolist()
@@ -49,7 +50,9 @@ def format_tensor(tensor: torch.Tensor, tokens: tuple[str, ...], query: int | No
         header = " " * label_width + "  " + "  ".join(c.rjust(width) for c in labels.columns)
         lines.append(header.rstrip())
     for label, row in zip(labels.rows, cells, strict=True):
-        lines.append((label.ljust(label_width) + "  " + "  ".join(c.rjust(width) for c in row)).rstrip())
+        lines.append(
+            (label.ljust(label_width) + "  " + "  ".join(c.rjust(width) for c in row)).rstrip()
+        )
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
 
 
@@ -63,7 +66,8 @@ def source_lines(stage: Stage) -> list[str]:
         return []
     name = Path(stage.source_file).name
     return [
-        f"{name}:{line}  {linecache.getline(stage.source_file, line).strip()}" for line in stage.lines
+        f"{name}:{line}  {linecache.getline(stage.source_file, line).strip()}"
+        for line in stage.lines
     ]
 
 
@@ -95,8 +99,11 @@ def format_trace(trace: Trace) -> Iterable[str]:
         if isinstance(step, StageType):
             yield format_stage(step, trace, total) + "\n"
     if trace.output is not None:
-        yield "output (" + shape_text(trace.output) + ")\n" + format_tensor(
-            trace.output, trace.tokens, trace.context.query
+        yield (
+            "output ("
+            + shape_text(trace.output)
+            + ")\n"
+            + format_tensor(trace.output, trace.tokens, trace.context.query)
         )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import inspect
 import traceback
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
+from types import GeneratorType
 from typing import TYPE_CHECKING
 
 from tracer.errors import Location, PluginError, TracerError
@@ -37,7 +38,7 @@ class Trace:
         self.output: torch.Tensor | None = None
         self.finished = False
         self.substeps_in_current_loop = 0
-        self._generator: Generator[Step, None, torch.Tensor] | None = None
+        self._generator: GeneratorType[Step, None, torch.Tensor] | None = None
         self._code_file = variant.run.__code__.co_filename
         self._lines = LineRecorder(self._code_file)
         self._guard: object | None = None
@@ -92,12 +93,10 @@ class Trace:
                 return step
         raise KeyError(f"variant '{self.variant.name}' produced no stage '{name}'")
 
-    def _start(self) -> Generator[Step, None, torch.Tensor]:
+    def _start(self) -> GeneratorType[Step, None, torch.Tensor]:
         generator = self.variant.run(self.context)
-        if not inspect.isgenerator(generator):
-            raise self._error(
-                "its run function must be a generator that yields stage(...) steps",
-            )
+        if not isinstance(generator, GeneratorType):
+            raise self._error("its run function must be a generator that yields stage(...) steps")
         return generator
 
     def _record(self, step: object) -> Step:
@@ -137,7 +136,9 @@ class Trace:
         self.output = output
 
     def _error(self, message: str) -> VariantRunError:
-        return VariantRunError(f"variant '{self.variant.name}' {message}", Location(self.source_file))
+        return VariantRunError(
+            f"variant '{self.variant.name}' {message}", Location(self.source_file)
+        )
 
     def _failure(self, exc: BaseException) -> VariantRunError:
         """Point at the deepest line of the plugin's own file in the traceback."""

@@ -1,0 +1,153 @@
+"""Start-up cost and the installed wheel."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_import_tracer_does_not_import_torch() -> None:
+    code = "import sys, tracer, tracer.cli.main; print('torch' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_building_the_cli_parser_does_not_import_torch() -> None:
+    code = (
+        "import sys; from tracer.cli.main import build_parser; build_parser(); "
+        "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (found,) = out.glob("attention_tracer-*.whl")
+    return found
+
+
+@pytest.mark.slow
+def test_wheel_adds_no_generic_top_level_names(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names}
+    assert {n for n in top if not n.endswith(".dist-info")} == {"tracer"}
+    assert "tracer/builtin_plugins/trainable.py" in names
+    assert "tracer/py.typed" in names
+
+
+@pytest.mark.slow
+def test_installed_wheel_behaves_like_the_editable_install(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    # Dependencies (torch, pluggy, ...) come from the test environment; the package from the wheel.
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "-q",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTN_", "PYTHON"))}
+
+    def attn(*argv: str) -> str:
+        result = subprocess.run(
+            [str(venv / "bin" / "attn"), *argv],
+            cwd=outside,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return result.stdout
+
+    where = subprocess.run(
+        [str(python), "-c", "import tracer, tracer.builtin_plugins; print(tracer.__file__)"],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(where).is_relative_to(site)
+
+    plugins = json.loads(attn("plugins", "--json"))
+    for plugin in plugins:
+        plugin.pop("source", None)
+    editable = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "tracer", "plugins", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout
+    )
+    for plugin in editable:
+        plugin.pop("source", None)
+    assert plugins == editable
+
+    installed = json.loads(attn("trace", "masked", "--json", "--dropout", "0.2"))
+    reference = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "tracer", "trace", "masked", "--json", "--dropout", "0.2"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout
+    )
+    for document in (installed, reference):
+        for stage in document["stages"]:
+            stage["source"].pop("file")
+    assert installed == reference

@@ -82,7 +82,7 @@ STEP_KEYS: dict[str, tuple[str, ...]] = {
     "quiz": QUIZ_KEYS,
     "checkpoint": CHECKPOINT_KEYS,
 }
-_FLAG_OPERATIONS = ("diagonal", "transpose", "exp")
+FLAG_OPERATIONS = ("diagonal", "transpose", "exp")
 
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
@@ -692,7 +692,7 @@ class _Reader:
                 f"operations: {_listing(OPERATIONS)}",
             )
             return None
-        if name in _FLAG_OPERATIONS:
+        if name in FLAG_OPERATIONS:
             if value_node is not None and _scalar(value_node) is not True:
                 self.problem(value_node, f"'{name}' takes no value; write '- {name}'")
                 return None

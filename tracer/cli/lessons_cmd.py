@@ -1,0 +1,201 @@
+"""``attn lessons`` and ``attn lesson ...``: list, check, print, start and open lessons.
+
+    attn lessons [--lessons-dir DIR]          numbered list: shipped lessons, then DIR's
+    attn lesson check PATH...                 every problem as path:line:column: message
+    attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
+    attn lesson new PATH                      a commented starter lesson (never overwrites)
+    attn lesson schema                        the JSON Schema for lesson files
+    attn lesson NAME|PATH                     open the lesson in the TUI
+
+Exit status: 0 ok, 1 a lesson has problems, 2 usage error (unknown lesson,
+missing file, refusing to overwrite), 3 a plugin failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracer.cli.options import add_plugin_options
+from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
+
+ACTIONS = ("check", "run", "new", "schema")
+USAGE = "attn lesson check PATH... | run NAME|PATH [--plain] | new PATH | schema | NAME|PATH"
+
+
+def add_lesson_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lessons-dir", action="append", default=[], metavar="DIR",
+        help="also use the lessons (.yaml) in DIR (repeatable; also ATTN_LESSONS_DIR)",
+    )  # fmt: skip
+
+
+def add_parser(commands: Any) -> None:
+    listing = commands.add_parser(
+        "lessons",
+        help="list the lessons, numbered and titled",
+        description="List the shipped lessons, then those in --lessons-dir and ATTN_LESSONS_DIR.",
+    )
+    add_lesson_dir_option(listing)
+    listing.set_defaults(handler=run_list)
+
+    lesson = commands.add_parser(
+        "lesson",
+        help="open, check, print or start a lesson",
+        usage=f"{USAGE} [options]",
+        description=(
+            "Work with lesson scripts. 'attn lesson NAME' opens a lesson in the TUI; "
+            "NAME is a lesson's number, its name from 'attn lessons', or a .yaml path."
+        ),
+        epilog=(
+            "check PATH...: report every problem as path:line:column: message. "
+            "run NAME|PATH --plain: print the whole lesson as text, quiz answers included. "
+            "new PATH: write a commented starter lesson (never overwrites). "
+            "schema: print the JSON Schema for lesson files. "
+            "Exit status: 0 ok, 1 a lesson has problems, 2 usage error, 3 plugin failure."
+        ),
+    )
+    lesson.add_argument("action", metavar="check|run|new|schema|NAME|PATH")
+    lesson.add_argument("targets", nargs="*", metavar="PATH", help=argparse.SUPPRESS)
+    lesson.add_argument(
+        "--plain", action="store_true",
+        help="with run: print text instead of opening the TUI (the default in a pipe)",
+    )  # fmt: skip
+    add_lesson_dir_option(lesson)
+    add_plugin_options(lesson)
+    lesson.set_defaults(handler=run_lesson)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from tracer.lessons.loader import find_lessons
+
+    refs = find_lessons(args.lessons_dir)
+    origin = None
+    width = max((len(ref.name) for ref in refs), default=0)
+    for ref in refs:
+        if ref.origin != origin:
+            origin = ref.origin
+            print(f"{'Shipped lessons' if origin == 'built-in' else 'Lessons in ' + origin}:")
+        title = ref.title if ref.problem is None else f"(cannot be loaded: {ref.problem})"
+        print(f"{ref.number:>3}. {ref.name.ljust(width)}  {title}")
+    if not refs:
+        print("No lessons found.")
+    return EXIT_OK
+
+
+def run_lesson(args: argparse.Namespace) -> int:
+    action, targets = args.action, list(args.targets)
+    if action == "check":
+        if not targets:
+            raise UsageError("'attn lesson check' needs at least one lesson file")
+        return check(targets, args)
+    if action == "run":
+        if len(targets) != 1:
+            raise UsageError("'attn lesson run' takes one lesson: a name, a number or a .yaml path")
+        args.lesson = targets[0]
+        if args.plain or not sys.stdout.isatty():
+            return run_plain(targets[0], args)
+        return open_tui(args)
+    if action == "new":
+        if len(targets) != 1:
+            raise UsageError("'attn lesson new' takes one path, for example my_lesson.yaml")
+        return new(Path(targets[0]))
+    if action == "schema":
+        if targets:
+            raise UsageError("'attn lesson schema' takes no arguments")
+        from tracer.lessons.schema import schema_text
+
+        sys.stdout.write(schema_text())
+        return EXIT_OK
+    if targets:
+        raise UsageError(
+            f"unknown lesson command '{action}'; expected check, run, new or schema, "
+            "or a single lesson to open"
+        )
+    if args.plain:
+        return run_plain(action, args)
+    args.lesson = action
+    return open_tui(args)
+
+
+def open_tui(args: argparse.Namespace) -> int:
+    try:
+        from tracer.tui.launch import open_lesson
+    except ImportError:
+        raise UsageError(
+            "the lesson viewer is not available in this installation; "
+            f"use 'attn lesson run {args.lesson} --plain'"
+        ) from None
+    status: int = open_lesson(args)
+    return status
+
+
+def check(targets: list[str], args: argparse.Namespace) -> int:
+    from tracer.cli.options import load_host
+    from tracer.lessons.check import check_lesson
+    from tracer.lessons.loader import LessonError, load_lesson
+
+    host = load_host(args)
+    status = EXIT_OK
+    for target in targets:
+        try:
+            lesson = load_lesson(target, host, extra_dirs=args.lessons_dir)
+            problems = check_lesson(lesson, host)
+        except LessonError as error:
+            problems = error.problems
+        except TracerError as error:
+            prefix = "" if error.location is not None else "attn: "
+            print(f"{prefix}{error}", file=sys.stderr)
+            status = max(status, error.exit_status)
+            continue
+        for problem in problems:
+            print(problem)
+        if problems:
+            status = max(status, EXIT_PROBLEMS)
+        else:
+            print(f"{target}: ok ({len(lesson.steps)} steps)")
+    return status
+
+
+def run_plain(target: str, args: argparse.Namespace) -> int:
+    from tracer.cli.options import load_host
+    from tracer.lessons.check import check_lesson
+    from tracer.lessons.loader import LessonError, load_lesson
+    from tracer.lessons.plain import plain_lines
+
+    host = load_host(args)
+    lesson = load_lesson(target, host, extra_dirs=args.lessons_dir)
+    problems = check_lesson(lesson, host)
+    if problems:
+        raise LessonError(problems)
+    for text in plain_lines(lesson, host):
+        print(text, flush=True)
+    return EXIT_OK
+
+
+def new(path: Path) -> int:
+    from tracer.lessons.starter import starter_lesson
+
+    if path.suffix not in (".yaml", ".yml"):
+        raise UsageError(f"{path}: lesson files end in .yaml; try {path.with_suffix('.yaml')}")
+    if path.exists() or path.is_symlink():
+        raise UsageError(f"{path} already exists; not overwriting it (choose another name)")
+    if not path.parent.is_dir():
+        raise UsageError(f"folder not found: {path.parent}")
+    try:
+        # "x" mode: fail rather than overwrite a file created since the check above.
+        with path.open("x", encoding="utf-8") as handle:
+            handle.write(starter_lesson())
+    except FileExistsError:
+        raise UsageError(
+            f"{path} already exists; not overwriting it (choose another name)"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    print(f"wrote {path}; check it with: attn lesson check {path}")
+    return EXIT_OK
+
+
+__all__ = ["ACTIONS", "add_parser", "run_lesson", "run_list"]

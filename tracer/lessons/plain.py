@@ -1,0 +1,209 @@
+"""A whole lesson as plain text: what ``attn lesson run --plain`` prints.
+
+For terminals without the TUI, pipes and screen readers: no colour, no box
+drawing, no symbols standing in for words. Focus is said in words and the
+focused values are printed again on their own lines; every quiz is followed
+by its answer (computed live) and its explanation::
+
+    from tracer.lessons.plain import plain_lines
+    for text in plain_lines(lesson, host):
+        print(text)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from tracer.lessons.model import (
+    Checkpoint,
+    Compare,
+    Focus,
+    Lesson,
+    LessonStep,
+    Loop,
+    Narration,
+    Options,
+    Quiz,
+    Show,
+    TensorRef,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+    from tracer.lessons.runner import LessonRunner, Resolved
+    from tracer.plugin_host import PluginHost
+
+
+def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
+    """Yield the lesson's text one block at a time, computing each step as it is reached."""
+    from tracer.lessons.runner import LessonRunner
+
+    runner = LessonRunner(lesson, host)
+    yield f"# {lesson.title}\n\n{lesson.summary.strip()}\n"
+    yield f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})\n"
+    total = len(lesson.steps)
+    for number, step in enumerate(lesson.steps, start=1):
+        yield f"--- Step {number} of {total}: {_heading(step)}"
+        yield "\n".join(_step_lines(step, runner, lesson)) + "\n"
+    yield "--- End of the lesson."
+
+
+def _heading(step: LessonStep) -> str:
+    if isinstance(step, Show):
+        return f"{step.ref.variant}, stage {step.ref.stage}{_query_words(step.ref)}"
+    if isinstance(step, Loop):
+        return f"the {step.stage} loop of {step.variant}, step by step"
+    if isinstance(step, Compare):
+        return "compare"
+    if isinstance(step, Quiz):
+        return "quiz"
+    if isinstance(step, Checkpoint):
+        return step.title
+    return "narration"
+
+
+def _query_words(ref: TensorRef) -> str:
+    if ref.query is None or ref.options.inputs is None:
+        return ""
+    return f", query {ref.query} ({ref.options.inputs.tokens[ref.query]})"
+
+
+def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[str]:
+    if isinstance(step, Narration):
+        return [step.text.rstrip()]
+    if isinstance(step, Show):
+        return _show(step, runner)
+    if isinstance(step, Loop):
+        return _loop(step, runner)
+    if isinstance(step, Compare):
+        return _compare(step, runner)
+    if isinstance(step, Quiz):
+        return _quiz(step, runner)
+    assert isinstance(step, Checkpoint)
+    return [f"- {point.strip()}" for point in step.points]
+
+
+def _options_words(options: Options, lesson: Lesson) -> str:
+    parts = []
+    if options.inputs is not None and options.inputs is not lesson.inputs:
+        parts.append(f"inputs {options.inputs.name}")
+    for name, value, default in (
+        ("seed", options.seed, lesson.options.seed),
+        ("init", options.init, lesson.options.init),
+        ("d_out", options.d_out, lesson.options.d_out),
+        ("dropout", options.dropout, lesson.options.dropout),
+    ):
+        if value != default:
+            parts.append(f"{name} {value}")
+    return ", ".join(parts)
+
+
+def _table(resolved: Resolved) -> list[str]:
+    from tracer.render.text import format_tensor, shape_text
+
+    lines = [f"{resolved.name} ({shape_text(resolved.tensor)})"]
+    if resolved.stage.formula:
+        lines.append(f"formula: {resolved.stage.formula}")
+    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query))
+    return lines
+
+
+def _show(step: Show, runner: LessonRunner) -> list[str]:
+    resolved = runner.tensor(step.ref)
+    lines = [step.caption.strip()] if step.caption else []
+    lines.append(f"{resolved.stage.title}")
+    lines.extend(_table(resolved))
+    if step.focus is not None:
+        lines.extend(_focus(step.focus, resolved))
+    return lines
+
+
+def _focus(focus: Focus, resolved: Resolved) -> list[str]:
+    from tracer.render.labels import axis_labels
+    from tracer.render.text import format_number
+
+    tensor = resolved.tensor
+    labels = axis_labels(tuple(tensor.shape), resolved.tokens, resolved.query)
+    table = tensor.reshape(len(labels.rows), len(labels.columns))
+    one_row = tensor.dim() < 2
+
+    def row_of(index: int | None) -> int:
+        return 0 if one_row or index is None else index
+
+    def listing(values: torch.Tensor, names: tuple[str, ...]) -> str:
+        return ", ".join(
+            f"{n} {format_number(float(v))}" for n, v in zip(names, values, strict=True)
+        )
+
+    if focus.kind == "cell":
+        row, column = row_of(focus.row), focus.column or 0
+        name = f"{labels.rows[row]} and {labels.columns[column]}"
+        return [f"Focus: the cell for {name}: {format_number(float(table[row, column]))}"]
+    lines = []
+    if focus.kind in ("row", "token") and focus.row is not None:
+        row = row_of(focus.row)
+        lines.append(f"Focus: row {labels.rows[row]}: {listing(table[row], labels.columns)}")
+    if focus.kind in ("column", "token") and focus.column is not None:
+        column = focus.column
+        lines.append(
+            f"Focus: column {labels.columns[column]}: {listing(table[:, column], labels.rows)}"
+        )
+    return lines
+
+
+def _loop(step: Loop, runner: LessonRunner) -> list[str]:
+    from tracer.render.text import format_number
+
+    lines = [step.caption.strip()] if step.caption else []
+    count = 0
+    for sub in runner.substeps(step):
+        count += 1
+        where = ", ".join(str(i) for i in sub.position)
+        lines.append(f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip())
+        for name, tensor in sub.tensors.items():
+            values = tensor.detach().reshape(-1).tolist()
+            shown = ", ".join(format_number(v) for v in values)
+            lines.append(f"  {name} = {shown if tensor.dim() == 0 else '[' + shown + ']'}")
+    lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
+    return lines
+
+
+def _compare(step: Compare, runner: LessonRunner) -> list[str]:
+    from tracer.render.text import format_number, format_tensor, shape_text
+
+    left, right, difference = runner.compare(step)
+    lines = [step.caption.strip()] if step.caption else []
+    for side, resolved in (("Left", left), ("Right", right)):
+        label = resolved.ref.label or f"{resolved.ref.variant}"
+        lines.append(f"{side}: {label} ({resolved.ref.variant}, stage {resolved.ref.stage})")
+        lines.extend(_table(resolved))
+        lines.append("")
+    if difference is None:
+        lines.append(
+            f"The shapes differ ({shape_text(left.tensor)} and {shape_text(right.tensor)}), "
+            "so there is no element-wise difference."
+        )
+        return lines
+    largest = float(difference.abs().max()) if difference.numel() else 0.0
+    lines.append(f"Difference, right minus left (largest size {format_number(largest)})")
+    lines.append(format_tensor(difference, left.tokens, left.query))
+    return lines
+
+
+def _quiz(step: Quiz, runner: LessonRunner) -> list[str]:
+    from tracer.render.text import format_number
+
+    lines = [f"Quiz: {step.question.strip()}"]
+    answer = runner.answer(step)
+    if step.quiz_kind == "choice":
+        lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(step.choices))
+        index = int(answer)
+        lines.append(f"Answer: {chr(ord('a') + index)}) {step.choices[index]}")
+    else:
+        tolerance = f" (answers within {step.tolerance:g} count as right)" if step.tolerance else ""
+        lines.append(f"Answer: {format_number(float(answer))}{tolerance}")
+    if step.explanation:
+        lines.append(f"Why: {step.explanation.strip()}")
+    return lines

@@ -245,8 +245,27 @@ def _compose_text(text: str, path: str) -> yaml.Node | None:
         raise DocumentError([Problem(1, 1, "document nests too deeply", path)]) from None
 
 
+_HINTS = {
+    # The commonest slip in prose: "caption: Note: ..." reads as a mapping inside a value.
+    "mapping values are not allowed here": (
+        "; text that contains ': ' must be quoted, or written as a block after '>-'"
+    ),
+    "found character '\\t' that cannot start any token": "; indent with spaces, not tabs",
+}
+
+
 def _tidy(problems: list[Problem]) -> list[Problem]:
-    """One line for all anchors and aliases: a billion-laughs file would otherwise print 100."""
+    """Add hints to PyYAML's terse messages; fold anchors and aliases into one line.
+
+    A billion-laughs file would otherwise print a hundred lines, one per alias.
+    """
+    hinted = []
+    for problem in problems:
+        for text, hint in _HINTS.items():
+            if text in problem.message:
+                problem = Problem(problem.line, problem.column, problem.message + hint, problem.path)
+        hinted.append(problem)
+    problems = hinted
     shared = [p for p in problems if "are not allowed; repeat the value" in p.message]
     if len(shared) <= 1:
         return problems
@@ -611,7 +630,7 @@ class _Reader:
             ok = ok and query is not None
         then: tuple[Operation, ...] = ()
         if "then" in entries:
-            operations = self.operations(entries["then"][1])
+            operations = self.operations(entries["then"][1], tokens)
             ok = ok and operations is not None
             then = operations or ()
         if not ok or variant is None or stage is None:
@@ -658,18 +677,18 @@ class _Reader:
             return None
         return name
 
-    def operations(self, node: yaml.Node) -> tuple[Operation, ...] | None:
+    def operations(self, node: yaml.Node, tokens: tuple[str, ...]) -> tuple[Operation, ...] | None:
         items = node.value if isinstance(node, yaml.SequenceNode) else [node]
         found: list[Operation] = []
         ok = True
         for item in items:
-            operation = self.operation(item)
+            operation = self.operation(item, tokens)
             ok = ok and operation is not None
             if operation is not None:
                 found.append(operation)
         return tuple(found) if ok else None
 
-    def operation(self, node: yaml.Node) -> Operation | None:
+    def operation(self, node: yaml.Node, tokens: tuple[str, ...]) -> Operation | None:
         if isinstance(node, yaml.ScalarNode) and node.tag != _NULL:
             name, value_node = str(node.value), None
         elif isinstance(node, yaml.MappingNode) and len(node.value) == 1:
@@ -700,6 +719,9 @@ class _Reader:
         if value_node is None:
             self.problem(node, f"'{name}' needs a value: {OPERATIONS[name]}")
             return None
+        if name == "pick":
+            index = self.index(value_node, "pick", tokens, size=1 << 30)
+            return Operation(name, index) if index is not None else None
         if name == "scale":
             factor = self.number(value_node, "scale")
             return Operation(name, factor) if factor is not None else None

@@ -52,6 +52,7 @@ OPERATIONS: dict[str, str] = {
     "diagonal": "the diagonal of a square matrix (value: true)",
     "transpose": "swap rows and columns (value: true)",
     "exp": "e to the power of every value (value: true)",
+    "pick": "keep one entry along the first dimension: a token or a 0-based index",
 }
 """Operations a :class:`TensorRef` may apply, with what each one's value means."""
 

@@ -207,6 +207,14 @@ def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
         if tensor.dim() != 2:
             raise StepError(f"'transpose' needs a table, not a {_shape(tensor)} tensor")
         return tensor.T.clone()
+    if name == "pick":
+        index = int(argument)
+        if tensor.dim() == 0 or not 0 <= index < tensor.shape[0]:
+            size = tensor.shape[0] if tensor.dim() else 0
+            raise StepError(
+                f"'pick: {index}' is out of range: the first dimension has {size} entries"
+            )
+        return tensor[index].clone()
     dim = int(argument)
     # A single value is a list of one here: softmax over one score is still a softmax (seed 002).
     data = tensor.reshape(1) if tensor.dim() == 0 else tensor

@@ -83,10 +83,9 @@ def lesson_schema() -> dict[str, Any]:
         {
             "type": "object",
             "properties": {
-                name: {
-                    "type": "number" if name == "scale" else "integer",
-                    "description": text,
-                }
+                name: {**_INDEX, "description": text}
+                if name == "pick"
+                else {"type": "number" if name == "scale" else "integer", "description": text}
             },
             "required": [name],
             "additionalProperties": False,

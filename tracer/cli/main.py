@@ -25,7 +25,7 @@ class Parser(argparse.ArgumentParser):
 
 
 # One module per sub-command, each with ``add_parser(commands)``; listed in help order.
-COMMAND_MODULES = ["trace_cmd", "plugins_cmd", "lessons_cmd"]
+COMMAND_MODULES = ["trace_cmd", "plugins_cmd", "lessons_cmd", "tui_cmd", "check_cmd"]
 
 
 def build_parser() -> Parser:
@@ -46,10 +46,12 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
     try:
+        if args.command is None:
+            # ``attn`` alone opens the lesson picker, which offers to resume.
+            from tracer.tui.launch import open_picker
+
+            return open_picker(args)
         status: int = args.handler(args)
     except TracerError as error:
         prefix = "" if error.location is not None else "attn: "

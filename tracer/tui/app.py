@@ -1,0 +1,150 @@
+"""The Textual application: one app, whose first screen is the picker, a lesson or an explorer.
+
+Nothing heavy happens before the first frame. Screens that need torch start
+a thread worker after their first refresh (see ``StepScreen``), and show a
+loading indicator in the tensor pane meanwhile; this module imports neither
+torch nor the plugins.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from tracer.tui.commands import PaletteCommand, TracerCommands
+from tracer.tui.modals import ErrorScreen, HelpScreen
+
+KEYMAP_ENV = "ATTN_KEYMAP"
+THEME_ENV = "ATTN_THEME"
+
+
+def parse_keymap(text: str) -> dict[str, str]:
+    """``attn.next=j,right;attn.prev=k`` → ``{"attn.next": "j,right", "attn.prev": "k"}``."""
+    keymap: dict[str, str] = {}
+    for part in text.split(";"):
+        if "=" in part:
+            binding_id, keys = part.split("=", 1)
+            if binding_id.strip() and keys.strip():
+                keymap[binding_id.strip()] = keys.strip()
+    return keymap
+
+
+class TracerApp(App[int]):
+    """attention-tracer's terminal app."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "attention-tracer"
+    COMMANDS: ClassVar = App.COMMANDS | {TracerCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="attn.quit"),
+        Binding("question_mark", "help", "Help", key_display="?", id="attn.help"),
+    ]
+
+    def __init__(
+        self,
+        first_screen: Callable[[], Screen[Any]],
+        *,
+        theme: str | None = None,
+        plugin_dirs: Sequence[str] = (),
+        lesson_dirs: Sequence[str] = (),
+    ) -> None:
+        super().__init__()
+        self._first_screen = first_screen
+        self.plugin_dirs = tuple(plugin_dirs)
+        self.lesson_dirs = tuple(lesson_dirs)
+        self.variant_names: list[str] = []
+        """Variants the plugins registered, once a screen has loaded them (for the palette)."""
+        self.exit_status = 0
+        keymap = parse_keymap(os.environ.get(KEYMAP_ENV, ""))
+        if keymap:
+            self.set_keymap(keymap)
+        chosen = theme or os.environ.get(THEME_ENV)
+        if chosen and chosen in self.available_themes:
+            self.theme = chosen
+
+    def get_default_screen(self) -> Screen[Any]:
+        return self._first_screen()
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        keys: list[tuple[str, str]] = []
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            if not binding.description:
+                continue
+            keys.append(
+                (self.get_key_display(binding) or key, binding.tooltip or binding.description)
+            )
+        keys.append(("ctrl+p", "Command palette: jump to a stage, step, lesson or variant; themes"))
+        intro = getattr(self.screen, "HELP", "") or ""
+        self.push_screen(HelpScreen(_merge(keys), intro))
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        """Every lesson and every known variant, from any screen."""
+        from tracer.errors import TracerError
+        from tracer.lessons.loader import find_lessons
+
+        commands = []
+        try:
+            refs = find_lessons(self.lesson_dirs)
+        except TracerError:
+            refs = []
+        for ref in refs:
+            commands.append(
+                PaletteCommand(
+                    f"Open lesson {ref.number}: {ref.title or ref.name}",
+                    ref.problem or str(ref.path),
+                    lambda path=ref.path: self.open_lesson(path),  # type: ignore[misc]
+                )
+            )
+        for name in self.variant_names:
+            commands.append(
+                PaletteCommand(
+                    f"Explore variant: {name}",
+                    "every stage and loop of the variant, on the default inputs",
+                    lambda name=name: self.open_explorer(name),  # type: ignore[misc]
+                )
+            )
+        return commands
+
+    def open_lesson(self, path: object) -> None:
+        from pathlib import Path
+
+        from tracer.tui.lesson_screen import LessonScreen
+
+        assert isinstance(path, Path)
+        self.push_screen(
+            LessonScreen(path, plugin_dirs=self.plugin_dirs, lesson_dirs=self.lesson_dirs)
+        )
+
+    def open_explorer(self, variant: str) -> None:
+        from tracer.runner import TraceOptions
+        from tracer.tui.explore_screen import ExploreScreen
+        from tracer.tui.launch import explore_loader
+
+        dirs = self.plugin_dirs
+        self.push_screen(
+            ExploreScreen(
+                lambda: explore_loader(variant, TraceOptions(), dirs), f"explore {variant}"
+            )
+        )
+
+    def show_error(self, title: str, message: str) -> None:
+        """An error in a modal: the app keeps running."""
+        self.push_screen(ErrorScreen(title, message))
+
+
+def _merge(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One line per description, with every key that triggers it (``→ / n / space``)."""
+    merged: dict[str, list[str]] = {}
+    for key, description in keys:
+        merged.setdefault(description, [])
+        if key not in merged[description]:
+            merged[description].append(key)
+    return [(" / ".join(k), d) for d, k in merged.items()]

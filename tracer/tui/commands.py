@@ -1,0 +1,58 @@
+"""Command palette (ctrl+p): jump to any stage, step, lesson or variant.
+
+The provider asks the screen underneath and the app for their commands, so
+each screen offers what makes sense there (stages while exploring, steps in
+a lesson) and the app adds lessons and variants everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+
+@dataclass(frozen=True)
+class PaletteCommand:
+    """One entry: what the palette shows, a line of help, and what choosing it does."""
+
+    title: str
+    help: str
+    run: Callable[[], object]
+
+
+class HasCommands(Protocol):
+    def palette_commands(self) -> list[PaletteCommand]: ...
+
+
+def _commands(*sources: object) -> list[PaletteCommand]:
+    found: list[PaletteCommand] = []
+    for source in sources:
+        method = getattr(source, "palette_commands", None)
+        if callable(method):
+            found.extend(method())
+    return found
+
+
+class TracerCommands(Provider):
+    """Stages, steps, lessons and variants offered by the current screen and the app."""
+
+    async def discover(self) -> Hits:
+        for command in _commands(self.screen, self.app):
+            yield DiscoveryHit(Content(command.title), command.run, command.title, command.help)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for command in _commands(self.screen, self.app):
+            score = matcher.match(command.title)
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(command.title),
+                    command.run,
+                    command.title,
+                    command.help,
+                )

@@ -1,0 +1,304 @@
+"""``attn explore VARIANT``: step through every stage and loop sub-step of one variant.
+
+The screen paints at once; a thread worker then imports torch, loads the
+plugins and computes the first step, while the tensor pane shows a loading
+indicator. Steps are numbered by a :class:`~tracer.tui.stepper.Stepper`,
+which makes stepping back possible on a trace that only runs forwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Header, Static
+from textual.worker import Worker, WorkerState
+
+from tracer.tui.commands import PaletteCommand
+from tracer.tui.source_view import SourceView
+from tracer.tui.step_screen import SYNC_STEPS, StepScreen
+from tracer.tui.stepper import Stepper
+from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.timeline import Timeline
+from tracer.variant import Stage, Variant
+
+
+@dataclass
+class ExploreSession:
+    """A running variant: what the loader worker hands to the screen."""
+
+    variant: Variant
+    stepper: Stepper
+    query: int | None = None
+    warnings: tuple[str, ...] = ()
+    variant_names: tuple[str, ...] = ()
+
+
+Loader = Callable[[], ExploreSession]
+
+
+class ExploreScreen(StepScreen):
+    """Stages of a variant, with its source, its tensors and a timeline."""
+
+    HELP = (
+        "Step through a variant as it runs. Loops show their matrix filling in, one "
+        "cell per step; the highlighted lines on the left are the code that ran."
+    )
+
+    def __init__(self, loader: Loader, title: str) -> None:
+        super().__init__(id="explore")
+        self._loader = loader
+        self.title_text = title
+        self.session: ExploreSession | None = None
+        self.position = -1
+        self.error_shown = False
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="∑")
+        yield Timeline(id="timeline")
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield Static(id="narration", markup=False)
+                yield SourceView(id="source")
+            yield TensorPane(id="tensors")
+        yield Footer()
+
+    @property
+    def pane(self) -> TensorPane:
+        return self.query_one(TensorPane)
+
+    def on_mount(self) -> None:
+        self.title = self.title_text
+        self.query_one("#source", SourceView).border_title = "source"
+        self.query_one("#narration", Static).update(Text("Loading torch and the plugins…"))
+        self.pane.loading = True
+        # Start the heavy work only once the first frame is on screen.
+        self.call_after_refresh(self._load)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="load")
+    def _load(self) -> ExploreSession:
+        session = self._loader()
+        session.stepper.get(0)
+        return session
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "load":
+            super().on_worker_state_changed(event)
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.pane.loading = False
+            session = event.worker.result
+            assert isinstance(session, ExploreSession)
+            self._started(session)
+        elif event.state == WorkerState.ERROR:
+            self.pane.loading = False
+            error = event.worker.error or RuntimeError("unknown error")
+            self._failed(error)
+
+    def _started(self, session: ExploreSession) -> None:
+        self.session = session
+        self.app.variant_names = list(session.variant_names)  # type: ignore[attr-defined]
+        variant = session.variant
+        self.query_one(Timeline).set_items(
+            (name, name + (" ⟳" if name in variant.loops else ""), _stage_tip(variant, name))
+            for name in variant.stages
+        )
+        for warning in session.warnings:
+            self.app.notify(warning, title="Plugin warning", severity="warning", markup=False)
+        self.show_step(0)
+
+    def _failed(self, error: BaseException) -> None:
+        message = self.describe(error)
+        self.pane.show_error(message)
+        self.query_one("#narration", Static).update(Text("Could not run the variant."))
+        self.app.show_error("The variant could not run", message)  # type: ignore[attr-defined]
+
+    # Showing a step -----------------------------------------------------------------
+
+    def show_step(self, index: int) -> None:
+        session = self.session
+        if session is None:
+            return
+        stepper = session.stepper
+        try:
+            step = stepper.get(index)
+        except IndexError:
+            self._report_stop()
+            return
+        self.position = index
+        tokens = stepper.tokens
+        variant = session.variant
+        narration = Text()
+        if isinstance(step, Stage):
+            narration.append(step.title, style="bold")
+            if step.formula:
+                narration.append("\n" + step.formula)
+            self.pane.show_stage(step, tokens, session.query)
+            current = step.name
+            where = (
+                f"stage {variant.stages.index(step.name) + 1} of {len(variant.stages)}"
+                if (step.name in variant.stages)
+                else "stage"
+            )
+        else:
+            narration.append(f"Loop building “{step.stage}”", style="bold")
+            narration.append(f"\nsub-step {step.index + 1}, position {step.position}")
+            if step.formula:
+                narration.append("\n" + step.formula)
+            self.pane.show_substep(step, stepper.canvases.get(step.stage), tokens)
+            current = step.stage
+            where = f"loop {step.stage}"
+        total = f"{stepper.total:,}" if stepper.total is not None else "?"
+        narration.append(f"\n\nstep {index + 1:,} of {total} · {where}", style="dim")
+        if index == 0 and variant.description:
+            narration.append("\n\n" + variant.description)
+        self.query_one("#narration", Static).update(narration)
+        self.query_one("#source", SourceView).show_file(step.source_file, step.lines)
+        done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
+        self.query_one(Timeline).set_current(current, done)
+        self.sub_title = f"{variant.name} · step {index + 1:,}/{total}"
+        self._report_stop()
+
+    def _report_stop(self) -> None:
+        """The trace ended early: say so once, in a modal and in the pane."""
+        session = self.session
+        if session is None or session.stepper.error is None or self.error_shown:
+            return
+        stepper = session.stepper
+        if stepper.total is not None and self.position == stepper.total - 1:
+            self.error_shown = True
+            message = str(stepper.error)
+            self.app.notify(message, title="The variant stopped", severity="error", markup=False)
+            self.app.show_error("The variant stopped with an error", message)  # type: ignore[attr-defined]
+
+    # Moving -------------------------------------------------------------------------
+
+    def go(self, index: int) -> bool:
+        """Show step ``index``: now if it is cheap, else in a worker. False if there is none."""
+        session = self.session
+        if session is None or index < 0:
+            return False
+        stepper = session.stepper
+        if stepper.total is not None and index >= stepper.total:
+            self._report_stop()
+            return False
+        if stepper.cost(index) <= SYNC_STEPS:
+            try:
+                stepper.get(index)
+            except IndexError:
+                self._report_stop()
+                return False
+            self.show_step(index)
+            return True
+
+        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int:
+            stepper.get(index, cancelled=cancelled, progress=progress)
+            return index
+
+        self.run_long(f"Running to step {index + 1:,}", job, self.show_step)
+        return True
+
+    def step_next(self) -> bool:
+        return self.go(self.position + 1)
+
+    def step_previous(self) -> bool:
+        return self.go(self.position - 1)
+
+    def step_start(self) -> None:
+        self.go(0)
+
+    def step_end(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        stepper = session.stepper
+        if stepper.total is not None:
+            self.go(stepper.total - 1)
+            return
+        self.run_long(
+            "Running to the end",
+            lambda cancelled, progress: stepper.last(cancelled=cancelled, progress=progress),
+            self.show_step,
+        )
+
+    def step_loop_end(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        stepper = session.stepper
+
+        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
+            return stepper.next_stage(self.position, cancelled=cancelled, progress=progress)
+
+        def then(found: int | None) -> None:
+            if found is not None:
+                self.show_step(found)
+
+        self.run_long("Running to the end of the loop", job, then)
+
+    def go_to_stage(self, name: str) -> None:
+        session = self.session
+        if session is None:
+            return
+        stepper = session.stepper
+        number = stepper.stage_number(name)
+        if number is not None:
+            self.go(number)
+            return
+
+        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
+            return stepper.find_stage(name, cancelled=cancelled, progress=progress)
+
+        def then(found: int | None) -> None:
+            if found is None:
+                self.app.notify(f"The variant produced no stage '{name}'", severity="warning")
+            else:
+                self.show_step(found)
+
+        self.run_long(f"Running to stage {name}", job, then)
+
+    def next_tensor(self) -> None:
+        self.pane.next_tensor()
+
+    def show_progress(self, message: str) -> None:
+        self.query_one("#narration", Static).update(Text(message))
+
+    def job_failed(self, error: BaseException) -> None:
+        self.show_step(self.position)
+
+    def job_cancelled(self) -> None:
+        self.show_step(self.position)
+
+    def on_timeline_selected(self, event: Timeline.Selected) -> None:
+        if not self.busy:
+            self.stop_autoplay()
+            self.go_to_stage(event.key)
+
+    # Command palette ----------------------------------------------------------------
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        session = self.session
+        if session is None:
+            return []
+        commands = [
+            PaletteCommand(
+                f"Go to stage: {name}",
+                _stage_tip(session.variant, name),
+                lambda name=name: self.go_to_stage(name),  # type: ignore[misc]
+            )
+            for name in session.variant.stages
+        ]
+        commands.append(PaletteCommand("Go to the first step", "", self.step_start))
+        commands.append(
+            PaletteCommand("Go to the last step", "runs the variant to the end", self.step_end)
+        )
+        return commands
+
+
+def _stage_tip(variant: Variant, name: str) -> str:
+    loop = " (built by a loop: step through it cell by cell)" if name in variant.loops else ""
+    return f"stage {name} of {variant.name}{loop}"

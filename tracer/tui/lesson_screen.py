@@ -1,0 +1,659 @@
+"""``attn lesson NAME``: a lesson, step by step, with live tensors, loops, comparisons and quizzes.
+
+The lesson's position is a step number and, inside a ``loop`` step, a
+sub-step number. Loops are stepped with a :class:`~tracer.tui.stepper.Stepper`
+of their own, so stepping back inside a long loop works without keeping it all.
+Progress (position, quiz answers) is saved after every move. The lesson file
+is watched: saving it in an editor reloads it in place, keeping the position
+if that step still exists; a lesson with problems shows them in a modal and
+keeps the last good version on screen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import events, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import ContentSwitcher, Footer, Header, Markdown
+from textual.worker import Worker, WorkerState
+
+from tracer.lessons.model import (
+    Checkpoint,
+    Compare,
+    Focus,
+    Lesson,
+    LessonStep,
+    Loop,
+    Narration,
+    Quiz,
+    Show,
+)
+from tracer.tui.commands import PaletteCommand
+from tracer.tui.grid import Highlight
+from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
+from tracer.tui.quiz_view import QuizView, answer_text
+from tracer.tui.source_view import SourceView
+from tracer.tui.step_screen import SYNC_STEPS, StepScreen
+from tracer.tui.stepper import Stepper
+from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.timeline import Timeline
+from tracer.variant import Stage, SubStep
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner
+    from tracer.plugin_host import PluginHost
+
+WATCH_SECONDS = 0.5
+STEP_ICONS = {
+    "narration": "¶",
+    "show": "▦",
+    "loop": "⟳",
+    "compare": "⇄",
+    "quiz": "?",
+    "checkpoint": "✓",
+}
+
+
+def step_label(number: int, step: LessonStep) -> tuple[str, str]:
+    """Timeline label and tooltip for a lesson step."""
+    icon = STEP_ICONS.get(step.kind, "·")
+    if isinstance(step, (Show, Loop)):
+        stage = step.ref.stage if isinstance(step, Show) else step.stage
+        return f"{number} {icon} {stage}", f"{step.kind}: {stage}"
+    if isinstance(step, Compare):
+        return f"{number} {icon}", f"compare: {step.left.stage} and {step.right.stage}"
+    if isinstance(step, Quiz):
+        return f"{number} {icon}", f"quiz: {step.question}"
+    if isinstance(step, Checkpoint):
+        return f"{number} {icon}", f"checkpoint: {step.title}"
+    return f"{number} {icon}", "narration"
+
+
+def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
+    """The lesson's focus as rows, columns or a cell; a one-row (single query) tensor keeps row 0."""
+    if focus is None:
+        return Highlight()
+
+    def row(index: int | None) -> int | None:
+        if index is None:
+            return None
+        return 0 if rows == 1 else index
+
+    r, c = row(focus.row), focus.column
+    if focus.kind == "cell" and r is not None and c is not None:
+        return Highlight(cells=frozenset({(r, c)}), rows=frozenset({r}), columns=frozenset({c}))
+    return Highlight(
+        rows=frozenset({r}) if r is not None and focus.kind in ("row", "token") else frozenset(),
+        columns=frozenset({c})
+        if c is not None and focus.kind in ("column", "token")
+        else frozenset(),
+    )
+
+
+@dataclass
+class LessonSession:
+    """What the loader worker hands over: the lesson, its runner, and where it lives."""
+
+    lesson: Lesson
+    runner: LessonRunner
+    host: PluginHost
+    path: Path
+    key: str
+    mtime: float = 0.0
+
+
+@dataclass
+class LoopState:
+    """One loop step's stepper and where its sub-steps start in it."""
+
+    stepper: Stepper
+    first: int
+    limit: int | None
+    last: int | None = None
+    """Global number of the loop's last sub-step shown, once known."""
+
+    def count_known(self) -> int | None:
+        return None if self.last is None else self.last - self.first + 1
+
+
+@dataclass
+class Position:
+    step: int = 0
+    sub: int = 0
+
+
+@dataclass
+class _Shown:
+    """What the current step needs for re-drawing (tensor switches, resizes)."""
+
+    kind: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class LessonScreen(StepScreen):
+    """Narration, source, tensors and quizzes for one lesson."""
+
+    HELP = (
+        "Step through the lesson with → and ←. Loop steps have sub-steps: e jumps to the "
+        "end of the loop. Answer quizzes in place (digits for choices, Enter for numbers). "
+        "Your place and answers are saved; editing the lesson file reloads it."
+    )
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *[
+            Binding(str(n), f"choose({n})", f"Choice {n}", show=False, id=f"attn.choice_{n}")
+            for n in range(1, 10)
+        ],
+        Binding("i", "answer", "Answer", id="attn.answer", show=False),
+    ]
+
+    def __init__(
+        self,
+        spec: str | Path,
+        *,
+        plugin_dirs: Sequence[str] = (),
+        lesson_dirs: Sequence[str] = (),
+        resume: bool = True,
+        store: ProgressStore | None = None,
+        host: PluginHost | None = None,
+        watch: bool = True,
+    ) -> None:
+        super().__init__(id="lesson")
+        self.spec = spec
+        self.plugin_dirs = tuple(plugin_dirs)
+        self.lesson_dirs = tuple(lesson_dirs)
+        self.resume = resume
+        self.store = store
+        self._host = host
+        self.watch_file = watch
+        self.session: LessonSession | None = None
+        self.position = Position()
+        self.progress = LessonProgress()
+        self.loops: dict[int, LoopState] = {}
+        self._shown = _Shown()
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="∑")
+        yield Timeline(id="timeline")
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                with VerticalScroll(id="lesson-text"):
+                    yield Markdown(id="caption")
+                yield SourceView(id="source")
+            with ContentSwitcher(id="lesson-body", initial="tensors"):
+                yield TensorPane(id="tensors")
+                with Vertical(id="compare"):
+                    with Horizontal(id="compare-sides"):
+                        yield TensorPane(id="compare-left")
+                        yield TensorPane(id="compare-right")
+                    yield TensorPane(id="compare-difference")
+                yield QuizView(id="quiz")
+                with VerticalScroll(id="narration-body"):
+                    yield Markdown(id="narration-text")
+                with VerticalScroll(id="checkpoint"):
+                    yield Markdown(id="checkpoint-text")
+        yield Footer()
+
+    @property
+    def pane(self) -> TensorPane:
+        return self.query_one("#tensors", TensorPane)
+
+    def on_mount(self) -> None:
+        self.title = "attention-tracer"
+        self.query_one("#source", SourceView).border_title = "source"
+        self.pane.loading = True
+        self.call_after_refresh(self._load)
+
+    # Loading -------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="load")
+    def _load(self) -> LessonSession:
+        return self._read_lesson(self.spec, self._host)
+
+    def _read_lesson(self, spec: str | Path, host: PluginHost | None) -> LessonSession:
+        from tracer.lessons.loader import load_lesson, resolve_lesson, shipped_dir
+        from tracer.lessons.runner import LessonRunner
+        from tracer.plugin_host import PluginHost
+
+        path = resolve_lesson(spec, self.lesson_dirs)
+        if host is None:
+            host = PluginHost(self.plugin_dirs)
+        mtime = _mtime(path)
+        lesson = load_lesson(path, host, extra_dirs=self.lesson_dirs)
+        key = lesson_key(path, shipped_dir())
+        return LessonSession(lesson, LessonRunner(lesson, host), host, path, key, mtime)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        group = event.worker.group
+        if group not in ("load", "reload"):
+            super().on_worker_state_changed(event)
+            return
+        if event.state == WorkerState.SUCCESS:
+            session = event.worker.result
+            assert isinstance(session, LessonSession)
+            self.pane.loading = False
+            if group == "load":
+                self._started(session)
+            else:
+                self._reloaded(session)
+        elif event.state == WorkerState.ERROR:
+            self.pane.loading = False
+            error = event.worker.error or RuntimeError("unknown error")
+            message = self.describe(error)
+            if group == "load":
+                self.pane.show_error(message)
+                self.query_one("#caption", Markdown).update("")
+                self.app.show_error("The lesson could not be opened", message)  # type: ignore[attr-defined]
+            else:
+                self.app.show_error(  # type: ignore[attr-defined]
+                    "The edited lesson has problems (still showing the last good version)",
+                    message,
+                )
+
+    def _started(self, session: LessonSession) -> None:
+        self.session = session
+        self.app.variant_names = sorted(session.host.variants)  # type: ignore[attr-defined]
+        if self.store is None:
+            self.store = ProgressStore()
+        if self.store.warning:
+            self.app.notify(self.store.warning, title="Progress", severity="warning", markup=False)
+        saved = self.store.get(session.key)
+        self.progress = saved or LessonProgress()
+        self.progress.title = session.lesson.title
+        self.progress.steps = len(session.lesson.steps)
+        self._fill_timeline()
+        start = Position()
+        if self.resume and saved is not None and saved.step < len(session.lesson.steps):
+            start = Position(saved.step, saved.sub)
+        if self.watch_file:
+            self.set_interval(WATCH_SECONDS, self._check_file)
+        self.show(start)
+
+    def _fill_timeline(self) -> None:
+        assert self.session is not None
+        lesson = self.session.lesson
+        self.title = lesson.title
+        self.query_one(Timeline).set_items(
+            (str(n), *step_label(n + 1, step)) for n, step in enumerate(lesson.steps)
+        )
+
+    # Reload on save -----------------------------------------------------------------
+
+    def _check_file(self) -> None:
+        session = self.session
+        if session is None or any(w.group == "reload" and w.is_running for w in self.workers):
+            return
+        mtime = _mtime(session.path)
+        if mtime != session.mtime:
+            session.mtime = mtime
+            self._reload(session.path, session.host)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="reload")
+    def _reload(self, path: Path, host: PluginHost) -> LessonSession:
+        return self._read_lesson(path, host)
+
+    def reload_now(self) -> None:
+        """Re-read the lesson file (what saving it in an editor triggers)."""
+        if self.session is not None:
+            self.session.mtime = _mtime(self.session.path)
+            self._reload(self.session.path, self.session.host)
+
+    def _reloaded(self, session: LessonSession) -> None:
+        old = self.position
+        self.session = session
+        self.loops.clear()
+        self.progress.steps = len(session.lesson.steps)
+        self.progress.title = session.lesson.title
+        self._fill_timeline()
+        steps = len(session.lesson.steps)
+        position = old if old.step < steps else Position(max(steps - 1, 0))
+        self.app.notify("Lesson reloaded", timeout=2)
+        self.show(position)
+
+    # Showing a step -------------------------------------------------------------------
+
+    def show(self, position: Position) -> bool:
+        """Display ``position``; False if there is no such step."""
+        session = self.session
+        if session is None:
+            return False
+        steps = session.lesson.steps
+        if not 0 <= position.step < len(steps):
+            return False
+        step = steps[position.step]
+        if isinstance(step, Loop):
+            state = self._loop(position.step, step)
+            if state is None:
+                position = Position(position.step, 0)
+            else:
+                limit = state.count_known()
+                if limit is not None and position.sub >= limit:
+                    position = Position(position.step, max(limit - 1, 0))
+        else:
+            position = Position(position.step, 0)
+        self.position = position
+        self.set_class(isinstance(step, (Narration, Quiz, Checkpoint)), "-wide")
+        left = self.query_one("#left")
+        left.display = not isinstance(step, (Narration, Quiz, Checkpoint))
+        try:
+            self._draw(step, position)
+        except Exception as error:
+            self._step_error(error)
+        total = len(steps)
+        self.query_one(Timeline).set_current(
+            str(position.step), [str(n) for n in range(position.step)]
+        )
+        where = f"step {position.step + 1} of {total}"
+        if isinstance(step, Loop):
+            where += f" · sub-step {position.sub + 1}"
+        self.sub_title = where
+        self._save()
+        return True
+
+    def _step_error(self, error: BaseException) -> None:
+        self.query_one(ContentSwitcher).current = "tensors"
+        self.pane.show_error(self.describe(error))
+        self.app.notify(self.describe(error), title="Step failed", severity="error", markup=False)
+
+    def _draw(self, step: LessonStep, position: Position) -> None:
+        switcher = self.query_one(ContentSwitcher)
+        caption = self.query_one("#caption", Markdown)
+        source = self.query_one("#source", SourceView)
+        assert self.session is not None
+        runner = self.session.runner
+        if isinstance(step, Narration):
+            switcher.current = "narration-body"
+            self.query_one("#narration-text", Markdown).update(step.text)
+        elif isinstance(step, Checkpoint):
+            switcher.current = "checkpoint"
+            text = f"## {_md_escape(step.title)}\n\n" + "\n".join(
+                f"- {point}" for point in step.points
+            )
+            self.query_one("#checkpoint-text", Markdown).update(text)
+        elif isinstance(step, Show):
+            switcher.current = "tensors"
+            caption.update(step.caption)
+            resolved = runner.tensor(step.ref)
+            stage = Stage(
+                name=resolved.stage.name,
+                title=resolved.stage.title,
+                tensors={resolved.name: resolved.tensor},
+                formula=resolved.stage.formula,
+            )
+            rows = resolved.tensor.shape[0] if resolved.tensor.dim() == 2 else 1
+            self.pane.show_stage(
+                stage, resolved.tokens, resolved.query, focus_highlight(step.focus, rows)
+            )
+            source.show_file(resolved.stage.source_file, resolved.stage.lines)
+        elif isinstance(step, Loop):
+            switcher.current = "tensors"
+            caption.update(step.caption)
+            state = self._loop(position.step, step)
+            if state is None:
+                raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
+            sub = state.stepper.get(state.first + position.sub)
+            assert isinstance(sub, SubStep)
+            self.pane.show_substep(sub, state.stepper.canvases.get(sub.stage), state.stepper.tokens)
+            source.show_file(sub.source_file, sub.lines)
+        elif isinstance(step, Compare):
+            switcher.current = "compare"
+            caption.update(step.caption)
+            left, right, difference = runner.compare(step)
+            for pane_id, resolved, label in (
+                ("#compare-left", left, step.left.label),
+                ("#compare-right", right, step.right.label),
+            ):
+                stage = Stage(
+                    name=resolved.stage.name,
+                    title=resolved.stage.title,
+                    tensors={label or resolved.name: resolved.tensor},
+                )
+                self.query_one(pane_id, TensorPane).show_stage(
+                    stage, resolved.tokens, resolved.query
+                )
+            diff_pane = self.query_one("#compare-difference", TensorPane)
+            if difference is None:
+                diff_pane.show_message(
+                    "The two tensors have different shapes, so there is no difference to show."
+                )
+            else:
+                diff_stage = Stage("difference", "right − left", {"right − left": difference})
+                diff_pane.show_stage(diff_stage, left.tokens, left.query)
+            source.show_file(left.stage.source_file, left.stage.lines)
+        elif isinstance(step, Quiz):
+            switcher.current = "quiz"
+            quiz_view = self.query_one(QuizView)
+            previous = self.progress.answers.get(self._quiz_id(position.step, step))
+            answer = answer_text(step, runner.answer(step)) if previous else None
+            quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
+            if previous is None:
+                quiz_view.focus_answer()
+
+    def _loop(self, number: int, step: Loop) -> LoopState | None:
+        """The loop step's stepper, positioned at its first sub-step (created on first use)."""
+        state = self.loops.get(number)
+        if state is not None:
+            return state
+        assert self.session is not None
+        runner = self.session.runner
+        stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
+        index = 0
+        while True:
+            try:
+                item = stepper.get(index)
+            except IndexError:
+                if stepper.error is not None:
+                    raise stepper.error from None
+                return None
+            if isinstance(item, SubStep) and item.stage == step.stage:
+                break
+            if isinstance(item, Stage) and item.name == step.stage:
+                return None  # the stage is not built by a loop
+            index += 1
+        state = self.loops[number] = LoopState(stepper, index, step.limit)
+        if step.limit is not None:
+            self._find_loop_end(state, cheap_only=True)
+        return state
+
+    def _find_loop_end(self, state: LoopState, *, cheap_only: bool) -> int | None:
+        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
+        if state.last is not None:
+            return state.last
+        stepper = state.stepper
+        if state.limit is not None:
+            candidate = state.first + state.limit - 1
+            if cheap_only and stepper.cost(candidate) > SYNC_STEPS:
+                return None
+            try:
+                item = stepper.get(candidate)
+            except IndexError:
+                item = None
+            if isinstance(item, SubStep):
+                state.last = candidate
+                return candidate
+        if cheap_only:
+            return None
+        end = stepper.next_stage(state.first)
+        state.last = (end if end is not None else (stepper.total or state.first + 1)) - 1
+        return state.last
+
+    # Moving -----------------------------------------------------------------------------
+
+    def _steps(self) -> tuple[LessonStep, ...]:
+        return self.session.lesson.steps if self.session is not None else ()
+
+    def step_next(self) -> bool:
+        if self.session is None:
+            return False
+        steps = self._steps()
+        position = self.position
+        step = steps[position.step] if position.step < len(steps) else None
+        if isinstance(step, Loop):
+            state = self.loops.get(position.step)
+            if state is not None:
+                target = state.first + position.sub + 1
+                inside = state.last is None or target <= state.last
+                if inside and state.stepper.cost(target) <= SYNC_STEPS:
+                    try:
+                        item = state.stepper.get(target)
+                    except IndexError:
+                        item = None
+                    if isinstance(item, SubStep) and item.stage == step.stage:
+                        return self.show(Position(position.step, position.sub + 1))
+                    state.last = target - 1
+        if position.step + 1 >= len(steps):
+            self._finish()
+            return False
+        return self.show(Position(position.step + 1))
+
+    def step_previous(self) -> bool:
+        position = self.position
+        if position.sub > 0:
+            return self.show(Position(position.step, position.sub - 1))
+        if position.step == 0:
+            return False
+        target = position.step - 1
+        state = self.loops.get(target)
+        sub = 0
+        if state is not None and state.last is not None:
+            sub = state.last - state.first
+        return self.show(Position(target, sub))
+
+    def step_start(self) -> None:
+        self.show(Position())
+
+    def step_end(self) -> None:
+        steps = self._steps()
+        if steps:
+            self.show(Position(len(steps) - 1))
+
+    def step_loop_end(self) -> None:
+        steps = self._steps()
+        position = self.position
+        if not steps or not isinstance(steps[position.step], Loop):
+            self.app.notify("This step is not a loop", timeout=1.5)
+            return
+        state = self.loops.get(position.step)
+        if state is None:
+            return
+
+        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
+            if state.last is None and state.limit is None:
+                end = state.stepper.next_stage(state.first, cancelled=cancelled, progress=progress)
+                last = (end if end is not None else (state.stepper.total or 1)) - 1
+                state.last = last
+            return self._find_loop_end(state, cheap_only=False)
+
+        def then(last: int | None) -> None:
+            if last is not None:
+                self.show(Position(position.step, last - state.first))
+
+        self.run_long("Running to the end of the loop", job, then)
+
+    def go_to_step(self, number: int) -> None:
+        self.stop_autoplay()
+        self.show(Position(number))
+
+    def next_tensor(self) -> None:
+        self.pane.next_tensor()
+
+    def show_progress(self, message: str) -> None:
+        self.pane.show_message(message)
+
+    def job_failed(self, error: BaseException) -> None:
+        self._step_error(error)
+
+    def job_cancelled(self) -> None:
+        self.show(self.position)
+
+    def on_timeline_selected(self, event: Timeline.Selected) -> None:
+        if not self.busy and event.key.isdigit():
+            self.go_to_step(int(event.key))
+
+    def _finish(self) -> None:
+        if not self.progress.finished:
+            self.progress.finished = True
+            self._save()
+            self.app.notify("You reached the end of the lesson. Well done!", timeout=4)
+
+    # Quizzes ------------------------------------------------------------------------------
+
+    def _quiz_id(self, number: int, quiz: Quiz) -> str:
+        return quiz.id or f"step-{number + 1}"
+
+    def action_choose(self, number: int) -> None:
+        steps = self._steps()
+        if steps and isinstance(steps[self.position.step], Quiz):
+            self.query_one(QuizView).choose(number)
+
+    def action_answer(self) -> None:
+        self.query_one(QuizView).focus_answer()
+
+    def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
+        steps = self._steps()
+        step = steps[self.position.step] if steps else None
+        if not isinstance(step, Quiz) or self.session is None:
+            return
+        runner = self.session.runner
+        try:
+            right = runner.is_right(step, event.response)
+            answer = answer_text(step, runner.answer(step))
+        except Exception as error:
+            self._step_error(error)
+            return
+        self.progress.answers[self._quiz_id(self.position.step, step)] = QuizAnswer(
+            event.response, right
+        )
+        self.query_one(QuizView).feedback(event.response, right, answer)
+        self._save()
+
+    # Progress ---------------------------------------------------------------------------------
+
+    def _save(self) -> None:
+        if self.session is None or self.store is None:
+            return
+        self.progress.step = self.position.step
+        self.progress.sub = self.position.sub
+        warning = self.store.save(self.session.key, self.progress)
+        if warning:
+            self.app.notify(warning, title="Progress", severity="warning", markup=False)
+
+    # Layout and palette -------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        super().on_resize(event)
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        commands = []
+        for number, step in enumerate(self._steps()):
+            label, tip = step_label(number + 1, step)
+            commands.append(
+                PaletteCommand(
+                    f"Go to step {label}",
+                    tip,
+                    lambda number=number: self.go_to_step(number),  # type: ignore[misc]
+                )
+            )
+        if self.session is not None:
+            commands.append(
+                PaletteCommand("Reload the lesson file", str(self.session.path), self.reload_now)
+            )
+        return commands
+
+
+def _mtime(path: Path) -> float:
+    with contextlib.suppress(OSError):
+        return path.stat().st_mtime_ns / 1e9
+    return 0.0
+
+
+def _md_escape(text: str) -> str:
+    """A title inside Markdown: characters that would start formatting are escaped."""
+    return "".join("\\" + ch if ch in "\\`*_[]#<>" else ch for ch in text)

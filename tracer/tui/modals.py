@@ -1,0 +1,102 @@
+"""Modal screens: an error to acknowledge, the key help overlay, a yes/no question."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class ErrorScreen(ModalScreen[None]):
+    """Shows one error message, literally, until dismissed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,enter,q", "dismiss_error", "Close", id="attn.close"),
+    ]
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__(classes="attn-modal")
+        self.title_text = title
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="-error"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            with VerticalScroll(id="dialog-body"):
+                yield Static(Text(self.message), markup=False, id="error-message")
+            yield Button("OK", id="ok", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#ok", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None)
+
+    def action_dismiss_error(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key the current screen answers to, as remapped by the user's keymap."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,enter", "close", "Close", id="attn.close_help"),
+    ]
+
+    def __init__(self, keys: Sequence[tuple[str, str]], intro: str = "") -> None:
+        super().__init__(classes="attn-modal")
+        self.keys = keys
+        self.intro = intro
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        for key, description in self.keys:
+            table.add_row(Text(key), Text(description))
+        with Vertical(id="dialog"):
+            yield Static(Text("Keys", style="bold"), id="dialog-title")
+            with VerticalScroll(id="dialog-body"):
+                if self.intro:
+                    yield Static(Text(self.intro), markup=False, classes="help-intro")
+                yield Static(table, id="help-keys")
+            yield Static(Text("Esc or ? closes this help", style="dim"), id="dialog-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A question with Yes and No buttons (y / n)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="attn.yes"),
+        Binding("n,escape", "answer(False)", "No", id="attn.no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__(classes="attn-modal")
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.question), markup=False, id="dialog-title")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Yes", id="yes", variant="primary")
+                yield Button("No", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#yes", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)

@@ -1,0 +1,220 @@
+"""What the explorer and the lesson screen share: stepping keys, auto-play, busy work, layout.
+
+Every binding has an id (``attn.next``, ...) so users can remap it with
+``ATTN_KEYMAP`` (see :mod:`tracer.tui.app`). Moves that need the variant to
+run many steps (the end of a 262,144-step loop) run in a thread worker that
+reports progress and stops on Esc; everything else happens on the spot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from textual import events, work
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from tracer.errors import TracerError
+from tracer.tui.stepper import Cancelled
+
+SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
+"""Seconds per step for auto-play; ``+`` and ``-`` move along this list."""
+DEFAULT_SPEED = 2
+SYNC_STEPS = 200
+"""Moves that run at most this many variant steps happen at once; longer ones in a worker."""
+NARROW = 100
+SHORT = 24
+
+Progress = Callable[[int], None]
+LongJob = Callable[[Callable[[], bool], Progress], Any]
+
+
+class StepScreen(Screen[None]):
+    """Base for screens that step through something: keys, auto-play and background work."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("right,n,space", "next", "Next", key_display="→", id="attn.next"),
+        Binding("left,p", "previous", "Back", key_display="←", id="attn.previous"),
+        Binding("home,g", "start", "Start", id="attn.start", show=False),
+        Binding("end,G", "end", "End", id="attn.end", show=False),
+        Binding("e", "loop_end", "End of loop", id="attn.loop_end"),
+        Binding("a", "autoplay", "Play", id="attn.autoplay"),
+        Binding(
+            "plus,equals_sign", "faster", "Faster", key_display="+", id="attn.faster", show=False
+        ),
+        Binding("minus", "slower", "Slower", key_display="-", id="attn.slower", show=False),
+        Binding("t", "next_tensor", "Tensor", id="attn.tensor", show=False),
+        Binding("escape", "cancel", "Stop", id="attn.cancel", show=False),
+    ]
+
+    def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self.speed = DEFAULT_SPEED
+        self._autoplay: Timer | None = None
+        self._after_job: Callable[[Any], None] | None = None
+
+    # To implement ------------------------------------------------------------------
+
+    def step_next(self) -> bool:
+        """Move one step forward; False at the end."""
+        raise NotImplementedError
+
+    def step_previous(self) -> bool:
+        raise NotImplementedError
+
+    def step_start(self) -> None:
+        raise NotImplementedError
+
+    def step_end(self) -> None:
+        raise NotImplementedError
+
+    def step_loop_end(self) -> None:
+        raise NotImplementedError
+
+    def next_tensor(self) -> None:
+        """Show the step's next tensor, if it has several."""
+
+    def show_progress(self, message: str) -> None:
+        """Say what a long job is doing (the tensor pane shows it)."""
+
+    def job_failed(self, error: BaseException) -> None:
+        """A long job raised."""
+        self.app.notify(str(error), title="Error", severity="error")
+
+    # Layout ------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW, "-narrow")
+        self.set_class(event.size.height < SHORT, "-short")
+
+    # Actions -----------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return any(w.group == "long" and w.is_running for w in self.workers)
+
+    def action_next(self) -> None:
+        if not self.busy:
+            self.step_next()
+
+    def action_previous(self) -> None:
+        if not self.busy:
+            self.stop_autoplay()
+            self.step_previous()
+
+    def action_start(self) -> None:
+        if not self.busy:
+            self.stop_autoplay()
+            self.step_start()
+
+    def action_end(self) -> None:
+        if not self.busy:
+            self.stop_autoplay()
+            self.step_end()
+
+    def action_loop_end(self) -> None:
+        if not self.busy:
+            self.step_loop_end()
+
+    def action_next_tensor(self) -> None:
+        self.next_tensor()
+
+    def action_cancel(self) -> None:
+        # Esc also leaves a text box (a quiz answer), so the stepping keys work again.
+        self.set_focus(None)
+        self.stop_autoplay()
+        for worker in self.workers:
+            if worker.group == "long":
+                worker.cancel()
+
+    # Auto-play ---------------------------------------------------------------------
+
+    @property
+    def playing(self) -> bool:
+        return self._autoplay is not None
+
+    def action_autoplay(self) -> None:
+        if self.playing:
+            self.stop_autoplay()
+            self.app.notify("Auto-play off", timeout=1.5)
+        else:
+            self._start_autoplay()
+            self.app.notify(
+                f"Auto-play on: {SPEEDS[self.speed]:g} s per step (+/- to change)", timeout=1.5
+            )
+
+    def _start_autoplay(self) -> None:
+        self.stop_autoplay()
+        self._autoplay = self.set_interval(SPEEDS[self.speed], self._tick)
+        self.set_class(True, "-playing")
+
+    def stop_autoplay(self) -> None:
+        if self._autoplay is not None:
+            self._autoplay.stop()
+            self._autoplay = None
+        self.set_class(False, "-playing")
+
+    def _tick(self) -> None:
+        if self.busy:
+            return
+        if not self.step_next():
+            self.stop_autoplay()
+
+    def action_faster(self) -> None:
+        self._change_speed(+1)
+
+    def action_slower(self) -> None:
+        self._change_speed(-1)
+
+    def _change_speed(self, delta: int) -> None:
+        self.speed = max(0, min(len(SPEEDS) - 1, self.speed + delta))
+        if self.playing:
+            self._start_autoplay()
+        self.app.notify(f"Auto-play speed: {SPEEDS[self.speed]:g} s per step", timeout=1.5)
+
+    # Long jobs ---------------------------------------------------------------------
+
+    def run_long(self, description: str, job: LongJob, then: Callable[[Any], None]) -> None:
+        """Run ``job(cancelled, progress)`` in a thread; call ``then(result)`` back here."""
+        self._after_job = then
+        self.show_progress(f"{description}… (Esc stops)")
+        self._long(description, job)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="long")
+    def _long(self, description: str, job: LongJob) -> Any:
+        worker = get_current_worker()
+
+        def progress(done: int) -> None:
+            self.app.call_from_thread(
+                self.show_progress, f"{description}: {done:,} steps computed… (Esc stops)"
+            )
+
+        return job(lambda: worker.is_cancelled, progress)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "long" or not worker.is_finished:
+            return
+        then, self._after_job = self._after_job, None
+        if event.state == WorkerState.SUCCESS and then is not None:
+            then(worker.result)
+        elif event.state == WorkerState.ERROR:
+            error = worker.error
+            if isinstance(error, Cancelled):
+                self.job_cancelled()
+            elif error is not None:
+                self.job_failed(error)
+        elif event.state == WorkerState.CANCELLED:
+            self.job_cancelled()
+
+    def job_cancelled(self) -> None:
+        """Esc stopped a long job: redraw where we were."""
+
+    @staticmethod
+    def describe(error: BaseException) -> str:
+        if isinstance(error, TracerError):
+            return str(error)
+        return f"{type(error).__name__}: {error}"

@@ -1,0 +1,8 @@
+import torch
+
+
+def attention(inputs):
+    for x in inputs:
+        x /= x.norm()
+    weights = torch.softmax(inputs @ inputs.T, dim=-1)
+    return weights @ inputs

@@ -1,0 +1,6 @@
+import torch
+
+
+def attention(inputs):
+    weights = torch.softmax(inputs @ inputs.T, dim=-1)
+    context = weights @ inputs  # noqa: F841 - the mistake under test: no return

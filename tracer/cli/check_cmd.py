@@ -1,0 +1,50 @@
+"""``attn check FILE.py --against VARIANT``: check a learner's own attention, stage by stage."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracer.cli.options import add_trace_options, load_host, trace_options
+from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UsageError
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "check",
+        help="check your own attention function against a variant",
+        description=(
+            "Run `def attention(inputs, W_query, W_key, W_value)` from FILE (for naive-loop and "
+            "vectorized: `def attention(inputs)`) on the variant's inputs and weights, compare "
+            "its output and intermediate tensors with the variant's stages, and explain the "
+            "first difference."
+        ),
+        epilog="Exit status: 0 output matches, 1 it does not, 2 the file itself fails.",
+    )
+    parser.add_argument("file", metavar="FILE.py", help="your Python file")
+    parser.add_argument(
+        "--against", required=True, metavar="VARIANT", help="the variant to compare with"
+    )
+    add_trace_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer.learner.check import check
+    from tracer.learner.loader import LearnerFailure
+    from tracer.learner.report import format_check
+    from tracer.runner import start_trace
+
+    if args.query is not None:
+        raise UsageError("attn check compares every query at once; --query is for attn trace")
+    host = load_host(args)
+    trace = start_trace(args.against, trace_options(args), host).run_to_end()
+    try:
+        result = check(Path(args.file), trace)
+    except LearnerFailure as failure:
+        sys.stderr.write(failure.text)
+        return EXIT_USAGE
+    print(format_check(result))
+    return EXIT_OK if result.matches else EXIT_PROBLEMS

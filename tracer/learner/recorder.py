@@ -1,0 +1,189 @@
+"""Recording the torch operations a learner's function performs, with their source lines.
+
+A ``TorchFunctionMode`` sees every torch call while the learner's code runs:
+functions, tensor methods, operators, indexing. For each one we note which
+line of the learner's file made it (by walking the Python stack up to the
+first frame in that file) and keep a snapshot of results whose shape could be
+one of the reference's stages. Snapshots are clones, so later in-place writes
+do not change what we recorded. The few operations the diagnosis inspects
+(softmax, masked_fill, matrix products) also keep their arguments.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+_INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__imatmul__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+    }
+)
+MATMUL_OPS = frozenset({"matmul", "__matmul__", "__rmatmul__", "mm", "bmm"})
+KEEP_ARGS = MATMUL_OPS | {"softmax", "masked_fill", "masked_fill_", "triu", "tril"}
+MAX_SNAPSHOTS = 20_000
+"""Enough for a naive double loop over a few hundred tokens; beyond it we stop copying."""
+
+
+@dataclass
+class Record:
+    """One torch operation of the learner's code."""
+
+    index: int
+    op: str
+    line: int | None
+    value: torch.Tensor | None = None
+    """A detached copy of the result (or, for an in-place write, of the written tensor)."""
+    inplace: bool = False
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    result_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """An in-place write into one of the learner's arguments."""
+
+    argument: str
+    op: str
+    line: int | None
+
+
+def op_name(func: Any) -> str:
+    name = getattr(func, "__name__", "") or repr(func)
+    if name == "__get__":  # a property such as ``.T`` or ``.mT``
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
+    return str(name)
+
+
+def _tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            yield from _tensors(value)
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):
+        return 0
+
+
+def _snapshot(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_snapshot(v) for v in value)
+    return value
+
+
+class Recorder(TorchFunctionMode):
+    """Records the learner's torch operations while active (``with Recorder(...):``)."""
+
+    def __init__(
+        self,
+        filename: str,
+        shapes: set[tuple[int, ...]],
+        arguments: dict[str, torch.Tensor],
+    ) -> None:
+        super().__init__()
+        self.filename = filename
+        self.shapes = shapes
+        self.records: list[Record] = []
+        self.mutations: list[Mutation] = []
+        self.tracked: dict[int, torch.Tensor] = {}
+        """masked_fill results, held (so their ids stay unique) to see whether anything uses them."""
+        self.used: set[int] = set()
+        """ids of tracked results that a later operation took as an argument."""
+        self._arguments = {_storage(t): name for name, t in arguments.items() if _storage(t)}
+        self._last_write: dict[int, Record] = {}
+        self._snapshots = 0
+
+    def learner_line(self) -> int | None:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.filename:
+                return frame.f_lineno
+            frame = frame.f_back  # type: ignore[assignment]
+        return None
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        name = op_name(func)
+        for tensor in _tensors((*args, *kwargs.values())):
+            if self.tracked.get(id(tensor)) is tensor:
+                self.used.add(id(tensor))
+        target = self._target(name, args, kwargs)
+        line = self.learner_line()
+        if target is not None:
+            argument = self._arguments.get(_storage(target))
+            if argument is not None:
+                self.mutations.append(Mutation(argument, name, line))
+        kept_args = _snapshot(args) if name in KEEP_ARGS else ()
+        kept_kwargs = _snapshot(kwargs) if name in KEEP_ARGS else {}
+        result = func(*args, **kwargs)
+        if line is None:  # called from torch's own code, not the learner's
+            return result
+        record = Record(
+            index=len(self.records), op=name, line=line, args=kept_args, kwargs=kept_kwargs
+        )
+        if isinstance(result, torch.Tensor):
+            record.result_id = id(result)
+            if name == "masked_fill":
+                self.tracked[id(result)] = result
+        written = target if target is not None else result
+        if isinstance(written, torch.Tensor) and self._worth_keeping(written):
+            record.value = written.detach().clone()
+            self._snapshots += 1
+        if target is not None:
+            record.inplace = True
+            # A loop writing one cell at a time: keep only the latest state of the tensor.
+            key = _storage(target)
+            previous = self._last_write.get(key)
+            if (
+                previous is not None
+                and previous.value is not None
+                and target.shape == previous.value.shape
+            ):
+                previous.value = None
+                self._snapshots -= 1
+            self._last_write[key] = record
+        self.records.append(record)
+        return result
+
+    def _worth_keeping(self, tensor: torch.Tensor) -> bool:
+        return (
+            self._snapshots < MAX_SNAPSHOTS
+            and tuple(tensor.shape) in self.shapes
+            and (tensor.is_floating_point() or tensor.dtype == torch.bool)
+        )
+
+    @staticmethod
+    def _target(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
+        out = kwargs.get("out")
+        if isinstance(out, torch.Tensor):
+            return out
+        inplace = name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("__"))
+        if inplace and args and isinstance(args[0], torch.Tensor):
+            return args[0]
+        return None

@@ -1,0 +1,92 @@
+"""Plain-text report of a check: which stages match, where it diverges, and why."""
+
+from __future__ import annotations
+
+import linecache
+import textwrap
+from pathlib import Path
+
+from tracer.learner.check import DIFFERS, MATCH, OTHER_ROUTE, CheckResult, largest_difference
+from tracer.render.text import format_number, format_tensor, shape_text
+
+WIDTH = 88
+STATUS_WORDS = {MATCH: "ok", DIFFERS: "DIFFERS", OTHER_ROUTE: "-"}
+
+
+def _code(path: str, line: int | None) -> str:
+    if line is None:
+        return ""
+    return linecache.getline(path, line).strip()
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
+    trace = result.trace
+    name = Path(result.path).name
+    tokens = trace.tokens
+    out = [f"checking {result.path} against '{trace.variant.name}' ({trace.variant.title})"]
+    if show_stages and result.stages:
+        out.append("")
+        width = max(len(r.stage.name) for r in result.stages)
+        for stage_result in result.stages:
+            word = STATUS_WORDS[stage_result.status]
+            where = ""
+            if stage_result.status == MATCH and stage_result.line is not None:
+                where = f"  your line {stage_result.line}"
+            elif stage_result.status == OTHER_ROUTE:
+                where = "  (not computed: you took another route)"
+            out.append(f"  {word:<7}  {stage_result.stage.name:<{width}}{where}".rstrip())
+    if result.matches:
+        out.append("")
+        out.append(f"result: your output matches '{trace.variant.name}' (within 1e-5). Well done!")
+        return "\n".join(out)
+
+    diverging = result.diverging
+    if diverging is not None:
+        stage = diverging.stage
+        out.append("")
+        out.append(f"first divergence: stage '{stage.name}' - {stage.title}")
+        if stage.formula:
+            out.append(f"  expected: {stage.formula}")
+        if diverging.line is not None:
+            out.append(f"  {name}:{diverging.line}  {_code(result.path, diverging.line)}")
+    for diagnosis in result.diagnoses:
+        out.append("")
+        out.append(f"diagnosis: {diagnosis.title} [{diagnosis.code}]")
+        if diagnosis.line is not None:
+            out.append(f"  {name}:{diagnosis.line}  {_code(result.path, diagnosis.line)}")
+        out.append(
+            textwrap.fill(diagnosis.message, WIDTH, initial_indent="  ", subsequent_indent="  ")
+        )
+    if not result.diagnoses and result.problem is None:
+        out.append("")
+        out.append(
+            "diagnosis: none of the common mistakes recognised; compare your tensor with "
+            "the expected one below."
+        )
+    if diverging is not None:
+        expected = diverging.stage.tensors.get(diverging.stage.name)
+        if expected is None:
+            expected = next(iter(diverging.stage.tensors.values()))
+        out.append("")
+        out.append(f"expected {diverging.stage.name} ({shape_text(expected)}):")
+        out.append(_indent(format_tensor(expected, tokens)))
+        if diverging.record is not None and diverging.record.value is not None:
+            out.append(f"yours, from line {diverging.line} ({shape_text(diverging.record.value)}):")
+            out.append(_indent(format_tensor(diverging.record.value, tokens)))
+    out.append("")
+    if result.problem is not None:
+        out.append(f"result: {result.problem}")
+    else:
+        difference = largest_difference(result)
+        if difference is not None and difference > 0:
+            out.append(
+                f"result: your output differs from '{trace.variant.name}' "
+                f"(largest difference {format_number(difference)})"
+            )
+        else:
+            out.append("result: your output matches, but your function changed its arguments")
+    return "\n".join(out)

@@ -263,7 +263,9 @@ def _tidy(problems: list[Problem]) -> list[Problem]:
     for problem in problems:
         for text, hint in _HINTS.items():
             if text in problem.message:
-                problem = Problem(problem.line, problem.column, problem.message + hint, problem.path)
+                problem = Problem(
+                    problem.line, problem.column, problem.message + hint, problem.path
+                )
         hinted.append(problem)
     problems = hinted
     shared = [p for p in problems if "are not allowed; repeat the value" in p.message]
@@ -273,7 +275,7 @@ def _tidy(problems: list[Problem]) -> list[Problem]:
     summary = Problem(
         first.line,
         first.column,
-        f"{first.message} ({len(shared) - 1} more anchors or aliases in this file)",
+        f"{first.message} ({_more(len(shared) - 1)} in this file)",
         first.path,
     )
     return sorted([p for p in problems if p not in shared] + [summary])
@@ -415,8 +417,10 @@ class _Reader:
             return None
         entries = self.mapping(root, "the lesson", LESSON_KEYS) or {}
         title = summary = None
+        misspelt = {_closest(key, LESSON_KEYS) for key, _ in _keys(root) if key not in LESSON_KEYS}
         for required in ("title", "summary", "steps"):
-            if required not in entries:
+            # "sumary: ..." already got "did you mean 'summary'"; saying it is missing adds nothing.
+            if required not in entries and required not in misspelt:
                 self.problem(root, f"the lesson has no '{required}'")
         if "title" in entries:
             title = self.text(entries["title"][1], "title")
@@ -888,7 +892,7 @@ class _Reader:
             return None
         for required in ("question", "answer"):
             if required not in entries:
-                self.problem(node, f"'quiz' needs a '{required}'")
+                self.problem(node, f"'quiz' needs '{required}'")
         question = self.text(entries["question"][1], "question") if "question" in entries else None
         explanation = (
             self.text(entries["explanation"][1], "explanation") if "explanation" in entries else ""
@@ -898,12 +902,11 @@ class _Reader:
         answer: float | int | TensorRef | None = None
         if "choices" in entries:
             choices_node = entries["choices"][1]
-            if not isinstance(choices_node, yaml.SequenceNode) or len(choices_node.value) < 2:
-                self.problem(
-                    choices_node,
-                    f"choices must be a list of at least two options, not {_kind(choices_node)}",
-                )
-                choices = ()
+            if not isinstance(choices_node, yaml.SequenceNode):
+                self.problem(choices_node, f"choices must be a list, not {_kind(choices_node)}")
+            elif len(choices_node.value) < 2:
+                count = len(choices_node.value)
+                self.problem(choices_node, f"choices needs at least two options; it has {count}")
             else:
                 texts = [self.text(item, "a choice") for item in choices_node.value]
                 choices = tuple(t for t in texts if t is not None)
@@ -941,7 +944,7 @@ class _Reader:
                 answer = self.answer_ref(answer_node, scope)
             else:
                 answer = self.number(answer_node, "answer")
-                if answer is None:
+                if answer is None and not isinstance(_scalar(answer_node), (int, float)):
                     self.problems[-1] = Problem(
                         self.problems[-1].line,
                         self.problems[-1].column,
@@ -1059,6 +1062,21 @@ def _kind(node: yaml.Node) -> str:
         return f"a number ({node.value})"
     shown = str(value)
     return f"text ('{shown if len(shown) <= 30 else shown[:27] + '...'}')"
+
+
+def _more(count: int) -> str:
+    return f"{count} more anchor or alias" if count == 1 else f"{count} more anchors or aliases"
+
+
+def _keys(node: yaml.MappingNode) -> list[tuple[str, yaml.Node]]:
+    return [(str(k.value), k) for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+
+
+def _closest(word: str, choices: Sequence[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _listing(names: Sequence[str] | dict[str, str]) -> str:

@@ -201,11 +201,13 @@ def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
         return torch.exp(tensor)
     if name == "diagonal":
         if tensor.dim() != 2 or tensor.shape[0] != tensor.shape[1]:
-            raise StepError(f"'diagonal' needs a square table, not a {_shape(tensor)} tensor")
+            raise StepError(
+                f"'diagonal' needs a square table, not a tensor of shape {_shape(tensor)}"
+            )
         return torch.diagonal(tensor).clone()
     if name == "transpose":
         if tensor.dim() != 2:
-            raise StepError(f"'transpose' needs a table, not a {_shape(tensor)} tensor")
+            raise StepError(f"'transpose' needs a table, not a tensor of shape {_shape(tensor)}")
         return tensor.T.clone()
     if name == "pick":
         index = int(argument)
@@ -220,7 +222,7 @@ def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
     data = tensor.reshape(1) if tensor.dim() == 0 else tensor
     if not -data.dim() <= dim < data.dim():
         raise StepError(
-            f"'{name}' over dimension {dim}: a {_shape(tensor)} tensor has dimensions "
+            f"'{name}' over dimension {dim}: a tensor of shape {_shape(tensor)} has dimensions "
             f"{', '.join(str(d) for d in range(data.dim()))} (or -1 for the last)"
         )
     if name == "softmax":
@@ -233,4 +235,4 @@ def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _shape(tensor: torch.Tensor) -> str:
-    return "×".join(str(n) for n in tensor.shape) or "single-value"
+    return "×".join(str(n) for n in tensor.shape) or "() (a single value)"

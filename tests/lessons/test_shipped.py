@@ -1,0 +1,210 @@
+"""The shipped lessons: they check clean, run headless, and every quiz answer matches an oracle.
+
+Quiz answers are computed live from the variants; here each one is compared with
+a number printed in the seeds (tests/data/seeds.py) or computed independently with
+torch's own functions, so neither the lessons nor the variants can drift.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.data import seeds
+from tracer.lessons.check import check_lesson
+from tracer.lessons.loader import find_lessons, load_lesson, shipped_dir
+from tracer.lessons.model import Lesson, Quiz, TensorRef
+from tracer.lessons.runner import LessonRunner
+from tracer.plugin_host import PluginHost
+from tracer.render.text import format_number
+
+SHIPPED = sorted(shipped_dir().glob("*.yaml"))
+NAMES = [path.stem for path in SHIPPED]
+EXPECTED_NAMES = [
+    "01_dot_products",
+    "02_normalising",
+    "03_vectorising",
+    "04_trainable_qkv",
+    "05_causal_masking",
+    "06_common_mistakes",
+]
+TOKENS = ("Your", "journey", "starts", "with", "one", "step")
+
+
+def journey_inputs() -> torch.Tensor:
+    return torch.tensor(seeds.SEED_003_INPUTS)
+
+
+def seed_weights(draw: Callable[..., torch.Tensor], d_out: int = 2) -> list[torch.Tensor]:
+    """W_query, W_key, W_value as seeds 000-002 draw them (manual_seed(123), then three draws)."""
+    torch.manual_seed(123)
+    return [draw(3, d_out) for _ in range(3)]
+
+
+def qkv(draw: Callable[..., torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x = journey_inputs()
+    w_q, w_k, w_v = seed_weights(draw)
+    return x @ w_q, x @ w_k, x @ w_v
+
+
+def causal_weights() -> torch.Tensor:
+    """Causal softmax weights, built from torch's own masking, for seed 000's rand weights."""
+    q, k, _ = qkv(torch.rand)
+    scores = (q @ k.T) / math.sqrt(k.shape[-1])
+    future = torch.ones(6, 6).triu(diagonal=1).bool()
+    return torch.softmax(scores.masked_fill(future, -torch.inf), dim=-1)
+
+
+def four_words_scores() -> torch.Tensor:
+    words = torch.tensor(seeds.SEED_004_WORDS, dtype=torch.float32)
+    q = words @ torch.tensor(seeds.SEED_004_W_Q, dtype=torch.float32)
+    k = words @ torch.tensor(seeds.SEED_004_W_K, dtype=torch.float32)
+    return q @ k.T
+
+
+def dropout_kept() -> float:
+    weights = causal_weights()
+    torch.manual_seed(123)
+    return float(F.dropout(weights, p=0.5)[2, 1])
+
+
+def sum_can_go_negative() -> str:
+    scores = torch.tensor([1.0, -0.5, 2.0])
+    by_sum = (scores / scores.sum()).min() < 0
+    by_softmax = torch.softmax(scores, dim=0).min() < 0
+    assert by_sum and not by_softmax
+    return "dividing by the sum"
+
+
+# (lesson, quiz id) -> the right answer, from the seeds or from torch directly.
+ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
+    ("01_dot_products", "your-journey"): lambda: seeds.SEED_003_DOT_0_1,
+    ("01_dot_products", "most-aligned"): lambda: TOKENS[
+        max(range(6), key=lambda j: seeds.SIMPLE_SCORES[1][j])
+    ],
+    ("01_dot_products", "one-step"): lambda: seeds.SIMPLE_SCORES[4][5],
+    ("01_dot_products", "symmetric"): lambda: seeds.SIMPLE_SCORES[3][4],
+    ("02_normalising", "sum-is-one"): lambda: 1.0,
+    ("02_normalising", "softmax-journey"): lambda: seeds.SEED_001_SOFTMAX_WEIGHTS_2[1],
+    ("02_normalising", "negative"): sum_can_go_negative,
+    ("02_normalising", "context-journey"): lambda: seeds.SEED_001_CONTEXT_2[0],
+    ("03_vectorising", "shape"): lambda: " × ".join(
+        str(n) for n in (journey_inputs() @ journey_inputs().T).shape
+    ),
+    ("03_vectorising", "with-one"): lambda: seeds.SIMPLE_SCORES[3][4],
+    ("03_vectorising", "row-sum"): lambda: 1.0,
+    ("03_vectorising", "context-step"): lambda: seeds.SIMPLE_CONTEXT[5][1],
+    ("04_trainable_qkv", "query-2"): lambda: seeds.SEED_001_QUERY_2[1],
+    ("04_trainable_qkv", "scaled-22"): lambda: float(
+        (qkv(torch.rand)[0] @ qkv(torch.rand)[1].T)[1, 1] / math.sqrt(2)
+    ),
+    ("04_trainable_qkv", "weight-22"): lambda: seeds.SEED_000_ATTN_WEIGHTS[1][1],
+    ("04_trainable_qkv", "score-22-randn"): lambda: float(
+        qkv(torch.randn)[0][1].dot(qkv(torch.randn)[1][1])
+    ),
+    ("05_causal_masking", "hidden"): lambda: float(torch.ones(6, 6).triu(diagonal=1)[3].sum()),
+    ("05_causal_masking", "renorm-journey-your"): lambda: float(causal_weights()[1, 0]),
+    ("05_causal_masking", "starts-journey"): lambda: float(causal_weights()[2, 1]),
+    ("05_causal_masking", "dropout-kept"): dropout_kept,
+    ("06_common_mistakes", "wrong-dim-row-sum"): lambda: float(
+        # Seed 004's module: F.softmax(scores, dim=1) on a batch of one.
+        F.softmax((four_words_scores() / math.sqrt(3)).unsqueeze(0), dim=1)[0, 0].sum()
+    ),
+    ("06_common_mistakes", "no-scale"): lambda: float(torch.softmax(four_words_scores(), -1)[0, 2]),
+    ("06_common_mistakes", "unrenormalised-sum"): lambda: float(
+        torch.softmax((qkv(torch.rand)[0] @ qkv(torch.rand)[1].T) / math.sqrt(2), -1)[1, :2].sum()
+    ),
+    ("06_common_mistakes", "self-dot-starts"): lambda: seeds.SEED_003_SELF_DOTS[2],
+    ("06_common_mistakes", "single-softmax"): lambda: float(
+        torch.softmax(torch.tensor([0.1234]), dim=0)[0]
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def lessons(host: PluginHost) -> dict[str, Lesson]:
+    return {path.stem: load_lesson(path, host) for path in SHIPPED}
+
+
+def test_the_six_lessons_ship_in_order() -> None:
+    assert NAMES == EXPECTED_NAMES
+    refs = find_lessons(use_env=False)
+    assert [(ref.number, ref.name) for ref in refs] == list(enumerate(EXPECTED_NAMES, start=1))
+    assert all(ref.problem is None and ref.title for ref in refs)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=NAMES)
+def test_first_line_points_editors_at_the_schema(path: Path) -> None:
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../tracer/lessons/schema.json"
+    assert (path.parent / "../tracer/lessons/schema.json").resolve().is_file()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_checks_clean(name: str, lessons: dict[str, Lesson], host: PluginHost) -> None:
+    assert check_lesson(lessons[name], host) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_quiz_answer_matches_its_oracle(
+    name: str, lessons: dict[str, Lesson], host: PluginHost
+) -> None:
+    runner = LessonRunner(lessons[name], host)
+    checked = 0
+    for quiz in lessons[name].quizzes:
+        assert quiz.id is not None, f"{name}: quiz at line {quiz.line} needs an id"
+        oracle = ORACLES.get((name, quiz.id))
+        if isinstance(quiz.answer, TensorRef):
+            assert oracle is not None, f"{name}: live quiz '{quiz.id}' has no oracle here"
+        if oracle is None:
+            continue
+        expected = oracle()
+        answer = runner.answer(quiz)
+        if quiz.quiz_kind == "choice":
+            assert quiz.choices[int(answer)] == expected, quiz.id
+        else:
+            # Seed numbers are printed to 4 decimals.
+            assert float(answer) == pytest.approx(float(expected), abs=5e-5), quiz.id
+        checked += 1
+    live = [q for q in lessons[name].quizzes if isinstance(q.answer, TensorRef)]
+    assert len(live) >= 2, f"{name} needs at least two quizzes answered by the live computation"
+    assert checked >= 2
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_printed_answer_is_judged_right(
+    name: str, lessons: dict[str, Lesson], host: PluginHost
+) -> None:
+    runner = LessonRunner(lessons[name], host)
+    for quiz in lessons[name].quizzes:
+        answer = runner.answer(quiz)
+        if quiz.quiz_kind == "choice":
+            assert runner.is_right(quiz, quiz.choices[int(answer)])
+            wrong = next(c for c in quiz.choices if c != quiz.choices[int(answer)])
+            assert not runner.is_right(quiz, wrong)
+        else:
+            assert runner.is_right(quiz, format_number(float(answer)))
+            assert not runner.is_right(quiz, format_number(float(answer) + quiz.tolerance + 0.01))
+
+
+def _quizzes(lesson: Lesson) -> list[Quiz]:
+    return list(lesson.quizzes)
+
+
+def test_every_oracle_belongs_to_a_quiz(lessons: dict[str, Lesson]) -> None:
+    ids = {(name, quiz.id) for name, lesson in lessons.items() for quiz in _quizzes(lesson)}
+    assert set(ORACLES) <= ids
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_runs_headless_in_a_pipe(name: str, attn: Callable[..., tuple[int, str, str]]) -> None:
+    status, out, err = attn("lesson", "run", name, "--plain")
+    assert (status, err) == (0, "")
+    assert out.count("Quiz: ") == out.count("Answer: ") >= 2
+    assert out.rstrip().endswith("--- End of the lesson.")
+    assert "\x1b[" not in out  # no colour codes: readable in a pipe and by a screen reader

@@ -1,0 +1,151 @@
+"""Exercises: stubs that never overwrite, a watcher that moves on, progress and hints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tracer.errors import EXIT_OK, EXIT_PROBLEMS
+from tracer.learner.exercises import EXERCISES, PROGRESS_FILE, check_exercise, watch
+from tracer.plugin_host import PluginHost
+
+Attn = Callable[..., tuple[int, str, str]]
+SOLUTIONS = Path(__file__).parent / "solutions"
+
+
+@pytest.fixture
+def folder(tmp_path: Path, attn: Attn) -> Path:
+    target = tmp_path / "practice"
+    status, _, err = attn("exercises", "init", str(target))
+    assert status == 0, err
+    return target
+
+
+def test_one_exercise_per_lesson_idea_and_per_variant(host: PluginHost) -> None:
+    variants = {e.variant for e in EXERCISES}
+    assert variants == set(host.variants)
+    assert [e.number for e in EXERCISES] == list(range(1, len(EXERCISES) + 1))
+
+
+def test_init_writes_numbered_stubs_with_docstrings_and_todos(folder: Path) -> None:
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted([e.filename for e in EXERCISES] + [PROGRESS_FILE])
+    for exercise in EXERCISES:
+        text = (folder / exercise.filename).read_text()
+        assert text.startswith(f'"""Exercise {exercise.number}: ')
+        assert "TODO" in text or exercise.slug == "07_fix_the_mistakes"
+        compile(text, exercise.filename, "exec")
+
+
+def test_init_never_overwrites_a_learners_file(folder: Path, attn: Attn) -> None:
+    mine = folder / "03_vectorising.py"
+    mine.write_text("# my work\n")
+    (folder / "05_causal_mask.py").unlink()
+    status, out, _ = attn("exercises", "init", str(folder))
+    assert status == 0
+    assert mine.read_text() == "# my work\n"
+    assert f"  kept   {mine}\n" in out
+    assert f"  wrote  {folder / '05_causal_mask.py'}\n" in out
+    assert "(8 already there, left as they were)" in out
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.slug)
+def test_stub_is_not_done_and_solution_passes(folder: Path, exercise) -> None:  # type: ignore[no-untyped-def]
+    stub = check_exercise(folder, exercise)
+    assert stub.status == EXIT_PROBLEMS
+    shutil.copy(SOLUTIONS / exercise.filename, folder / exercise.filename)
+    solved = check_exercise(folder, exercise)
+    assert solved.status == EXIT_OK, solved.text
+
+
+def test_fix_the_mistakes_names_all_three(folder: Path) -> None:
+    outcome = check_exercise(folder, EXERCISES[6])
+    assert "[discarded-masked-fill]" in outcome.text
+    assert "[scaling]" in outcome.text
+    assert "[softmax-dim]" in outcome.text
+
+
+def test_watch_once_reports_and_records_progress(folder: Path, attn: Attn) -> None:
+    status, out, _ = attn("exercises", "watch", str(folder), "--once")
+    assert status == 1
+    assert out.startswith("exercise 1/9: 01_dot_products.py - Dot products as alignment")
+    assert "is waiting for you: replace the TODOs." in out
+    shutil.copy(SOLUTIONS / "01_dot_products.py", folder / "01_dot_products.py")
+    status, out, _ = attn("exercises", "watch", str(folder), "--once")
+    assert status == 0
+    assert "passed: 1/9 done. Next: 02_normalising.py" in out
+    assert json.loads((folder / PROGRESS_FILE).read_text())["done"] == ["01_dot_products"]
+    status, out, _ = attn("exercises", "watch", str(folder), "--once")
+    assert out.startswith("exercise 2/9: 02_normalising.py")
+
+
+def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
+    shown: list[str] = []
+    saves = iter(["01_dot_products.py", "02_normalising.py"])
+
+    def sleep(_: float) -> None:
+        # The learner saves the current exercise, solved, while the watcher waits.
+        name = next(saves, None)
+        if name is not None:
+            shutil.copy(SOLUTIONS / name, folder / name)
+
+    status = watch(folder, shown.append, polls=3, sleep=sleep)
+    text = "\n".join(shown)
+    assert status == EXIT_PROBLEMS
+    assert text.count("exercise 1/9") == 2 and "passed: 1/9 done" in text
+    assert "passed: 2/9 done. Next: 03_vectorising.py" in text
+    assert shown[-2].startswith("exercise 3/9")
+
+
+def test_watch_with_everything_done(folder: Path) -> None:
+    for exercise in EXERCISES:
+        shutil.copy(SOLUTIONS / exercise.filename, folder / exercise.filename)
+    shown: list[str] = []
+    assert watch(folder, shown.append, polls=0) == EXIT_OK
+    assert shown[-1] == "All 9 exercises are done. Well done!"
+
+
+def test_hints_come_one_at_a_time(folder: Path, attn: Attn) -> None:
+    first = attn("exercises", "hint", str(folder))[1]
+    second = attn("exercises", "hint", str(folder))[1]
+    third = attn("exercises", "hint", str(folder))[1]
+    assert first.startswith("01_dot_products.py, hint 1/2:\n  torch.dot(a, b)")
+    assert second.startswith("01_dot_products.py, hint 2/2 (that was the last one):")
+    assert third == second
+    status, out, _ = attn("exercises", "hint", str(folder), "4")
+    assert status == 0 and out.startswith("04_trainable_qkv.py, hint 1/3:")
+    assert json.loads((folder / PROGRESS_FILE).read_text())["hints"] == {
+        "01_dot_products": 2,
+        "04_trainable_qkv": 1,
+    }
+
+
+def test_list_shows_progress(folder: Path, attn: Attn) -> None:
+    shutil.copy(SOLUTIONS / "01_dot_products.py", folder / "01_dot_products.py")
+    attn("exercises", "watch", str(folder), "--once")
+    status, out, _ = attn("exercises", "list", str(folder))
+    lines = out.splitlines()
+    assert status == 0
+    assert lines[0].split()[:2] == ["done", "01_dot_products.py"]
+    assert lines[1].split()[:2] == ["next", "02_normalising.py"]
+    assert lines[-1] == "1/9 done"
+
+
+def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
+    status, _, err = attn("exercises", "watch", str(tmp_path / "nowhere"), "--once")
+    assert status == 2
+    assert (
+        err
+        == f"attn: exercise folder not found: {tmp_path / 'nowhere'} (run 'attn exercises init {tmp_path / 'nowhere'}')\n"
+    )
+    (folder / PROGRESS_FILE).write_text('{"done": [\n')
+    status, _, err = attn("exercises", "list", str(folder))
+    assert status == 2
+    assert err.startswith(f"{folder / PROGRESS_FILE}:2:1: progress file is not valid JSON")
+    (folder / PROGRESS_FILE).unlink()
+    status, _, err = attn("exercises", "hint", str(folder), "12")
+    assert status == 2 and err.startswith("attn: no exercise '12'")

@@ -1,0 +1,89 @@
+"""``attn exercises init|watch|hint|list DIR``: practise by writing attention yourself."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tracer.errors import EXIT_OK
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "exercises",
+        help="numbered exercises with a watcher, progress and hints",
+        description=(
+            "Write attention yourself, one exercise at a time: 'init' writes the stubs, "
+            "'watch' checks the current one each time you save it and moves on when it passes."
+        ),
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    init = actions.add_parser("init", help="write the exercise stubs (never over your files)")
+    init.add_argument("dir", metavar="DIR", type=Path)
+    init.set_defaults(handler=run_init)
+
+    watch = actions.add_parser(
+        "watch",
+        help="check the current exercise on every save",
+        epilog="Exit status with --once: 0 passed, 1 not yet, 2 the file fails.",
+    )
+    watch.add_argument("dir", metavar="DIR", type=Path)
+    watch.add_argument("--once", action="store_true", help="check once and exit")
+    watch.add_argument(
+        "--interval", type=float, default=0.5, metavar="SECONDS", help="how often to look for saves"
+    )
+    watch.set_defaults(handler=run_watch)
+
+    hint = actions.add_parser("hint", help="the next hint for the current exercise")
+    hint.add_argument("dir", metavar="DIR", type=Path)
+    hint.add_argument("exercise", nargs="?", help="another exercise, by number or name")
+    hint.set_defaults(handler=run_hint)
+
+    listing = actions.add_parser("list", help="every exercise and whether it is done")
+    listing.add_argument("dir", metavar="DIR", type=Path)
+    listing.set_defaults(handler=run_list)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from tracer.learner.exercises import EXERCISES, init_exercises
+
+    results = init_exercises(args.dir)
+    for path, written in results:
+        print(f"  {'wrote' if written else 'kept '}  {path}")
+    kept = sum(1 for _, written in results if not written)
+    note = f" ({kept} already there, left as they were)" if kept else ""
+    print(
+        f"{len(EXERCISES)} exercises in {args.dir}{note}. Start with: attn exercises watch {args.dir}"
+    )
+    return EXIT_OK
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    from tracer.errors import UsageError
+    from tracer.learner.exercises import watch
+
+    if args.interval <= 0:
+        raise UsageError(f"--interval must be above 0, got {args.interval:g}")
+    return watch(
+        args.dir,
+        lambda text: print(text + "\n", flush=True),
+        once=args.once,
+        interval=args.interval,
+    )
+
+
+def run_hint(args: argparse.Namespace) -> int:
+    from tracer.learner.exercises import hint
+
+    print(hint(args.dir, args.exercise))
+    return EXIT_OK
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from tracer.learner.exercises import status_lines
+
+    for line in status_lines(args.dir):
+        print(line)
+    return EXIT_OK

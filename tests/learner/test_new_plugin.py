@@ -1,0 +1,136 @@
+"""``attn new-plugin``: the scaffolded package is complete, installs, and passes its own test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tracer.plugin_host import PluginHost
+from tracer.runner import TraceOptions, start_trace
+
+Attn = Callable[..., tuple[int, str, str]]
+
+
+def test_scaffold_writes_a_package(attn: Attn, tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    status, out, err = attn("new-plugin", "sliding-window", str(folder))
+    assert status == 0, err
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert files == [
+        ".gitignore",
+        "README.md",
+        "attn_sliding_window.py",
+        "pyproject.toml",
+        "tests/test_attn_sliding_window.py",
+    ]
+    project = tomllib.loads((folder / "pyproject.toml").read_text())
+    assert project["project"]["name"] == "attn-sliding-window"
+    assert project["project"]["entry-points"]["attention_tracer"] == {
+        "sliding-window": "attn_sliding_window"
+    }
+    assert project["tool"]["setuptools"]["py-modules"] == ["attn_sliding_window"]
+    assert "attn trace sliding-window" in (folder / "README.md").read_text()
+    assert f"  wrote  {folder / 'pyproject.toml'}\n" in out
+
+
+def test_generated_variant_loads_and_agrees_with_torch(attn: Attn, tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    attn("new-plugin", "sparkle", str(folder))
+    host = PluginHost([folder], entry_points=False, use_env=False)
+    assert host.failures == []
+    trace = start_trace("sparkle", TraceOptions(init="randn", d_out=3), host).run_to_end()
+    x, W = trace.context.inputs, trace.context.weights
+    assert W is not None
+    expected = F.scaled_dot_product_attention(x @ W.query, x @ W.key, x @ W.value)
+    assert trace.output is not None
+    torch.testing.assert_close(trace.output, expected, atol=1e-5, rtol=0)
+    assert [s.name for s in trace.stages] == [
+        "inputs",
+        "projections",
+        "scores",
+        "weights",
+        "context",
+    ]
+
+
+def test_never_overwrites(attn: Attn, tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "README.md").write_text("mine\n")
+    status, out, err = attn("new-plugin", "sparkle", str(folder))
+    assert status == 2 and out == ""
+    assert err == (
+        f"attn: {folder / 'README.md'} already exists; attn new-plugin never overwrites files "
+        "(choose another DIR)\n"
+    )
+    assert (folder / "README.md").read_text() == "mine\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md"]  # nothing half-written
+
+
+def test_default_folder_is_named_after_the_plugin(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    status, _, _ = attn("new-plugin", "sparkle")
+    assert status == 0
+    assert (tmp_path / "attn-sparkle" / "attn_sparkle.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("Sparkle", "plugin name 'Sparkle' must be lower-case letters, digits and hyphens"),
+        ("2fast", "plugin name '2fast' must be lower-case letters"),
+        ("masked", "a variant named 'masked' already exists (see 'attn plugins')"),
+    ],
+)
+def test_bad_names(attn: Attn, tmp_path: Path, name: str, message: str) -> None:
+    status, _, err = attn("new-plugin", name, str(tmp_path / "pkg"))
+    assert status == 2
+    assert err.startswith(f"attn: {message}") and len(err.splitlines()) == 1
+    assert not (tmp_path / "pkg").exists()
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_generated_package_installs_and_passes_its_own_test(attn: Attn, tmp_path: Path) -> None:
+    package = tmp_path / "attn-sparkle"
+    assert attn("new-plugin", "sparkle", str(package))[0] == 0
+    site = tmp_path / "site"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTN_", "PYTHONPATH"))}
+    # Offline: no index, no build isolation (setuptools comes from this environment).
+    install = run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(site), str(package)],
+        tmp_path, env,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert (site / "attn_sparkle.py").is_file()
+    own_test = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        str(package / "tests"),
+    ]
+    # Run from tmp_path, so the module can only come from the installed copy.
+    installed = run(own_test, tmp_path, {**env, "PYTHONPATH": str(site)})
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "2 passed" in installed.stdout
+    # And the test is real: without the installed package it fails.
+    missing = run(own_test, tmp_path, env)
+    assert missing.returncode == 1, missing.stdout
+    assert "'sparkle' is not among" in missing.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -240,3 +241,18 @@ def test_mistake_on_a_multihead_variant_is_found_per_head(host: PluginHost, tmp_
     result = check(path, reference(host, "multihead", init="linear", d_out=4))
     assert [d.code for d in result.diagnoses] == ["softmax-dim"]
     assert result.diverging is not None and result.diverging.stage.name == "weights"
+
+
+def test_json_report(attn: Attn) -> None:
+    status, out, _ = attn(
+        "check", str(CORPUS / "softmax_dim.py"), "--against", "trainable", "--json"
+    )
+    assert status == 1
+    report = json.loads(out)
+    assert report["matches"] is False
+    assert report["diverging"] == {"stage": "weights", "line": 9}
+    assert [(d["code"], d["line"]) for d in report["diagnoses"]] == [("softmax-dim", 9)]
+    assert report["stages"][0] == {"name": "queries", "status": "match", "line": 5}
+    status, out, err = attn("check", str(CORPUS / "raises.py"), "--against", "trainable", "--json")
+    assert status == 2
+    assert json.loads(out)["error"] == err

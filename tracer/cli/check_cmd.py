@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,16 @@ def add_parser(commands: Any) -> None:
         "--against", required=True, metavar="VARIANT", help="the variant to compare with"
     )
     add_trace_options(parser)
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document instead of text"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from tracer.learner.check import check
     from tracer.learner.loader import LearnerFailure
-    from tracer.learner.report import format_check
+    from tracer.learner.report import check_json, format_check
     from tracer.runner import start_trace
 
     if args.query is not None:
@@ -45,6 +49,15 @@ def run(args: argparse.Namespace) -> int:
         result = check(Path(args.file), trace)
     except LearnerFailure as failure:
         sys.stderr.write(failure.text)
+        if args.json:
+            json.dump(
+                {"file": args.file, "variant": args.against, "error": failure.text}, sys.stdout
+            )
+            sys.stdout.write("\n")
         return EXIT_USAGE
-    print(format_check(result))
+    if args.json:
+        json.dump(check_json(result), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(format_check(result))
     return EXIT_OK if result.matches else EXIT_PROBLEMS

@@ -5,9 +5,10 @@ from __future__ import annotations
 import linecache
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from tracer.learner.check import DIFFERS, MATCH, OTHER_ROUTE, CheckResult, largest_difference
-from tracer.render.text import format_number, format_tensor, shape_text
+from tracer.render.text import format_number, format_tensor, plain, shape_text
 
 WIDTH = 88
 STATUS_WORDS = {MATCH: "ok", DIFFERS: "DIFFERS", OTHER_ROUTE: "-"}
@@ -90,3 +91,26 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
         else:
             out.append("result: your output matches, but your function changed its arguments")
     return "\n".join(out)
+
+
+def check_json(result: CheckResult) -> dict[str, Any]:
+    """The check as one JSON document: ``attn check --json``."""
+    diverging = result.diverging
+    difference = largest_difference(result)
+    return {
+        "file": result.path,
+        "variant": result.trace.variant.name,
+        "matches": result.matches,
+        "stages": [
+            {"name": r.stage.name, "status": r.status, "line": r.line} for r in result.stages
+        ],
+        "diverging": None
+        if diverging is None
+        else {"stage": diverging.stage.name, "line": diverging.line},
+        "diagnoses": [
+            {"code": d.code, "title": d.title, "line": d.line, "message": d.message}
+            for d in result.diagnoses
+        ],
+        "problem": result.problem,
+        "max_difference": None if difference is None else plain(difference),
+    }

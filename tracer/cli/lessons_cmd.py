@@ -135,13 +135,16 @@ def open_tui(args: argparse.Namespace) -> int:
 def check(targets: list[str], args: argparse.Namespace) -> int:
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson
+    from tracer.lessons.loader import LessonError, load_lesson, preflight
 
-    host = load_host(args)
+    host = None
     status = EXIT_OK
     for target in targets:
         try:
-            lesson = load_lesson(target, host, extra_dirs=args.lessons_dir)
+            # YAML-level problems first: a hostile file is refused before torch loads.
+            path = preflight(target, args.lessons_dir)
+            host = host or load_host(args)
+            lesson = load_lesson(path, host)
             problems = check_lesson(lesson, host)
         except LessonError as error:
             problems = error.problems
@@ -162,11 +165,12 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
 def run_plain(target: str, args: argparse.Namespace) -> int:
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson
+    from tracer.lessons.loader import LessonError, load_lesson, preflight
     from tracer.lessons.plain import plain_lines
 
+    path = preflight(target, args.lessons_dir)
     host = load_host(args)
-    lesson = load_lesson(target, host, extra_dirs=args.lessons_dir)
+    lesson = load_lesson(path, host)
     problems = check_lesson(lesson, host)
     if problems:
         raise LessonError(problems)

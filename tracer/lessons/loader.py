@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -199,6 +200,19 @@ def load_lesson(
     return _build(root, str(path), path.parent, host, name=path.stem)
 
 
+def preflight(spec: str | Path, extra_dirs: Sequence[str | Path] = ()) -> Path:
+    """Resolve and read a lesson as YAML only, without plugins: the cheap checks, first.
+
+    Raises what :func:`load_lesson` would for a file that is not a readable,
+    safe YAML document (UsageError, or LessonError for size, encoding, syntax,
+    tags, anchors, duplicate keys), so hostile files are refused before the
+    plugins (and torch) are loaded. Returns the lesson's path.
+    """
+    path = resolve_lesson(spec, extra_dirs)
+    _compose_file(path)
+    return path
+
+
 def parse_lesson(
     text: str,
     path: str = "<lesson>",
@@ -238,7 +252,43 @@ def _compose_file(path: Path) -> yaml.Node | None:
         raise LessonError(_tidy(exc.problems)) from None
 
 
+MAX_FLOW_DEPTH = 100
+"""PyYAML's scanner slows down quadratically with [ and { nesting (2,000 levels take
+seconds); a lesson needs a handful, so deeper text is refused before parsing."""
+_BRACKETS = re.compile(r"[\[\]{}]")
+# What YAML forbids in a stream (its printable set, inverted); found up front for a clear position.
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _precheck(text: str, path: str) -> list[Problem]:
+    problems = []
+    bad = _FORBIDDEN.search(text)
+    if bad is not None:
+        line, column = _line_column(text, bad.start())
+        code = f"U+{ord(bad.group()):04X}"
+        problems.append(
+            Problem(line, column, f"control character {code} is not allowed in YAML text", path)
+        )
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_FLOW_DEPTH:
+            line, column = _line_column(text, match.start())
+            message = f"document nests too deeply (more than {MAX_FLOW_DEPTH} levels of [ and {{)"
+            problems.append(Problem(line, column, message, path))
+            break
+    return problems
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 def _compose_text(text: str, path: str) -> yaml.Node | None:
+    problems = _precheck(text, path)
+    if problems:
+        raise DocumentError(problems)
     try:
         return compose(text, path)
     except RecursionError:

@@ -149,3 +149,14 @@ def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
     (folder / PROGRESS_FILE).unlink()
     status, _, err = attn("exercises", "hint", str(folder), "12")
     assert status == 2 and err.startswith("attn: no exercise '12'")
+
+
+def test_watch_shows_the_edited_line_not_a_stale_one(folder: Path) -> None:
+    path = folder / "01_dot_products.py"
+    shutil.copy(SOLUTIONS / "01_dot_products.py", path)
+    first = check_exercise(folder, EXERCISES[0])
+    assert first.status == EXIT_OK
+    # Same length, new mistake: softmax down the columns.
+    path.write_text(path.read_text().replace("dim=-1)", "dim=0) "))
+    second = check_exercise(folder, EXERCISES[0])
+    assert "01_dot_products.py:11  weights = torch.softmax(scores, dim=0)" in second.text

@@ -17,6 +17,7 @@ STATUS_WORDS = {MATCH: "ok", DIFFERS: "DIFFERS", OTHER_ROUTE: "-"}
 def _code(path: str, line: int | None) -> str:
     if line is None:
         return ""
+    linecache.checkcache(path)  # the watcher re-checks files that were just edited
     return linecache.getline(path, line).strip()
 
 

@@ -153,10 +153,11 @@ def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
 
 def test_watch_shows_the_edited_line_not_a_stale_one(folder: Path) -> None:
     path = folder / "01_dot_products.py"
-    shutil.copy(SOLUTIONS / "01_dot_products.py", path)
+    solution = (SOLUTIONS / "01_dot_products.py").read_text()
+    path.write_text(solution.replace("dim=-1)", "dim=0) "))
     first = check_exercise(folder, EXERCISES[0])
-    assert first.status == EXIT_OK
-    # Same length, new mistake: softmax down the columns.
-    path.write_text(path.read_text().replace("dim=-1)", "dim=0) "))
+    assert "01_dot_products.py:11  weights = torch.softmax(scores, dim=0)\n" in first.text
+    # The learner edits line 11 (same file size): the report must show the new text.
+    path.write_text(solution.replace("dim=-1)", "dim=-2)"))
     second = check_exercise(folder, EXERCISES[0])
-    assert "01_dot_products.py:11  weights = torch.softmax(scores, dim=0)" in second.text
+    assert "01_dot_products.py:11  weights = torch.softmax(scores, dim=-2)\n" in second.text

@@ -20,7 +20,12 @@ Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
 """
 
 import torch
-from tracer.builtin_plugins.multihead_wrapper import focus, heads_option, init_of
+from tracer.builtin_plugins.multihead_wrapper import (
+    file_weights_error,
+    focus,
+    heads_option,
+    init_of,
+)
 
 from tracer import RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
@@ -50,6 +55,8 @@ def multihead(run: RunContext):
     inputs = run.inputs
     n = inputs.shape[0]
     d_out = run.weights.query.shape[1]
+    if d_out % heads and init_of(run) is None:
+        raise file_weights_error(d_out, heads)
     if d_out % heads:
         nearby = [d for d in (d_out // heads * heads, (d_out // heads + 1) * heads) if d > 0]
         raise UsageError(

@@ -52,6 +52,14 @@ def init_of(run: RunContext) -> str | None:
     return None
 
 
+def file_weights_error(d_out: int, heads: int) -> UsageError:
+    divisors = " or ".join(str(d) for d in range(1, d_out + 1) if d_out % d == 0)
+    return UsageError(
+        f"the inputs file's weights have d_out = {d_out}, which --heads {heads} cannot "
+        f"split into equal heads; use --heads {divisors}"
+    )
+
+
 def head_weights(
     run: RunContext, heads: int
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
@@ -61,10 +69,7 @@ def head_weights(
     init = init_of(run)
     if init is None:
         if d_out % heads:
-            raise UsageError(
-                f"the inputs file's weights have d_out = {d_out}, which {heads} heads cannot "
-                f"share equally; use --heads with a divisor of {d_out}"
-            )
+            raise file_weights_error(d_out, heads)
         width = d_out // heads
         return [
             tuple(m[:, h * width : (h + 1) * width] for m in (W.query, W.key, W.value))

@@ -242,3 +242,16 @@ def test_heads_option_reaches_the_variant(attn: Attn) -> None:
     status, out, _ = attn("trace", "multihead-wrapper", "--heads", "3", "--init", "linear")
     assert status == 0
     assert "output (6×6)" in out
+
+
+@pytest.mark.parametrize("variant", ["multihead", "multihead-wrapper"])
+def test_file_weights_that_heads_cannot_split(attn: Attn, variant: str) -> None:
+    # four-words has 3-column weights (seed 004); --d-out cannot change them, --heads can.
+    status, _, err = attn("trace", variant, "--inputs", "four-words")
+    assert status == 2
+    assert err == (
+        "attn: the inputs file's weights have d_out = 3, which --heads 2 cannot split into "
+        "equal heads; use --heads 1 or 3\n"
+    )
+    status, out, _ = attn("trace", variant, "--inputs", "four-words", "--heads", "3")
+    assert status == 0 and "output (4×3)" in out

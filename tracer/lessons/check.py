@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.loader import one_line
 from tracer.lessons.model import Compare, Focus, Lesson, Loop, Quiz, Show, TensorRef
 from tracer.yamldoc import Problem
 
@@ -43,7 +44,7 @@ def check_lesson(lesson: Lesson, host: PluginHost) -> list[Problem]:
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
-    return sorted(set(problems))
+    return one_line(problems)
 
 
 def _where(step: object) -> TensorRef | None:

@@ -317,7 +317,7 @@ def _tidy(problems: list[Problem]) -> list[Problem]:
                     problem.line, problem.column, problem.message + hint, problem.path
                 )
         hinted.append(problem)
-    problems = hinted
+    problems = one_line(hinted)
     shared = [p for p in problems if "are not allowed; repeat the value" in p.message]
     if len(shared) <= 1:
         return problems
@@ -341,7 +341,7 @@ def _build(
     reader = _Reader(path, base_dir, host)
     lesson = reader.lesson(root, name)
     if reader.problems or lesson is None:
-        raise LessonError(sorted(set(reader.problems)))
+        raise LessonError(one_line(reader.problems))
     return lesson
 
 
@@ -1112,6 +1112,21 @@ def _kind(node: yaml.Node) -> str:
         return f"a number ({node.value})"
     shown = str(value)
     return f"text ('{shown if len(shown) <= 30 else shown[:27] + '...'}')"
+
+
+def one_line(problems: list[Problem]) -> list[Problem]:
+    """Problems sorted, without duplicates, each message on one line.
+
+    Messages quote the author's text, which may hold newlines or tabs (a
+    quoted key, a multi-line value); escaping them keeps one problem per line.
+    """
+    cleaned = {Problem(p.line, p.column, p.message.translate(_ESCAPES), p.path) for p in problems}
+    return sorted(cleaned)
+
+
+_ESCAPES = str.maketrans(
+    {c: c.encode("unicode_escape").decode("ascii") for c in "\n\r\t\x0b\x0c\x85\u2028\u2029"}
+)
 
 
 def _more(count: int) -> str:

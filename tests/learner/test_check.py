@@ -256,3 +256,27 @@ def test_json_report(attn: Attn) -> None:
     status, out, err = attn("check", str(CORPUS / "raises.py"), "--against", "trainable", "--json")
     assert status == 2
     assert json.loads(out)["error"] == err
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "code"),
+    [
+        ("scores / head_dim**0.5", "scores / head_dim", "scaling"),
+        ("scores / head_dim**0.5", "scores", "scaling"),
+        (
+            "scores = scores.masked_fill(mask, -torch.inf)",
+            "scores.masked_fill(mask, -torch.inf)",
+            "discarded-masked-fill",
+        ),
+        ("mask, -torch.inf", "mask, 0.0", "fill-zero"),
+    ],
+)
+def test_multihead_mistakes(
+    host: PluginHost, tmp_path: Path, old: str, new: str, code: str
+) -> None:
+    source = (CORPUS / "correct_multihead.py").read_text()
+    assert old in source
+    path = tmp_path / "mine.py"
+    path.write_text(source.replace(old, new))
+    result = check(path, reference(host, "multihead", init="linear", d_out=6, extra={"heads": 3}))
+    assert [d.code for d in result.diagnoses][:1] == [code]

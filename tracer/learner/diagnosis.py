@@ -303,8 +303,8 @@ def scaling(evidence: Evidence) -> list[Diagnosis]:
         expected = 1 / math.sqrt(keys.shape[-1])
     d_k = round(1 / expected**2)
     root = math.sqrt(d_k)
-    heads = [scores] if scores.dim() < 3 else list(scores)
-    softmaxes = {r.index for r in evidence.records if r.op == "softmax"}
+    # Per-head scores may be computed whole or one head at a time.
+    heads = [scores] if scores.dim() < 3 else [scores, *scores]
     for record in evidence.records:
         if record.value is None or record.value.dtype == torch.bool:
             continue
@@ -327,7 +327,7 @@ def scaling(evidence: Evidence) -> list[Diagnosis]:
                 )
             ]
     for record in evidence.records:
-        if record.index not in softmaxes or not record.args:
+        if record.op != "softmax" or not record.args:
             continue
         source = record.args[0]
         if isinstance(source, torch.Tensor) and any(_same_scale(source, h) for h in heads):

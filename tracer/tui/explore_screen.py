@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tracer.tui.commands import PaletteCommand
@@ -23,6 +23,7 @@ from tracer.tui.source_view import SourceView
 from tracer.tui.step_screen import SYNC_STEPS, StepScreen
 from tracer.tui.stepper import Stepper
 from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, Variant
 
@@ -62,7 +63,7 @@ class ExploreScreen(StepScreen):
         yield Timeline(id="timeline")
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield Static(id="narration", markup=False)
+                yield TextPane(id="narration")
                 yield SourceView(id="source")
             yield TensorPane(id="tensors")
         yield Footer()
@@ -74,7 +75,7 @@ class ExploreScreen(StepScreen):
     def on_mount(self) -> None:
         self.title = self.title_text
         self.query_one("#source", SourceView).border_title = "source"
-        self.query_one("#narration", Static).update(Text("Loading torch and the plugins…"))
+        self.query_one("#narration", TextPane).show(Text("Loading torch and the plugins…"))
         self.pane.loading = True
         # Start the heavy work only once the first frame is on screen.
         self.call_after_refresh(self._load)
@@ -114,7 +115,7 @@ class ExploreScreen(StepScreen):
     def _failed(self, error: BaseException) -> None:
         message = self.describe(error)
         self.pane.show_error(message)
-        self.query_one("#narration", Static).update(Text("Could not run the variant."))
+        self.query_one("#narration", TextPane).show(Text("Could not run the variant."))
         self.app.show_error("The variant could not run", message)  # type: ignore[attr-defined]
 
     # Showing a step -----------------------------------------------------------------
@@ -156,12 +157,19 @@ class ExploreScreen(StepScreen):
         narration.append(f"\n\nstep {index + 1:,} of {total} · {where}", style="dim")
         if index == 0 and variant.description:
             narration.append("\n\n" + variant.description)
-        self.query_one("#narration", Static).update(narration)
+        self.query_one("#narration", TextPane).show(narration)
         self.query_one("#source", SourceView).show_file(step.source_file, step.lines)
         done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
         self.query_one(Timeline).set_current(current, done)
-        self.sub_title = f"{variant.name} · step {index + 1:,}/{total}"
+        if not stepper.finished and not stepper.known(index + 1):
+            # After the frame is painted, so the prefetch never competes with drawing it.
+            self.call_after_refresh(self._prefetch, stepper, index + 1)
         self._report_stop()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="prefetch")
+    def _prefetch(self, stepper: Stepper, index: int) -> None:
+        """Compute the next step while the learner reads this one, so → shows it at once."""
+        stepper.prefetch(index)
 
     def _report_stop(self) -> None:
         """The trace ended early: say so once, in a modal and in the pane."""
@@ -265,7 +273,7 @@ class ExploreScreen(StepScreen):
         self.pane.next_tensor()
 
     def show_progress(self, message: str) -> None:
-        self.query_one("#narration", Static).update(Text(message))
+        self.query_one("#narration", TextPane).show(Text(message))
 
     def job_failed(self, error: BaseException) -> None:
         self.show_step(self.position)

@@ -7,6 +7,8 @@ are shown with their leading axes folded into the rows (``0·Your``).
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,10 +87,7 @@ class TensorGrid(Grid):
             prefixes = ["·".join(str(i) for i in index) for index in _indices(shape[:-2])]
             rows = [f"{prefix}·{label}" for prefix in prefixes for label in labels.rows]
         self._data = data.reshape(len(rows), len(labels.columns))
-        finite = self._data[torch.isfinite(self._data)]
-        self._non_finite = finite.numel() != self._data.numel()
-        low = float(finite.min()) if finite.numel() else 0.0
-        high = float(finite.max()) if finite.numel() else 0.0
+        low, high, self._non_finite = _value_range(tensor, self._data)
         super().__init__(
             name=name,
             row_labels=rows,
@@ -137,6 +136,44 @@ class CanvasGrid(Grid):
 
     def filled(self) -> int:
         return sum(1 for order in self._canvas.order if 0 <= order <= self._upto)
+
+
+_RANGES: OrderedDict[int, tuple[Any, float, float, bool]] = OrderedDict()
+_RANGES_KEPT = 32
+
+
+def _value_range(original: Any, data: Any) -> tuple[float, float, bool]:
+    """The finite minimum and maximum, and whether any value is inf or nan.
+
+    One pass over the tensor when every value is finite (the usual case), and
+    cached per tensor, so stepping back and forth over a 1,024 × 1,024 stage
+    does not rescan it.
+    """
+    import torch
+
+    key = id(original)
+    cached = _RANGES.get(key)
+    if cached is not None and cached[0] is original:
+        _RANGES.move_to_end(key)
+        return cached[1], cached[2], cached[3]
+    if data.numel() == 0:
+        result = (0.0, 0.0, False)
+    else:
+        low_t, high_t = torch.aminmax(data)
+        low, high = float(low_t), float(high_t)
+        if math.isfinite(low) and math.isfinite(high):
+            result = (low, high, False)
+        else:
+            finite = data[torch.isfinite(data)]
+            if finite.numel():
+                result = (float(finite.min()), float(finite.max()), True)
+            else:
+                result = (0.0, 0.0, True)
+    # Holding the tensor keeps its id from being reused by another while cached.
+    _RANGES[key] = (original, *result)
+    while len(_RANGES) > _RANGES_KEPT:
+        _RANGES.popitem(last=False)
+    return result
 
 
 def _indices(shape: Sequence[int]) -> list[tuple[int, ...]]:

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import ContentSwitcher, Footer, Header, Markdown
+from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tracer.lessons.model import (
@@ -43,6 +43,7 @@ from tracer.tui.source_view import SourceView
 from tracer.tui.step_screen import SYNC_STEPS, StepScreen
 from tracer.tui.stepper import Stepper
 from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.text_pane import MarkdownPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, SubStep
 
@@ -129,14 +130,6 @@ class Position:
     sub: int = 0
 
 
-@dataclass
-class _Shown:
-    """What the current step needs for re-drawing (tensor switches, resizes)."""
-
-    kind: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 class LessonScreen(StepScreen):
     """Narration, source, tensors and quizzes for one lesson."""
 
@@ -148,10 +141,12 @@ class LessonScreen(StepScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *[
-            Binding(str(n), f"choose({n})", f"Choice {n}", show=False, id=f"attn.choice_{n}")
-            for n in range(1, 10)
+            Binding(
+                str(n), f"choose({n})", f"Choose {n} / type it", show=False, id=f"attn.digit_{n}"
+            )
+            for n in range(10)
         ],
-        Binding("i", "answer", "Answer", id="attn.answer", show=False),
+        Binding("i", "answer", "Answer", id="attn.answer"),
     ]
 
     def __init__(
@@ -177,7 +172,7 @@ class LessonScreen(StepScreen):
         self.position = Position()
         self.progress = LessonProgress()
         self.loops: dict[int, LoopState] = {}
-        self._shown = _Shown()
+        self._on_quiz = False
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -185,7 +180,7 @@ class LessonScreen(StepScreen):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 with VerticalScroll(id="lesson-text"):
-                    yield Markdown(id="caption")
+                    yield MarkdownPane(id="caption")
                 yield SourceView(id="source")
             with ContentSwitcher(id="lesson-body", initial="tensors"):
                 yield TensorPane(id="tensors")
@@ -196,9 +191,9 @@ class LessonScreen(StepScreen):
                     yield TensorPane(id="compare-difference")
                 yield QuizView(id="quiz")
                 with VerticalScroll(id="narration-body"):
-                    yield Markdown(id="narration-text")
+                    yield MarkdownPane(id="narration-text")
                 with VerticalScroll(id="checkpoint"):
-                    yield Markdown(id="checkpoint-text")
+                    yield MarkdownPane(id="checkpoint-text")
         yield Footer()
 
     @property
@@ -228,7 +223,9 @@ class LessonScreen(StepScreen):
         mtime = _mtime(path)
         lesson = load_lesson(path, host, extra_dirs=self.lesson_dirs)
         key = lesson_key(path, shipped_dir())
-        return LessonSession(lesson, LessonRunner(lesson, host), host, path, key, mtime)
+        runner = LessonRunner(lesson, host)
+        warm_up(lesson, runner)
+        return LessonSession(lesson, runner, host, path, key, mtime)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         group = event.worker.group
@@ -249,7 +246,7 @@ class LessonScreen(StepScreen):
             message = self.describe(error)
             if group == "load":
                 self.pane.show_error(message)
-                self.query_one("#caption", Markdown).update("")
+                self._markdown("#caption", "")
                 self.app.show_error("The lesson could not be opened", message)  # type: ignore[attr-defined]
             else:
                 self.app.show_error(  # type: ignore[attr-defined]
@@ -339,21 +336,21 @@ class LessonScreen(StepScreen):
         else:
             position = Position(position.step, 0)
         self.position = position
+        if isinstance(step, Quiz) != self._on_quiz:
+            # Only quizzes offer the "Answer" key; the footer is rebuilt when that changes.
+            self._on_quiz = isinstance(step, Quiz)
+            self.refresh_bindings()
         self.set_class(isinstance(step, (Narration, Quiz, Checkpoint)), "-wide")
+        self.set_class(isinstance(step, Compare), "-compare")
         left = self.query_one("#left")
         left.display = not isinstance(step, (Narration, Quiz, Checkpoint))
         try:
             self._draw(step, position)
         except Exception as error:
             self._step_error(error)
-        total = len(steps)
         self.query_one(Timeline).set_current(
             str(position.step), [str(n) for n in range(position.step)]
         )
-        where = f"step {position.step + 1} of {total}"
-        if isinstance(step, Loop):
-            where += f" · sub-step {position.sub + 1}"
-        self.sub_title = where
         self._save()
         return True
 
@@ -364,22 +361,21 @@ class LessonScreen(StepScreen):
 
     def _draw(self, step: LessonStep, position: Position) -> None:
         switcher = self.query_one(ContentSwitcher)
-        caption = self.query_one("#caption", Markdown)
         source = self.query_one("#source", SourceView)
         assert self.session is not None
         runner = self.session.runner
         if isinstance(step, Narration):
             switcher.current = "narration-body"
-            self.query_one("#narration-text", Markdown).update(step.text)
+            self._markdown("#narration-text", step.text)
         elif isinstance(step, Checkpoint):
             switcher.current = "checkpoint"
             text = f"## {_md_escape(step.title)}\n\n" + "\n".join(
                 f"- {point}" for point in step.points
             )
-            self.query_one("#checkpoint-text", Markdown).update(text)
+            self._markdown("#checkpoint-text", text)
         elif isinstance(step, Show):
             switcher.current = "tensors"
-            caption.update(step.caption)
+            self._markdown("#caption", step.caption)
             resolved = runner.tensor(step.ref)
             stage = Stage(
                 name=resolved.stage.name,
@@ -394,7 +390,7 @@ class LessonScreen(StepScreen):
             source.show_file(resolved.stage.source_file, resolved.stage.lines)
         elif isinstance(step, Loop):
             switcher.current = "tensors"
-            caption.update(step.caption)
+            self._markdown("#caption", step.caption)
             state = self._loop(position.step, step)
             if state is None:
                 raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
@@ -404,7 +400,7 @@ class LessonScreen(StepScreen):
             source.show_file(sub.source_file, sub.lines)
         elif isinstance(step, Compare):
             switcher.current = "compare"
-            caption.update(step.caption)
+            self._markdown("#caption", step.caption)
             left, right, difference = runner.compare(step)
             for pane_id, resolved, label in (
                 ("#compare-left", left, step.left.label),
@@ -433,8 +429,9 @@ class LessonScreen(StepScreen):
             previous = self.progress.answers.get(self._quiz_id(position.step, step))
             answer = answer_text(step, runner.answer(step)) if previous else None
             quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
-            if previous is None:
-                quiz_view.focus_answer()
+
+    def _markdown(self, selector: str, text: str) -> None:
+        self.query_one(selector, MarkdownPane).show(text)
 
     def _loop(self, number: int, step: Loop) -> LoopState | None:
         """The loop step's stepper, positioned at its first sub-step (created on first use)."""
@@ -589,12 +586,20 @@ class LessonScreen(StepScreen):
         return quiz.id or f"step-{number + 1}"
 
     def action_choose(self, number: int) -> None:
+        """A digit: picks a choice, or starts typing a number quiz's answer."""
         steps = self._steps()
         if steps and isinstance(steps[self.position.step], Quiz):
             self.query_one(QuizView).choose(number)
 
     def action_answer(self) -> None:
         self.query_one(QuizView).focus_answer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # "Answer" is offered (and shown in the footer) only on a quiz.
+        if action in ("answer", "choose"):
+            steps = self._steps()
+            return bool(steps) and isinstance(steps[self.position.step], Quiz)
+        return True
 
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
         steps = self._steps()
@@ -646,6 +651,28 @@ class LessonScreen(StepScreen):
                 PaletteCommand("Reload the lesson file", str(self.session.path), self.reload_now)
             )
         return commands
+
+
+def warm_up(lesson: Lesson, runner: LessonRunner) -> None:
+    """Compute every step's tensors once, in the loading worker, so stepping only draws.
+
+    The runner caches its traces, so the main thread later finds them done. A
+    step that fails here fails again when shown, where its error is displayed.
+    """
+    from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
+    from rich.syntax import Syntax
+
+    Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once
+    for step in lesson.steps:
+        try:
+            if isinstance(step, Show):
+                runner.tensor(step.ref)
+            elif isinstance(step, Compare):
+                runner.compare(step)
+            elif isinstance(step, Quiz):
+                runner.answer(step)
+        except Exception:
+            continue
 
 
 def _mtime(path: Path) -> float:

@@ -28,7 +28,7 @@ class QuizView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="quiz-question", markup=False)
         yield Vertical(id="quiz-choices")
-        yield Input(id="quiz-input", placeholder="your answer, e.g. 0.95")
+        yield Input(id="quiz-input", placeholder="your answer, e.g. 0.95", select_on_focus=False)
         yield Static(id="quiz-hint", markup=False)
         yield Static(id="quiz-feedback", markup=False)
 
@@ -54,7 +54,11 @@ class QuizView(VerticalScroll):
             field.value = ""
             tolerance = f" (within ±{quiz.tolerance:g})" if quiz.tolerance else ""
             hint.update(
-                Text(f"Type a number{tolerance} and press Enter; Esc leaves the box.", style="dim")
+                Text(
+                    f"Type a number{tolerance} and press Enter (i or a digit starts typing; "
+                    "Esc leaves the box).",
+                    style="dim",
+                )
             )
         if previous is not None and answer is not None:
             self.feedback(previous[0], previous[1], answer)
@@ -66,10 +70,18 @@ class QuizView(VerticalScroll):
             self.query_one("#quiz-input", Input).focus()
 
     def choose(self, number: int) -> None:
-        """Answer a choice quiz by its 1-based number (the digit keys)."""
+        """A digit key: answers a choice quiz, or starts the answer of a number quiz."""
         quiz = self.quiz
-        if quiz is not None and quiz.quiz_kind == "choice" and 1 <= number <= len(quiz.choices):
-            self.post_message(self.Answered(str(number)))
+        if quiz is None:
+            return
+        if quiz.quiz_kind == "choice":
+            if 1 <= number <= len(quiz.choices):
+                self.post_message(self.Answered(str(number)))
+            return
+        field = self.query_one("#quiz-input", Input)
+        field.value = str(number)
+        field.cursor_position = len(field.value)
+        field.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

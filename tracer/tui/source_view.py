@@ -74,13 +74,23 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             self.virtual_size = Size(
                 self._gutter() + max((t.cell_len for t in self.lines), default=0), len(self.lines)
             )
-        self.marked = frozenset(marked)
+        marked = frozenset(marked)
+        if marked == self.marked and path == self.path and self.lines:
+            return
+        self.marked = marked
         self.refresh()
         if self.marked:
-            self.call_after_refresh(self._reveal)
+            # Scroll in the same frame when the size is known; a later frame costs a repaint.
+            if self.size.height > 0 and path == self.path:
+                self._reveal()
+            else:
+                self.call_after_refresh(self._reveal)
 
     def _reveal(self) -> None:
         first, last = min(self.marked), max(self.marked)
+        top = self.scroll_offset.y
+        if top < first and last <= top + self.size.height:
+            return  # already in view: scrolling would only cost a repaint
         height = min(last - first + 1, max(self.size.height - 2, 1))
         region = Region(0, first - 1, 1, height)
         self.scroll_to_region(region, animate=False, immediate=True, force=True, center=True)

@@ -23,6 +23,7 @@ Nothing here imports torch or Textual; a step's tensors are torch tensors.
 from __future__ import annotations
 
 import math
+import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable
@@ -139,6 +140,8 @@ class Stepper:
         """The number of steps, once the trace has finished."""
         self.error: TracerError | None = None
         """What stopped the trace early, if anything did."""
+        self.lock = threading.RLock()
+        """Held while the variant runs: a background prefetch and the UI never run it at once."""
 
     # Queries -------------------------------------------------------------------
 
@@ -179,6 +182,15 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> Step:
         """Step number ``index`` (0-based). IndexError past the end; TracerError if the variant fails."""
+        with self.lock:
+            return self._get(index, cancelled, progress)
+
+    def _get(
+        self,
+        index: int,
+        cancelled: Callable[[], bool] | None,
+        progress: Callable[[int], None] | None,
+    ) -> Step:
         if index < 0:
             raise IndexError(index)
         if index in self.stages:
@@ -207,6 +219,12 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Run to the end; the number of the last step (-1 if there are none)."""
+        with self.lock:
+            return self._last(cancelled, progress)
+
+    def _last(
+        self, cancelled: Callable[[], bool] | None, progress: Callable[[int], None] | None
+    ) -> int:
         while self.total is None:
             if cancelled is not None and self.produced % 256 == 0 and cancelled():
                 raise Cancelled()
@@ -223,11 +241,20 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> int | None:
         """The number of the first stage after step ``after``: the end of the current loop."""
+        with self.lock:
+            return self._next_stage(after, cancelled, progress)
+
+    def _next_stage(
+        self,
+        after: int,
+        cancelled: Callable[[], bool] | None,
+        progress: Callable[[int], None] | None,
+    ) -> int | None:
         for number in self.stage_numbers:
             if number > after:
                 return number
         if self.produced <= after:
-            self.get(after, cancelled=cancelled, progress=progress)
+            self._get(after, cancelled, progress)
         while self.total is None:
             if cancelled is not None and self.produced % 256 == 0 and cancelled():
                 raise Cancelled()
@@ -246,6 +273,15 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> int | None:
         """The step number of stage ``name``, running the variant until it appears."""
+        with self.lock:
+            return self._find_stage(name, cancelled, progress)
+
+    def _find_stage(
+        self,
+        name: str,
+        cancelled: Callable[[], bool] | None,
+        progress: Callable[[int], None] | None,
+    ) -> int | None:
         number = self.stage_number(name)
         while number is None and self.total is None:
             if cancelled is not None and self.produced % 256 == 0 and cancelled():
@@ -256,6 +292,20 @@ class Stepper:
             if self._advance() and produced in self.stages and self.stages[produced].name == name:
                 number = produced
         return number
+
+    def prefetch(self, index: int) -> None:
+        """Compute step ``index`` ahead of time (from a worker thread); never raises."""
+        if self.known(index) or (self.total is not None and index >= self.total):
+            return
+        if not self.lock.acquire(blocking=False):
+            return  # something else is running the variant
+        try:
+            if index == self.produced:  # only the very next step: never replay for a prefetch
+                self._get(index, None, None)
+        except (IndexError, Cancelled, TracerError):
+            pass
+        finally:
+            self.lock.release()
 
     def info(self, index: int) -> StepInfo:
         step = self.get(index)

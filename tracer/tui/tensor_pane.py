@@ -20,6 +20,7 @@ from tracer.render.text import format_number
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
 from tracer.tui.stepper import LoopCanvas, cell_of
 from tracer.tui.tensor_view import TensorView
+from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, SubStep
 
@@ -36,6 +37,7 @@ def vector_text(tensor: Any) -> str:
 def substep_detail(step: SubStep) -> Text:
     """The sub-step's tensors, and a dot product spelled out when there is one."""
     text = Text()
+    text.append(f"cell {', '.join(str(p) for p in step.position)} · sub-step {step.index + 1}\n")
     if step.formula:
         text.append(step.formula, style="bold")
         text.append("\n")
@@ -108,7 +110,7 @@ class TensorPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Timeline(id="tensor-names")
         yield TensorView(id="tensor-view")
-        yield Static(id="tensor-detail", markup=False)
+        yield TextPane(id="tensor-detail")
         yield Static(id="tensor-message", markup=False)
 
     @property
@@ -155,7 +157,7 @@ class TensorPane(Vertical):
             self.selected, stage.tensors[self.selected], self._tokens, self._query, self._focus
         )
         self.query_one("#tensor-names", Timeline).set_current(self.selected)
-        self.border_title = f"{self.selected} · {self.grid.shape}"
+        self._title(f"{self.selected} · {self.grid.shape}")
         self.view.show(self.grid)
 
     def show_substep(self, step: SubStep, canvas: LoopCanvas | None, tokens: Sequence[str]) -> None:
@@ -170,15 +172,18 @@ class TensorPane(Vertical):
                 rows=frozenset({cell[0]}), columns=frozenset({cell[1]}), current=cell
             )
             self.grid = CanvasGrid(step.stage, canvas, step.index, tokens, highlight)
-            self.border_title = (
-                f"{step.stage} (filling) · {self.grid.shape} · cell {cell[0]},{cell[1]}"
-            )
+            # A title that stays put while the loop runs: changing it repaints the whole pane.
+            self._title(f"{step.stage} (filling) · {self.grid.shape}")
             self.view.show(self.grid)
         else:
             self.grid = None
             self.view.show(None)
-            self.border_title = f"{step.stage} · step {step.index + 1} of its loop"
+            self._title(f"{step.stage} (loop)")
         self._detail(substep_detail(step))
+
+    def _title(self, title: str) -> None:
+        if self.border_title != title:
+            self.border_title = title
 
     def next_tensor(self) -> None:
         if self._stage is None or len(self.tensor_names) < 2:
@@ -208,6 +213,7 @@ class TensorPane(Vertical):
             self.border_title = "error" if error else ""
 
     def _detail(self, text: Text) -> None:
-        detail = self.query_one("#tensor-detail", Static)
-        detail.update(text)
-        detail.display = bool(text.plain)
+        detail = self.query_one("#tensor-detail", TextPane)
+        if detail.display != bool(text.plain):
+            detail.display = bool(text.plain)
+        detail.show(text)

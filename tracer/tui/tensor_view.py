@@ -81,7 +81,10 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         )
         self.refresh()
         if follow:
-            self.call_after_refresh(self._follow)
+            if self.size.height > 0:
+                self._follow()
+            else:
+                self.call_after_refresh(self._follow)
 
     def _follow(self) -> None:
         grid = self.grid

@@ -90,7 +90,8 @@ class Timeline(HorizontalScroll, can_focus=False):
         for item_key, widget in self._items.items():
             widget.set_class(item_key == key, "-current")
             widget.set_class(item_key in finished and item_key != key, "-done")
+        moved = key != self.current
         self.current = key
         target = self._items.get(key) if key is not None else None
-        if target is not None:
+        if target is not None and moved:
             self.call_after_refresh(self.scroll_to_widget, target, animate=False, center=True)

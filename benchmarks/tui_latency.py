@@ -1,0 +1,249 @@
+"""How fast the app paints and answers keys, measured the way a person sees it: through a terminal.
+
+Each app runs in a pseudo-terminal (120 × 40). We time
+
+* launch → first painted frame: from starting the process until the terminal
+  receives text that only the first frame contains, compared with a bare
+  Textual app (a header, a static and a footer) measured the same way;
+* key press → repainted frame: from writing a key to the terminal until the
+  app's output burst for it ends (the burst is over when the terminal has been
+  quiet for ``QUIET`` seconds; that wait is not counted). Median of many presses.
+
+Run it (not a test; numbers depend on the machine)::
+
+    .venv/bin/python benchmarks/tui_latency.py            # all measurements
+    .venv/bin/python benchmarks/tui_latency.py --runs 3   # fewer launches
+
+It writes a temporary 1,024-token inputs file and a temporary ATTN_DATA_DIR, so
+your own progress is never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import pty
+import random
+import select
+import signal
+import statistics
+import struct
+import sys
+import tempfile
+import termios
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+COLUMNS, ROWS = 120, 40
+QUIET = 0.05
+"""Seconds of silence that end an output burst."""
+TIMEOUT = 60.0
+
+BARE_APP = textwrap.dedent(
+    """
+    from textual.app import App
+    from textual.widgets import Footer, Header, Static
+
+    class Bare(App):
+        def compose(self):
+            yield Header()
+            yield Static("BareAppReady")
+            yield Footer()
+
+    Bare().run()
+    """
+)
+
+
+class Terminal:
+    """A child process on a pseudo-terminal, with everything it writes collected."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str]) -> None:
+        self.started = time.perf_counter()
+        pid, fd = pty.fork()
+        if pid == 0:  # the child
+            os.execvpe(argv[0], list(argv), env)
+        self.pid, self.fd = pid, fd
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        self.output = bytearray()
+
+    def read(self, timeout: float) -> float | None:
+        """Read what is available within ``timeout``; the time of the read, or None."""
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            chunk = os.read(self.fd, 1 << 16)
+        except OSError:
+            return None
+        self.output.extend(chunk)
+        return time.perf_counter()
+
+    def wait_for(self, marker: bytes, start: int = 0) -> float:
+        """Seconds from launch until ``marker`` appears in the output (after offset ``start``)."""
+        deadline = time.perf_counter() + TIMEOUT
+        while marker not in self.output[start:]:
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"{marker!r} never appeared")
+            self.read(0.5)
+        return time.perf_counter() - self.started
+
+    def settle(self) -> None:
+        while self.read(QUIET * 2) is not None:
+            pass
+
+    def press(self, key: bytes) -> float:
+        """Seconds from writing ``key`` to the end of the output burst it caused."""
+        self.settle()
+        sent = time.perf_counter()
+        os.write(self.fd, key)
+        last = None
+        deadline = sent + TIMEOUT
+        while time.perf_counter() < deadline:
+            got = self.read(QUIET if last is not None else 5.0)
+            if got is None:
+                break
+            last = got
+        if last is None:
+            raise TimeoutError("no repaint after a key press")
+        return last - sent
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        try:
+            while self.read(0.2) is not None:
+                pass
+        finally:
+            os.close(self.fd)
+            os.waitpid(self.pid, 0)
+
+
+def environment(data_dir: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        TERM="xterm-256color",
+        COLORTERM="truecolor",
+        COLUMNS=str(COLUMNS),
+        LINES=str(ROWS),
+        ATTN_DATA_DIR=data_dir,
+        TEXTUAL_ANIMATIONS="none",
+    )
+    env.pop("ATTN_KEYMAP", None)
+    return env
+
+
+def first_frame(argv: Sequence[str], marker: bytes, env: dict[str, str]) -> float:
+    terminal = Terminal(argv, env)
+    try:
+        return terminal.wait_for(marker)
+    finally:
+        terminal.close()
+
+
+def key_latency(
+    argv: Sequence[str], ready: bytes, keys: Sequence[bytes], env: dict[str, str]
+) -> list[float]:
+    terminal = Terminal(argv, env)
+    try:
+        terminal.wait_for(ready)
+        terminal.settle()
+        return [terminal.press(key) for key in keys]
+    finally:
+        terminal.close()
+
+
+def big_inputs(folder: Path, count: int = 1024) -> Path:
+    rng = random.Random(1)
+    path = folder / f"tokens{count}.yaml"
+    lines = ["tokens: [" + ", ".join(f"t{i}" for i in range(count)) + "]", "embeddings:"]
+    lines += [
+        "  - [" + ", ".join(f"{rng.random():.3f}" for _ in range(3)) + "]" for _ in range(count)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="launches per app (default 5)")
+    parser.add_argument("--presses", type=int, default=25, help="key presses per case (default 25)")
+    args = parser.parse_args()
+    python = sys.executable
+    right = b"\x1b[C"
+    with tempfile.TemporaryDirectory() as folder:
+        env = environment(folder)
+        bare = Path(folder) / "bare_app.py"
+        bare.write_text(BARE_APP, encoding="utf-8")
+        big = big_inputs(Path(folder))
+        explore = [python, "-m", "tracer", "explore", "naive-loop"]
+
+        bare_times = [
+            first_frame([python, str(bare)], b"BareAppReady", env) for _ in range(args.runs)
+        ]
+        ours = [first_frame(explore, b"Loading", env) for _ in range(args.runs)]
+        ready = [
+            first_frame(explore, b"Token embeddings", env) for _ in range(max(1, args.runs // 2))
+        ]
+        bare_median, ours_median = statistics.median(bare_times), statistics.median(ours)
+
+        cases = [
+            ("explore naive-loop, 6 tokens", explore, b"Token embeddings", right),
+            (
+                "lesson 01_dot_products, 6 tokens",
+                [python, "-m", "tracer", "lesson", "01_dot_products"],
+                b"Our sentence",
+                right,
+            ),
+            (
+                "explore naive-loop, 1,024 tokens (loop sub-steps)",
+                [*explore, "--inputs", str(big)],
+                b"Token embeddings",
+                right,
+            ),
+            (
+                "explore trainable, 1,024 tokens (1,024×1,024 stages)",
+                [python, "-m", "tracer", "explore", "trainable", "--inputs", str(big)],
+                b"Token embeddings",
+                right,
+            ),
+        ]
+        rows = []
+        for title, argv, marker, key in cases:
+            presses = args.presses
+            if "lesson" in title:
+                presses = min(presses, 12)  # the lesson has a fixed number of steps
+            if "trainable" in title:
+                presses = min(presses, 8)
+            times = key_latency(argv, marker, [key] * presses, env)
+            rows.append((title, statistics.median(times), max(times), len(times)))
+
+    print(f"terminal {COLUMNS}×{ROWS}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    print()
+    print("| measure | median | ratio |")
+    print("|---|---|---|")
+    print(
+        f"| bare Textual app (header, static, footer): first frame | {bare_median * 1000:.0f} ms | 1.00× |"
+    )
+    print(
+        f"| `attn explore naive-loop`: first frame (torch still loading) | {ours_median * 1000:.0f} ms"
+        f" | {ours_median / bare_median:.2f}× |"
+    )
+    print(
+        f"| `attn explore naive-loop`: tensors on screen (torch loaded) | "
+        f"{statistics.median(ready) * 1000:.0f} ms | {statistics.median(ready) / bare_median:.2f}× |"
+    )
+    print()
+    print("| key press → repainted frame | median | max | presses |")
+    print("|---|---|---|---|")
+    for title, median, worst, count in rows:
+        print(f"| {title} | {median * 1000:.1f} ms | {worst * 1000:.1f} ms | {count} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,49 @@
+"""A Static for text that changes at every step, without re-laying-out the screen each time.
+
+``Static.update`` asks for a layout pass by default, which makes Textual
+reflow and repaint the whole screen. When the new text wraps to as many lines
+as the old one, the widget's size cannot change, so a plain repaint is enough:
+that is what keeps a key press to a single small update.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class TextPane(Static):
+    """Literal text (never markup) that repaints in place when its height stays the same."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, markup=False)
+        self._lines = -1
+        self._width = -1
+
+    def show(self, text: Text) -> None:
+        width = self.content_region.width
+        lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0
+        same = lines == self._lines and width == self._width
+        self._lines, self._width = lines, width
+        self.update(text, layout=not same)
+
+
+class MarkdownPane(Static):
+    """Author prose rendered as Markdown in one widget (Rich's renderer).
+
+    Textual's Markdown widget mounts a widget per block, which costs tens of
+    milliseconds per step; one Static is enough for captions and narration.
+    Markdown is the only syntax interpreted: square brackets stay literal.
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, markup=False)
+        self.text = ""
+
+    def show(self, text: str) -> None:
+        if text == self.text:
+            return
+        self.text = text
+        from rich.markdown import Markdown
+
+        self.update(Markdown(text, code_theme="ansi_dark", hyperlinks=False) if text else "")

@@ -57,8 +57,11 @@ def add_parser(commands: Any) -> None:
             "Exit status: 0 ok, 1 a lesson has problems, 2 usage error, 3 plugin failure."
         ),
     )
-    lesson.add_argument("action", metavar="check|run|new|schema|NAME|PATH")
-    lesson.add_argument("targets", nargs="*", metavar="PATH", help=argparse.SUPPRESS)
+    lesson.add_argument(
+        "action", metavar="COMMAND|LESSON",
+        help="check, run, new or schema; or a lesson (number, name or .yaml path) to open",
+    )  # fmt: skip
+    lesson.add_argument("targets", nargs="*", default=[], metavar="PATH", help=argparse.SUPPRESS)
     lesson.add_argument(
         "--plain", action="store_true",
         help="with run: print text instead of opening the TUI (the default in a pipe)",
@@ -158,7 +161,7 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
         if problems:
             status = max(status, EXIT_PROBLEMS)
         else:
-            print(f"{target}: ok ({len(lesson.steps)} steps)")
+            print(f"{path}: ok ({len(lesson.steps)} steps)")
     return status
 
 

@@ -151,12 +151,14 @@ def _peek_title(path: Path) -> tuple[str, str | None]:
     except (DocumentError, UsageError) as exc:
         problems = getattr(exc, "problems", None)
         return "", str(problems[0]) if problems else str(exc)
+    if not isinstance(root, yaml.MappingNode):
+        return "", f"{path}:1:1: a lesson must be a mapping with title, summary and steps"
     if isinstance(root, yaml.MappingNode):
         for key, value in root.value:
             is_title = isinstance(key, yaml.ScalarNode) and key.value == "title"
             if is_title and isinstance(value, yaml.ScalarNode) and value.value:
                 return str(value.value), None
-    return "", f"{path}: the lesson has no title"
+    return "", f"{path}: the lesson has no 'title'"
 
 
 def resolve_lesson(spec: str | Path, extra_dirs: Sequence[str | Path] = ()) -> Path:

@@ -1,0 +1,297 @@
+"""`attn lessons` and `attn lesson ...`: output, and every error path's message and exit status."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tracer.lessons.loader import shipped_dir
+
+Attn = Callable[..., tuple[int, str, str]]
+SHIPPED = sorted(shipped_dir().glob("*.yaml"))
+
+GOOD = """\
+title: A lesson of my own
+summary: One narration.
+steps:
+  - narration: Hello.
+"""
+
+
+def shipped_titles() -> list[str]:
+    return [yaml.safe_load(path.read_text(encoding="utf-8"))["title"] for path in SHIPPED]
+
+
+@pytest.fixture
+def lesson_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "10_mine.yaml").write_text(GOOD, encoding="utf-8")
+    (folder / "20_broken.yaml").write_text("- not a lesson\n", encoding="utf-8")
+    (folder / "notes.txt").write_text("not a lesson file", encoding="utf-8")
+    return folder
+
+
+# attn lessons ----------------------------------------------------------------
+
+
+def test_lessons_lists_the_shipped_lessons_numbered_and_titled(attn: Attn) -> None:
+    status, out, err = attn("lessons")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "Shipped lessons:"
+    assert len(lines) == 1 + len(SHIPPED)
+    for number, (line, path, title) in enumerate(
+        zip(lines[1:], SHIPPED, shipped_titles(), strict=True), start=1
+    ):
+        assert line.startswith(f"{number:>3}. {path.stem}")
+        assert line.endswith(f"  {title}")
+
+
+def test_lessons_dir_adds_its_lessons_after_the_shipped_ones(lesson_dir: Path, attn: Attn) -> None:
+    status, out, err = attn("lessons", "--lessons-dir", str(lesson_dir))
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    first = len(SHIPPED) + 1
+    assert lines[-3] == f"Lessons in {lesson_dir}:"
+    assert lines[-2].split() == [f"{first}.", "10_mine", "A", "lesson", "of", "my", "own"]
+    number, name, rest = lines[-1].split(maxsplit=2)
+    assert (number, name) == (f"{first + 1}.", "20_broken")
+    broken = lesson_dir / "20_broken.yaml"
+    assert rest == (
+        f"(cannot be loaded: {broken}:1:1: a lesson must be a mapping with title, summary and steps)"
+    )
+
+
+def test_attn_lessons_dir_environment_variable(
+    lesson_dir: Path, attn: Attn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_LESSONS_DIR", str(lesson_dir))
+    status, out, _ = attn("lessons")
+    assert status == 0
+    assert f"Lessons in {lesson_dir}:" in out.splitlines()
+
+
+def test_lessons_dir_that_does_not_exist(tmp_path: Path, attn: Attn) -> None:
+    missing = tmp_path / "nowhere"
+    assert attn("lessons", "--lessons-dir", str(missing)) == (
+        2,
+        "",
+        f"attn: lessons folder not found: {missing}\n",
+    )
+
+
+# attn lesson check -----------------------------------------------------------
+
+
+def test_check_reports_ok_for_each_good_lesson(attn: Attn) -> None:
+    status, out, err = attn("lesson", "check", *map(str, SHIPPED))
+    assert (status, err) == (0, "")
+    assert [line.split(": ok (")[0] for line in out.splitlines()] == list(map(str, SHIPPED))
+
+
+def test_check_goes_on_after_a_broken_lesson(lesson_dir: Path, attn: Attn) -> None:
+    broken, good = lesson_dir / "20_broken.yaml", lesson_dir / "10_mine.yaml"
+    status, out, err = attn("lesson", "check", str(broken), str(good))
+    assert (status, err) == (1, "")
+    assert out.splitlines() == [
+        f"{broken}:1:1: a lesson must be a mapping with title, summary and steps, not a list",
+        f"{good}: ok (1 steps)",
+    ]
+
+
+def test_check_with_a_missing_file_is_a_usage_error(tmp_path: Path, attn: Attn) -> None:
+    missing = tmp_path / "missing.yaml"
+    assert attn("lesson", "check", str(missing)) == (
+        2,
+        "",
+        f"attn: lesson file not found: {missing}\n",
+    )
+
+
+def test_check_needs_a_file(attn: Attn) -> None:
+    assert attn("lesson", "check") == (
+        2,
+        "",
+        "attn: 'attn lesson check' needs at least one lesson file\n",
+    )
+
+
+def test_check_accepts_names_and_numbers(attn: Attn) -> None:
+    status, out, _ = attn("lesson", "check", "1", "normalising")
+    assert status == 0
+    assert out.splitlines()[0].startswith(f"{SHIPPED[0]}: ok")
+    assert out.splitlines()[1].startswith(f"{SHIPPED[1]}: ok")
+
+
+# attn lesson run -------------------------------------------------------------
+
+
+def test_run_plain_prints_narration_tensors_and_answers(attn: Attn) -> None:
+    status, out, err = attn("lesson", "run", "01_dot_products", "--plain")
+    assert (status, err) == (0, "")
+    assert out.startswith("# Dot products as alignment\n")
+    # Seed 001's scores for the query "journey", labelled with tokens.
+    assert "journey   0.9544   1.4950   1.4754   0.8434   0.7070   1.0865" in out
+    assert 'Quiz: Work out the dot product of "Your" and "journey". What is it?' in out
+    assert "Answer: 0.9544 (answers within 0.005 count as right)" in out
+
+
+def test_run_in_a_pipe_prints_text_without_plain(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tracer", "lesson", "run", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("# Vectorising: the same numbers from matrix products\n")
+    assert "Traceback" not in result.stdout
+
+
+def test_run_an_unknown_lesson_suggests_the_closest(attn: Attn) -> None:
+    assert attn("lesson", "run", "dot_product", "--plain") == (
+        2,
+        "",
+        "attn: unknown lesson 'dot_product' (did you mean 'dot_products'?); "
+        "see 'attn lessons' for the list\n",
+    )
+
+
+@pytest.mark.parametrize("argv", [("lesson", "run"), ("lesson", "run", "1", "2")])
+def test_run_takes_exactly_one_lesson(argv: tuple[str, ...], attn: Attn) -> None:
+    assert attn(*argv) == (
+        2,
+        "",
+        "attn: 'attn lesson run' takes one lesson: a name, a number or a .yaml path\n",
+    )
+
+
+def test_run_by_path_from_a_lessons_dir(lesson_dir: Path, attn: Attn) -> None:
+    status, out, _ = attn("lesson", "run", "mine", "--plain", "--lessons-dir", str(lesson_dir))
+    assert status == 0
+    assert out.splitlines()[:3] == ["# A lesson of my own", "", "One narration."]
+
+
+# attn lesson new -------------------------------------------------------------
+
+
+def test_new_writes_a_starter_that_passes_check(tmp_path: Path, attn: Attn) -> None:
+    path = tmp_path / "first.yaml"
+    status, out, err = attn("lesson", "new", str(path))
+    assert (status, err) == (0, "")
+    assert out == f"wrote {path}; check it with: attn lesson check {path}\n"
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# yaml-language-server: $schema=file://")
+    schema = Path(text.splitlines()[0].split("$schema=file://")[1])
+    assert schema.is_file()
+    status, out, _ = attn("lesson", "check", str(path))
+    assert (status, out) == (0, f"{path}: ok (7 steps)\n")
+    status, out, _ = attn("lesson", "run", str(path), "--plain")
+    assert status == 0 and out.count("Answer: ") == 2
+
+
+def test_new_never_overwrites(tmp_path: Path, attn: Attn) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text("precious", encoding="utf-8")
+    assert attn("lesson", "new", str(path)) == (
+        2,
+        "",
+        f"attn: {path} already exists; not overwriting it (choose another name)\n",
+    )
+    assert path.read_text(encoding="utf-8") == "precious"
+
+
+def test_new_needs_a_yaml_name(tmp_path: Path, attn: Attn) -> None:
+    path = tmp_path / "lesson.txt"
+    assert attn("lesson", "new", str(path)) == (
+        2,
+        "",
+        f"attn: {path}: lesson files end in .yaml; try {tmp_path / 'lesson.yaml'}\n",
+    )
+    assert not path.exists()
+
+
+def test_new_in_a_missing_folder(tmp_path: Path, attn: Attn) -> None:
+    path = tmp_path / "no" / "lesson.yaml"
+    assert attn("lesson", "new", str(path)) == (
+        2,
+        "",
+        f"attn: folder not found: {tmp_path / 'no'}\n",
+    )
+
+
+def test_new_takes_one_path(attn: Attn) -> None:
+    assert attn("lesson", "new") == (
+        2,
+        "",
+        "attn: 'attn lesson new' takes one path, for example my_lesson.yaml\n",
+    )
+
+
+# attn lesson schema, attn lesson NAME ----------------------------------------
+
+
+def test_schema_takes_no_arguments(attn: Attn) -> None:
+    assert attn("lesson", "schema", "x") == (
+        2,
+        "",
+        "attn: 'attn lesson schema' takes no arguments\n",
+    )
+
+
+def test_a_lesson_name_alone_opens_the_tui(
+    attn: Attn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[argparse.Namespace] = []
+
+    def open_lesson(args: argparse.Namespace) -> int:
+        seen.append(args)
+        return 0
+
+    fake = types.ModuleType("tracer.tui.launch")
+    fake.open_lesson = open_lesson  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tracer.tui.launch", fake)
+    status, _, _ = attn("lesson", "02_normalising", "--lessons-dir", str(tmp_path))
+    assert status == 0
+    assert [(a.lesson, a.lessons_dir, a.plugins_dir) for a in seen] == [
+        ("02_normalising", [str(tmp_path)], [])
+    ]
+
+
+def test_without_the_tui_a_lesson_name_says_what_to_do(
+    attn: Attn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tracer.tui.launch", None)  # makes the import fail
+    assert attn("lesson", "1") == (
+        2,
+        "",
+        "attn: the lesson viewer is not available in this installation; "
+        "use 'attn lesson run 1 --plain'\n",
+    )
+
+
+def test_a_lesson_name_then_more_words(attn: Attn) -> None:
+    assert attn("lesson", "1", "2") == (
+        2,
+        "",
+        "attn: unknown lesson command '1'; expected check, run, new or schema, "
+        "or a single lesson to open\n",
+    )
+
+
+def test_lesson_alone_is_a_usage_error(attn: Attn) -> None:
+    assert attn("lesson") == (
+        2,
+        "",
+        "attn lesson: error: the following arguments are required: COMMAND|LESSON "
+        "(see 'attn lesson --help')\n",
+    )

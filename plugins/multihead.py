@@ -24,7 +24,6 @@ from tracer.builtin_plugins.multihead_wrapper import (
     file_weights_error,
     focus,
     heads_option,
-    init_of,
 )
 
 from tracer import RunContext, Variant, hookimpl, stage
@@ -35,7 +34,7 @@ def split_weights(run: RunContext, d_out: int):
     """(W_query, W_key, W_value, W_out, b_out): outputs are ``x @ W`` and ``z @ W_out + b_out``."""
     W = run.weights
     d_in = W.query.shape[0]
-    init = init_of(run)
+    init = run.init
     if init is None:
         return W.query, W.key, W.value, torch.eye(d_out), torch.zeros(d_out)
     with torch.random.fork_rng(devices=[]):
@@ -55,7 +54,7 @@ def multihead(run: RunContext):
     inputs = run.inputs
     n = inputs.shape[0]
     d_out = run.weights.query.shape[1]
-    if d_out % heads and init_of(run) is None:
+    if d_out % heads and run.init is None:
         raise file_weights_error(d_out, heads)
     if d_out % heads:
         nearby = [d for d in (d_out // heads * heads, (d_out // heads + 1) * heads) if d > 0]

@@ -20,7 +20,6 @@ import torch
 
 from tracer import RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
-from tracer.inputs.weights import INITS, make_weights
 
 DEFAULT_HEADS = 2
 
@@ -32,24 +31,6 @@ def heads_option(run: RunContext) -> int:
     if heads < 1:
         raise UsageError(f"--heads must be at least 1, got {heads}")
     return heads
-
-
-def init_of(run: RunContext) -> str | None:
-    """Which ``--init`` made the context's weights (None: they came from an inputs file).
-
-    The context carries the weights, not the option that made them; redrawing each
-    init under the same seed and comparing tells which one it was.
-    """
-    W = run.weights
-    d_in, d_out = W.query.shape
-    for init in INITS:
-        candidate = make_weights(init, d_in, d_out, run.seed)
-        if all(
-            torch.equal(a, b)
-            for a, b in zip(candidate.__dict__.values(), W.__dict__.values(), strict=True)
-        ):
-            return init
-    return None
 
 
 def file_weights_error(d_out: int, heads: int) -> UsageError:
@@ -66,7 +47,7 @@ def head_weights(
     """(W_query, W_key, W_value) for each head, each (d_in, head width), applied as x @ W."""
     W = run.weights
     d_in, d_out = W.query.shape
-    init = init_of(run)
+    init = run.init
     if init is None:
         if d_out % heads:
             raise file_weights_error(d_out, heads)

@@ -94,6 +94,7 @@ def build_context(
         query=query,
         dropout=options.dropout,
         seed=options.seed,
+        init=None if input_set.weights else options.init,
         padding=input_set.padding,
         extra=dict(options.extra),
     )

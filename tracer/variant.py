@@ -49,6 +49,8 @@ class RunContext:
     """The focused query token (0-based), or None for all queries at once."""
     dropout: float = 0.0
     seed: int = 123
+    init: str | None = "rand"
+    """How the weights were made (``rand``, ``randn``, ``linear``); None when an inputs file gave them."""
     padding: tuple[bool, ...] | None = None
     """True for tokens that are padding and must never be attended to."""
     extra: Mapping[str, Any] = field(default_factory=dict)

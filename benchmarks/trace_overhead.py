@@ -173,7 +173,9 @@ def main() -> None:
         f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}, "
         f"torch {torch.__version__}, 1 intra-op thread"
     )
-    print(f"command: .venv/bin/python benchmarks/{Path(__file__).name}{' --quick' if args.quick else ''}\n")
+    print(
+        f"command: .venv/bin/python benchmarks/{Path(__file__).name}{' --quick' if args.quick else ''}\n"
+    )
 
     print(f"(a, b) time per full run, d = 64 (best of {repeats})")
     print("| variant | T | traced | untraced | traced/untraced | F.sdpa | traced/sdpa |")

@@ -25,7 +25,15 @@ class Parser(argparse.ArgumentParser):
 
 
 # One module per sub-command, each with ``add_parser(commands)``; listed in help order.
-COMMAND_MODULES = ["trace_cmd", "plugins_cmd", "lessons_cmd", "tui_cmd", "check_cmd", "exercises_cmd", "new_plugin_cmd"]
+COMMAND_MODULES = [
+    "trace_cmd",
+    "plugins_cmd",
+    "lessons_cmd",
+    "tui_cmd",
+    "check_cmd",
+    "exercises_cmd",
+    "new_plugin_cmd",
+]
 
 
 def build_parser() -> Parser:

@@ -173,3 +173,12 @@ def test_no_traceback_from_a_real_process(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr == f"{bad}:2:15: embeddings[1][1] is nan; values must be finite numbers\n"
     assert "Traceback" not in result.stderr
+
+
+def test_variant_rejecting_its_options_prints_nothing_else(attn: Attn) -> None:
+    assert attn("trace", "multihead", "--d-out", "3") == (
+        2,
+        "",
+        "attn: --d-out 3 is not divisible by --heads 2: multihead splits d_out into 2 equal heads "
+        "(try --d-out 2 or 4)\n",
+    )

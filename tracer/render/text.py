@@ -6,6 +6,7 @@ drawing, one tensor row per line, 4 decimals.
 
 from __future__ import annotations
 
+import itertools
 import linecache
 import math
 from collections.abc import Iterable
@@ -94,8 +95,11 @@ def format_trace(trace: Trace) -> Iterable[str]:
     focus = ""
     if trace.context.query is not None:
         focus = f", query {trace.context.query} ({trace.tokens[trace.context.query]})"
+    # Run to the first step before printing anything: a variant that rejects its
+    # options fails here, and the user sees only the error line.
+    first = next(trace, None)
     yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}\n"
-    for step in trace:
+    for step in itertools.chain([first] if first is not None else [], trace):
         if isinstance(step, StageType):
             yield format_stage(step, trace, total) + "\n"
     if trace.output is not None:

@@ -39,6 +39,8 @@ def add_parser(commands: Any) -> None:
         description="List the shipped lessons, then those in --lessons-dir and ATTN_LESSONS_DIR.",
     )
     add_lesson_dir_option(listing)
+    # Accepted for symmetry with 'attn lesson'; listing itself needs no plugins.
+    add_plugin_options(listing)
     listing.set_defaults(handler=run_list)
 
     lesson = commands.add_parser(

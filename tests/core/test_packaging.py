@@ -63,6 +63,8 @@ def test_wheel_adds_no_generic_top_level_names(wheel: Path) -> None:
     top = {name.split("/")[0] for name in names}
     assert {n for n in top if not n.endswith(".dist-info")} == {"tracer"}
     assert "tracer/builtin_plugins/trainable.py" in names
+    assert "tracer/builtin_lessons/01_dot_products.yaml" in names
+    assert "tracer/lessons/schema.json" in names
     assert "tracer/py.typed" in names
 
 
@@ -136,6 +138,22 @@ def test_installed_wheel_behaves_like_the_editable_install(wheel: Path, tmp_path
     for plugin in editable:
         plugin.pop("source", None)
     assert plugins == editable
+
+    def editable(*argv: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "tracer", *argv],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+            cwd=outside,
+        ).stdout
+
+    assert attn("lessons") == editable("lessons")
+    assert "1." in attn("lessons")
+    assert attn("lesson", "run", "01_dot_products", "--plain") == editable(
+        "lesson", "run", "01_dot_products", "--plain"
+    )
 
     installed = json.loads(attn("trace", "masked", "--json", "--dropout", "0.2"))
     reference = json.loads(

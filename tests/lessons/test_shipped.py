@@ -8,6 +8,7 @@ torch's own functions, so neither the lessons nor the variants can drift.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -208,3 +209,39 @@ def test_runs_headless_in_a_pipe(name: str, attn: Callable[..., tuple[int, str, 
     assert out.count("Quiz: ") == out.count("Answer: ") >= 2
     assert out.rstrip().endswith("--- End of the lesson.")
     assert "\x1b[" not in out  # no colour codes: readable in a pipe and by a screen reader
+
+
+# Every tensor printed in the seeds, and where it is printed (tests/data/seeds.py).
+PRINTED = {
+    "SEED_000_ATTN_WEIGHTS": seeds.SEED_000_ATTN_WEIGHTS,
+    "SEED_000_CONTEXT_VECTORS": seeds.SEED_000_CONTEXT_VECTORS,
+    "SEED_001_SCORES_2": [seeds.SEED_001_SCORES_2],
+    "SEED_001_SUM_WEIGHTS_2": [seeds.SEED_001_SUM_WEIGHTS_2],
+    "SEED_001_SOFTMAX_WEIGHTS_2": [seeds.SEED_001_SOFTMAX_WEIGHTS_2],
+    "SEED_001_CONTEXT_2": [seeds.SEED_001_CONTEXT_2],
+    "SIMPLE_SCORES": seeds.SIMPLE_SCORES,
+    "SIMPLE_WEIGHTS": seeds.SIMPLE_WEIGHTS,
+    "SIMPLE_CONTEXT": seeds.SIMPLE_CONTEXT,
+    "SEED_001_QUERY_2": [seeds.SEED_001_QUERY_2],
+    "SEED_003_INPUTS": seeds.SEED_003_INPUTS,
+    "SEED_003_DOT_0_1": [[seeds.SEED_003_DOT_0_1]],
+    "SEED_003_SELF_DOTS": [seeds.SEED_003_SELF_DOTS],
+}
+
+
+@pytest.fixture(scope="module")
+def all_plain_text(lessons: dict[str, Lesson], host: PluginHost) -> str:
+    from tracer.lessons.plain import plain_lines
+
+    return "\n".join(text for name in NAMES for text in plain_lines(lessons[name], host))
+
+
+@pytest.mark.parametrize("name", sorted(PRINTED))
+def test_every_number_printed_in_the_seeds_is_shown_by_a_lesson(
+    name: str, all_plain_text: str
+) -> None:
+    for row in PRINTED[name]:
+        pattern = r"(?<![\d.])" + r"\s+".join(re.escape(f"{value:.4f}") for value in row)
+        assert re.search(pattern + r"(?![\d])", all_plain_text), (
+            f"{name}: row {row} is shown nowhere"
+        )

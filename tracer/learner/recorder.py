@@ -19,22 +19,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-_INPLACE_DUNDERS = frozenset(
-    {
-        "__setitem__",
-        "__iadd__",
-        "__isub__",
-        "__imul__",
-        "__itruediv__",
-        "__ifloordiv__",
-        "__imod__",
-        "__ipow__",
-        "__imatmul__",
-        "__iand__",
-        "__ior__",
-        "__ixor__",
-    }
-)
+from tracer.tracing.guard import is_inplace
+
 MATMUL_OPS = frozenset({"matmul", "__matmul__", "__rmatmul__", "mm", "bmm"})
 KEEP_ARGS = MATMUL_OPS | {"softmax", "masked_fill", "masked_fill_", "triu", "tril"}
 MAX_SNAPSHOTS = 20_000
@@ -183,7 +169,7 @@ class Recorder(TorchFunctionMode):
         out = kwargs.get("out")
         if isinstance(out, torch.Tensor):
             return out
-        inplace = name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("__"))
+        inplace = is_inplace(name)
         if inplace and args and isinstance(args[0], torch.Tensor):
             return args[0]
         return None

@@ -16,22 +16,29 @@ from torch.overrides import TorchFunctionMode
 
 from tracer.variant import Stage
 
-_INPLACE_DUNDERS = {
-    "__setitem__",
-    "__iadd__",
-    "__isub__",
-    "__imul__",
-    "__itruediv__",
-    "__ifloordiv__",
-    "__imod__",
-    "__ipow__",
-    "__imatmul__",
-    "__iand__",
-    "__ior__",
-    "__ixor__",
-    "__ilshift__",
-    "__irshift__",
-}
+INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__imatmul__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+    }
+)
+
+
+def is_inplace(name: str) -> bool:
+    """Whether a torch function or method of this name writes into its first argument."""
+    return name in INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("__"))
 
 
 def _writes_to(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -39,8 +46,7 @@ def _writes_to(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     out = kwargs.get("out")
     if out is not None:
         return out
-    name = getattr(func, "__name__", "")
-    if name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("__")):
+    if is_inplace(getattr(func, "__name__", "")):
         return args[0] if args else None
     return None
 

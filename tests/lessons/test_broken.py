@@ -391,6 +391,12 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         ["4:33: cell has 2 indices but 'scores' has 1 dimension (6)"],
     ),
     (
+        "quiz_duplicate_id",
+        H
+        + "  - quiz: {id: a, question: q, answer: 1}\n  - quiz: {id: a, question: r, answer: 2}\n",
+        ["5:5: quiz id 'a' is already used by the quiz at line 4"],
+    ),
+    (
         "checkpoint_no_points",
         H + "  - checkpoint: {title: Done}\n",
         ["4:17: 'checkpoint' needs 'points', a list of what the learner should now know"],

@@ -492,6 +492,7 @@ class _Reader:
                     step = self.step(item, number, scope)
                     if step is not None:
                         steps.append(step)
+                self.unique_ids(steps)
         if self.problems or title is None or summary is None:
             return None
         return Lesson(
@@ -502,6 +503,22 @@ class _Reader:
             path=Path(self.path),
             name=name,
         )
+
+    def unique_ids(self, steps: list[LessonStep]) -> None:
+        """Quiz ids name a learner's progress, so two quizzes may not share one."""
+        seen: dict[str, Quiz] = {}
+        for step in steps:
+            if isinstance(step, Quiz) and step.id is not None:
+                first = seen.setdefault(step.id, step)
+                if first is not step:
+                    self.problems.append(
+                        Problem(
+                            step.line,
+                            step.column,
+                            f"quiz id '{step.id}' is already used by the quiz at line {first.line}",
+                            self.path,
+                        )
+                    )
 
     def base_options(self) -> Options:
         from tracer.inputs.builtin import BUILTIN_INPUTS

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from textual.app import App
@@ -20,6 +21,7 @@ from tracer.tui.commands import PaletteCommand, TracerCommands
 from tracer.tui.modals import ErrorScreen, HelpScreen
 
 KEYMAP_ENV = "ATTN_KEYMAP"
+ARROWS = {"right": "→", "left": "←", "up": "↑", "down": "↓"}
 THEME_ENV = "ATTN_THEME"
 
 
@@ -78,9 +80,9 @@ class TracerApp(App[int]):
             binding = active.binding
             if not binding.description:
                 continue
-            keys.append(
-                (self.get_key_display(binding) or key, binding.tooltip or binding.description)
-            )
+            # Each key on its own (a binding's key_display names only its first key).
+            shown = ARROWS.get(key) or self.get_key_display(replace(binding, key_display=None))
+            keys.append((shown or key, binding.tooltip or binding.description))
         keys.append(("ctrl+p", "Command palette: jump to a stage, step, lesson or variant; themes"))
         intro = getattr(self.screen, "HELP", "") or ""
         self.push_screen(HelpScreen(_merge(keys), intro))

@@ -1,0 +1,57 @@
+"""Fixtures for the TUI tests: a private data folder, test plugins and lessons, and waits.
+
+Waits are on conditions (the lesson has loaded, no worker is running), never
+on wall-clock sleeps, so the tests do not depend on the machine's speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from textual.app import App
+from textual.pilot import Pilot
+
+HERE = Path(__file__).parent
+PLUGINS = HERE / "plugins"
+LESSON = HERE / "lessons" / "tui_lesson.yaml"
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Progress goes to a temporary folder: never the real user data directory."""
+    folder = tmp_path / "data"
+    monkeypatch.setenv("ATTN_DATA_DIR", str(folder))
+    monkeypatch.delenv("ATTN_KEYMAP", raising=False)
+    monkeypatch.delenv("ATTN_THEME", raising=False)
+    return folder
+
+
+@pytest.fixture
+def lesson_copy(tmp_path: Path) -> Path:
+    """An editable copy of the test lesson (for reload tests)."""
+    path = tmp_path / "lesson.yaml"
+    path.write_text(LESSON.read_text(encoding="utf-8"), encoding="utf-8")
+    return path
+
+
+async def settle(pilot: Pilot[object], *, attribute: str = "session", limit: int = 2000) -> None:
+    """Wait until the current screen has loaded and every worker has finished."""
+    app: App[object] = pilot.app
+    for _ in range(limit):
+        await pilot.pause()
+        screen = app.screen
+        loaded = getattr(screen, attribute, True) is not None
+        if loaded and not any(worker.is_running for worker in app.workers):
+            await pilot.pause()
+            return
+        await asyncio.sleep(0.005)
+    raise TimeoutError("the app did not settle")
+
+
+async def press(pilot: Pilot[object], *keys: str) -> None:
+    """Press keys one at a time, letting any work a key starts finish before the next."""
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)

@@ -1,0 +1,59 @@
+"""A small, stable variant for the TUI tests: a loop of dot products, then a softmax.
+
+Kept here (not in plugins/) so edits to the built-in variants never change
+the TUI's snapshots.
+"""
+
+import torch
+
+from tracer import RunContext, Variant, hookimpl, stage, substep
+
+
+def tiny(run: RunContext):
+    x = run.inputs
+    n = x.shape[0]
+    yield stage("inputs", "Token embeddings [literal brackets]", inputs=x)
+    scores = torch.zeros(n, n)
+    for i in run.query_indices:
+        for j in range(n):
+            scores[i, j] = torch.dot(x[i], x[j])
+            yield substep(
+                "scores",
+                (i, j),
+                formula=f"s[{i},{j}] = x{i} · x{j}",
+                query=x[i],
+                key=x[j],
+                score=scores[i, j].clone(),
+            )
+    yield stage("scores", "Scores", formula="s = X Xᵀ", scores=run.focus(scores))
+    weights = torch.softmax(scores, dim=-1)
+    yield stage("weights", "Weights", weights=run.focus(weights), scores=run.focus(scores))
+    return weights @ x
+
+
+def broken(run: RunContext):
+    yield stage("inputs", "Token embeddings", inputs=run.inputs)
+    raise ValueError("this variant fails on purpose [at stage two]")
+
+
+@hookimpl
+def register_variants(register):
+    register(
+        Variant(
+            name="tiny",
+            title="Tiny test variant",
+            run=tiny,
+            stages=("inputs", "scores", "weights"),
+            loops=("scores",),
+            uses_weights=False,
+        )
+    )
+    register(
+        Variant(
+            name="broken",
+            title="Fails after one stage",
+            run=broken,
+            stages=("inputs", "scores"),
+            uses_weights=False,
+        )
+    )

@@ -1,0 +1,240 @@
+"""`attn explore`, driven by Textual's pilot: stepping, jumping, clicks, keys, errors and sizes.
+
+Numbers are checked against torch (``torch.dot``) and seed 001's printed score.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tracer.inputs import load_inputs
+from tracer.runner import TraceOptions
+from tracer.tui.app import TracerApp
+from tracer.tui.explore_screen import ExploreScreen
+from tracer.tui.grid import CanvasGrid, TensorGrid
+from tracer.tui.launch import make_explore_app
+from tracer.tui.modals import ErrorScreen, HelpScreen
+from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.text_pane import TextPane
+from tracer.tui.timeline import Timeline, TimelineItem
+from tracer.variant import Stage, SubStep
+
+from .conftest import PLUGINS, press, settle
+
+INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
+
+
+def explore(variant: str = "tiny", **options: object) -> TracerApp:
+    return make_explore_app(variant, TraceOptions(**options), [str(PLUGINS)])  # type: ignore[arg-type]
+
+
+def screen_of(app: TracerApp) -> ExploreScreen:
+    screen = app.screen
+    assert isinstance(screen, ExploreScreen)
+    return screen
+
+
+def text_of(app: TracerApp, selector: str) -> str:
+    widget = app.screen.query_one(selector, TextPane)
+    return str(widget.render())
+
+
+async def test_first_frame_shows_a_loading_pane_before_the_variant_runs() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = screen_of(app)
+        # Before the worker has delivered anything, the pane is loading and nothing ran.
+        assert screen.session is None
+        assert screen.query_one(TensorPane).loading
+        await settle(pilot)
+        assert screen.session is not None and not screen.query_one(TensorPane).loading
+        assert screen.position == 0
+
+
+async def test_stepping_forward_and_back_through_a_loop() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        await press(pilot, "right", "n", "space")
+        assert screen.position == 3
+        step = screen.session.stepper.get(3)  # type: ignore[union-attr]
+        assert isinstance(step, SubStep) and step.position == (0, 2)
+        grid = screen.query_one(TensorPane).grid
+        assert isinstance(grid, CanvasGrid)
+        assert grid.highlight.current == (0, 2)
+        # The matrix so far: row 0 has three scores, each a dot product; the rest is empty.
+        row = grid.row(0, 0, 6)
+        expected = [float(torch.dot(INPUTS[0], INPUTS[j])) for j in range(3)]
+        assert row[:3] == pytest.approx(expected, abs=1e-6)
+        assert row[3:] == [None, None, None]
+        assert grid.row(1, 0, 6) == [None] * 6
+        # The two vectors being dotted are written out term by term.
+        detail = text_of(app, "#tensor-detail")
+        assert "query = [0.4300, 0.1500, 0.8900]" in detail
+        assert "key = [0.5700, 0.8500, 0.6400]" in detail
+        await press(pilot, "left", "p")
+        assert screen.position == 1
+        assert screen.query_one(TensorPane).grid.row(0, 0, 2) == [  # type: ignore[union-attr]
+            pytest.approx(float(torch.dot(INPUTS[0], INPUTS[0])), abs=1e-6),
+            None,
+        ]
+
+
+async def test_jumps_to_the_end_of_the_loop_the_end_and_the_start() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        await press(pilot, "right", "e")
+        step = screen.session.stepper.get(screen.position)  # type: ignore[union-attr]
+        assert isinstance(step, Stage) and step.name == "scores"
+        grid = screen.query_one(TensorPane).grid
+        assert isinstance(grid, TensorGrid)
+        # Seed 001: the score of "Your" with "journey" is 0.9544.
+        assert grid.row(0, 1, 2)[0] == pytest.approx(0.9544, abs=5e-5)
+        await press(pilot, "end")
+        last = screen.session.stepper.get(screen.position)  # type: ignore[union-attr]
+        assert isinstance(last, Stage) and last.name == "weights"
+        assert screen.session.stepper.finished  # type: ignore[union-attr]
+        await press(pilot, "right")  # past the end: stays
+        assert screen.position == screen.session.stepper.total - 1  # type: ignore[union-attr,operator]
+        await press(pilot, "home")
+        assert screen.position == 0
+
+
+async def test_clicking_the_timeline_jumps_to_a_stage() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        timeline = screen.query_one("#timeline", Timeline)
+        item = next(w for w in timeline.query(TimelineItem) if w.key == "weights")
+        await pilot.click(item)
+        await settle(pilot)
+        step = screen.session.stepper.get(screen.position)  # type: ignore[union-attr]
+        assert isinstance(step, Stage) and step.name == "weights"
+        assert timeline.current == "weights"
+        # The weights stage has two tensors: t shows the next one.
+        pane = screen.query_one(TensorPane)
+        assert pane.selected == "weights"
+        await press(pilot, "t")
+        assert pane.selected == "scores"
+
+
+async def test_help_overlay_lists_the_keys() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        described = dict((d, k) for k, d in help_screen.keys)
+        assert "→" in described["Next"] and "n" in described["Next"]
+        assert "End of loop" in described and "Quit" in described
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ExploreScreen)
+
+
+async def test_keys_can_be_remapped_by_binding_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_KEYMAP", "attn.next=j;attn.previous=k")
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        await press(pilot, "j", "j", "right")
+        assert screen.position == 2  # right no longer steps
+        await press(pilot, "k")
+        assert screen.position == 1
+
+
+async def test_auto_play_steps_on_each_tick_and_changes_speed() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        speed = screen.speed
+        await press(pilot, "plus")
+        assert screen.speed == speed + 1
+        await press(pilot, "minus", "minus")
+        assert screen.speed == speed - 1
+        await press(pilot, "a")
+        assert screen.playing
+        position = screen.position
+        screen._tick()  # what the timer does, without waiting for it
+        assert screen.position == position + 1
+        await press(pilot, "a")
+        assert not screen.playing
+
+
+async def test_a_failing_variant_shows_its_error_in_a_modal_not_a_crash() -> None:
+    app = explore("broken")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        await press(pilot, "right")
+        modal = app.screen
+        assert isinstance(modal, ErrorScreen)
+        # Author and plugin text is literal: the brackets are not markup.
+        assert "fails on purpose [at stage two]" in modal.message
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen and screen.position == 0
+        assert app.is_running
+
+
+async def test_an_unknown_variant_is_reported_in_the_app() -> None:
+    app = explore("no-such-variant")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, attribute="error_shown")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ErrorScreen)
+        assert "unknown variant 'no-such-variant'" in modal.message
+
+
+async def test_plugin_text_with_square_brackets_is_shown_literally() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "Token embeddings [literal brackets]" in text_of(app, "#narration")
+
+
+@pytest.mark.parametrize(("width", "height"), [(40, 12), (80, 24), (250, 70)])
+async def test_any_size_works_and_live_resizing_keeps_the_step(width: int, height: int) -> None:
+    app = explore()
+    async with app.run_test(size=(width, height)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        await press(pilot, "right", "right")
+        assert screen.has_class("-narrow") == (width < 100)
+        assert screen.has_class("-short") == (height < 24)
+        for size in ((40, 12), (250, 70), (width, height)):
+            await pilot.resize_terminal(*size)
+            await settle(pilot)
+            assert screen.position == 2
+            assert screen.has_class("-narrow") == (size[0] < 100)
+        view = screen.query_one("#tensor-view")
+        assert view.size.width > 0 and view.size.height > 0
+
+
+async def test_the_palette_offers_stages_and_variants() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        titles = [command.title for command in screen.palette_commands()]
+        assert "Go to stage: weights" in titles
+        assert "Explore variant: naive-loop" in [c.title for c in app.palette_commands()]
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        for key in "stage: weights":
+            await pilot.press("space" if key == " " else key)
+        await pilot.pause()
+        await pilot.press("enter")
+        await settle(pilot)
+        step = screen.session.stepper.get(screen.position)  # type: ignore[union-attr]
+        assert isinstance(step, Stage) and step.name == "weights"

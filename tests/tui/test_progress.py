@@ -1,0 +1,73 @@
+"""The progress store: round trips, the most recent lesson, and damaged files set aside."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
+
+
+def test_progress_survives_a_restart(data_dir: Path) -> None:
+    store = ProgressStore()
+    assert store.path == data_dir / "progress.json"
+    progress = LessonProgress(step=3, sub=2, steps=7, title="Dot products")
+    progress.answers["best"] = QuizAnswer("2", True)
+    assert store.save("built-in:01_dot_products", progress) is None
+    again = ProgressStore().get("built-in:01_dot_products")
+    assert again is not None
+    assert (again.step, again.sub, again.steps, again.title) == (3, 2, 7, "Dot products")
+    assert again.answers == {"best": QuizAnswer("2", True)}
+    assert ProgressStore().warning is None
+
+
+def test_resume_offers_the_latest_unfinished_lesson(data_dir: Path) -> None:
+    store = ProgressStore()
+    store.save("a", LessonProgress(step=1))
+    store.save("b", LessonProgress(step=2))
+    store.save("c", LessonProgress(step=5, finished=True))
+    last = ProgressStore().last()
+    assert last is not None and last[0] == "b"
+
+
+def test_a_damaged_file_is_moved_aside_with_a_warning(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True)
+    damaged = data_dir / "progress.json"
+    damaged.write_text("{not json", encoding="utf-8")
+    store = ProgressStore()
+    assert store.lessons == {}
+    assert store.warning is not None and "damaged" in store.warning
+    aside = data_dir / "progress.json.corrupt"
+    assert aside.read_text(encoding="utf-8") == "{not json"  # kept, not deleted
+    assert not damaged.exists()
+    # A second damaged file never overwrites the first one set aside.
+    damaged.write_text(json.dumps({"lessons": {"x": {"step": -4}}}), encoding="utf-8")
+    assert ProgressStore().warning is not None
+    assert (data_dir / "progress.json.corrupt.1").exists()
+    assert aside.read_text(encoding="utf-8") == "{not json"
+    # Saving works again afterwards.
+    assert store.save("x", LessonProgress(step=1)) is None
+
+
+def test_an_unwritable_folder_is_a_warning_not_a_crash(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    store = ProgressStore(blocker / "sub")
+    warning = store.save("x", LessonProgress())
+    assert warning is not None and "could not save progress" in warning
+
+
+def test_data_dir_honours_the_override(data_dir: Path) -> None:
+    from tracer.tui import progress
+
+    assert progress.data_dir() == data_dir
+
+
+def test_shipped_lessons_are_keyed_by_name(tmp_path: Path) -> None:
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    lesson = shipped / "01_x.yaml"
+    lesson.write_text("", encoding="utf-8")
+    assert lesson_key(lesson, shipped) == "built-in:01_x"
+    other = tmp_path / "mine.yaml"
+    assert lesson_key(other, shipped) == str(other.resolve())

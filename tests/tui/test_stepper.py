@@ -1,0 +1,95 @@
+"""The Stepper: numbering, stepping back past its window by replaying, and the loop canvas.
+
+Reference values come from torch itself (``torch.dot``) and from seed 001's
+printed scores for "Your journey starts with one step".
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tracer.inputs import load_inputs
+from tracer.plugin_host import PluginHost
+from tracer.runner import TraceOptions, build_context
+from tracer.tracing import VariantRunError
+from tracer.tui.stepper import Stepper
+from tracer.variant import Stage, SubStep
+
+from .conftest import PLUGINS
+
+
+def naive_stepper(host: PluginHost, window: int = 4096, query: int | None = None) -> Stepper:
+    context = build_context(
+        load_inputs("your-journey"), TraceOptions(query=query), uses_weights=False
+    )
+    return Stepper(lambda: host.start("naive-loop", context), window=window)
+
+
+def test_steps_are_numbered_in_the_order_the_variant_yields_them(host: PluginHost) -> None:
+    stepper = naive_stepper(host)
+    assert stepper.last() == 75  # 1 + 36 sub-steps + 1 + 1 + 36 sub-steps + 1 = 76 steps
+    names = [stepper.stages[n].name for n in stepper.stage_numbers]
+    assert names == ["inputs", "scores", "weights", "context"]
+    assert stepper.stage_numbers == [0, 37, 38, 75]
+    first = stepper.get(1)
+    assert isinstance(first, SubStep) and first.position == (0, 0) and first.index == 0
+    with pytest.raises(IndexError):
+        stepper.get(76)
+
+
+def test_stepping_back_past_the_window_replays_the_same_steps(host: PluginHost) -> None:
+    stepper = naive_stepper(host, window=4)
+    forward = {}
+    for index in range(1, 30):
+        step = stepper.get(index)
+        assert isinstance(step, SubStep)
+        forward[index] = (step.position, float(step.tensors["score"]))
+    assert stepper.replays == 0
+    # 26 is still in the window of four; 5 is not, so it is recomputed.
+    assert (stepper.get(26).position, stepper.replays) == (forward[26][0], 0)  # type: ignore[union-attr]
+    again = stepper.get(5)
+    assert stepper.replays == 1
+    assert isinstance(again, SubStep)
+    assert (again.position, float(again.tensors["score"])) == forward[5]
+    # The replay refilled the window with the steps before 5: walking back costs nothing more.
+    for index in (4, 3, 2):
+        assert stepper.get(index).position == forward[index][0]  # type: ignore[union-attr]
+    assert stepper.replays == 1
+    assert len(stepper._recent) <= 4
+
+
+def test_the_loop_canvas_holds_each_dot_product_as_of_a_sub_step(host: PluginHost) -> None:
+    stepper = naive_stepper(host)
+    stepper.get(36)  # the last sub-step of the scores loop
+    canvas = stepper.canvases["scores"]
+    inputs = torch.tensor(load_inputs("your-journey").embeddings)
+    for i in range(6):
+        for j in range(6):
+            value = canvas.value(i, j, upto=35)
+            assert value == pytest.approx(float(torch.dot(inputs[i], inputs[j])), abs=1e-6)
+    # Seed 001: the score of "Your" with "journey" is 0.9544.
+    assert canvas.value(0, 1, upto=35) == pytest.approx(0.9544, abs=5e-5)
+    # As of sub-step 7 (row 1, column 1), later cells are still empty.
+    assert canvas.value(1, 1, upto=7) is not None
+    assert canvas.value(1, 2, upto=7) is None
+
+
+def test_next_stage_is_the_end_of_the_current_loop(host: PluginHost) -> None:
+    stepper = naive_stepper(host, query=1)
+    assert stepper.next_stage(0) == 7  # six sub-steps for the one query, then the stage
+    scores = stepper.get(7)
+    assert isinstance(scores, Stage) and scores.name == "scores"
+    assert stepper.find_stage("context") == stepper.last()
+
+
+def test_a_failing_variant_ends_the_steps_and_keeps_its_error() -> None:
+    host = PluginHost([PLUGINS], use_env=False)
+    context = build_context(load_inputs("your-journey"), TraceOptions(), uses_weights=False)
+    stepper = Stepper(lambda: host.start("broken", context))
+    assert isinstance(stepper.get(0), Stage)
+    with pytest.raises(IndexError):
+        stepper.get(1)
+    assert isinstance(stepper.error, VariantRunError)
+    assert "fails on purpose [at stage two]" in str(stepper.error)
+    assert stepper.total == 1

@@ -10,7 +10,7 @@ import torch
 
 from tracer.lessons.check import check_lesson
 from tracer.lessons.loader import LessonError, load_lesson, parse_lesson
-from tracer.lessons.model import Operation, Quiz
+from tracer.lessons.model import Operation, Quiz, Show
 from tracer.lessons.runner import LessonRunner, StepError, apply
 from tracer.plugin_host import PluginHost
 
@@ -186,3 +186,21 @@ def test_load_lesson_raises_lesson_error_with_every_problem(host: PluginHost) ->
         "three.yaml:3:8: steps must be a list, not a number (3)",
     ]
     assert error.value.exit_status == 1
+
+
+def test_show_without_a_tensor_name_shows_every_tensor_of_the_stage(host: PluginHost) -> None:
+    lesson = parse_lesson(
+        "title: T\nsummary: S\nsteps:\n"
+        "  - show: {variant: trainable, stage: projections}\n"
+        "  - show: {variant: trainable, stage: projections, tensor: W_key}\n",
+        "all.yaml",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    every, one = (step.ref for step in lesson.steps if isinstance(step, Show))
+    assert [r.name for r in runner.tensors(every)] == [
+        "projections.W_query",
+        "projections.W_key",
+        "projections.W_value",
+    ]
+    assert [r.name for r in runner.tensors(one)] == ["projections.W_key"]

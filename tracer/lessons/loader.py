@@ -478,7 +478,7 @@ class _Reader:
             title = self.text(entries["title"][1], "title")
         if "summary" in entries:
             summary = self.text(entries["summary"][1], "summary")
-        options = self.options(entries, Options(), self.base_options())
+        options = self.options(entries, self.base_options())
         scope = _Scope(options)
         steps: list[LessonStep] = []
         if "steps" in entries:
@@ -528,13 +528,9 @@ class _Reader:
             inputs=BUILTIN_INPUTS[DEFAULT_INPUTS], seed=DEFAULT_SEED, init=DEFAULT_INIT, dropout=0.0
         )
 
-    def options(
-        self, entries: dict[str, tuple[yaml.Node, yaml.Node]], own: Options, base: Options
-    ) -> Options:
+    def options(self, entries: dict[str, tuple[yaml.Node, yaml.Node]], base: Options) -> Options:
         """``inputs`` and ``options`` from a mapping's entries, over ``base``."""
-        inputs = own.inputs
-        if "inputs" in entries:
-            inputs = self.inputs(entries["inputs"][1]) or inputs
+        inputs = self.inputs(entries["inputs"][1]) if "inputs" in entries else None
         seed = init = d_out = dropout = None
         if "options" in entries:
             node = entries["options"][1]
@@ -677,7 +673,7 @@ class _Reader:
         """variant/stage/tensor/query/inputs/options/then of a show, a compare side or an answer."""
         ok = True
         variant = stage = None
-        options = self.options(entries, Options(), scope.options)
+        options = self.options(entries, scope.options)
         tokens = options.inputs.tokens if options.inputs is not None else scope.tokens
         if "variant" in entries:
             variant = self.variant(entries["variant"][1])
@@ -875,7 +871,7 @@ class _Reader:
     ) -> Loop | None:
         ok = True
         variant = stage = None
-        options = self.options(entries, Options(), scope.options)
+        options = self.options(entries, scope.options)
         tokens = options.inputs.tokens if options.inputs is not None else scope.tokens
         if "variant" not in entries:
             self.problem(node, "'loop' needs a 'variant'")
@@ -930,7 +926,7 @@ class _Reader:
         shared = {
             k: v for k, v in entries.items() if k in REF_KEYS and k not in ("inputs", "options")
         }
-        side_scope = _Scope(self.options(entries, Options(), scope.options))
+        side_scope = _Scope(self.options(entries, scope.options))
         sides: list[TensorRef | None] = []
         for side in ("left", "right"):
             if side not in entries:

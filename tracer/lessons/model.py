@@ -22,7 +22,8 @@ Step kinds (the YAML key that introduces each one is in brackets):
 - :class:`Checkpoint` [``checkpoint``]: a recap: a title and bullet points.
 
 A :class:`TensorRef` names a tensor: variant, stage, optional tensor name
-(default: the stage's first tensor), optional query, option overrides, and
+(None: a ``show`` step displays every tensor of the stage, the first one
+focused; elsewhere it means the first tensor), optional query, option overrides, and
 optional :class:`Operation`\\ s applied afterwards (``softmax`` over a
 dimension, ``diagonal``, ...), which is how a lesson shows what a *mistake*
 would compute without hard-coding its numbers. Evaluating refs is

@@ -23,7 +23,6 @@ from tracer.lessons.model import (
     LessonStep,
     Loop,
     Narration,
-    Options,
     Quiz,
     Show,
     TensorRef,
@@ -85,38 +84,26 @@ def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[
     return [f"- {point.strip()}" for point in step.points]
 
 
-def _options_words(options: Options, lesson: Lesson) -> str:
-    parts = []
-    if options.inputs is not None and options.inputs is not lesson.inputs:
-        parts.append(f"inputs {options.inputs.name}")
-    for name, value, default in (
-        ("seed", options.seed, lesson.options.seed),
-        ("init", options.init, lesson.options.init),
-        ("d_out", options.d_out, lesson.options.d_out),
-        ("dropout", options.dropout, lesson.options.dropout),
-    ):
-        if value != default:
-            parts.append(f"{name} {value}")
-    return ", ".join(parts)
-
-
-def _table(resolved: Resolved) -> list[str]:
+def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
     from tracer.render.text import format_tensor, shape_text
 
     lines = [f"{resolved.name} ({shape_text(resolved.tensor)})"]
-    if resolved.stage.formula:
+    if formula and resolved.stage.formula:
         lines.append(f"formula: {resolved.stage.formula}")
     lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query))
     return lines
 
 
 def _show(step: Show, runner: LessonRunner) -> list[str]:
-    resolved = runner.tensor(step.ref)
+    resolved, *others = runner.tensors(step.ref)
     lines = [step.caption.strip()] if step.caption else []
     lines.append(f"{resolved.stage.title}")
     lines.extend(_table(resolved))
     if step.focus is not None:
         lines.extend(_focus(step.focus, resolved))
+    for other in others:
+        lines.append("")
+        lines.extend(_table(other, formula=False))
     return lines
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -114,6 +114,15 @@ class LessonRunner:
             tensor = apply(operation, tensor)
             label += f" → {describe(operation)}"
         return Resolved(ref, label, tensor, trace.tokens, ref.query, stage)
+
+    def tensors(self, ref: TensorRef) -> list[Resolved]:
+        """What a ``show`` step displays: the named tensor or, when ``ref.tensor`` is None and
+        there are no operations, every tensor of the stage (the first is the focused one)."""
+        main = self.tensor(ref)
+        if ref.tensor is not None or ref.then:
+            return [main]
+        names = list(main.stage.tensors)[1:]
+        return [main, *(self.tensor(replace(ref, tensor=name)) for name in names)]
 
     def value(self, ref: TensorRef) -> float:
         """The single number ``ref`` names: its ``cell``, or the whole tensor if it is one value."""

@@ -98,3 +98,79 @@ def test_random_structures(data: Any, host: PluginHost) -> None:
 @given(data=lessons)
 def test_random_lessons(data: dict[str, Any], host: PluginHost) -> None:
     load(yaml.safe_dump(data, sort_keys=False), host)
+
+
+VARIANT_STAGES = {
+    "naive-loop": ["inputs", "scores", "weights", "context"],
+    "vectorized": ["inputs", "scores", "weights", "context"],
+    "trainable": ["projections", "queries", "keys", "values", "scores", "scaled", "weights"],
+    "masked": ["mask", "renormalized", "masked_scores", "weights", "dropout", "context"],
+}
+small = st.integers(min_value=-3, max_value=7)
+operations = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["softmax", "sum", "normalize"]), small, min_size=1, max_size=1
+    ),
+    st.fixed_dictionaries({"pick": small}),
+    st.fixed_dictionaries({"scale": st.floats(-2, 2)}),
+    st.sampled_from(["diagonal", "transpose", "exp"]),
+)
+
+
+@st.composite
+def refs(draw: st.DrawFn) -> dict[str, Any]:
+    variant = draw(st.sampled_from(sorted(VARIANT_STAGES)))
+    ref: dict[str, Any] = {
+        "variant": variant,
+        "stage": draw(st.sampled_from(VARIANT_STAGES[variant])),
+    }
+    if draw(st.booleans()):
+        ref["then"] = draw(st.lists(operations, max_size=3))
+    if draw(st.booleans()):
+        ref["query"] = draw(st.integers(0, 5))
+    if draw(st.booleans()):
+        ref["options"] = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "init": st.sampled_from(["rand", "randn", "linear"]),
+                    "d_out": st.integers(1, 4),
+                    "dropout": st.sampled_from([0, 0.25, 0.5]),
+                },
+            )
+        )
+    if draw(st.booleans()):
+        ref["inputs"] = "four-words"
+    return ref
+
+
+@st.composite
+def runnable_steps(draw: st.DrawFn) -> dict[str, Any]:
+    ref = draw(refs())
+    kind = draw(st.sampled_from(["show", "quiz", "compare"]))
+    if kind == "show":
+        if draw(st.booleans()):
+            ref["focus"] = draw(
+                st.one_of(
+                    st.dictionaries(
+                        st.sampled_from(["row", "column", "token"]), small, min_size=1, max_size=1
+                    ),
+                    st.fixed_dictionaries({"cell": st.lists(small, min_size=2, max_size=2)}),
+                )
+            )
+        return {"show": ref}
+    if kind == "quiz":
+        ref["cell"] = draw(st.lists(small, max_size=3))
+        return {"quiz": {"question": "q", "answer": ref}}
+    return {"compare": {"left": ref, "right": draw(refs())}}
+
+
+@settings(
+    max_examples=int(os.environ.get("ATTN_FUZZ_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(steps=st.lists(runnable_steps(), min_size=1, max_size=3))
+def test_random_runnable_steps(steps: list[dict[str, Any]], host: PluginHost) -> None:
+    """Real variants and stages with random operations, focuses and cells: problems, never a crash."""
+    load(yaml.safe_dump({"title": "T", "summary": "S", "steps": steps}), host)

@@ -204,3 +204,18 @@ def test_show_without_a_tensor_name_shows_every_tensor_of_the_stage(host: Plugin
         "projections.W_value",
     ]
     assert [r.name for r in runner.tensors(one)] == ["projections.W_key"]
+
+
+def test_operations_on_a_mask_count_its_ones(host: PluginHost) -> None:
+    lesson = parse_lesson(
+        "title: T\nsummary: S\nsteps:\n"
+        "  - show: {variant: masked, stage: mask, then: [{softmax: -1}]}\n"
+        "  - quiz:\n"
+        "      question: hidden from Your?\n"
+        "      answer: {variant: masked, stage: mask, then: [{sum: -1}], cell: [Your]}\n",
+        "mask.yaml",
+        host,
+    )
+    assert check_lesson(lesson, host) == []
+    # Your is the first token: every one of the other five is in its future.
+    assert LessonRunner(lesson, host).answer(lesson.quizzes[0]) == 5.0

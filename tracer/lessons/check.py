@@ -33,6 +33,12 @@ def check_lesson(lesson: Lesson, host: PluginHost) -> list[Problem]:
     for step in lesson.steps:
         try:
             _check_step(step, runner)
+        except (ArithmeticError, RuntimeError, ValueError, IndexError) as exc:
+            # A safety net: whatever a step asks of torch, the author gets a line, not a traceback.
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+            problems.append(
+                Problem(step.line, step.column, f"this step cannot be computed: {detail}", path)
+            )
         except TracerError as exc:
             line, column = step.line, step.column
             where = _where(step)

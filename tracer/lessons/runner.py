@@ -111,7 +111,11 @@ class LessonRunner:
         tensor = stage.tensors[name].detach()
         label = f"{ref.stage}.{name}" if name != ref.stage else name
         for operation in ref.then:
-            tensor = apply(operation, tensor)
+            try:
+                tensor = apply(operation, tensor)
+            except RuntimeError as exc:  # torch refusing, e.g. for a dtype: say which step
+                detail = " ".join(str(exc).split())
+                raise StepError(f"'{describe(operation)}' failed on '{label}': {detail}") from None
             label += f" → {describe(operation)}"
         return Resolved(ref, label, tensor, trace.tokens, ref.query, stage)
 
@@ -134,7 +138,7 @@ class LessonRunner:
             if not cell:
                 raise StepError(f"'{resolved.name}' is {shape}; add a 'cell' to pick one value")
             raise StepError(
-                f"cell has {len(cell)} indices but '{resolved.name}' has {tensor.dim()} "
+                f"cell has {len(cell)} {'index' if len(cell) == 1 else 'indices'} but '{resolved.name}' has {tensor.dim()} "
                 f"dimension{'s' if tensor.dim() != 1 else ''} ({shape})"
             )
         for axis, (index, size) in enumerate(zip(cell, tensor.shape, strict=True)):
@@ -204,6 +208,8 @@ def describe(operation: Operation) -> str:
 def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
     """One operation; StepError when it does not fit the tensor."""
     name, argument = operation.name, operation.argument
+    if tensor.dtype == torch.bool or not tensor.is_floating_point():
+        tensor = tensor.float()  # a mask counts as 0/1, so 'sum' counts hidden keys
     if name == "scale":
         return tensor * float(argument)
     if name == "exp":

@@ -137,9 +137,11 @@ class LessonRunner:
             shape = "×".join(str(n) for n in tensor.shape) or "single value"
             if not cell:
                 raise StepError(f"'{resolved.name}' is {shape}; add a 'cell' to pick one value")
+            indices = "index" if len(cell) == 1 else "indices"
+            dimensions = "dimension" if tensor.dim() == 1 else "dimensions"
             raise StepError(
-                f"cell has {len(cell)} {'index' if len(cell) == 1 else 'indices'} but '{resolved.name}' has {tensor.dim()} "
-                f"dimension{'s' if tensor.dim() != 1 else ''} ({shape})"
+                f"cell has {len(cell)} {indices} but '{resolved.name}' has "
+                f"{tensor.dim()} {dimensions} ({shape})"
             )
         for axis, (index, size) in enumerate(zip(cell, tensor.shape, strict=True)):
             if not 0 <= index < size:

@@ -103,7 +103,7 @@ def test_check_goes_on_after_a_broken_lesson(lesson_dir: Path, attn: Attn) -> No
     assert (status, err) == (1, "")
     assert out.splitlines() == [
         f"{broken}:1:1: a lesson must be a mapping with title, summary and steps, not a list",
-        f"{good}: ok (1 steps)",
+        f"{good}: ok (1 step)",
     ]
 
 
@@ -295,3 +295,38 @@ def test_lesson_alone_is_a_usage_error(attn: Attn) -> None:
         "attn lesson: error: the following arguments are required: COMMAND|LESSON "
         "(see 'attn lesson --help')\n",
     )
+
+
+def test_variants_from_plugins_dir_can_be_used_by_lessons(tmp_path: Path, attn: Attn) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "doubled.py").write_text(
+        "from tracer import Variant, hookimpl, stage\n"
+        "\n"
+        "def run(ctx):\n"
+        "    doubled = ctx.inputs * 2\n"
+        "    yield stage('doubled', 'Twice the inputs', doubled=doubled)\n"
+        "    return doubled\n"
+        "\n"
+        "@hookimpl\n"
+        "def register_variants(register):\n"
+        "    register(Variant(name='doubled', title='Doubled', run=run, stages=('doubled',),\n"
+        "                     uses_weights=False))\n",
+        encoding="utf-8",
+    )
+    lesson = tmp_path / "doubled.yaml"
+    lesson.write_text(
+        "title: T\nsummary: S\nsteps:\n"
+        "  - quiz:\n"
+        "      question: twice 0.43?\n"
+        "      answer: {variant: doubled, stage: doubled, cell: [Your, 0]}\n",
+        encoding="utf-8",
+    )
+    status, out, _ = attn("lesson", "check", str(lesson))
+    assert status == 1
+    assert out.startswith(f"{lesson}:6:25: unknown variant 'doubled'; known variants: ")
+    status, out, _ = attn("lesson", "check", str(lesson), "--plugins-dir", str(plugins))
+    assert (status, out) == (0, f"{lesson}: ok (1 step)\n")
+    status, out, _ = attn("lesson", "run", str(lesson), "--plain", "--plugins-dir", str(plugins))
+    assert status == 0
+    assert "Answer: 0.8600 (answers within 0.01 count as right)" in out

@@ -163,7 +163,8 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
         if problems:
             status = max(status, EXIT_PROBLEMS)
         else:
-            print(f"{path}: ok ({len(lesson.steps)} steps)")
+            count = len(lesson.steps)
+            print(f"{path}: ok ({count} step{'' if count == 1 else 's'})")
     return status
 
 

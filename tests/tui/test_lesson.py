@@ -24,14 +24,14 @@ from tracer.tui.quiz_view import QuizView
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import MarkdownPane
 
-from .conftest import LESSON, press, settle
+from .conftest import LESSON, PLUGINS, press, settle
 
 INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
 STEPS = ["narration", "show", "loop", "compare", "quiz", "quiz", "checkpoint"]
 
 
 def lesson_app(path: Path = LESSON, *, resume: bool = False) -> TracerApp:
-    return make_lesson_app(path, resume=resume)
+    return make_lesson_app(path, resume=resume, plugin_dirs=[str(PLUGINS)])
 
 
 def lesson_screen(app: TracerApp) -> LessonScreen:
@@ -249,7 +249,7 @@ async def test_the_picker_offers_to_resume_the_last_lesson(monkeypatch: pytest.M
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await goto(pilot, lesson_screen(app), "compare")
-    picker = make_picker_app()
+    picker = make_picker_app(plugin_dirs=[str(PLUGINS)])
     async with picker.run_test(size=(100, 30)) as pilot:
         await settle(pilot, attribute="store")
         modal = picker.screen
@@ -266,7 +266,7 @@ async def test_the_picker_lists_lessons_with_their_progress(
 ) -> None:
     monkeypatch.setenv("ATTN_LESSONS_DIR", str(LESSON.parent))
     ProgressStore()  # no progress yet: nothing to resume
-    picker = make_picker_app()
+    picker = make_picker_app(plugin_dirs=[str(PLUGINS)])
     async with picker.run_test(size=(100, 30)) as pilot:
         await settle(pilot, attribute="store")
         from textual.widgets import OptionList

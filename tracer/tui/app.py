@@ -78,12 +78,16 @@ class TracerApp(App[int]):
         keys: list[tuple[str, str]] = []
         for key, active in self.screen.active_bindings.items():
             binding = active.binding
-            if not binding.description:
+            # Ours only: the focused widget's scrolling keys are summed up in one line below.
+            if not binding.description or not (binding.id or "").startswith("attn."):
                 continue
             # Each key on its own (a binding's key_display names only its first key).
             shown = ARROWS.get(key) or self.get_key_display(replace(binding, key_display=None))
             keys.append((shown or key, binding.tooltip or binding.description))
         keys.append(("ctrl+p", "Command palette: jump to a stage, step, lesson or variant; themes"))
+        keys.append(
+            ("tab", "Move between panes; ↑/↓, PgUp/PgDn and shift+←/→ scroll the focused one")
+        )
         intro = getattr(self.screen, "HELP", "") or ""
         self.push_screen(HelpScreen(_merge(keys), intro))
 

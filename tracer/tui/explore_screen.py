@@ -133,12 +133,11 @@ class ExploreScreen(StepScreen):
         self.position = index
         tokens = stepper.tokens
         variant = session.variant
+        # Three lines: what this is, its formula, where we are (fits narrow terminals).
         narration = Text()
         if isinstance(step, Stage):
             narration.append(step.title, style="bold")
-            if step.formula:
-                narration.append("\n" + step.formula)
-            self.pane.show_stage(step, tokens, session.query)
+            self.pane.show_stage(step, tokens, session.query, formula=False)
             current = step.name
             where = (
                 f"stage {variant.stages.index(step.name) + 1} of {len(variant.stages)}"
@@ -146,15 +145,16 @@ class ExploreScreen(StepScreen):
                 else "stage"
             )
         else:
+            cell = ", ".join(str(p) for p in step.position)
             narration.append(f"Loop building “{step.stage}”", style="bold")
-            narration.append(f"\nsub-step {step.index + 1}, position {step.position}")
-            if step.formula:
-                narration.append("\n" + step.formula)
-            self.pane.show_substep(step, stepper.canvases.get(step.stage), tokens)
+            narration.append(f" · cell ({cell})")
+            self.pane.show_substep(step, stepper.canvases.get(step.stage), tokens, formula=False)
             current = step.stage
-            where = f"loop {step.stage}"
+            where = f"sub-step {step.index + 1:,} of the loop"
+        if step.formula:
+            narration.append("\n" + step.formula)
         total = f"{stepper.total:,}" if stepper.total is not None else "?"
-        narration.append(f"\n\nstep {index + 1:,} of {total} · {where}", style="dim")
+        narration.append(f"\nstep {index + 1:,} of {total} · {where}", style="dim")
         if index == 0 and variant.description:
             narration.append("\n\n" + variant.description)
         self.query_one("#narration", TextPane).show(narration)
@@ -180,7 +180,6 @@ class ExploreScreen(StepScreen):
         if stepper.total is not None and self.position == stepper.total - 1:
             self.error_shown = True
             message = str(stepper.error)
-            self.app.notify(message, title="The variant stopped", severity="error", markup=False)
             self.app.show_error("The variant stopped with an error", message)  # type: ignore[attr-defined]
 
     # Moving -------------------------------------------------------------------------

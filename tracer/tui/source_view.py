@@ -86,7 +86,14 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             else:
                 self.call_after_refresh(self._reveal)
 
+    def on_resize(self) -> None:
+        # A new height (a resized terminal, a narrow layout) may hide the marked lines.
+        if self.marked:
+            self.call_after_refresh(self._reveal)
+
     def _reveal(self) -> None:
+        if not self.marked:
+            return
         first, last = min(self.marked), max(self.marked)
         top = self.scroll_offset.y
         if top < first and last <= top + self.size.height:

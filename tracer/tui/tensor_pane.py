@@ -34,11 +34,10 @@ def vector_text(tensor: Any) -> str:
     return f"[{shown}{more}]"
 
 
-def substep_detail(step: SubStep) -> Text:
+def substep_detail(step: SubStep, formula: bool = True) -> Text:
     """The sub-step's tensors, and a dot product spelled out when there is one."""
     text = Text()
-    text.append(f"cell {', '.join(str(p) for p in step.position)} · sub-step {step.index + 1}\n")
-    if step.formula:
+    if formula and step.formula:
         text.append(step.formula, style="bold")
         text.append("\n")
     vectors = [(n, t) for n, t in step.tensors.items() if getattr(t, "ndim", None) == 1]
@@ -126,6 +125,7 @@ class TensorPane(Vertical):
         query: int | None = None,
         focus: Highlight | None = None,
         tensor: str | None = None,
+        formula: bool = True,
     ) -> None:
         """Show one of ``stage``'s tensors (``tensor``, else the one shown before, else the first)."""
         self._message(None)
@@ -142,7 +142,7 @@ class TensorPane(Vertical):
             self.selected = names[0] if names else None
         self._draw_stage()
         detail = Text()
-        if stage.formula:
+        if formula and stage.formula:
             detail.append(stage.formula, style="bold")
         self._detail(detail)
 
@@ -160,7 +160,13 @@ class TensorPane(Vertical):
         self._title(f"{self.selected} · {self.grid.shape}")
         self.view.show(self.grid)
 
-    def show_substep(self, step: SubStep, canvas: LoopCanvas | None, tokens: Sequence[str]) -> None:
+    def show_substep(
+        self,
+        step: SubStep,
+        canvas: LoopCanvas | None,
+        tokens: Sequence[str],
+        formula: bool = True,
+    ) -> None:
         """The loop's matrix filled up to this sub-step, with its cell and vectors highlighted."""
         self._message(None)
         self._stage = None
@@ -179,7 +185,7 @@ class TensorPane(Vertical):
             self.grid = None
             self.view.show(None)
             self._title(f"{step.stage} (loop)")
-        self._detail(substep_detail(step))
+        self._detail(substep_detail(step, formula))
 
     def _title(self, title: str) -> None:
         if self.border_title != title:

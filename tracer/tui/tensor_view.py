@@ -135,6 +135,14 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
             style = Style(
                 color=accent.get_contrast_text(1.0).rich_color, bgcolor=accent.rich_color, bold=True
             )
+        elif kind == "focus":
+            # The lesson's focus: a lighter accent than the cell being computed.
+            background = base.blend(accent, 0.55)
+            style = Style(
+                color=background.get_contrast_text(1.0).rich_color,
+                bgcolor=background.rich_color,
+                bold=True,
+            )
         elif kind == "empty":
             style = Style(color=base.blend(text, 0.35).rich_color, bgcolor=base.rich_color)
         elif kind == "label":
@@ -209,10 +217,10 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
                 text = format_number(value).rjust(self.cell_width)
                 if highlight.current == (row, col):
                     style = self._style("current")
+                elif (row, col) in highlight.cells:
+                    style = self._style("focus")
                 else:
-                    emphasised = (row, col) in highlight.cells or (
-                        highlight.current is None and (hot_row or col in highlight.columns)
-                    )
+                    emphasised = highlight.current is None and (hot_row or col in highlight.columns)
                     style = self._cell_style(value, grid.low, grid.high, emphasised)
                 data.append(Segment(text, style))
         offset = scroll_x - first * cell

@@ -249,7 +249,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "options_unknown_key",
         "title: T\nsummary: S\noptions: {sead: 1}\nsteps:\n  - narration: hi\n",
         [
-            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout"
+            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads"
         ],
     ),
     (
@@ -260,6 +260,29 @@ CORPUS: list[tuple[str, str, list[str]]] = [
             "3:28: unknown init 'rnd' (did you mean 'rand'?); choose one of rand, randn, linear",
             "3:40: d_out must be at least 1, got 0",
             "3:52: dropout must be at least 0 and below 1, got 1",
+        ],
+    ),
+    (
+        "options_heads_zero",
+        "title: T\nsummary: S\noptions: {heads: 0}\nsteps:\n  - narration: hi\n",
+        ["3:18: heads must be at least 1, got 0"],
+    ),
+    (
+        "options_heads_not_whole",
+        H + "  - show: {variant: multihead, stage: split, options: {heads: 1.5}}\n",
+        ["4:63: heads must be a whole number, not a number (1.5)"],
+    ),
+    (
+        "options_heads_text",
+        H
+        + "  - quiz: {question: q, answer: {variant: multihead, stage: split, options: {heads: two}, cell: [0, 0, 0]}}\n",
+        ["4:85: heads must be a whole number, not text ('two')"],
+    ),
+    (
+        "options_heads_do_not_divide_d_out",
+        H + "  - show: {variant: multihead, stage: split, options: {heads: 3}}\n",
+        [
+            "4:11: --d-out 2 is not divisible by --heads 3: multihead splits d_out into 3 equal heads (try --d-out 3)"
         ],
     ),
     (

@@ -66,7 +66,7 @@ DEFAULT_TOLERANCE = 0.01
 ENV_DIRS = "ATTN_LESSONS_DIR"
 
 LESSON_KEYS = ("title", "summary", "inputs", "options", "steps")
-OPTION_KEYS = ("seed", "init", "d_out", "dropout")
+OPTION_KEYS = ("seed", "init", "d_out", "dropout", "heads")
 REF_KEYS = ("variant", "stage", "tensor", "query", "inputs", "options", "then")
 SHOW_KEYS = (*REF_KEYS, "focus", "caption")
 LOOP_KEYS = ("variant", "stage", "query", "inputs", "options", "limit", "caption")
@@ -531,7 +531,7 @@ class _Reader:
     def options(self, entries: dict[str, tuple[yaml.Node, yaml.Node]], base: Options) -> Options:
         """``inputs`` and ``options`` from a mapping's entries, over ``base``."""
         inputs = self.inputs(entries["inputs"][1]) if "inputs" in entries else None
-        seed = init = d_out = dropout = None
+        seed = init = d_out = dropout = heads = None
         if "options" in entries:
             node = entries["options"][1]
             fields = self.mapping(node, "options", OPTION_KEYS) or {}
@@ -557,7 +557,9 @@ class _Reader:
                         f"dropout must be at least 0 and below 1, got {dropout:g}",
                     )
                     dropout = None
-        merged = Options(inputs, seed, init, d_out, dropout).over(base)
+            if "heads" in fields:
+                heads = self.integer(fields["heads"][1], "heads", minimum=1)
+        merged = Options(inputs, seed, init, d_out, dropout, heads).over(base)
         explicit = merged.inputs.d_out if merged.inputs is not None else None
         if explicit is not None and merged.d_out not in (None, explicit) and "options" in entries:
             self.problem(

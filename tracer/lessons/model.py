@@ -67,6 +67,8 @@ class Options:
     init: str | None = None
     d_out: int | None = None
     dropout: float | None = None
+    heads: int | None = None
+    """Attention heads, for the multi-head variants (None: the variant's default)."""
 
     def over(self, base: Options) -> Options:
         """These options, with anything unset taken from ``base``."""
@@ -76,6 +78,7 @@ class Options:
             init=self.init if self.init is not None else base.init,
             d_out=self.d_out if self.d_out is not None else base.d_out,
             dropout=self.dropout if self.dropout is not None else base.dropout,
+            heads=self.heads if self.heads is not None else base.heads,
         )
 
 

@@ -77,6 +77,7 @@ class LessonRunner:
             d_out=options.d_out if options.inputs.d_out is None else None,
             dropout=options.dropout or 0.0,
             query=query,
+            extra={} if options.heads is None else {"heads": options.heads},
         )
         return start_trace(variant, trace_options, self.host)
 
@@ -88,6 +89,7 @@ class LessonRunner:
             options.init,
             options.d_out or DEFAULT_D_OUT,
             options.dropout,
+            options.heads,
             query,
         )
         if key not in self._traces:

@@ -225,6 +225,11 @@ def lesson_schema() -> dict[str, Any]:
                         "exclusiveMaximum": 1,
                         "description": "dropout rate (default 0)",
                     },
+                    "heads": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "attention heads, for multihead and multihead-wrapper (default 2)",
+                    },
                 },
                 loader.OPTION_KEYS,
             ),

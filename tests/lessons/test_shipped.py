@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.data import seeds
+from tests.learner.data.book import MULTIHEAD_CONTEXT, WRAPPER_CONTEXT
+from tests.learner.test_multihead import BookMultiHead, BookWrapper, book_batch
 from tracer.lessons.check import check_lesson
 from tracer.lessons.loader import find_lessons, load_lesson, shipped_dir
 from tracer.lessons.model import Lesson, Quiz, TensorRef
@@ -33,6 +35,7 @@ EXPECTED_NAMES = [
     "04_trainable_qkv",
     "05_causal_masking",
     "06_common_mistakes",
+    "07_multi_head",
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -82,6 +85,37 @@ def sum_can_go_negative() -> str:
     return "dividing by the sum"
 
 
+def book_layers(book_class: type[torch.nn.Module], d_out: int, heads: int) -> torch.nn.Module:
+    """The course's class, its layers created under manual_seed(123) as the chapter does."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(123)
+        return book_class(3, d_out, heads)
+
+
+def book_width(book_class: type[torch.nn.Module], heads: int) -> int:
+    return int(book_layers(book_class, 2, heads)(book_batch()).shape[-1])
+
+
+def split_head_weights() -> torch.Tensor:
+    """The causal weights of each head of the course's MultiHeadAttention (d_out 2, 2 heads)."""
+    book = book_layers(BookMultiHead, 2, 2)
+    x = journey_inputs()
+    q = book.W_query(x).view(6, 2, 1).transpose(0, 1)
+    k = book.W_key(x).view(6, 2, 1).transpose(0, 1)
+    scores = (q @ k.transpose(1, 2)).detach()
+    future = torch.ones(6, 6).triu(diagonal=1).bool()
+    return torch.softmax(scores.masked_fill(future, -torch.inf), dim=-1)
+
+
+def width_stays_fixed() -> str:
+    """The class whose output width does not change from one head to two."""
+    fixed = [
+        cls for cls in (BookWrapper, BookMultiHead) if book_width(cls, 1) == book_width(cls, 2)
+    ]
+    assert fixed == [BookMultiHead]
+    return "MultiHeadAttention (one projection, split)"
+
+
 # (lesson, quiz id) -> the right answer, from the seeds or from torch directly.
 ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
     ("01_dot_products", "your-journey"): lambda: seeds.SEED_003_DOT_0_1,
@@ -124,6 +158,13 @@ ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
     ("06_common_mistakes", "single-softmax"): lambda: float(
         torch.softmax(torch.tensor([0.1234]), dim=0)[0]
     ),
+    ("07_multi_head", "head1-query-journey"): lambda: float(
+        book_layers(BookWrapper, 2, 2).heads[1].W_query(journey_inputs())[1, 0].detach()
+    ),
+    ("07_multi_head", "wrapper-width"): lambda: book_width(BookWrapper, 3),
+    ("07_multi_head", "split-head1-weight"): lambda: float(split_head_weights()[1, 1, 0]),
+    ("07_multi_head", "split-output"): lambda: MULTIHEAD_CONTEXT[1][1],
+    ("07_multi_head", "fixed-width"): width_stays_fixed,
 }
 
 
@@ -132,7 +173,7 @@ def lessons(host: PluginHost) -> dict[str, Lesson]:
     return {path.stem: load_lesson(path, host) for path in SHIPPED}
 
 
-def test_the_six_lessons_ship_in_order() -> None:
+def test_the_seven_lessons_ship_in_order() -> None:
     assert NAMES == EXPECTED_NAMES
     refs = find_lessons(use_env=False)
     assert [(ref.number, ref.name) for ref in refs] == list(enumerate(EXPECTED_NAMES, start=1))
@@ -211,8 +252,11 @@ def test_runs_headless_in_a_pipe(name: str, attn: Callable[..., tuple[int, str, 
     assert "\x1b[" not in out  # no colour codes: readable in a pipe and by a screen reader
 
 
-# Every tensor printed in the seeds, and where it is printed (tests/data/seeds.py).
+# Every tensor printed in the seeds, and where it is printed (tests/data/seeds.py), and
+# the multi-head outputs the course material prints (tests/learner/data/book.py).
 PRINTED = {
+    "BOOK_WRAPPER_CONTEXT": WRAPPER_CONTEXT,
+    "BOOK_MULTIHEAD_CONTEXT": MULTIHEAD_CONTEXT,
     "SEED_000_ATTN_WEIGHTS": seeds.SEED_000_ATTN_WEIGHTS,
     "SEED_000_CONTEXT_VECTORS": seeds.SEED_000_CONTEXT_VECTORS,
     "SEED_001_SCORES_2": [seeds.SEED_001_SCORES_2],

@@ -238,3 +238,23 @@ async def test_the_palette_offers_stages_and_variants() -> None:
         await settle(pilot)
         step = screen.session.stepper.get(screen.position)  # type: ignore[union-attr]
         assert isinstance(step, Stage) and step.name == "weights"
+
+
+async def test_a_stage_that_is_not_a_tensor_is_an_error_in_the_pane() -> None:
+    app = explore("odd")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        pane = screen_of(app).query_one(TensorPane)
+        assert pane.has_class("-error")
+        assert "'inputs' is a list, not a torch tensor" in str(
+            pane.query_one("#tensor-message").render()
+        )
+
+
+async def test_quitting_after_a_failed_start_exits_with_the_error_status() -> None:
+    app = explore("no-such-variant")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, attribute="error_shown")
+        await pilot.press("escape")
+        await pilot.press("q")
+    assert app.exit_status == 2  # a usage error, as on the command line

@@ -275,7 +275,7 @@ async def test_the_picker_lists_lessons_with_their_progress(
         prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         ours = [p for p in prompts if "TUI test lesson [brackets stay]" in p]
         assert len(ours) == 1 and "not started" in ours[0]
-        assert any("Dot products" in p for p in prompts)  # a shipped lesson
+        assert len(prompts) > 1  # the shipped lessons are listed too
         options.highlighted = prompts.index(ours[0])
         await press(pilot, "enter")
         await settle(pilot)

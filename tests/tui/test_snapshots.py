@@ -3,14 +3,14 @@
 Regenerate after an intended change with
 ``.venv/bin/pytest tests/tui/test_snapshots.py --snapshot-update`` and look at
 the SVGs under ``__snapshots__/`` before committing them. Explore and lesson
-snapshots use the test plugin in ``tests/tui/plugins`` so edits to the built-in
-variants do not change them; the picker lists the shipped lessons, so a new or
-renamed shipped lesson changes its snapshot.
+snapshots use the test plugin in ``tests/tui/plugins``, and the picker lists
+only the test lesson, so edits to the built-in variants and lessons leave them alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,9 +94,19 @@ def test_lesson_quiz_answered(snap_compare: Snap, size: tuple[int, int]) -> None
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
-def test_picker(snap_compare: Snap, size: tuple[int, int]) -> None:
+def test_picker(
+    snap_compare: Snap, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await settle(pilot, attribute="store")
+
+    # Only the test lesson, so adding a shipped lesson does not change this snapshot.
+    empty = tmp_path / "no-shipped-lessons"
+    empty.mkdir()
+    monkeypatch.setattr("tracer.lessons.loader.shipped_dir", lambda: empty)
+    # A relative folder, shown as the lessons' origin, is the same on every checkout.
+    monkeypatch.chdir(LESSON.parent.parent.parent.parent)
+    monkeypatch.setenv("ATTN_LESSONS_DIR", "tests/tui/lessons")
 
     assert snap_compare(make_picker_app(), terminal_size=size, run_before=run_before)
 

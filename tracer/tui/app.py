@@ -16,9 +16,11 @@ from typing import Any, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.theme import Theme
 
 from tracer.tui.commands import PaletteCommand, TracerCommands
 from tracer.tui.modals import ErrorScreen, HelpScreen
+from tracer.tui.progress import load_settings, save_settings
 
 KEYMAP_ENV = "ATTN_KEYMAP"
 ARROWS = {"right": "→", "left": "←", "up": "↑", "down": "↓"}
@@ -65,9 +67,21 @@ class TracerApp(App[int]):
         keymap = parse_keymap(os.environ.get(KEYMAP_ENV, ""))
         if keymap:
             self.set_keymap(keymap)
-        chosen = theme or os.environ.get(THEME_ENV)
-        if chosen and chosen in self.available_themes:
+        # The theme: an argument, then ATTN_THEME, then the last one chosen in the palette.
+        chosen = theme or os.environ.get(THEME_ENV) or load_settings().get("theme")
+        if isinstance(chosen, str) and chosen in self.available_themes:
             self.theme = chosen
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+
+    def _remember_theme(self, theme: Theme) -> None:
+        settings = load_settings()
+        if settings.get("theme") != theme.name:
+            settings["theme"] = theme.name
+            warning = save_settings(settings)
+            if warning:
+                self.notify(warning, severity="warning", markup=False)
 
     def get_default_screen(self) -> Screen[Any]:
         return self._first_screen()

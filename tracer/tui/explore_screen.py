@@ -113,6 +113,7 @@ class ExploreScreen(StepScreen):
         self.show_step(0)
 
     def _failed(self, error: BaseException) -> None:
+        self.set_exit_status(error)
         message = self.describe(error)
         self.pane.show_error(message)
         self.query_one("#narration", TextPane).show(Text("Could not run the variant."))
@@ -137,7 +138,10 @@ class ExploreScreen(StepScreen):
         narration = Text()
         if isinstance(step, Stage):
             narration.append(step.title, style="bold")
-            self.pane.show_stage(step, tokens, session.query, formula=False)
+            try:
+                self.pane.show_stage(step, tokens, session.query, formula=False)
+            except Exception as error:
+                self.pane.show_error(f"cannot show stage '{step.name}': {self.describe(error)}")
             current = step.name
             where = (
                 f"stage {variant.stages.index(step.name) + 1} of {len(variant.stages)}"
@@ -148,7 +152,12 @@ class ExploreScreen(StepScreen):
             cell = ", ".join(str(p) for p in step.position)
             narration.append(f"Loop building “{step.stage}”", style="bold")
             narration.append(f" · cell ({cell})")
-            self.pane.show_substep(step, stepper.canvases.get(step.stage), tokens, formula=False)
+            try:
+                self.pane.show_substep(
+                    step, stepper.canvases.get(step.stage), tokens, formula=False
+                )
+            except Exception as error:
+                self.pane.show_error(f"cannot show this sub-step: {self.describe(error)}")
             current = step.stage
             where = f"sub-step {step.index + 1:,} of the loop"
         if step.formula:

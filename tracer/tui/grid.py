@@ -77,6 +77,10 @@ class TensorGrid(Grid):
     ) -> None:
         import torch
 
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"'{name}' is a {type(tensor).__name__}, not a torch tensor")
+        if tensor.is_complex():
+            raise TypeError(f"'{name}' holds complex numbers, which the tensor view cannot show")
         data = tensor.detach().cpu()
         if data.dtype == torch.bool or not data.is_floating_point():
             data = data.to(torch.float64)

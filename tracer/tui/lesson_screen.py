@@ -245,6 +245,7 @@ class LessonScreen(StepScreen):
             error = event.worker.error or RuntimeError("unknown error")
             message = self.describe(error)
             if group == "load":
+                self.set_exit_status(error)
                 self.pane.show_error(message)
                 self._markdown("#caption", "")
                 self.app.show_error("The lesson could not be opened", message)  # type: ignore[attr-defined]

@@ -175,3 +175,30 @@ def lesson_key(path: Path, shipped: Path | None) -> str:
     except OSError:
         pass
     return str(path.resolve())
+
+
+SETTINGS_FILE = "settings.json"
+
+
+def load_settings(folder: Path | None = None) -> dict[str, Any]:
+    """Preferences kept between runs (the theme); an unreadable file counts as none."""
+    path = (folder if folder is not None else data_dir()) / SETTINGS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_settings(settings: dict[str, Any], folder: Path | None = None) -> str | None:
+    """Write the preferences atomically; a warning instead of an exception on failure."""
+    folder = folder if folder is not None else data_dir()
+    path = folder / SETTINGS_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(settings, indent=1), encoding="utf-8")
+        temporary.replace(path)
+    except OSError as exc:
+        return f"could not save settings to {path}: {exc.strerror or exc}"
+    return None

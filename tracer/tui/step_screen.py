@@ -213,6 +213,11 @@ class StepScreen(Screen[None]):
     def job_cancelled(self) -> None:
         """Esc stopped a long job: redraw where we were."""
 
+    def set_exit_status(self, error: BaseException) -> None:
+        """Quitting after a failed load exits with the CLI's status for that error."""
+        status = error.exit_status if isinstance(error, TracerError) else 1
+        self.app.exit_status = status  # type: ignore[attr-defined]
+
     @staticmethod
     def describe(error: BaseException) -> str:
         if isinstance(error, TracerError):

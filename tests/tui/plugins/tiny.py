@@ -36,6 +36,11 @@ def broken(run: RunContext):
     raise ValueError("this variant fails on purpose [at stage two]")
 
 
+def odd(run: RunContext):
+    yield stage("inputs", "Not a tensor", inputs=[[1, 2], [3, 4]])
+    return run.inputs
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -47,6 +52,9 @@ def register_variants(register):
             loops=("scores",),
             uses_weights=False,
         )
+    )
+    register(
+        Variant(name="odd", title="Yields a list", run=odd, stages=("inputs",), uses_weights=False)
     )
     register(
         Variant(

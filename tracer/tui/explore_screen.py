@@ -140,7 +140,7 @@ class ExploreScreen(StepScreen):
             narration.append(step.title, style="bold")
             try:
                 self.pane.show_stage(step, tokens, session.query, formula=False)
-            except Exception as error:
+            except Exception as error:  # a plugin's odd tensor must not crash the app
                 self.pane.show_error(f"cannot show stage '{step.name}': {self.describe(error)}")
             current = step.name
             where = (

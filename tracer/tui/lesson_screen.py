@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -108,6 +108,8 @@ class LessonSession:
     path: Path
     key: str
     mtime: float = 0.0
+    loops: dict[int, LoopState] = field(default_factory=dict)
+    """Loop steps' steppers, prepared by the loading worker."""
 
 
 @dataclass
@@ -122,6 +124,50 @@ class LoopState:
 
     def count_known(self) -> int | None:
         return None if self.last is None else self.last - self.first + 1
+
+    def find_end(self, *, cheap_only: bool) -> int | None:
+        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
+        if self.last is not None:
+            return self.last
+        stepper = self.stepper
+        if self.limit is not None:
+            candidate = self.first + self.limit - 1
+            if cheap_only and stepper.cost(candidate) > SYNC_STEPS:
+                return None
+            try:
+                item = stepper.get(candidate)
+            except IndexError:
+                item = None
+            if isinstance(item, SubStep):
+                self.last = candidate
+                return candidate
+        if cheap_only:
+            return None
+        end = stepper.next_stage(self.first)
+        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
+        return self.last
+
+
+def start_loop(runner: LessonRunner, step: Loop) -> LoopState | None:
+    """A stepper for a loop step, run up to the loop's first sub-step; None if there is no loop."""
+    stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
+    index = 0
+    while True:
+        try:
+            item = stepper.get(index)
+        except IndexError:
+            if stepper.error is not None:
+                raise stepper.error from None
+            return None
+        if isinstance(item, SubStep) and item.stage == step.stage:
+            break
+        if isinstance(item, Stage) and item.name == step.stage:
+            return None  # the stage is not built by a loop
+        index += 1
+    state = LoopState(stepper, index, step.limit)
+    if step.limit is not None:
+        state.find_end(cheap_only=True)
+    return state
 
 
 @dataclass
@@ -146,7 +192,9 @@ class LessonScreen(StepScreen):
             )
             for n in range(10)
         ],
-        Binding("i", "answer", "Answer", id="attn.answer"),
+        # Not in the footer: rebuilding the footer whenever a quiz comes and goes costs frames;
+        # the quiz itself says which keys answer it.
+        Binding("i", "answer", "Answer", id="attn.answer", show=False),
     ]
 
     def __init__(
@@ -172,7 +220,6 @@ class LessonScreen(StepScreen):
         self.position = Position()
         self.progress = LessonProgress()
         self.loops: dict[int, LoopState] = {}
-        self._on_quiz = False
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -224,8 +271,8 @@ class LessonScreen(StepScreen):
         lesson = load_lesson(path, host, extra_dirs=self.lesson_dirs)
         key = lesson_key(path, shipped_dir())
         runner = LessonRunner(lesson, host)
-        warm_up(lesson, runner)
-        return LessonSession(lesson, runner, host, path, key, mtime)
+        loops = warm_up(lesson, runner)
+        return LessonSession(lesson, runner, host, path, key, mtime, loops)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         group = event.worker.group
@@ -257,6 +304,7 @@ class LessonScreen(StepScreen):
 
     def _started(self, session: LessonSession) -> None:
         self.session = session
+        self.loops = dict(session.loops)
         self.app.variant_names = sorted(session.host.variants)  # type: ignore[attr-defined]
         if self.store is None:
             self.store = ProgressStore()
@@ -306,7 +354,7 @@ class LessonScreen(StepScreen):
     def _reloaded(self, session: LessonSession) -> None:
         old = self.position
         self.session = session
-        self.loops.clear()
+        self.loops = dict(session.loops)
         self.progress.steps = len(session.lesson.steps)
         self.progress.title = session.lesson.title
         self._fill_timeline()
@@ -337,14 +385,7 @@ class LessonScreen(StepScreen):
         else:
             position = Position(position.step, 0)
         self.position = position
-        if isinstance(step, Quiz) != self._on_quiz:
-            # Only quizzes offer the "Answer" key; the footer is rebuilt when that changes.
-            self._on_quiz = isinstance(step, Quiz)
-            self.refresh_bindings()
-        self.set_class(isinstance(step, (Narration, Quiz, Checkpoint)), "-wide")
-        self.set_class(isinstance(step, Compare), "-compare")
-        left = self.query_one("#left")
-        left.display = not isinstance(step, (Narration, Quiz, Checkpoint))
+        self._arrange(step)
         try:
             self._draw(step, position)
         except Exception as error:
@@ -354,6 +395,21 @@ class LessonScreen(StepScreen):
         )
         self._save()
         return True
+
+    def _arrange(self, step: LessonStep) -> None:
+        """Show the left column only where it helps, narrower (and without source) for compare.
+
+        Styles are set on the two widgets, not as a class on the screen: a screen
+        class restyles every widget, which costs a visible fraction of a frame.
+        """
+        left = self.query_one("#left")
+        wanted = not isinstance(step, (Narration, Quiz, Checkpoint))
+        if left.display != wanted:
+            left.display = wanted
+        compare = isinstance(step, Compare)
+        if left.has_class("-compare") != compare:
+            left.set_class(compare, "-compare")
+            self.query_one("#source").set_class(compare, "-hidden")
 
     def _step_error(self, error: BaseException) -> None:
         self.query_one(ContentSwitcher).current = "tensors"
@@ -437,50 +493,15 @@ class LessonScreen(StepScreen):
     def _loop(self, number: int, step: Loop) -> LoopState | None:
         """The loop step's stepper, positioned at its first sub-step (created on first use)."""
         state = self.loops.get(number)
-        if state is not None:
-            return state
-        assert self.session is not None
-        runner = self.session.runner
-        stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
-        index = 0
-        while True:
-            try:
-                item = stepper.get(index)
-            except IndexError:
-                if stepper.error is not None:
-                    raise stepper.error from None
-                return None
-            if isinstance(item, SubStep) and item.stage == step.stage:
-                break
-            if isinstance(item, Stage) and item.name == step.stage:
-                return None  # the stage is not built by a loop
-            index += 1
-        state = self.loops[number] = LoopState(stepper, index, step.limit)
-        if step.limit is not None:
-            self._find_loop_end(state, cheap_only=True)
+        if state is None:
+            assert self.session is not None
+            state = start_loop(self.session.runner, step)
+            if state is not None:
+                self.loops[number] = state
         return state
 
     def _find_loop_end(self, state: LoopState, *, cheap_only: bool) -> int | None:
-        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
-        if state.last is not None:
-            return state.last
-        stepper = state.stepper
-        if state.limit is not None:
-            candidate = state.first + state.limit - 1
-            if cheap_only and stepper.cost(candidate) > SYNC_STEPS:
-                return None
-            try:
-                item = stepper.get(candidate)
-            except IndexError:
-                item = None
-            if isinstance(item, SubStep):
-                state.last = candidate
-                return candidate
-        if cheap_only:
-            return None
-        end = stepper.next_stage(state.first)
-        state.last = (end if end is not None else (stepper.total or state.first + 1)) - 1
-        return state.last
+        return state.find_end(cheap_only=cheap_only)
 
     # Moving -----------------------------------------------------------------------------
 
@@ -595,13 +616,6 @@ class LessonScreen(StepScreen):
     def action_answer(self) -> None:
         self.query_one(QuizView).focus_answer()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # "Answer" is offered (and shown in the footer) only on a quiz.
-        if action in ("answer", "choose"):
-            steps = self._steps()
-            return bool(steps) and isinstance(steps[self.position.step], Quiz)
-        return True
-
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
         steps = self._steps()
         step = steps[self.position.step] if steps else None
@@ -654,7 +668,7 @@ class LessonScreen(StepScreen):
         return commands
 
 
-def warm_up(lesson: Lesson, runner: LessonRunner) -> None:
+def warm_up(lesson: Lesson, runner: LessonRunner) -> dict[int, LoopState]:
     """Compute every step's tensors once, in the loading worker, so stepping only draws.
 
     The runner caches its traces, so the main thread later finds them done. A
@@ -664,16 +678,22 @@ def warm_up(lesson: Lesson, runner: LessonRunner) -> None:
     from rich.syntax import Syntax
 
     Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once
-    for step in lesson.steps:
+    loops: dict[int, LoopState] = {}
+    for number, step in enumerate(lesson.steps):
         try:
-            if isinstance(step, Show):
+            if isinstance(step, Loop):
+                state = start_loop(runner, step)
+                if state is not None:
+                    loops[number] = state
+            elif isinstance(step, Show):
                 runner.tensor(step.ref)
             elif isinstance(step, Compare):
                 runner.compare(step)
             elif isinstance(step, Quiz):
                 runner.answer(step)
-        except Exception:
+        except Exception:  # reported when the step is shown
             continue
+    return loops
 
 
 def _mtime(path: Path) -> float:

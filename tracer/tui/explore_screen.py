@@ -20,7 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.source_view import SourceView
-from tracer.tui.step_screen import SYNC_STEPS, StepScreen
+from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
 from tracer.tui.stepper import Stepper
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import TextPane
@@ -101,6 +101,7 @@ class ExploreScreen(StepScreen):
             self._failed(error)
 
     def _started(self, session: ExploreSession) -> None:
+        freeze_heap()
         self.session = session
         self.app.variant_names = list(session.variant_names)  # type: ignore[attr-defined]
         variant = session.variant

@@ -40,7 +40,7 @@ from tracer.tui.grid import Highlight
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
 from tracer.tui.source_view import SourceView
-from tracer.tui.step_screen import SYNC_STEPS, StepScreen
+from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
 from tracer.tui.stepper import Stepper
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import MarkdownPane
@@ -179,6 +179,10 @@ class Position:
 class LessonScreen(StepScreen):
     """Narration, source, tensors and quizzes for one lesson."""
 
+    # Nothing focused at first: panes come and go between steps, and focus moving off a
+    # hidden pane would rebuild the footer on every step. Tab focuses a pane to scroll it.
+    AUTO_FOCUS = ""
+
     HELP = (
         "Step through the lesson with → and ←. Loop steps have sub-steps: e jumps to the "
         "end of the loop. Answer quizzes in place (digits for choices, Enter for numbers). "
@@ -303,6 +307,7 @@ class LessonScreen(StepScreen):
                 )
 
     def _started(self, session: LessonSession) -> None:
+        freeze_heap()
         self.session = session
         self.loops = dict(session.loops)
         self.app.variant_names = sorted(session.host.variants)  # type: ignore[attr-defined]

@@ -94,4 +94,5 @@ class Timeline(HorizontalScroll, can_focus=False):
         self.current = key
         target = self._items.get(key) if key is not None else None
         if target is not None and moved:
-            self.call_after_refresh(self.scroll_to_widget, target, animate=False, center=True)
+            # Scrolls only when the item is out of view: a scroll costs another frame.
+            self.call_after_refresh(self.scroll_to_widget, target, animate=False)

@@ -280,3 +280,41 @@ async def test_the_picker_lists_lessons_with_their_progress(
         await press(pilot, "enter")
         await settle(pilot)
         assert lesson_screen(picker).position == Position(0, 0)
+
+
+async def test_a_step_that_fails_at_run_time_shows_its_error_in_the_pane(tmp_path: Path) -> None:
+    lesson = tmp_path / "late.yaml"
+    lesson.write_text(
+        "title: Late failure\n"
+        "summary: A step that only fails when it runs.\n"
+        "steps:\n"
+        "  - narration: Next comes a tensor the stage does not have.\n"
+        "  - show: {variant: naive-loop, stage: weights, tensor: nope}\n",
+        encoding="utf-8",
+    )
+    app = lesson_app(lesson)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        await press(pilot, "right")
+        pane = screen.query_one("#tensors", TensorPane)
+        assert pane.has_class("-error")
+        message = str(pane.query_one("#tensor-message").render())
+        assert "has no tensor 'nope'" in message
+        await press(pilot, "left")  # the lesson goes on
+        assert screen.position == Position(0, 0)
+
+
+async def test_clicking_a_step_in_the_timeline_jumps_to_it() -> None:
+    from tracer.tui.timeline import Timeline, TimelineItem
+
+    app = lesson_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        timeline = screen.query_one("#timeline", Timeline)
+        item = next(w for w in timeline.query(TimelineItem) if w.key == "4")
+        await pilot.click(item)
+        await settle(pilot)
+        assert screen.position == Position(4, 0)
+        assert screen.query_one(QuizView).quiz.id == "best"  # type: ignore[union-attr]

@@ -192,7 +192,11 @@ class LessonScreen(StepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         *[
             Binding(
-                str(n), f"choose({n})", f"Choose {n} / type it", show=False, id=f"attn.digit_{n}"
+                str(n),
+                f"choose({n})",
+                "Quiz: pick a choice, or start typing a number",
+                show=False,
+                id=f"attn.digit_{n}",
             )
             for n in range(10)
         ],

@@ -1,1 +1,15 @@
-"""The Textual step-through app."""
+"""The Textual step-through app: ``attn``, ``attn lesson NAME`` and ``attn explore VARIANT``.
+
+Modules, by concern:
+
+- ``launch``: entry points from the CLI (``open_picker``, ``open_lesson``, ``open_explore``);
+- ``app`` (+ ``app.tcss``), ``commands`` (ctrl+p palette), ``modals`` (errors, help, yes/no);
+- screens: ``picker_screen``, ``lesson_screen``, ``explore_screen``, sharing ``step_screen``
+  (stepping keys with Binding ids, auto-play, long work in thread workers);
+- widgets: ``tensor_pane`` and ``tensor_view`` (a line-API heatmap drawing only visible
+  cells), ``grid`` (what it draws), ``source_view``, ``timeline``, ``quiz_view``, ``text_pane``;
+- state: ``stepper`` (random access to a forward-only trace, with bounded memory) and
+  ``progress`` (bookmarks, quiz answers and the theme, in the user's data directory).
+
+Importing any of these never imports torch: screens load it in a worker after the first frame.
+"""

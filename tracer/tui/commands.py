@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
@@ -22,10 +21,6 @@ class PaletteCommand:
     title: str
     help: str
     run: Callable[[], object]
-
-
-class HasCommands(Protocol):
-    def palette_commands(self) -> list[PaletteCommand]: ...
 
 
 def _commands(*sources: object) -> list[PaletteCommand]:

@@ -12,23 +12,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tracer.runner import TraceOptions
     from tracer.tui.app import TracerApp
     from tracer.tui.explore_screen import ExploreSession
 
 
 def explore_loader(
     variant: str,
-    options: object,
+    options: TraceOptions,
     plugin_dirs: list[str] | tuple[str, ...] = (),
 ) -> ExploreSession:
     """Load the plugins and start ``variant`` (runs in a worker: this imports torch)."""
     from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
-    from tracer.runner import TraceOptions, build_context
+    from tracer.runner import build_context
     from tracer.tui.explore_screen import ExploreSession
     from tracer.tui.stepper import Stepper
 
-    assert isinstance(options, TraceOptions)
     host = PluginHost(plugin_dirs)
     found = host.variant(variant)
     inputs = options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
@@ -42,7 +42,7 @@ def explore_loader(
 
 
 def make_explore_app(
-    variant: str, options: object, plugin_dirs: list[str] | tuple[str, ...] = ()
+    variant: str, options: TraceOptions, plugin_dirs: list[str] | tuple[str, ...] = ()
 ) -> TracerApp:
     from tracer.tui.app import TracerApp
     from tracer.tui.explore_screen import ExploreScreen

@@ -27,7 +27,6 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
@@ -108,16 +107,6 @@ def scalar_of(step: SubStep) -> tuple[str, float] | None:
         if getattr(tensor, "ndim", None) == 0:
             return name, float(tensor)
     return None
-
-
-@dataclass(frozen=True)
-class StepInfo:
-    """Where a step sits: its global number, its stage, and its place in a loop."""
-
-    index: int
-    stage: str
-    loop_index: int | None
-    """The sub-step's index in its loop; None for a stage."""
 
 
 class Stepper:
@@ -306,12 +295,6 @@ class Stepper:
             pass
         finally:
             self.lock.release()
-
-    def info(self, index: int) -> StepInfo:
-        step = self.get(index)
-        if isinstance(step, Stage):
-            return StepInfo(index, step.name, None)
-        return StepInfo(index, step.stage, step.index)
 
     # Internals -------------------------------------------------------------------
 

@@ -318,3 +318,31 @@ async def test_clicking_a_step_in_the_timeline_jumps_to_it() -> None:
         await settle(pilot)
         assert screen.position == Position(4, 0)
         assert screen.query_one(QuizView).quiz.id == "best"  # type: ignore[union-attr]
+
+
+async def test_a_variant_failing_inside_a_loop_is_reported_and_the_lesson_goes_on(
+    tmp_path: Path,
+) -> None:
+    lesson = tmp_path / "loop.yaml"
+    lesson.write_text(
+        "title: A loop that breaks\n"
+        "summary: Its variant raises after two sub-steps.\n"
+        "steps:\n"
+        "  - loop: {variant: fails-in-loop, stage: scores}\n"
+        "  - narration: Still here.\n",
+        encoding="utf-8",
+    )
+    app = lesson_app(lesson)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        await press(pilot, "right")
+        assert screen.position == Position(0, 1)
+        await press(pilot, "right")  # the third sub-step never comes
+        assert screen.position == Position(0, 1)
+        message = str(
+            screen.query_one("#tensors", TensorPane).query_one("#tensor-message").render()
+        )
+        assert "the loop broke after two sub-steps" in message
+        await press(pilot, "left")
+        assert screen.position == Position(0, 0)

@@ -384,7 +384,10 @@ class LessonScreen(StepScreen):
             return False
         step = steps[position.step]
         if isinstance(step, Loop):
-            state = self._loop(position.step, step)
+            try:
+                state = self._loop(position.step, step)
+            except Exception:  # shown by _draw below, which asks again
+                state = None
             if state is None:
                 position = Position(position.step, 0)
             else:
@@ -527,24 +530,50 @@ class LessonScreen(StepScreen):
             state = self.loops.get(position.step)
             if state is not None:
                 target = state.first + position.sub + 1
-                inside = state.last is None or target <= state.last
-                if inside and state.stepper.cost(target) <= SYNC_STEPS:
+                if state.last is None or target <= state.last:
+                    if self._compute_first(state, target, self.step_next):
+                        return True
                     try:
                         item = state.stepper.get(target)
                     except IndexError:
                         item = None
                     if isinstance(item, SubStep) and item.stage == step.stage:
                         return self.show(Position(position.step, position.sub + 1))
+                    if state.stepper.error is not None:
+                        # The variant failed inside the loop: say so, and stay.
+                        self._step_error(state.stepper.error)
+                        return False
                     state.last = target - 1
         if position.step + 1 >= len(steps):
             self._finish()
             return False
         return self.show(Position(position.step + 1))
 
+    def _compute_first(self, state: LoopState, index: int, then: Callable[[], object]) -> bool:
+        """If sub-step ``index`` needs a long run (a replay), run it in a worker, then ``then``."""
+        if state.stepper.cost(index) <= SYNC_STEPS:
+            return False
+
+        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> None:
+            with contextlib.suppress(IndexError):
+                state.stepper.get(index, cancelled=cancelled, progress=progress)
+
+        def done(_result: object) -> None:
+            then()
+
+        self.run_long("Running the loop", job, done)
+        return True
+
     def step_previous(self) -> bool:
         position = self.position
         if position.sub > 0:
-            return self.show(Position(position.step, position.sub - 1))
+            state = self.loops.get(position.step)
+            back = Position(position.step, position.sub - 1)
+            if state is not None and self._compute_first(
+                state, state.first + back.sub, lambda: self.show(back)
+            ):
+                return True
+            return self.show(back)
         if position.step == 0:
             return False
         target = position.step - 1

@@ -192,6 +192,7 @@ def main() -> int:
             first_frame([python, str(bare)], b"BareAppReady", env) for _ in range(args.runs)
         ]
         ours = [first_frame(explore, b"Loading", env) for _ in range(args.runs)]
+        picker = [first_frame([python, "-m", "tracer"], b"Choose", env) for _ in range(args.runs)]
         ready = [
             first_frame(explore, b"Token embeddings", env) for _ in range(max(1, args.runs // 2))
         ]
@@ -248,6 +249,11 @@ def main() -> int:
     print(
         f"| `attn explore naive-loop`: first frame (torch still loading) | {ours_median * 1000:.0f} ms"
         f" | {ours_median / bare_median:.2f}× |"
+    )
+    picker_median = statistics.median(picker)
+    print(
+        f"| `attn` (lesson picker): first frame | {picker_median * 1000:.0f} ms"
+        f" | {picker_median / bare_median:.2f}× |"
     )
     print(
         f"| `attn explore naive-loop`: tensors on screen (torch loaded) | "

@@ -82,11 +82,15 @@ class PickerScreen(Screen[None]):
             self.store = ProgressStore()
         if self.store.warning:
             self.app.notify(self.store.warning, title="Progress", severity="warning", markup=False)
+        # Reading the lessons' titles takes a moment: paint the first frame before it.
+        self.call_after_refresh(self._fill)
+
+    def _fill(self) -> None:
         self.refresh_list()
         if self.preload:
-            self.call_after_refresh(self._preload)
+            self._preload()
         if self.offer_resume:
-            self.call_after_refresh(self._offer_resume)
+            self._offer_resume()
 
     def on_screen_resume(self) -> None:
         if self.refs:
@@ -121,8 +125,9 @@ class PickerScreen(Screen[None]):
             options.add_option(Option(line, id=str(ref.number)))
         if not self.refs:
             options.add_option(Option(Text("No lessons found."), disabled=True))
-        elif highlighted is not None and highlighted < len(self.refs):
-            options.highlighted = highlighted
+        else:
+            keep = highlighted is not None and highlighted < len(self.refs)
+            options.highlighted = highlighted if keep else 0
         options.focus()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="preload")

@@ -219,6 +219,24 @@ async def test_a_broken_edit_shows_its_problems_and_keeps_the_last_good_lesson(
         assert screen.position == Position(1, 0)
 
 
+async def test_fixing_the_lesson_closes_the_stale_error(lesson_copy: Path) -> None:
+    app = lesson_app(lesson_copy)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        good = lesson_copy.read_text(encoding="utf-8")
+        lesson_copy.write_text(good.replace("stage: scores", "stage: scroes", 1), encoding="utf-8")
+        screen.reload_now()
+        await settle(pilot)
+        assert isinstance(app.screen, ErrorScreen)
+        lesson_copy.write_text(good.replace("All scores", "Every score"), encoding="utf-8")
+        screen.reload_now()  # the author saves again, fixed; the message goes away
+        await settle(pilot)
+        assert app.screen is screen
+        await press(pilot, "right")
+        assert screen.query_one("#caption", MarkdownPane).text.startswith("Every score")
+
+
 async def test_a_lesson_that_cannot_load_is_an_error_modal(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("title: Bad\nsteps:\n  - narration: [not, text]\n", encoding="utf-8")

@@ -37,6 +37,7 @@ from tracer.lessons.model import (
 )
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
+from tracer.tui.modals import ErrorScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
 from tracer.tui.source_view import SourceView
@@ -228,6 +229,7 @@ class LessonScreen(StepScreen):
         self.position = Position()
         self.progress = LessonProgress()
         self.loops: dict[int, LoopState] = {}
+        self._reload_error: ErrorScreen | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -305,10 +307,12 @@ class LessonScreen(StepScreen):
                 self._markdown("#caption", "")
                 self.app.show_error("The lesson could not be opened", message)  # type: ignore[attr-defined]
             else:
-                self.app.show_error(  # type: ignore[attr-defined]
+                self._close_reload_error()
+                self._reload_error = ErrorScreen(
                     "The edited lesson has problems (still showing the last good version)",
                     message,
                 )
+                self.app.push_screen(self._reload_error)
 
     def _started(self, session: LessonSession) -> None:
         freeze_heap()
@@ -360,7 +364,14 @@ class LessonScreen(StepScreen):
             self.session.mtime = _mtime(self.session.path)
             self._reload(self.session.path, self.session.host)
 
+    def _close_reload_error(self) -> None:
+        """A later save fixed the lesson (or broke it anew): the old message no longer applies."""
+        modal, self._reload_error = self._reload_error, None
+        if modal is not None and modal.is_current:
+            modal.dismiss(None)
+
     def _reloaded(self, session: LessonSession) -> None:
+        self._close_reload_error()
         old = self.position
         self.session = session
         self.loops = dict(session.loops)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import events, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -694,10 +694,7 @@ class LessonScreen(StepScreen):
         if warning:
             self.app.notify(warning, title="Progress", severity="warning", markup=False)
 
-    # Layout and palette -------------------------------------------------------------------------
-
-    def on_resize(self, event: events.Resize) -> None:
-        super().on_resize(event)
+    # Palette -------------------------------------------------------------------------
 
     def palette_commands(self) -> list[PaletteCommand]:
         commands = []

@@ -408,14 +408,15 @@ class LessonScreen(StepScreen):
         else:
             position = Position(position.step, 0)
         self.position = position
-        self._arrange(step)
-        try:
-            self._draw(step, position)
-        except Exception as error:
-            self._step_error(error)
-        self.query_one(Timeline).set_current(
-            str(position.step), [str(n) for n in range(position.step)]
-        )
+        with self.app.batch_update():  # one repaint for the whole change
+            self._arrange(step)
+            try:
+                self._draw(step, position)
+            except Exception as error:
+                self._step_error(error)
+            self.query_one(Timeline).set_current(
+                str(position.step), [str(n) for n in range(position.step)]
+            )
         self._save()
         return True
 

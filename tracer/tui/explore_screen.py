@@ -8,6 +8,7 @@ which makes stepping back possible on a trace that only runs forwards.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -84,6 +85,7 @@ class ExploreScreen(StepScreen):
     def _load(self) -> ExploreSession:
         session = self._loader()
         session.stepper.get(0)
+        gc.collect()  # here, off the UI thread; the screen then freezes what is left
         return session
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -12,6 +12,7 @@ keeps the last good version on screen.
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,7 +268,9 @@ class LessonScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self) -> LessonSession:
-        return self._read_lesson(self.spec, self._host)
+        session = self._read_lesson(self.spec, self._host)
+        gc.collect()  # here, off the UI thread; the screen then freezes what is left
+        return session
 
     def _read_lesson(self, spec: str | Path, host: PluginHost | None) -> LessonSession:
         from tracer.lessons.loader import load_lesson, resolve_lesson, shipped_dir

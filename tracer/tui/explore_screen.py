@@ -20,7 +20,7 @@ from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tracer.tui.commands import PaletteCommand
-from tracer.tui.source_view import SourceView
+from tracer.tui.source_view import SourceView, highlighted
 from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
 from tracer.tui.stepper import Stepper
 from tracer.tui.tensor_pane import TensorPane
@@ -84,7 +84,9 @@ class ExploreScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self) -> ExploreSession:
         session = self._loader()
-        session.stepper.get(0)
+        first = session.stepper.get(0)
+        if first.source_file:
+            highlighted(first.source_file)  # the plugin's file, highlighted off the UI thread
         gc.collect()  # here, off the UI thread; the screen then freezes what is left
         return session
 

@@ -41,7 +41,7 @@ from tracer.tui.grid import Highlight
 from tracer.tui.modals import ErrorScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
-from tracer.tui.source_view import SourceView
+from tracer.tui.source_view import SourceView, highlighted
 from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
 from tracer.tui.stepper import Stepper
 from tracer.tui.tensor_pane import TensorPane
@@ -736,7 +736,9 @@ def warm_up(lesson: Lesson, runner: LessonRunner) -> dict[int, LoopState]:
                 if state is not None:
                     loops[number] = state
             elif isinstance(step, Show):
-                runner.tensor(step.ref)
+                source = runner.tensor(step.ref).stage.source_file
+                if source:
+                    highlighted(source)
             elif isinstance(step, Compare):
                 runner.compare(step)
             elif isinstance(step, Quiz):

@@ -7,6 +7,7 @@ is syntax-highlighted once; each step only changes which lines are tinted.
 
 from __future__ import annotations
 
+import functools
 import linecache
 from pathlib import Path
 from typing import ClassVar
@@ -20,6 +21,21 @@ from textual.color import Color
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+
+@functools.lru_cache(maxsize=32)
+def highlighted(path: str, dark: bool = True) -> tuple[Text, ...]:
+    """A source file's lines, syntax-highlighted once (loading workers call this ahead)."""
+    code = "".join(linecache.getlines(path))
+    if not code and Path(path).is_file():
+        code = Path(path).read_text(encoding="utf-8", errors="replace")
+    if not code:
+        return ()
+    syntax = Syntax(code, "python", theme="ansi_dark" if dark else "ansi_light")
+    lines = list(syntax.highlight(code).split("\n", allow_blank=True))
+    if lines and not lines[-1].plain:
+        lines.pop()
+    return tuple(lines)
 
 
 class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
@@ -63,14 +79,7 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         if path != self.path:
             self.path = path
             self._strips.clear()
-            code = "".join(linecache.getlines(path)) if path else ""
-            if path and not code and Path(path).is_file():
-                code = Path(path).read_text(encoding="utf-8", errors="replace")
-            dark = self.app.current_theme.dark
-            syntax = Syntax(code, "python", theme="ansi_dark" if dark else "ansi_light")
-            self.lines = list(syntax.highlight(code).split("\n", allow_blank=True)) if code else []
-            if self.lines and not self.lines[-1].plain:
-                self.lines.pop()
+            self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
             self.virtual_size = Size(
                 self._gutter() + max((t.cell_len for t in self.lines), default=0), len(self.lines)
             )

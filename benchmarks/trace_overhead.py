@@ -24,14 +24,16 @@ from pathlib import Path
 D = 64
 
 
-def best_of(repeats: int, function: Callable[[], object]) -> float:
-    """Minimum wall time: the least disturbed run on a shared machine."""
-    times = []
+def best_of(repeats: int, *functions: Callable[[], object]) -> list[float]:
+    """Minimum wall time of each function, run in alternation (ABCABC...) so that load from
+    other processes on a shared machine falls on all of them alike."""
+    times: list[list[float]] = [[] for _ in functions]
     for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for function, found in zip(functions, times, strict=True):
+            start = time.perf_counter()
+            function()
+            found.append(time.perf_counter() - start)
+    return [min(found) for found in times]
 
 
 def untraced_trainable(x, w_q, w_k, w_v):  # type: ignore[no-untyped-def]
@@ -84,7 +86,8 @@ def measure(
     def floor() -> object:
         return F.scaled_dot_product_attention(x @ w[0], x @ w[1], x @ w[2], is_causal=causal)
 
-    return best_of(repeats, traced), best_of(repeats, plain), best_of(repeats, floor)
+    traced_s, plain_s, floor_s = best_of(repeats, traced, plain, floor)
+    return traced_s, plain_s, floor_s
 
 
 def overhead_rows(sizes: list[int], repeats: int) -> list[tuple[str, int, float, float, float]]:

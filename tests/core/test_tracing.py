@@ -120,6 +120,18 @@ def test_loop_sub_step_lines(host: PluginHost) -> None:
     assert line_of(source, "yield substep(") not in steps[1].lines
 
 
+def test_a_stage_built_by_a_loop_shows_the_loop_body(host: PluginHost) -> None:
+    trace = start_trace("naive-loop", TraceOptions(), host).run_to_end()
+    source = trace.source_file
+    lines = trace.stage("scores").lines
+    assert line_of(source, "score = torch.dot(inputs[i], inputs[j])") in lines
+    assert line_of(source, "scores[i, j] = score") in lines
+    assert line_of(source, "sum_normalized = scores /") not in lines
+    assert (
+        line_of(source, "context[i] += softmax[i, j] * inputs[j]") in trace.stage("context").lines
+    )
+
+
 def test_tracing_leaves_global_state_alone(host: PluginHost) -> None:
     before_rng = torch.random.get_rng_state()
     before_trace = sys.gettrace()

@@ -38,6 +38,8 @@ class Trace:
         self.output: torch.Tensor | None = None
         self.finished = False
         self.substeps_in_current_loop = 0
+        self._loop_lines: set[int] = set()
+        """Lines run by the sub-steps since the last stage: the loop that built the next stage."""
         self._generator: GeneratorType[Step, None, torch.Tensor] | None = None
         self._code_file = variant.run.__code__.co_filename
         self._lines = LineRecorder(self._code_file)
@@ -107,12 +109,16 @@ class Trace:
         frame = self._generator.gi_frame if self._generator is not None else None
         if frame is not None:  # the yield statement itself is bookkeeping, not computation
             lines.difference_update(statement_lines(self._code_file, frame.f_lineno))
-        step.lines = tuple(sorted(lines))
         step.source_file = self.source_file
         if isinstance(step, SubStep):
+            step.lines = tuple(sorted(lines))
             step.index = self.substeps_in_current_loop
             self.substeps_in_current_loop += 1
+            self._loop_lines |= lines
             return step
+        # A stage built by a loop was computed by every line its sub-steps ran, too.
+        step.lines = tuple(sorted(lines | self._loop_lines))
+        self._loop_lines = set()
         if step.name not in self.variant.stages:
             self.finished = True
             raise self._error(

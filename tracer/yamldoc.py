@@ -215,22 +215,6 @@ def mapping_items(node: yaml.MappingNode) -> Iterator[tuple[str, yaml.Node, yaml
         yield str(key.value) if isinstance(key, yaml.ScalarNode) else "?", key, value
 
 
-def kind_of(node: yaml.Node) -> str:
-    """A word for what a node is, for messages ("a list", "a mapping", "text")."""
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    value = value_of(node)
-    if value is None:
-        return "empty"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return "text"
-
-
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tracer.cli.main import main
 from tracer.plugin_host import PluginHost
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# In CI (CI=true) hypothesis draws the same examples every run, so a landing never
+# depends on luck; run locally, it explores new examples each time.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

@@ -271,12 +271,18 @@ def _ratio(mine: torch.Tensor, reference: torch.Tensor) -> float | None:
     if tuple(mine.shape) != tuple(reference.shape):
         return None
     a, b = mine.double(), reference.double()
-    usable = a.isfinite() & b.isfinite() & (b.abs() > 1e-6)
-    if int(usable.sum()) < 2:
+    finite = a.isfinite() & b.isfinite()
+    usable = finite & (b.abs() > 1e-6)
+    if not usable.any():
         return None
     ratios = a[usable] / b[usable]
     c = float(ratios.mean())
     if float((ratios - c).abs().max()) > 1e-4 * max(1.0, abs(c)):
+        return None
+    # Where the reference is zero a multiple of it is zero too; checking this lets
+    # a single non-zero entry (degenerate inputs) still identify c without guessing.
+    zeros = finite & ~usable
+    if zeros.any() and float(a[zeros].abs().max()) > 1e-5 * max(1.0, abs(c)):
         return None
     return c
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -36,6 +37,16 @@ def test_building_the_cli_parser_does_not_import_torch() -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Build from a copy: setuptools writes build/ and *.egg-info next to the sources, and a
+    # stale build/ in the checkout could slip removed modules into the wheel.
+    source = tmp_path_factory.mktemp("source") / "repo"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+        ),
+    )
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [
@@ -48,7 +59,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(out),
-            str(REPO),
+            str(source),
         ],
         check=True,
         capture_output=True,

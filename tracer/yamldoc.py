@@ -52,7 +52,7 @@ class DocumentError(Exception):
         self.problems = problems
 
 
-def position(node_or_mark: Any, path: str = "") -> tuple[int, int]:
+def position(node_or_mark: Any) -> tuple[int, int]:
     """1-based (line, column) of a node or a PyYAML mark."""
     mark = getattr(node_or_mark, "start_mark", node_or_mark)
     return mark.line + 1, mark.column + 1

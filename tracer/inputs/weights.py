@@ -8,12 +8,8 @@ that calls ``torch.manual_seed(seed)`` first would draw.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from tracer.variant import Weights
-
-if TYPE_CHECKING:
-    import torch
 
 INITS = ("rand", "randn", "linear")
 
@@ -51,16 +47,3 @@ def make_weights(
             draw = torch.rand if init == "rand" else torch.randn
             matrices = [draw(d_in, d_out) for _ in range(3)]
     return Weights(*matrices)
-
-
-def linear_layers(weights: Weights) -> list[torch.nn.Linear]:
-    """The equivalent bias-free ``nn.Linear`` layers (query, key, value), for comparisons."""
-    import torch
-
-    layers = []
-    for matrix in (weights.query, weights.key, weights.value):
-        layer = torch.nn.Linear(matrix.shape[0], matrix.shape[1], bias=False)
-        with torch.no_grad():
-            layer.weight.copy_(matrix.T)
-        layers.append(layer)
-    return layers

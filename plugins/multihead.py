@@ -21,6 +21,7 @@ Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
 
 import torch
 from tracer.builtin_plugins.multihead_wrapper import (
+    HEADS,
     file_weights_error,
     focus,
     heads_option,
@@ -185,6 +186,7 @@ def register_variants(register):
             name="multihead",
             title="Multi-head attention: one projection split into heads",
             description="--d-out is the total width, divisible by --heads N (default 2).",
+            options=(HEADS,),
             run=multihead,
             stages=(
                 "inputs",

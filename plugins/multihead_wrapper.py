@@ -18,19 +18,18 @@ Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage
+from tracer import Option, RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
 
 DEFAULT_HEADS = 2
+HEADS = Option(
+    "heads", int, DEFAULT_HEADS, "number of attention heads (--heads N for short)", min=1, max=64
+)
+"""Declared by both multi-head variants; the tool checks values before the run starts."""
 
 
 def heads_option(run: RunContext) -> int:
-    heads = run.extra.get("heads")
-    if heads is None:
-        return DEFAULT_HEADS
-    if heads < 1:
-        raise UsageError(f"--heads must be at least 1, got {heads}")
-    return heads
+    return run.options.get("heads", DEFAULT_HEADS)
 
 
 def file_weights_error(d_out: int, heads: int) -> UsageError:
@@ -174,6 +173,7 @@ def register_variants(register):
             name="multihead-wrapper",
             title="Multi-head attention: causal heads stacked and concatenated",
             description="--d-out is each head's width; --heads N heads (default 2).",
+            options=(HEADS,),
             run=multihead_wrapper,
             stages=(
                 "inputs",

@@ -9,11 +9,25 @@ paints its first frame while torch loads in the background).
 """
 
 from tracer.hookspecs import hookimpl
-from tracer.variant import RunContext, Stage, SubStep, Variant, Weights, stage, substep
+from tracer.variant import (
+    Accumulate,
+    Dot,
+    Option,
+    RunContext,
+    Stage,
+    SubStep,
+    Variant,
+    Weights,
+    stage,
+    substep,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accumulate",
+    "Dot",
+    "Option",
     "RunContext",
     "Stage",
     "SubStep",

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from tracer.errors import UsageError
 from tracer.inputs import InputSet, load_inputs
 from tracer.inputs.weights import INITS, make_weights
+from tracer.options import Where, check_options, flag_where
 from tracer.suggest import did_you_mean
-from tracer.variant import RunContext
+from tracer.variant import RunContext, Variant
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -39,6 +40,14 @@ class TraceOptions:
     dropout: float = 0.0
     query: int | str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    """The variant's own options (``heads``, ``window``...), as given; the original spelling."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The variant's own options, as given; merged over ``extra``."""
+    option_flags: tuple[str, ...] = ()
+    """Shorthand flags the user typed (``--heads``), so messages can name them."""
+
+    def variant_options(self) -> dict[str, Any]:
+        return {**self.extra, **self.options}
 
 
 def resolve_query(query: int | str | None, tokens: tuple[str, ...]) -> int | None:
@@ -59,10 +68,25 @@ def resolve_query(query: int | str | None, tokens: tuple[str, ...]) -> int | Non
 
 
 def build_context(
-    input_set: InputSet, options: TraceOptions, uses_weights: bool = True
+    input_set: InputSet,
+    options: TraceOptions,
+    uses_weights: bool = True,
+    variant: Variant | None = None,
+    where: Where | None = None,
 ) -> RunContext:
-    """Validate the options against the inputs and create tensors and weights."""
+    """Validate the options against the inputs and create tensors and weights.
+
+    With ``variant``, its declared options are checked (``where`` names their
+    source in messages) and filled in with their defaults.
+    """
     import torch
+
+    variant_options = options.variant_options()
+    if variant is not None:
+        uses_weights = variant.uses_weights
+        variant_options = check_options(
+            variant, variant_options, where or flag_where(options.option_flags)
+        )
 
     if options.init not in INITS:
         raise UsageError(
@@ -74,11 +98,11 @@ def build_context(
     if not 0.0 <= options.dropout < 1.0:
         raise UsageError(f"--dropout must be at least 0 and below 1, got {options.dropout:g}")
     if input_set.d_out is not None and options.d_out not in (None, input_set.d_out):
-        where = (
+        source = (
             input_set.source if input_set.source != "built-in" else f"input set '{input_set.name}'"
         )
         raise UsageError(
-            f"--d-out {options.d_out} disagrees with the weights of {where}, "
+            f"--d-out {options.d_out} disagrees with the weights of {source}, "
             f"which have d_out = {input_set.d_out}"
         )
     query = resolve_query(options.query, input_set.tokens)
@@ -96,7 +120,7 @@ def build_context(
         seed=options.seed,
         init=None if input_set.weights else options.init,
         padding=input_set.padding,
-        extra=dict(options.extra),
+        extra=variant_options,
     )
 
 
@@ -112,5 +136,5 @@ def start_trace(
     input_set = (
         options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
     )
-    context = build_context(input_set, options, uses_weights=found.uses_weights)
+    context = build_context(input_set, options, variant=found)
     return host.start(variant, context)

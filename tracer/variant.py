@@ -16,7 +16,7 @@ This module must not import torch at runtime: ``import tracer`` stays fast.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,41 @@ if TYPE_CHECKING:
 
 STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VARIANT_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+TOKEN_AXES = frozenset({"token", "query", "key"})
+"""Axis names whose positions are tokens: only these are labelled with the tokens' text."""
+COMMON_AXES = ("token", "query", "key", "feature", "head", "kv_head", "step", "tile", "batch")
+"""The axis names the built-in variants use; any other lower-case name is allowed too."""
+OPTION_TYPES: tuple[type, ...] = (int, float, bool, str)
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option a variant declares: ``Option("window", int, 2, "keys each query sees", min=1)``.
+
+    Users set it with ``-o window=3`` on the command line or ``options: {window: 3}`` in a
+    lesson; the value is checked against ``type``, ``min``, ``max`` and ``choices`` before the
+    run starts, and reaches the variant as ``run.options["window"]``.
+    """
+
+    name: str
+    type: type
+    default: Any
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not OPTION_NAME.match(self.name):
+            raise ValueError(
+                f"option name {self.name!r} must be lower-case letters, digits and underscores"
+            )
+        if self.type not in OPTION_TYPES:
+            raise ValueError(
+                f"option {self.name!r} has type {self.type!r}; use int, float, bool or str"
+            )
 
 
 @dataclass(frozen=True)
@@ -54,7 +89,14 @@ class RunContext:
     padding: tuple[bool, ...] | None = None
     """True for tokens that are padding and must never be attended to."""
     extra: Mapping[str, Any] = field(default_factory=dict)
-    """Options for variants that need more (for example ``heads``)."""
+    """The variant's declared options, checked, with defaults filled in (also ``run.options``).
+
+    The name ``extra`` is the original spelling and keeps working."""
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        """The variant's declared options by name: ``run.options["window"]``."""
+        return self.extra
 
     def focus(self, tensor: torch.Tensor) -> torch.Tensor:
         """Row ``query`` of a per-query tensor when one query is focused; the tensor otherwise."""
@@ -77,10 +119,15 @@ class Stage:
     tensors: dict[str, torch.Tensor]
     formula: str | None = None
     lines: tuple[int, ...] = ()
-    """Lines of the plugin's file that ran to compute this stage (filled in by the tracer)."""
+    """Lines of ``source_file`` that ran to compute this stage (filled in by the tracer)."""
     source_file: str | None = None
+    """The plugin file whose code yielded this stage (filled in by the tracer)."""
     index: int = -1
     """Position among the stages of its trace (filled in by the tracer)."""
+    axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Axis names per tensor, e.g. ``{"scores": ("query", "key")}``; missing means unnamed."""
+    files: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Every plugin file that ran for this stage and its lines (filled in by the tracer)."""
 
 
 @dataclass
@@ -97,22 +144,96 @@ class SubStep:
     source_file: str | None = None
     index: int = -1
     """Position among the sub-steps of its loop (filled in by the tracer)."""
+    axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Axis names per tensor, as for :class:`Stage`."""
+    equation: Equation | None = None
+    """What this iteration computed, checked by the tracer before anything shows it."""
+    files: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Dot:
+    """The sub-step computed ``result = sum(a * b)`` from its 1-d tensors ``a`` and ``b``.
+
+    Declaring it lets a viewer write out the products term by term; the tracer
+    checks that the numbers agree before the sub-step is shown.
+    """
+
+    a: str
+    b: str
+    result: str
+
+
+@dataclass(frozen=True)
+class Accumulate:
+    """The sub-step computed ``after = before + weight * value`` (a running weighted sum)."""
+
+    before: str
+    weight: str
+    value: str
+    after: str
+
+
+Equation = Dot | Accumulate
+AxesSpec = Mapping[str, Sequence[str]] | Sequence[str] | None
 
 
 Step = Stage | SubStep
 RunFunction = Callable[[RunContext], Generator[Step, None, "torch.Tensor"]]
 
 
-def stage(name: str, title: str, *, formula: str | None = None, **tensors: torch.Tensor) -> Stage:
-    """Describe a stage: ``yield stage("scores", "Attention scores", scores=scores)``."""
-    return Stage(name=name, title=title, tensors=dict(tensors), formula=formula)
+def _axes(spec: AxesSpec, tensors: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Axis names per tensor; a bare sequence names the axes of every tensor alike."""
+    if spec is None:
+        return {}
+    if isinstance(spec, Mapping):
+        return {str(name): tuple(str(a) for a in axes) for name, axes in spec.items()}
+    names = tuple(str(a) for a in spec)
+    return {name: names for name in tensors}
+
+
+def stage(
+    name: str,
+    title: str,
+    *,
+    formula: str | None = None,
+    axes: AxesSpec = None,
+    **tensors: torch.Tensor,
+) -> Stage:
+    """Describe a stage: ``yield stage("scores", "Scores", axes=("query", "key"), scores=s)``.
+
+    ``axes`` names each tensor's dimensions, either one sequence for every tensor
+    of the stage or a mapping from tensor name to its axis names. Only ``token``,
+    ``query`` and ``key`` axes are labelled with the tokens.
+    """
+    return Stage(
+        name=name, title=title, tensors=dict(tensors), formula=formula, axes=_axes(axes, tensors)
+    )
 
 
 def substep(
-    stage: str, position: tuple[int, ...], *, formula: str | None = None, **tensors: torch.Tensor
+    stage: str,
+    position: tuple[int, ...],
+    *,
+    formula: str | None = None,
+    axes: AxesSpec = None,
+    equation: Equation | None = None,
+    **tensors: torch.Tensor,
 ) -> SubStep:
-    """Describe one loop iteration: ``yield substep("scores", (i, j), score=s)``."""
-    return SubStep(stage=stage, position=tuple(position), tensors=dict(tensors), formula=formula)
+    """Describe one loop iteration: ``yield substep("scores", (i, j), score=s)``.
+
+    Tensors may have any rank (a growing cache, a tile of scores). ``equation``
+    (:class:`Dot` or :class:`Accumulate`) says what the iteration computed, so a
+    viewer can write the arithmetic out; the tracer checks it holds.
+    """
+    return SubStep(
+        stage=stage,
+        position=tuple(position),
+        tensors=dict(tensors),
+        formula=formula,
+        axes=_axes(axes, tensors),
+        equation=equation,
+    )
 
 
 @dataclass(frozen=True)
@@ -130,6 +251,12 @@ class Variant:
     """Whether ``run`` needs query/key/value projections."""
     loops: tuple[str, ...] = ()
     """Stages built by a loop that yields sub-steps."""
+    options: tuple[Option, ...] = ()
+    """Options the variant accepts (``-o NAME=VALUE``, a lesson's ``options:``)."""
+
+    def option(self, name: str) -> Option | None:
+        """The declared option called ``name``, if any."""
+        return next((option for option in self.options if option.name == name), None)
 
     def __post_init__(self) -> None:
         if not VARIANT_NAME.match(self.name):
@@ -145,3 +272,16 @@ class Variant:
         unknown = [loop for loop in self.loops if loop not in self.stages]
         if unknown:
             raise ValueError(f"loops {unknown} of variant {self.name!r} are not among its stages")
+        names = [option.name for option in self.options]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant {self.name!r} declares an option twice: {names}")
+        clash = sorted(set(names) & RESERVED_OPTIONS)
+        if clash:
+            raise ValueError(
+                f"option {clash[0]!r} of variant {self.name!r} is a shared trace option; "
+                "read it from the RunContext instead"
+            )
+
+
+RESERVED_OPTIONS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query"})
+"""Options every variant shares; a variant reads them from :class:`RunContext` fields."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tracer.options import parse_assignments
 from tracer.plugin_host import PluginHost
 from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions
 
@@ -45,7 +46,15 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="number of attention heads, for the multi-head variants (default: 2)",
+        help="number of attention heads, for the multi-head variants; short for -o heads=N",
+    )
+    group.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set one of the variant's own options (repeatable; 'attn plugins' lists them)",
     )
     add_plugin_options(parser)
 
@@ -61,6 +70,10 @@ def add_plugin_options(parser: argparse.ArgumentParser) -> None:
 
 
 def trace_options(args: argparse.Namespace) -> TraceOptions:
+    """The trace options of a command line; ``-o`` values stay text until the variant is known."""
+    options: dict[str, object] = dict(parse_assignments(getattr(args, "option", None) or []))
+    if args.heads is not None:
+        options["heads"] = args.heads
     return TraceOptions(
         inputs=args.inputs,
         seed=args.seed,
@@ -68,7 +81,8 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
         d_out=args.d_out,
         dropout=args.dropout,
         query=args.query,
-        extra={} if args.heads is None else {"heads": args.heads},
+        options=options,
+        option_flags=("--heads",) if args.heads is not None else (),
     )
 
 

@@ -32,7 +32,7 @@ def explore_loader(
     host = PluginHost(plugin_dirs)
     found = host.variant(variant)
     inputs = options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
-    context = build_context(inputs, options, uses_weights=found.uses_weights)
+    context = build_context(inputs, options, variant=found)
     stepper = Stepper(lambda: host.start(variant, context))
     warnings = tuple(
         f"plugin '{record.name}' failed: {record.error} (see 'attn plugins')"

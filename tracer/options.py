@@ -1,0 +1,149 @@
+"""Checking the values users give a variant's declared options.
+
+Values arrive as text from the command line (``-o window=3``) or typed from a
+lesson's ``options:`` mapping. Both are checked here, before the variant runs,
+so a bad value is a usage error that names where it came from, never a plugin
+failure halfway through a run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tracer.errors import UsageError
+from tracer.suggest import did_you_mean
+from tracer.variant import Option, Variant
+
+LEGACY_OPTIONS = frozenset({"heads"})
+"""Options passed to every variant before variants declared theirs."""
+TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
+FALSE_WORDS = frozenset({"false", "no", "off", "0"})
+
+Where = Callable[[str], str]
+"""How to name the place an option came from in a message, e.g. ``-o window``."""
+
+
+def cli_where(name: str) -> str:
+    return f"-o {name}"
+
+
+def flag_where(flags: tuple[str, ...]) -> Where:
+    """Name an option as it was typed: ``--heads`` for a shorthand flag, else ``-o NAME``."""
+
+    def where(name: str) -> str:
+        flag = "--" + name.replace("_", "-")
+        return flag if flag in flags else cli_where(name)
+
+    return where
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, str]:
+    """``["window=3", "causal=true"]`` from repeated ``-o`` flags, as a name -> text mapping."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise UsageError(f"-o expects NAME=VALUE, got '{pair}'")
+        values[name] = value.strip()
+    return values
+
+
+def describe(option: Option) -> str:
+    """One line for ``--help`` style listings: ``window (int, default 2, >= 1): help``."""
+    facts = [option.type.__name__, f"default {_show(option.default)}"]
+    if option.choices:
+        facts.append("one of " + ", ".join(_show(c) for c in option.choices))
+    if option.min is not None:
+        facts.append(f">= {_show(option.min)}")
+    if option.max is not None:
+        facts.append(f"<= {_show(option.max)}")
+    text = f"{option.name} ({', '.join(facts)})"
+    return f"{text}: {option.help}" if option.help else text
+
+
+def check_options(
+    variant: Variant, values: Mapping[str, Any], where: Where = cli_where
+) -> dict[str, Any]:
+    """Every declared option of ``variant``, from ``values`` or its default, checked.
+
+    A variant that declares no options gets ``heads`` as it is: plugins written
+    before options existed read ``run.extra["heads"]`` themselves, and
+    ``--heads`` was accepted for every variant.
+    """
+    if not variant.options:
+        others = [name for name in values if name not in LEGACY_OPTIONS]
+        if others:
+            raise UsageError(f"{where(others[0])}: variant '{variant.name}' takes no options")
+        return dict(values)
+    known = [option.name for option in variant.options]
+    checked: dict[str, Any] = {}
+    for name, value in values.items():
+        option = variant.option(name)
+        if option is None:
+            raise UsageError(
+                f"{where(name)}: variant '{variant.name}' has no option '{name}'"
+                f"{did_you_mean(name, known)}; it takes {', '.join(known)}"
+            )
+        checked[name] = convert(option, value, where(name), variant.name)
+    for option in variant.options:
+        checked.setdefault(option.name, option.default)
+    return checked
+
+
+def convert(option: Option, value: Any, where: str, variant: str = "") -> Any:
+    """``value`` as the option's type, within its bounds, or a UsageError naming ``where``."""
+    typed = _as_type(option, value, where)
+    if option.choices is not None and typed not in option.choices:
+        choices = ", ".join(_show(c) for c in option.choices)
+        suggestion = did_you_mean(str(typed), [str(c) for c in option.choices])
+        raise UsageError(
+            f"{where}: '{_show(typed)}' is not allowed{suggestion}; choose one of {choices}"
+        )
+    if option.min is not None and typed < option.min:
+        raise UsageError(f"{where} must be at least {_show(option.min)}, got {_show(typed)}")
+    if option.max is not None and typed > option.max:
+        raise UsageError(f"{where} must be at most {_show(option.max)}, got {_show(typed)}")
+    return typed
+
+
+def _as_type(option: Option, value: Any, where: str) -> Any:
+    kind = option.type
+    wanted = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}[kind]
+    if isinstance(value, str) and kind is not str:
+        text = value.strip().lower()
+        if kind is bool:
+            if text in TRUE_WORDS:
+                return True
+            if text in FALSE_WORDS:
+                return False
+        else:
+            try:
+                number = float(text) if kind is float else int(text, 10)
+            except ValueError:
+                number = None
+            if number is not None and math.isfinite(number):
+                return number
+        raise UsageError(f"{where} must be {wanted}, got '{value}'")
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    elif isinstance(value, str):
+        return value
+    raise UsageError(f"{where} must be {wanted}, got {_show(value)}")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -20,6 +20,7 @@ Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
 """
 
 import torch
+from tracer.builtin_plugins._causal_core import causal_attention
 from tracer.builtin_plugins.multihead_wrapper import (
     HEADS,
     file_weights_error,
@@ -64,12 +65,19 @@ def multihead(run: RunContext):
             f"into {heads} equal heads (try --d-out {' or '.join(map(str, nearby))})"
         )
     head_dim = d_out // heads
-    yield stage("inputs", "Token embeddings", inputs=inputs)
+    yield stage("inputs", "Token embeddings", axes=("token", "feature"), inputs=inputs)
 
     W_query, W_key, W_value, W_out, b_out = split_weights(run, d_out)
     yield stage(
         "projections",
         "One projection each for queries, keys, values, and an output projection",
+        axes={
+            "W_query": ("feature", "feature"),
+            "W_key": ("feature", "feature"),
+            "W_value": ("feature", "feature"),
+            "W_out": ("feature", "feature"),
+            "b_out": ("feature",),
+        },
         W_query=W_query,
         W_key=W_key,
         W_value=W_value,
@@ -84,6 +92,11 @@ def multihead(run: RunContext):
         "projected",
         f"Queries, keys and values for all heads at once ({d_out} columns)",
         formula="Q = X W_q,  K = X W_k,  V = X W_v",
+        axes={
+            "queries": ("query", "feature"),
+            "keys": ("key", "feature"),
+            "values": ("key", "feature"),
+        },
         queries=run.focus(queries),
         keys=keys,
         values=values,
@@ -97,66 +110,25 @@ def multihead(run: RunContext):
         "split",
         f"Split into {heads} heads of {head_dim} columns each",
         formula="view(tokens, heads, head_dim).transpose(0, 1)",
+        axes={
+            "queries": ("head", "query", "feature"),
+            "keys": ("head", "key", "feature"),
+            "values": ("head", "key", "feature"),
+        },
         queries=focus(run, queries),
         keys=keys,
         values=values,
     )
 
-    scores = queries @ keys.transpose(1, 2)
-    yield stage(
-        "scores", "Attention scores, per head", formula="ω_h = Q_h K_hᵀ", scores=focus(run, scores)
-    )
-    scaled = scores / head_dim**0.5
-    yield stage(
-        "scaled",
-        "Scaled scores, per head",
-        formula=f"ω_h / √head_dim,  head_dim = {head_dim}",
-        scaled=focus(run, scaled),
-    )
-
-    # True marks a (query, key) pair that must not be seen: the key is in the future.
-    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-    if run.padding is not None:
-        mask = mask | torch.tensor(run.padding)
-    yield stage(
-        "mask",
-        "Causal mask, the same for every head",
-        formula="mask[i,j] = j > i",
-        mask=run.focus(mask),
-    )
-
-    masked_scores = scaled.masked_fill(mask, float("-inf"))
-    yield stage(
-        "masked_scores",
-        "Future hidden with -inf, per head",
-        formula="ω_h[i,j] = -inf where j > i",
-        masked_scores=focus(run, masked_scores),
-    )
-    weights = torch.softmax(masked_scores, dim=-1).nan_to_num(0.0)
-    yield stage(
-        "weights",
-        "Attention weights, per head",
-        formula="α_h = softmax(masked ω_h / √head_dim, dim=-1)",
-        weights=focus(run, weights),
-    )
-
-    dropped = weights
-    if run.dropout > 0:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(run.seed)
-            dropped = torch.nn.functional.dropout(weights, p=run.dropout)
-    yield stage(
-        "dropout",
-        f"Dropout on the weights (p = {run.dropout:g})",
-        formula="kept weights × 1/(1-p); dropped ones become 0",
-        weights=focus(run, dropped),
-    )
+    # Every head is causal attention on its own slice: the core ``masked`` uses.
+    dropped = yield from causal_attention(run, queries, keys, values, heads=True)
 
     head_context = dropped @ values
     yield stage(
         "head_context",
         "Each head's context vectors",
         formula="Z_h = α_h V_h",
+        axes=("head", "query", "feature"),
         head_context=focus(run, head_context),
     )
 
@@ -166,6 +138,7 @@ def multihead(run: RunContext):
         "concat",
         "Heads put back side by side",
         formula="transpose(0, 1).view(tokens, d_out)",
+        axes=("query", "feature"),
         concat=run.focus(concat),
     )
 
@@ -174,6 +147,7 @@ def multihead(run: RunContext):
         "context",
         "Output projection mixes the heads",
         formula="Z = concat W_o + b_o",
+        axes=("query", "feature"),
         context=context,
     )
     return context

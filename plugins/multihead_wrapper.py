@@ -17,6 +17,7 @@ Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
 """
 
 import torch
+from tracer.builtin_plugins._causal_core import causal_attention
 
 from tracer import Option, RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
@@ -69,8 +70,7 @@ def head_weights(
 def multihead_wrapper(run: RunContext):
     heads = heads_option(run)
     inputs = run.inputs
-    n = inputs.shape[0]
-    yield stage("inputs", "Token embeddings", inputs=inputs)
+    yield stage("inputs", "Token embeddings", axes=("token", "feature"), inputs=inputs)
 
     per_head = head_weights(run, heads)
 
@@ -81,6 +81,7 @@ def multihead_wrapper(run: RunContext):
     yield stage(
         "projections",
         f"Each of the {heads} heads has its own projections",
+        axes=("head", "feature", "feature"),
         W_query=W_query,
         W_key=W_key,
         W_value=W_value,
@@ -90,63 +91,36 @@ def multihead_wrapper(run: RunContext):
     keys = inputs @ W_key
     values = inputs @ W_value
     yield stage(
-        "queries", "Queries, per head", formula="Q_h = X W_q,h", queries=focus(run, queries)
+        "queries",
+        "Queries, per head",
+        formula="Q_h = X W_q,h",
+        axes=("head", "query", "feature"),
+        queries=focus(run, queries),
     )
-    yield stage("keys", "Keys, per head", formula="K_h = X W_k,h", keys=keys)
-    yield stage("values", "Values, per head", formula="V_h = X W_v,h", values=values)
-
-    scores = queries @ keys.transpose(1, 2)
     yield stage(
-        "scores", "Attention scores, per head", formula="ω_h = Q_h K_hᵀ", scores=focus(run, scores)
+        "keys",
+        "Keys, per head",
+        formula="K_h = X W_k,h",
+        axes=("head", "key", "feature"),
+        keys=keys,
     )
-    scaled = scores / keys.shape[-1] ** 0.5
     yield stage(
-        "scaled", "Scaled scores, per head", formula="ω_h / √d_k", scaled=focus(run, scaled)
-    )
-
-    # True marks a (query, key) pair that must not be seen: the key is in the future.
-    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-    if run.padding is not None:
-        mask = mask | torch.tensor(run.padding)
-    yield stage(
-        "mask",
-        "Causal mask, the same for every head",
-        formula="mask[i,j] = j > i",
-        mask=run.focus(mask),
+        "values",
+        "Values, per head",
+        formula="V_h = X W_v,h",
+        axes=("head", "key", "feature"),
+        values=values,
     )
 
-    masked_scores = scaled.masked_fill(mask, float("-inf"))
-    yield stage(
-        "masked_scores",
-        "Future hidden with -inf, per head",
-        formula="ω_h[i,j] = -inf where j > i",
-        masked_scores=focus(run, masked_scores),
-    )
-    weights = torch.softmax(masked_scores, dim=-1).nan_to_num(0.0)
-    yield stage(
-        "weights",
-        "Attention weights, per head",
-        formula="α_h = softmax(masked ω_h / √d_k, dim=-1)",
-        weights=focus(run, weights),
-    )
-
-    dropped = weights
-    if run.dropout > 0:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(run.seed)
-            dropped = torch.nn.functional.dropout(weights, p=run.dropout)
-    yield stage(
-        "dropout",
-        f"Dropout on the weights (p = {run.dropout:g})",
-        formula="kept weights × 1/(1-p); dropped ones become 0",
-        weights=focus(run, dropped),
-    )
+    # Every head is causal attention on its own slice: the core ``masked`` uses.
+    dropped = yield from causal_attention(run, queries, keys, values, heads=True)
 
     head_context = dropped @ values
     yield stage(
         "head_context",
         "Each head's context vectors",
         formula="Z_h = α_h V_h",
+        axes=("head", "query", "feature"),
         head_context=focus(run, head_context),
     )
 
@@ -156,6 +130,7 @@ def multihead_wrapper(run: RunContext):
         "context",
         f"Heads side by side: {heads} × {values.shape[-1]} columns",
         formula="Z = [Z_0 | Z_1 | ...]",
+        axes=("query", "feature"),
         context=context,
     )
     return context

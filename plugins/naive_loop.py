@@ -7,13 +7,13 @@ sub-step per (query, key) pair; a reader can watch the matrix fill in.
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage, substep
+from tracer import Accumulate, Dot, RunContext, Variant, hookimpl, stage, substep
 
 
 def naive_loop(run: RunContext):
     inputs = run.inputs
     n = inputs.shape[0]
-    yield stage("inputs", "Token embeddings", inputs=inputs)
+    yield stage("inputs", "Token embeddings", axes=("token", "feature"), inputs=inputs)
 
     scores = torch.zeros(n, n)
     for i in run.query_indices:
@@ -24,6 +24,8 @@ def naive_loop(run: RunContext):
                 "scores",
                 (i, j),
                 formula=f"ω[{i},{j}] = x{i} · x{j}",
+                axes={"query": ("feature",), "key": ("feature",), "score": ()},
+                equation=Dot("query", "key", "score"),
                 query=inputs[i],
                 key=inputs[j],
                 score=score,
@@ -32,6 +34,7 @@ def naive_loop(run: RunContext):
         "scores",
         "Attention scores: the dot product of every pair",
         formula="ω[i,j] = x_i · x_j",
+        axes=("query", "key"),
         scores=run.focus(scores),
     )
 
@@ -41,6 +44,7 @@ def naive_loop(run: RunContext):
         "weights",
         "Attention weights: simple sum normalisation beside softmax",
         formula="α[i,j] = ω[i,j] / Σ_j ω[i,j]   vs   α[i,j] = exp(ω[i,j]) / Σ_j exp(ω[i,j])",
+        axes=("query", "key"),
         weights=run.focus(softmax),
         sum_normalized=run.focus(sum_normalized),
     )
@@ -48,13 +52,22 @@ def naive_loop(run: RunContext):
     context = torch.zeros_like(inputs)
     for i in run.query_indices:
         for j in range(n):
+            before = context[i].clone()
             context[i] += softmax[i, j] * inputs[j]
             yield substep(
                 "context",
                 (i, j),
                 formula=f"z{i} += α[{i},{j}] · x{j}",
+                axes={
+                    "weight": (),
+                    "value": ("feature",),
+                    "before": ("feature",),
+                    "partial": ("feature",),
+                },
+                equation=Accumulate("before", "weight", "value", "partial"),
                 weight=softmax[i, j],
                 value=inputs[j],
+                before=before,
                 partial=context[i].clone(),
             )
     context = run.focus(context)
@@ -62,6 +75,7 @@ def naive_loop(run: RunContext):
         "context",
         "Context vectors: inputs weighted by attention",
         formula="z_i = Σ_j α[i,j] x_j",
+        axes=("query", "feature"),
         context=context,
     )
     return context

@@ -12,10 +12,11 @@ from tracer import RunContext, Variant, hookimpl, stage
 
 def trainable(run: RunContext):
     inputs, W = run.inputs, run.weights
-    yield stage("inputs", "Token embeddings", inputs=inputs)
+    yield stage("inputs", "Token embeddings", axes=("token", "feature"), inputs=inputs)
     yield stage(
         "projections",
         "Projection matrices (trainable)",
+        axes=("feature", "feature"),
         W_query=W.query,
         W_key=W.key,
         W_value=W.value,
@@ -23,29 +24,57 @@ def trainable(run: RunContext):
 
     queries = run.focus(inputs) @ W.query
     yield stage(
-        "queries", "Queries: what each token is looking for", formula="Q = X W_q", queries=queries
+        "queries",
+        "Queries: what each token is looking for",
+        formula="Q = X W_q",
+        axes=("query", "feature"),
+        queries=queries,
     )
     keys = inputs @ W.key
     yield stage(
-        "keys", "Keys: what each token offers to be matched on", formula="K = X W_k", keys=keys
+        "keys",
+        "Keys: what each token offers to be matched on",
+        formula="K = X W_k",
+        axes=("key", "feature"),
+        keys=keys,
     )
     values = inputs @ W.value
-    yield stage("values", "Values: what each token passes on", formula="V = X W_v", values=values)
+    yield stage(
+        "values",
+        "Values: what each token passes on",
+        formula="V = X W_v",
+        axes=("key", "feature"),
+        values=values,
+    )
 
     scores = queries @ keys.T
-    yield stage("scores", "Attention scores", formula="ω = Q Kᵀ", scores=scores)
+    yield stage(
+        "scores", "Attention scores", formula="ω = Q Kᵀ", axes=("query", "key"), scores=scores
+    )
 
     d_k = keys.shape[-1]
     scaled = scores / d_k**0.5
-    yield stage("scaled", "Scaled scores", formula=f"ω / √d_k,  d_k = {d_k}", scaled=scaled)
+    yield stage(
+        "scaled",
+        "Scaled scores",
+        formula=f"ω / √d_k,  d_k = {d_k}",
+        axes=("query", "key"),
+        scaled=scaled,
+    )
 
     weights = torch.softmax(scaled, dim=-1)
     yield stage(
-        "weights", "Attention weights", formula="α = softmax(ω / √d_k, dim=-1)", weights=weights
+        "weights",
+        "Attention weights",
+        formula="α = softmax(ω / √d_k, dim=-1)",
+        axes=("query", "key"),
+        weights=weights,
     )
 
     context = weights @ values
-    yield stage("context", "Context vectors", formula="Z = α V", context=context)
+    yield stage(
+        "context", "Context vectors", formula="Z = α V", axes=("query", "feature"), context=context
+    )
     return context
 
 

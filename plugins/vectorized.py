@@ -11,12 +11,16 @@ from tracer import RunContext, Variant, hookimpl, stage
 
 def vectorized(run: RunContext):
     inputs = run.inputs
-    yield stage("inputs", "Token embeddings", inputs=inputs)
+    yield stage("inputs", "Token embeddings", axes=("token", "feature"), inputs=inputs)
 
     queries = run.focus(inputs)
     scores = queries @ inputs.T
     yield stage(
-        "scores", "Attention scores in one matrix product", formula="ω = X Xᵀ", scores=scores
+        "scores",
+        "Attention scores in one matrix product",
+        formula="ω = X Xᵀ",
+        axes=("query", "key"),
+        scores=scores,
     )
 
     weights = torch.softmax(scores, dim=-1)
@@ -24,11 +28,14 @@ def vectorized(run: RunContext):
         "weights",
         "Attention weights: softmax over each row",
         formula="α = softmax(ω, dim=-1)",
+        axes=("query", "key"),
         weights=weights,
     )
 
     context = weights @ inputs
-    yield stage("context", "Context vectors", formula="Z = α X", context=context)
+    yield stage(
+        "context", "Context vectors", formula="Z = α X", axes=("query", "feature"), context=context
+    )
     return context
 
 

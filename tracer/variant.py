@@ -34,6 +34,12 @@ COMMON_AXES = ("token", "query", "key", "feature", "head", "kv_head", "step", "t
 OPTION_TYPES: tuple[type, ...] = (int, float, bool, str)
 
 
+def parse_axis(spec: str) -> tuple[str, int]:
+    """An axis name and its token offset: ``"key:4"`` -> ``("key", 4)``, ``"feature"`` -> 0."""
+    name, _, offset = spec.partition(":")
+    return name, int(offset) if offset.isdigit() else 0
+
+
 @dataclass(frozen=True)
 class Option:
     """An option a variant declares: ``Option("window", int, 2, "keys each query sees", min=1)``.

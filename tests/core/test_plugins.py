@@ -119,10 +119,23 @@ def test_plugins_json_lists_everything(attn: Callable[..., tuple[int, str, str]]
         "origin": "folder",
         "source": str(GOOD / "inplace.py"),
         "variants": [
-            {"name": "inplace", "title": "In place", "stages": ["scores", "masked"]},
-            {"name": "untouched", "title": "No writes", "stages": ["scores"]},
+            {
+                "name": "inplace",
+                "title": "In place",
+                "stages": ["scores", "masked"],
+                "loops": [],
+                "options": [],
+            },
+            {
+                "name": "untouched",
+                "title": "No writes",
+                "stages": ["scores"],
+                "loops": [],
+                "options": [],
+            },
         ],
         "error": None,
+        "warnings": [],
     }
     assert listed["import_error"]["error"].startswith("ModuleNotFoundError")
 

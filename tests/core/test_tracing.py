@@ -69,7 +69,11 @@ def test_focus_makes_sub_steps_for_one_query_only(host: PluginHost) -> None:
 def test_stage_tensors_are_not_copied(host: PluginHost) -> None:
     plugins = PluginHost([GOOD], use_env=False)
     trace = start_trace("untouched", TraceOptions(), plugins).run_to_end()
-    module = sys.modules["attention_tracer_plugins.inplace"]
+    module = next(
+        module
+        for name, module in sys.modules.items()
+        if name.startswith("attention_tracer_plugins") and name.endswith(".inplace")
+    )
     assert trace.stage("scores").tensors["scores"] is module.probe[-1]
 
 
@@ -103,11 +107,24 @@ def test_source_lines_are_the_lines_that_ran(host: PluginHost) -> None:
 
 def test_branch_not_taken_is_not_shown(host: PluginHost) -> None:
     trace = start_trace("masked", TraceOptions(), host).run_to_end()
-    source = trace.source_file
-    dropout_line = line_of(source, "dropped = torch.nn.functional.dropout")
+    core = trace.stage("dropout").source_file
+    assert core is not None and core.endswith("_causal_core.py")
+    dropout_line = line_of(core, "draws = np.random.RandomState(seed)")
     assert dropout_line not in trace.stage("dropout").lines
     with_dropout = start_trace("masked", TraceOptions(dropout=0.5), host).run_to_end()
     assert dropout_line in with_dropout.stage("dropout").lines
+
+
+def test_lines_are_recorded_in_every_file_of_the_plugin(host: PluginHost) -> None:
+    trace = start_trace("masked", TraceOptions(), host).run_to_end()
+    own, core = trace.source_file, trace.stage("scores").source_file
+    assert core is not None and core != own and Path(core).parent == Path(own).parent
+    # The stage yielded from the shared core shows the core's lines...
+    assert line_of(core, "scores = queries @ keys.transpose(-2, -1)") in trace.stage("scores").lines
+    # ...and the variant's own stages stay in its own file.
+    context = trace.stage("context")
+    assert context.source_file == own
+    assert line_of(own, "context = run.focus(weights @ values)") in context.lines
 
 
 def test_loop_sub_step_lines(host: PluginHost) -> None:

@@ -95,4 +95,7 @@ def load_host(args: argparse.Namespace, *, warn: bool = True) -> PluginHost:
                 f"attn: warning: plugin '{record.name}' failed: {record.error} (see 'attn plugins')",
                 file=sys.stderr,
             )
+        for record in host.plugins:
+            for warning in record.warnings:
+                print(f"attn: warning: plugin '{record.name}': {warning}", file=sys.stderr)
     return host

@@ -9,6 +9,7 @@ from typing import Any
 
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK
+from tracer.options import describe
 from tracer.plugin_host import PluginHost
 
 
@@ -36,6 +37,12 @@ def run(args: argparse.Namespace) -> int:
             variant = host.variants[name]
             print(f"  {name}: {variant.title}")
             print(f"    stages: {', '.join(variant.stages)}")
+            if variant.loops:
+                print(f"    loops: {', '.join(variant.loops)}")
+            for option in variant.options:
+                print(f"    -o {describe(option)}")
+        for warning in record.warnings:
+            print(f"  warning: {warning}")
         if record.error:
             print(f"  FAILED: {record.error}")
     return EXIT_OK

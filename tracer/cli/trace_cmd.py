@@ -8,7 +8,9 @@ import sys
 from typing import Any
 
 from tracer.cli.options import add_trace_options, load_host, trace_options
-from tracer.errors import EXIT_OK
+from tracer.errors import EXIT_OK, UsageError
+from tracer.suggest import did_you_mean
+from tracer.variant import Variant
 
 
 def add_parser(commands: Any) -> None:
@@ -24,6 +26,17 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON document instead of text"
     )
+    parser.add_argument(
+        "--stages",
+        default=None,
+        metavar="NAME,...",
+        help="print only these stages (and, with --substeps, their loops), e.g. --stages context",
+    )
+    parser.add_argument(
+        "--substeps",
+        action="store_true",
+        help="also print every loop iteration (sub-step); with --json, include them",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -32,11 +45,29 @@ def run(args: argparse.Namespace) -> int:
     from tracer.runner import start_trace
 
     host = load_host(args)
+    stages = stage_filter(args.stages, host.variant(args.variant))
     trace = start_trace(args.variant, trace_options(args), host)
     if args.json:
-        json.dump(trace_json(trace), sys.stdout, indent=1)
+        document = trace_json(trace, stages, args.substeps)
+        json.dump(document, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return EXIT_OK
-    for chunk in format_trace(trace):
+    for chunk in format_trace(trace, stages, args.substeps):
         print(chunk)
     return EXIT_OK
+
+
+def stage_filter(text: str | None, variant: Variant) -> frozenset[str] | None:
+    """The stages named in ``--stages a,b``, each checked against the variant's."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise UsageError("--stages needs at least one stage name")
+    for name in names:
+        if name not in variant.stages:
+            raise UsageError(
+                f"--stages: variant '{variant.name}' has no stage '{name}'"
+                f"{did_you_mean(name, variant.stages)}; its stages are {', '.join(variant.stages)}"
+            )
+    return frozenset(names)

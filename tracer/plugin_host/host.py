@@ -13,11 +13,14 @@ for the same reason.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -29,6 +32,7 @@ import pluggy
 from tracer import hookspecs
 from tracer.errors import Location, PluginError, UsageError
 from tracer.suggest import did_you_mean
+from tracer.tracing.containment import PluginExit, contained
 from tracer.variant import RunContext, Variant
 
 if TYPE_CHECKING:
@@ -51,6 +55,10 @@ class PluginRecord:
     version: str | None = None
     variants: list[str] = field(default_factory=list)
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    """Problems that did not stop the plugin: a refused variant name, torch defaults put back."""
+    roots: tuple[str, ...] = ()
+    """The plugin's files and folders: the tracer records lines in every file under them."""
 
     def as_json(self, host: PluginHost) -> dict[str, object]:
         return {
@@ -63,10 +71,24 @@ class PluginRecord:
                     "name": name,
                     "title": host.variants[name].title,
                     "stages": list(host.variants[name].stages),
+                    "loops": list(host.variants[name].loops),
+                    "options": [
+                        {
+                            "name": option.name,
+                            "type": option.type.__name__,
+                            "default": option.default,
+                            "help": option.help,
+                            "min": option.min,
+                            "max": option.max,
+                            "choices": list(option.choices) if option.choices else None,
+                        }
+                        for option in host.variants[name].options
+                    ],
                 }
                 for name in self.variants
             ],
             "error": self.error,
+            "warnings": list(self.warnings),
         }
 
 
@@ -133,48 +155,65 @@ class PluginHost:
         from tracer.tracing import Trace
 
         variant = self.variant(name)
-        return Trace(variant, context, plugin=self.owner[name].name)
+        owner = self.owner[name]
+        return Trace(variant, context, plugin=owner.name, roots=owner.roots)
 
     # Loading -----------------------------------------------------------------
 
     def _load_entry_points(self) -> None:
-        for entry_point in sorted(
-            metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
-        ):
+        def origin(entry_point: metadata.EntryPoint) -> str:
             dist = entry_point.dist
             dist_name = (dist.name if dist else "").lower().replace("_", "-")
-            origin = ORIGIN_BUILTIN if dist_name == DISTRIBUTION else ORIGIN_ENTRY_POINT
+            return ORIGIN_BUILTIN if dist_name == DISTRIBUTION else ORIGIN_ENTRY_POINT
+
+        # Built-ins first: they always keep their names (see _register_variants).
+        for entry_point in sorted(
+            metadata.entry_points(group=ENTRY_POINT_GROUP),
+            key=lambda ep: (origin(ep) != ORIGIN_BUILTIN, ep.name),
+        ):
+            dist = entry_point.dist
             record = PluginRecord(
                 name=entry_point.name,
-                origin=origin,
+                origin=origin(entry_point),
                 source=entry_point.value,
                 version=dist.version if dist else None,
             )
             try:
-                module = entry_point.load()
-            except (Exception, SystemExit) as exc:  # a plugin may even call sys.exit() on import
+                with _guarded(record):
+                    module = entry_point.load()
+            except _PLUGIN_ESCAPES as exc:  # a plugin may even call sys.exit() on import
                 record.error = _describe(exc)
                 self._add(record, None)
                 continue
+            record.roots = _module_roots(module)
             self._add(record, module)
 
     def _load_folder(self, folder: Path) -> None:
+        """Every ``*.py`` file is a plugin, except ``_*.py`` files: those are helpers.
+
+        The folder is loaded as a package of its own, so a plugin can import a
+        helper beside it (``from . import _shared`` or ``import _shared``).
+        """
         if not folder.is_dir():
             raise UsageError(f"plugins folder not found: {folder}")
+        package = _folder_package(folder)
         for path in sorted(folder.glob("*.py")):
             if path.name.startswith("_"):
                 continue
-            record = PluginRecord(name=path.stem, origin=ORIGIN_FOLDER, source=str(path))
-            module_name = f"attention_tracer_plugins.{path.stem}"
+            record = PluginRecord(
+                name=path.stem, origin=ORIGIN_FOLDER, source=str(path), roots=(str(folder),)
+            )
+            module_name = f"{package}.{path.stem}"
             try:
                 spec = importlib.util.spec_from_file_location(module_name, path)
                 assert spec is not None and spec.loader is not None
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[module_name] = module
-                spec.loader.exec_module(module)
-            except (Exception, SystemExit) as exc:
+                with _guarded(record), _importable(folder):
+                    spec.loader.exec_module(module)
+            except _PLUGIN_ESCAPES as exc:
                 sys.modules.pop(module_name, None)
-                record.error = _describe(exc, str(path))
+                record.error = _describe(exc, str(path), folder)
                 self._add(record, None)
                 continue
             record.version = getattr(module, "__version__", None)
@@ -201,7 +240,18 @@ class PluginHost:
             record.error = str(exc)
 
     def _register_variants(self) -> None:
-        for impl in reversed(self.manager.hook.register_variants.get_hookimpls()):
+        """Call each plugin's hook on its own, in loading order: built-ins first.
+
+        A name is kept by whoever registered it first, so built-ins always keep
+        theirs; a later plugin's clashing variant is refused with a warning and
+        its other variants load.
+        """
+        order = {record.name: index for index, record in enumerate(self.plugins)}
+        impls = sorted(
+            self.manager.hook.register_variants.get_hookimpls(),
+            key=lambda impl: order.get(impl.plugin_name, len(order)),
+        )
+        for impl in impls:
             record = self._records[impl.plugin_name]
             found: list[Variant] = []
 
@@ -213,16 +263,19 @@ class PluginHost:
                 _found.append(variant)
 
             try:
-                impl.function(**{name: register for name in impl.argnames})
-            except (Exception, SystemExit) as exc:
+                with _guarded(record):
+                    impl.function(**{name: register for name in impl.argnames})
+            except _PLUGIN_ESCAPES as exc:
                 source = getattr(impl.plugin, "__file__", None)
                 record.error = f"register_variants raised {_describe(exc, source)}"
                 continue
             for variant in found:
                 if variant.name in self.variants:
-                    other = self.owner[variant.name].name
-                    record.error = (
-                        f"variant '{variant.name}' is already registered by plugin '{other}'"
+                    other = self.owner[variant.name]
+                    kind = "built-in " if other.origin == ORIGIN_BUILTIN else ""
+                    record.warnings.append(
+                        f"variant '{variant.name}' was not registered: the name belongs to "
+                        f"{kind}plugin '{other.name}'; rename the variant"
                     )
                     continue
                 self.variants[variant.name] = variant
@@ -230,17 +283,85 @@ class PluginHost:
                 record.variants.append(variant.name)
 
 
-def _describe(exc: BaseException, source: str | None = None) -> str:
+def _describe(exc: BaseException, source: str | None = None, folder: Path | None = None) -> str:
     """``ImportError: No module named 'x' (plugin.py:3)``: the error and where, in one line."""
-    text = f"{type(exc).__name__}: {_one_line(str(exc))}".rstrip(": ")
+    if isinstance(exc, SystemExit):
+        text = f"called sys.exit({exc.code!r})"
+    elif isinstance(exc, PluginExit):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {_one_line(str(exc))}".rstrip(": ")
     where = None
     if isinstance(exc, SyntaxError) and exc.filename:
         where = Location(exc.filename, exc.lineno)
     elif source is not None:
+        inside = str(folder.resolve()) if folder is not None else None
         for frame in traceback.extract_tb(exc.__traceback__):
-            if frame.filename == source:
-                where = Location(source, frame.lineno)
+            mine = frame.filename == source or (
+                inside is not None and str(Path(frame.filename).resolve()).startswith(inside)
+            )
+            if mine:
+                where = Location(frame.filename, frame.lineno)
     return f"{text} ({where})" if where else text
+
+
+_PLUGIN_ESCAPES = (Exception, SystemExit, GeneratorExit, PluginExit)
+"""What a plugin's import or hook may raise that must not end the tool."""
+
+
+@contextmanager
+def _guarded(record: PluginRecord) -> Iterator[None]:
+    """Plugin code at import: prints go to stderr (never into --json), defaults are put back."""
+    changed: list[str] = []
+    with contextlib.redirect_stdout(sys.stderr), contained(changed):
+        yield
+    if changed:
+        record.warnings.append(f"changed torch's {', '.join(changed)} at import; put back")
+
+
+@contextmanager
+def _importable(folder: Path) -> Iterator[None]:
+    """Let ``import _helper`` find files beside the plugin while it is imported."""
+    path = str(folder.resolve())
+    sys.path.insert(0, path)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(path)
+
+
+def _folder_package(folder: Path) -> str:
+    """A package standing for ``folder`` (so ``from . import _x`` works); one per folder."""
+    resolved = folder.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    name = f"attention_tracer_plugins_{digest}"
+    if name not in sys.modules:
+        package = ModuleType(name)
+        package.__path__ = [str(resolved)]
+        package.__package__ = name
+        sys.modules[name] = package
+    return name
+
+
+def _module_roots(module: ModuleType) -> tuple[str, ...]:
+    """Where an entry-point plugin's files live: its package folder, or its one file.
+
+    A module inside a package records lines in the whole top-level package
+    (its helpers included); ``tracer.builtin_plugins`` stops at its own folder,
+    since the rest of ``tracer`` is the tool, not the plugin.
+    """
+    name = module.__name__
+    top = name.split(".")[0]
+    if name.startswith("tracer.builtin_plugins"):
+        top = "tracer.builtin_plugins"
+    if top != name or hasattr(module, "__path__"):
+        package = sys.modules.get(top)
+        paths = list(getattr(package, "__path__", []) or [])
+        if paths:
+            return tuple(paths)
+    filename = getattr(module, "__file__", None)
+    return (filename,) if filename else ()
 
 
 def _one_line(text: str) -> str:

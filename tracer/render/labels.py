@@ -6,6 +6,11 @@ other axis gets its own name and an index (``feature 0``, ``head 1``). A token
 axis may say where it starts, ``"key:4"``, for a tile or a cache that holds
 tokens 4 onwards. A tensor whose axes were not named is labelled by index
 only: a label we would have to guess could be false.
+
+The ``--query`` focus contract: a variant names the axes it has for all
+queries; when one query is focused, a tensor that lacks its ``query`` axis
+(one fewer dimension than named) is that query's slice, and its rows are
+labelled with the focused token.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracer.variant import TOKEN_AXES
+from tracer.variant import TOKEN_AXES, parse_axis
 
 
 @dataclass(frozen=True)
@@ -32,12 +37,6 @@ class Labels:
     columns: tuple[str, ...]
 
 
-def parse_axis(spec: str) -> tuple[str, int]:
-    """``"key:4"`` -> ``("key", 4)``; ``"feature"`` -> ``("feature", 0)``."""
-    name, _, offset = spec.partition(":")
-    return name, int(offset) if offset.isdigit() else 0
-
-
 def label_axes(
     shape: Sequence[int],
     axes: Sequence[str] | None,
@@ -46,7 +45,7 @@ def label_axes(
 ) -> tuple[Axis, ...]:
     """An :class:`Axis` per dimension of ``shape``, from the names the variant gave."""
     tokens = tuple(tokens)
-    names = tuple(axes) if axes is not None and len(axes) == len(shape) else ("",) * len(shape)
+    names = effective_axes(shape, axes, query) or ("",) * len(shape)
     result = []
     for size, spec in zip(shape, names, strict=True):
         name, offset = parse_axis(spec)
@@ -63,6 +62,32 @@ def label_axes(
     return tuple(result)
 
 
+def effective_axes(
+    shape: Sequence[int], axes: Sequence[str] | None, query: int | None
+) -> tuple[str, ...] | None:
+    """The axis names that match ``shape``: as named, or without the focused ``query`` axis."""
+    if axes is None:
+        return None
+    axes = tuple(axes)
+    if len(axes) == len(shape):
+        return axes
+    if query is not None and len(axes) == len(shape) + 1:
+        names = [parse_axis(a)[0] for a in axes]
+        if "query" in names:
+            return axes[: names.index("query")] + axes[names.index("query") + 1 :]
+    return None
+
+
+def focused_row(shape: Sequence[int], axes: Sequence[str] | None, query: int | None) -> bool:
+    """Whether this tensor is the focused query's slice (its query axis was dropped)."""
+    return (
+        axes is not None
+        and query is not None
+        and len(axes) == len(shape) + 1
+        and effective_axes(shape, axes, query) is not None
+    )
+
+
 def axis_labels(
     shape: Sequence[int],
     tokens: Sequence[str],
@@ -71,12 +96,9 @@ def axis_labels(
 ) -> Labels:
     """Row and column labels for the last two axes (a 1-d tensor is one row; 0-d one cell)."""
     named = label_axes(shape, axes, tokens, query)
+    row = tokens[query] if query is not None and focused_row(shape, axes, query) else ""
     if len(named) == 0:
-        return Labels(rows=("",), columns=("",))
+        return Labels(rows=(row,), columns=("",))
     if len(named) == 1:
-        focused = axes is not None and query is not None and named[0].name == "key"
-        return Labels(
-            rows=(tokens[query],) if focused and query is not None else ("",),
-            columns=named[0].labels,
-        )
+        return Labels(rows=(row,), columns=named[0].labels)
     return Labels(rows=named[-2].labels, columns=named[-1].labels)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import itertools
 import linecache
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.render.labels import axis_labels
-from tracer.variant import Stage
+from tracer.render.labels import axis_labels, effective_axes, label_axes
+from tracer.variant import Stage, SubStep, parse_axis
 
 if TYPE_CHECKING:
     import torch
@@ -33,15 +33,24 @@ def format_number(value: float | bool) -> str:
     return "0.0000" if text == "-0.0000" else text
 
 
-def format_tensor(tensor: torch.Tensor, tokens: tuple[str, ...], query: int | None = None) -> str:
+def format_tensor(
+    tensor: torch.Tensor,
+    tokens: tuple[str, ...],
+    query: int | None = None,
+    axes: Sequence[str] | None = None,
+) -> str:
     """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index."""
     data = tensor.detach().cpu()
     if data.dim() > 2:
+        names = effective_axes(tuple(data.shape), axes, query)
+        leading = label_axes(tuple(data.shape), names, tokens)[0]
+        inner = names[1:] if names is not None else None
+        title = f"{leading.name} " if leading.name and not leading.tokens else ""
         return "\n".join(
-            f"[{index}]\n{format_tensor(data[index], tokens, query)}"
-            for index in range(data.shape[0])
+            f"[{title}{label}]\n{format_tensor(data[index], tokens, None, inner)}"
+            for index, label in enumerate(leading.labels)
         )
-    labels = axis_labels(tuple(data.shape), tokens, query)
+    labels = axis_labels(tuple(data.shape), tokens, query, axes)
     values = data.reshape(len(labels.rows), len(labels.columns)).tolist()
     cells = [[format_number(v) for v in row] for row in values]
     width = max([len(c) for row in cells for c in row] + [len(c) for c in labels.columns])
@@ -57,19 +66,45 @@ def format_tensor(tensor: torch.Tensor, tokens: tuple[str, ...], query: int | No
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
 
 
-def shape_text(tensor: torch.Tensor) -> str:
-    return "×".join(str(n) for n in tensor.shape) or "scalar"
+def shape_text(
+    tensor: torch.Tensor, axes: Sequence[str] | None = None, query: int | None = None
+) -> str:
+    """``6×3`` or, with named axes, ``6×3: token × feature``."""
+    shape = "×".join(str(n) for n in tensor.shape) or "scalar"
+    names = effective_axes(tuple(tensor.shape), axes, query)
+    if names:
+        return f"{shape}: {' × '.join(parse_axis(a)[0] for a in names)}"
+    return shape
 
 
-def source_lines(stage: Stage) -> list[str]:
-    """The plugin lines that computed a stage, as ``file:line  code``."""
-    if not stage.source_file:
-        return []
-    name = Path(stage.source_file).name
+def source_lines(step: Stage | SubStep) -> list[str]:
+    """The plugin lines that computed a step, as ``file:line  code``, every file that ran."""
+    files = step.files or ({step.source_file: step.lines} if step.source_file else {})
     return [
-        f"{name}:{line}  {linecache.getline(stage.source_file, line).strip()}"
-        for line in stage.lines
+        f"{Path(path).name}:{line}  {linecache.getline(path, line).strip()}"
+        for path, lines in files.items()
+        for line in lines
     ]
+
+
+def format_tensors(step: Stage | SubStep, tokens: tuple[str, ...], query: int | None) -> list[str]:
+    out = []
+    for name, tensor in step.tensors.items():
+        axes = step.axes.get(name)
+        out.append("")
+        out.append(f"{name} ({shape_text(tensor, axes, query)})")
+        out.append(format_tensor(tensor, tokens, query, axes))
+    return out
+
+
+def format_substep(step: SubStep, trace: Trace) -> str:
+    position = ", ".join(str(p) for p in step.position)
+    out = [f"-- {step.stage} [{position}] (sub-step {step.index + 1})"]
+    if step.formula:
+        out.append(f"   {step.formula}")
+    out.extend(f"   {line}" for line in source_lines(step))
+    out.extend(format_tensors(step, trace.tokens, trace.context.query))
+    return "\n".join(out)
 
 
 def format_stage(stage: Stage, trace: Trace, total: int | None = None) -> str:
@@ -79,15 +114,18 @@ def format_stage(stage: Stage, trace: Trace, total: int | None = None) -> str:
     if stage.formula:
         out.append(f"   {stage.formula}")
     out.extend(f"   {line}" for line in source_lines(stage))
-    for name, tensor in stage.tensors.items():
-        out.append("")
-        out.append(f"{name} ({shape_text(tensor)})")
-        out.append(format_tensor(tensor, trace.tokens, query))
+    out.extend(format_tensors(stage, trace.tokens, query))
     return "\n".join(out)
 
 
-def format_trace(trace: Trace) -> Iterable[str]:
-    """Run the trace to the end, yielding each stage's text as soon as it is computed."""
+def format_trace(
+    trace: Trace, stages: Collection[str] | None = None, substeps: bool = False
+) -> Iterable[str]:
+    """Run the trace to the end, yielding each step's text as soon as it is computed.
+
+    ``stages`` limits the output to those stages (and their sub-steps); sub-steps are
+    printed only when ``substeps`` is true.
+    """
     from tracer.variant import Stage as StageType
 
     total = len(trace.variant.stages)
@@ -101,8 +139,11 @@ def format_trace(trace: Trace) -> Iterable[str]:
     yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}\n"
     for step in itertools.chain([first] if first is not None else [], trace):
         if isinstance(step, StageType):
-            yield format_stage(step, trace, total) + "\n"
-    if trace.output is not None:
+            if stages is None or step.name in stages:
+                yield format_stage(step, trace, total) + "\n"
+        elif substeps and (stages is None or step.stage in stages):
+            yield format_substep(step, trace) + "\n"
+    if trace.output is not None and stages is None:
         yield (
             "output ("
             + shape_text(trace.output)
@@ -124,21 +165,55 @@ def tensor_json(tensor: torch.Tensor) -> Any:
     return plain(tensor.detach().cpu().tolist())
 
 
-def trace_json(trace: Trace) -> dict[str, Any]:
-    trace.run_to_end()
-    return {
+def step_json(step: Stage | SubStep, query: int | None) -> dict[str, Any]:
+    """What a stage or sub-step records: tensors with their shapes and axis names, and source."""
+    document: dict[str, Any] = {}
+    if isinstance(step, SubStep):
+        document["stage"] = step.stage
+        document["position"] = list(step.position)
+        document["index"] = step.index
+    else:
+        document["name"] = step.name
+        document["title"] = step.title
+    document["formula"] = step.formula
+    document["source"] = {
+        "file": step.source_file,
+        "lines": list(step.lines),
+        "files": {path: list(lines) for path, lines in step.files.items()},
+    }
+    document["axes"] = {
+        name: list(effective_axes(tuple(t.shape), step.axes.get(name), query) or ())
+        for name, t in step.tensors.items()
+    }
+    document["tensors"] = {name: tensor_json(t) for name, t in step.tensors.items()}
+    return document
+
+
+def trace_json(
+    trace: Trace, stages: Collection[str] | None = None, substeps: bool = False
+) -> dict[str, Any]:
+    """One JSON document: the run's stages (and sub-steps when asked), then its output."""
+    query = trace.context.query
+    kept: list[dict[str, Any]] = []
+    loops: list[dict[str, Any]] = []
+    for step in trace:
+        if isinstance(step, SubStep):
+            if substeps and (stages is None or step.stage in stages):
+                loops.append(step_json(step, query))
+        elif stages is None or step.name in stages:
+            kept.append(step_json(step, query))
+    document: dict[str, Any] = {
         "variant": trace.variant.name,
         "tokens": list(trace.tokens),
-        "query": trace.context.query,
-        "stages": [
-            {
-                "name": stage.name,
-                "title": stage.title,
-                "formula": stage.formula,
-                "source": {"file": stage.source_file, "lines": list(stage.lines)},
-                "tensors": {name: tensor_json(t) for name, t in stage.tensors.items()},
-            }
-            for stage in trace.stages
-        ],
-        "output": tensor_json(trace.output) if trace.output is not None else None,
+        "query": query,
+        "options": {k: v for k, v in trace.context.options.items() if _is_json(v)},
+        "stages": kept,
     }
+    if substeps:
+        document["substeps"] = loops
+    document["output"] = tensor_json(trace.output) if trace.output is not None else None
+    return document
+
+
+def _is_json(value: object) -> bool:
+    return isinstance(value, (int, float, str, bool)) or value is None

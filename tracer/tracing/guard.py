@@ -1,20 +1,30 @@
 """Copy-on-write for recorded tensors.
 
-Stages are recorded without copying. If the variant later modifies a
-recorded tensor in place (``scores.masked_fill_(...)``, ``x[i] = ...``), the
-earlier stage would silently show the new values. A ``TorchFunctionMode``
-sees every torch call while the variant runs; just before an in-place call
-writes to storage that a stage holds, that stage's tensor is cloned.
+Stages and sub-steps are recorded without copying. If the variant later
+modifies a recorded tensor in place (``scores.masked_fill_(...)``,
+``x[i] = ...``), the earlier step would silently show the new values. A
+``TorchFunctionMode`` sees every torch call while the variant runs; just
+before an in-place call writes to storage that a step holds, that step's
+tensor is cloned. Two writers never pass through torch functions, so they
+are handled where they start: autograd accumulating into ``.grad`` (every
+held tensor is cloned when ``backward`` runs) and writes through a numpy
+view (a held tensor is cloned as soon as a numpy view of it is taken).
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from tracer.variant import Stage
+from tracer.variant import Stage, SubStep
+
+Holder = tuple[Callable[[], "Stage | SubStep | None"], str]
+BACKWARD = frozenset({"backward", "grad"})
+NUMPY_VIEWS = frozenset({"numpy", "__array__"})
 
 INPLACE_DUNDERS = frozenset(
     {
@@ -52,28 +62,60 @@ def _writes_to(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 class CopyOnWrite(TorchFunctionMode):
-    """Clones a stage's tensor just before anything writes to its storage."""
+    """Clones a step's tensor just before anything writes to its storage.
+
+    Sub-steps are held weakly: once the reader drops one, nothing is cloned for it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self._holders: dict[int, list[tuple[Stage, str]]] = {}
+        self._holders: dict[int, list[Holder]] = {}
 
-    def protect(self, stage: Stage) -> None:
-        for name, tensor in stage.tensors.items():
-            if isinstance(tensor, torch.Tensor):
-                key = tensor.untyped_storage().data_ptr()
+    def protect(self, step: Stage | SubStep) -> None:
+        ref: Callable[[], Stage | SubStep | None]
+        if isinstance(step, SubStep):
+            ref = weakref.ref(step)
+        else:  # stages are kept by the trace for good
+
+            def ref(stage: Stage = step) -> Stage:
+                return stage
+
+        for name, tensor in step.tensors.items():
+            if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
+                key = _storage(tensor)
                 if key:
-                    self._holders.setdefault(key, []).append((stage, name))
+                    held = self._holders.setdefault(key, [])
+                    # Drop sub-steps the reader has let go of, so a long loop stays small.
+                    held[:] = [(r, n) for r, n in held if r() is not None]
+                    held.append((ref, name))
+
+    def _clone(self, key: int) -> None:
+        for ref, name in self._holders.pop(key, ()):
+            step = ref()
+            if step is not None and name in step.tensors:
+                step.tensors[name] = step.tensors[name].clone()
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        target = _writes_to(func, args, kwargs)
-        targets = target if isinstance(target, (tuple, list)) else (target,)
-        for tensor in targets:
-            if isinstance(tensor, torch.Tensor) and self._holders:
-                holders = self._holders.pop(tensor.untyped_storage().data_ptr(), None)
-                for stage, name in holders or ():
-                    stage.tensors[name] = stage.tensors[name].clone()
+        if self._holders:
+            name = getattr(func, "__name__", "")
+            if name in BACKWARD:
+                for key in list(self._holders):
+                    self._clone(key)
+            elif name in NUMPY_VIEWS and args and isinstance(args[0], torch.Tensor):
+                self._clone(_storage(args[0]))
+            target = _writes_to(func, args, kwargs)
+            targets = target if isinstance(target, (tuple, list)) else (target,)
+            for tensor in targets:
+                if isinstance(tensor, torch.Tensor):
+                    self._clone(_storage(tensor))
         return func(*args, **kwargs)
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):  # sparse, meta and other storage-less tensors
+        return 0

@@ -1,8 +1,10 @@
-"""Which lines of a plugin's file ran: a thread-local ``sys.settrace`` hook.
+"""Which lines of a plugin's files ran: a thread-local ``sys.settrace`` hook.
 
-Only frames whose code lives in the plugin's file are traced line by line;
-every other frame is left alone after one cheap check, so torch's own Python
-code runs at full speed.
+A plugin is more than one file when it imports helpers from its own package
+or folder, so the recorder follows every file under the plugin's roots (a
+package folder, a plugin folder, or a single module). Frames of any other
+file are left alone after one cached look-up, so torch's own Python code
+runs at full speed.
 """
 
 from __future__ import annotations
@@ -10,31 +12,49 @@ from __future__ import annotations
 import ast
 import functools
 import linecache
+import os
 import sys
+from collections.abc import Iterable
 from types import FrameType
 from typing import Any
 
 
 class LineRecorder:
-    """Collects the line numbers executed in one file while active (a context manager)."""
+    """Collects the lines executed per file under ``roots`` while active (a context manager)."""
 
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
-        self.lines: set[int] = set()
+    def __init__(self, roots: Iterable[str]) -> None:
+        self.roots = tuple(os.path.normcase(os.path.abspath(root)) for root in roots)
+        self.lines: dict[str, set[int]] = {}
+        self._mine: dict[str, bool] = {}
         self._previous: Any = None
 
+    def covers(self, filename: str) -> bool:
+        """Whether ``filename`` belongs to the plugin (cached: called on every Python call)."""
+        mine = self._mine.get(filename)
+        if mine is None:
+            path = os.path.normcase(os.path.abspath(filename))
+            mine = any(
+                path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots
+            )
+            self._mine[filename] = mine
+        return mine
+
     def _on_call(self, frame: FrameType, event: str, arg: object) -> Any:
-        if frame.f_code.co_filename == self.filename:
+        if self.covers(frame.f_code.co_filename):
             return self._on_line
         return None
 
     def _on_line(self, frame: FrameType, event: str, arg: object) -> Any:
         if event == "line":
-            self.lines.add(frame.f_lineno)
+            filename = frame.f_code.co_filename
+            lines = self.lines.get(filename)
+            if lines is None:
+                lines = self.lines[filename] = set()
+            lines.add(frame.f_lineno)
         return self._on_line
 
-    def take(self) -> set[int]:
-        lines, self.lines = self.lines, set()
+    def take(self) -> dict[str, set[int]]:
+        lines, self.lines = self.lines, {}
         return lines
 
     def __enter__(self) -> LineRecorder:

@@ -4,14 +4,18 @@ Iterating a :class:`Trace` advances the variant's generator one step at a
 time. Completed stages are kept (``trace.stages``); sub-steps are handed out
 and forgotten, so stepping through 262,144 loop iterations costs memory for
 one of them at a time.
+
+Everything a variant yields is checked where it is yielded (see
+:mod:`tracer.tracing.checks`), so a plugin's mistake is reported at its own
+``file:line`` instead of surfacing later as a traceback in a renderer.
 """
 
 from __future__ import annotations
 
 import inspect
 import traceback
-from collections.abc import Iterator
-from types import GeneratorType
+from collections.abc import Iterator, Sequence
+from types import FrameType, GeneratorType
 from typing import TYPE_CHECKING
 
 from tracer.errors import Location, PluginError, TracerError
@@ -27,22 +31,35 @@ class VariantRunError(PluginError):
 
 
 class Trace:
-    """Step through one run of a variant: ``for step in trace: ...``."""
+    """Step through one run of a variant: ``for step in trace: ...``.
 
-    def __init__(self, variant: Variant, context: RunContext, plugin: str = "") -> None:
+    ``roots`` are the plugin's files and folders: lines are recorded in every
+    file under them (the plugin's own file when not given).
+    """
+
+    def __init__(
+        self,
+        variant: Variant,
+        context: RunContext,
+        plugin: str = "",
+        roots: Sequence[str] = (),
+    ) -> None:
         self.variant = variant
         self.context = context
         self.plugin = plugin
         self.source_file = inspect.getsourcefile(variant.run) or variant.run.__code__.co_filename
+        """The file that defines the variant's ``run`` function."""
         self.stages: list[Stage] = []
         self.output: torch.Tensor | None = None
         self.finished = False
         self.substeps_in_current_loop = 0
-        self._loop_lines: set[int] = set()
+        self.torch_changes: list[str] = []
+        """torch settings the variant changed and the tracer put back (for a warning)."""
+        self._loop_lines: dict[str, set[int]] = {}
         """Lines run by the sub-steps since the last stage: the loop that built the next stage."""
         self._generator: GeneratorType[Step, None, torch.Tensor] | None = None
         self._code_file = variant.run.__code__.co_filename
-        self._lines = LineRecorder(self._code_file)
+        self._lines = LineRecorder(tuple(roots) or (self._code_file,))
         self._guard: object | None = None
 
     @property
@@ -55,6 +72,7 @@ class Trace:
     def __next__(self) -> Step:
         if self.finished:
             raise StopIteration
+        from tracer.tracing.containment import PluginExit, contained
         from tracer.tracing.guard import CopyOnWrite  # imports torch
 
         if self._guard is None:
@@ -62,10 +80,11 @@ class Trace:
         guard = self._guard
         assert isinstance(guard, CopyOnWrite)
         try:
-            with self._lines, guard:
+            with contained(self.torch_changes), self._lines, guard:
                 if self._generator is None:
                     self._generator = self._start()
                 step = next(self._generator)
+                return self._record(step)
         except StopIteration as stop:
             self.finished = True
             self._finish(stop.value)
@@ -74,10 +93,9 @@ class Trace:
             # Already a one-line, user-facing error (e.g. a variant rejecting its options).
             self.finished = True
             raise
-        except Exception as exc:
+        except (Exception, SystemExit, GeneratorExit, PluginExit) as exc:
             self.finished = True
             raise self._failure(exc) from exc
-        return self._record(step)
 
     def run_to_end(self) -> Trace:
         """Run the rest of the variant, keeping stages and discarding sub-steps."""
@@ -101,38 +119,68 @@ class Trace:
             raise self._error("its run function must be a generator that yields stage(...) steps")
         return generator
 
+    def _yielding_frame(self) -> FrameType | None:
+        """The frame that executed the ``yield``: inside helpers reached by ``yield from``."""
+        generator: object = self._generator
+        frame = None
+        while isinstance(generator, GeneratorType):
+            frame = generator.gi_frame or frame
+            generator = generator.gi_yieldfrom
+        return frame
+
     def _record(self, step: object) -> Step:
+        from tracer.tracing.checks import check_step
+
+        frame = self._yielding_frame()
+        where = (
+            Location(frame.f_code.co_filename, frame.f_lineno)
+            if frame is not None
+            else Location(self.source_file)
+        )
         if not isinstance(step, (Stage, SubStep)):
-            self.finished = True
-            raise self._error(f"yielded {type(step).__name__}; expected stage(...) or substep(...)")
+            raise self._error(
+                f"yielded {type(step).__name__}; expected stage(...) or substep(...)", where
+            )
+        check_step(self, step, where)
         lines = self._lines.take()
-        frame = self._generator.gi_frame if self._generator is not None else None
         if frame is not None:  # the yield statement itself is bookkeeping, not computation
-            lines.difference_update(statement_lines(self._code_file, frame.f_lineno))
-        step.source_file = self.source_file
+            lines.get(frame.f_code.co_filename, set()).difference_update(
+                statement_lines(frame.f_code.co_filename, frame.f_lineno)
+            )
+        primary = where.path
         if isinstance(step, SubStep):
-            step.lines = tuple(sorted(lines))
+            self._set_lines(step, lines, primary)
             step.index = self.substeps_in_current_loop
             self.substeps_in_current_loop += 1
-            self._loop_lines |= lines
+            for path, numbers in lines.items():
+                self._loop_lines.setdefault(path, set()).update(numbers)
+            self._protect(step)
             return step
         # A stage built by a loop was computed by every line its sub-steps ran, too.
-        step.lines = tuple(sorted(lines | self._loop_lines))
-        self._loop_lines = set()
-        if step.name not in self.variant.stages:
-            self.finished = True
-            raise self._error(
-                f"yielded stage '{step.name}', which it does not declare in stages="
-                f"{list(self.variant.stages)}"
-            )
+        for path, numbers in self._loop_lines.items():
+            lines.setdefault(path, set()).update(numbers)
+        self._loop_lines = {}
+        self._set_lines(step, lines, primary)
         step.index = len(self.stages)
         self.stages.append(step)
         self.substeps_in_current_loop = 0
+        self._protect(step)
+        return step
+
+    @staticmethod
+    def _set_lines(step: Step, lines: dict[str, set[int]], primary: str) -> None:
+        files = {path: tuple(sorted(numbers)) for path, numbers in lines.items() if numbers}
+        step.source_file = primary
+        step.lines = files.get(primary, ())
+        step.files = {primary: step.lines} | {
+            p: n for p, n in sorted(files.items()) if p != primary
+        }
+
+    def _protect(self, step: Step) -> None:
         from tracer.tracing.guard import CopyOnWrite
 
         if isinstance(self._guard, CopyOnWrite):
             self._guard.protect(step)
-        return step
 
     def _finish(self, output: object) -> None:
         import torch
@@ -141,16 +189,24 @@ class Trace:
             raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
         self.output = output
 
-    def _error(self, message: str) -> VariantRunError:
+    def _error(self, message: str, where: Location | None = None) -> VariantRunError:
         return VariantRunError(
-            f"variant '{self.variant.name}' {message}", Location(self.source_file)
+            f"variant '{self.variant.name}' {message}", where or Location(self.source_file)
         )
 
     def _failure(self, exc: BaseException) -> VariantRunError:
-        """Point at the deepest line of the plugin's own file in the traceback."""
+        """Point at the deepest line of the plugin's own files in the traceback."""
         location = Location(self.source_file)
         for frame in traceback.extract_tb(exc.__traceback__):
-            if frame.filename == self._code_file:
-                location = Location(self.source_file, frame.lineno)
-        summary = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+            if self._lines.covers(frame.filename):
+                location = Location(frame.filename, frame.lineno)
+        if isinstance(exc, SystemExit):
+            summary = f"called sys.exit({exc.code!r})"
+        elif isinstance(exc, GeneratorExit):
+            summary = "raised GeneratorExit"
+        elif type(exc).__name__ == "PluginExit":
+            summary = str(exc)
+        else:
+            text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+            summary = text[0] if text else type(exc).__name__
         return VariantRunError(f"variant '{self.variant.name}' failed: {summary}", location)

@@ -1,0 +1,168 @@
+"""Checking each step a variant yields, where it yields it.
+
+A renderer trusts what it is given: tensors it can draw, axes that match
+their shapes, equations that hold. So every promise a step makes is checked
+here, and a broken one is a plugin error at the plugin's ``file:line``,
+naming the variant, the stage and the tensor.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import torch
+
+from tracer.errors import Location
+from tracer.variant import Accumulate, Dot, Stage, SubStep, parse_axis
+
+if TYPE_CHECKING:
+    from tracer.tracing.trace import Trace, VariantRunError
+
+AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]*(:[0-9]+)?$")
+NUMERIC = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def check_step(trace: Trace, step: Stage | SubStep, where: Location) -> None:
+    """Raise a :class:`VariantRunError` at ``where`` if ``step`` breaks a rule."""
+    variant = trace.variant
+    if isinstance(step, Stage):
+        subject = f"stage '{step.name}'"
+        if step.name not in variant.stages:
+            raise _error(
+                trace,
+                f"yielded stage '{step.name}', which it does not declare in stages="
+                f"{list(variant.stages)}",
+                where,
+            )
+        if any(done.name == step.name for done in trace.stages):
+            raise _error(trace, f"yielded stage '{step.name}' twice", where)
+    else:
+        subject = f"a sub-step of '{step.stage}'"
+        if step.stage not in variant.loops:
+            raise _error(
+                trace,
+                f"yielded a sub-step of '{step.stage}', which it does not declare in loops="
+                f"{list(variant.loops)}",
+                where,
+            )
+        if any(done.name == step.stage for done in trace.stages):
+            raise _error(
+                trace, f"yielded a sub-step of '{step.stage}' after that stage was done", where
+            )
+    for name in list(step.tensors):
+        step.tensors[name] = _tensor(trace, subject, name, step.tensors[name], where)
+    _check_axes(trace, subject, step, where)
+    if isinstance(step, SubStep) and step.equation is not None:
+        _check_equation(trace, subject, step, where)
+
+
+def _tensor(trace: Trace, subject: str, name: str, value: object, where: Location) -> torch.Tensor:
+    """The value as a tensor a renderer can show: a plain number becomes a 0-d tensor."""
+    if isinstance(value, bool):
+        return torch.tensor(value)
+    if isinstance(value, (int, float)):
+        return torch.tensor(value, dtype=torch.float32 if isinstance(value, float) else torch.int64)
+    problem = None
+    if not isinstance(value, torch.Tensor):
+        problem = f"is {_kind(value)}; yield a torch tensor (or a plain number)"
+    elif value.layout != torch.strided:
+        problem = f"is a {value.layout} tensor; yield a dense one (.to_dense())"
+    elif value.is_meta:
+        problem = "is a meta tensor, which has no values to show"
+    elif value.is_complex():
+        problem = f"is complex ({value.dtype}); yield its real part, imaginary part or abs()"
+    elif not (value.is_floating_point() or value.dtype in NUMERIC):
+        problem = f"has dtype {value.dtype}, which is not a number type"
+    if problem is not None:
+        raise _error(trace, f"{subject}: tensor '{name}' {problem}", where)
+    assert isinstance(value, torch.Tensor)
+    return value
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, complex):
+        return "a complex number"
+    return f"a {type(value).__name__}"
+
+
+def _check_axes(trace: Trace, subject: str, step: Stage | SubStep, where: Location) -> None:
+    focused = trace.context.query is not None
+    for name, axes in step.axes.items():
+        if name not in step.tensors:
+            raise _error(
+                trace,
+                f"{subject}: axes are given for '{name}', which is not one of its tensors "
+                f"({', '.join(step.tensors) or 'none'})",
+                where,
+            )
+        for axis in axes:
+            if not AXIS_NAME.match(axis):
+                raise _error(
+                    trace,
+                    f"{subject}: axis name '{axis}' of tensor '{name}' must be lower-case "
+                    "letters, digits and underscores, optionally ':N' for a token offset",
+                    where,
+                )
+        rank = step.tensors[name].dim()
+        names = [parse_axis(a)[0] for a in axes]
+        fits = len(axes) == rank or (focused and "query" in names and len(axes) == rank + 1)
+        if not fits:
+            raise _error(
+                trace,
+                f"{subject}: tensor '{name}' has {rank} dimension{'s' * (rank != 1)} "
+                f"{tuple(step.tensors[name].shape)} but its axes name {len(axes)}: {tuple(axes)}",
+                where,
+            )
+
+
+def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) -> None:
+    equation = step.equation
+    names: tuple[str, ...]
+    if isinstance(equation, Dot):
+        names = (equation.a, equation.b, equation.result)
+    elif isinstance(equation, Accumulate):
+        names = (equation.before, equation.weight, equation.value, equation.after)
+    else:
+        raise _error(trace, f"{subject}: equation must be Dot(...) or Accumulate(...)", where)
+    missing = [n for n in names if n not in step.tensors]
+    if missing:
+        raise _error(
+            trace, f"{subject}: its equation names '{missing[0]}', which it does not yield", where
+        )
+    t = {n: step.tensors[n].detach().to("cpu", torch.float64) for n in names}
+    if isinstance(equation, Dot):
+        a, b, result = t[equation.a], t[equation.b], t[equation.result]
+        if a.dim() != 1 or a.shape != b.shape or result.numel() != 1:
+            raise _error(
+                trace,
+                f"{subject}: Dot needs two 1-d tensors of one length and a single result, got "
+                f"{tuple(a.shape)}, {tuple(b.shape)} and {tuple(result.shape)}",
+                where,
+            )
+        expected = (a * b).sum()
+        actual = result.reshape(())
+        claim = f"{equation.a} · {equation.b} = {expected.item():.4f}, not {actual.item():.4f}"
+    else:
+        before, weight, value = t[equation.before], t[equation.weight], t[equation.value]
+        actual = t[equation.after]
+        if weight.numel() != 1 or before.shape != value.shape or before.shape != actual.shape:
+            raise _error(
+                trace,
+                f"{subject}: Accumulate needs a single weight and before, value and after of one "
+                f"shape, got {tuple(weight.shape)}, {tuple(before.shape)}, {tuple(value.shape)} "
+                f"and {tuple(actual.shape)}",
+                where,
+            )
+        expected = before + weight.reshape(()) * value
+        claim = f"{equation.before} + {equation.weight} × {equation.value} is not {equation.after}"
+    if not torch.allclose(expected, actual, rtol=1e-4, atol=1e-5, equal_nan=True):
+        raise _error(trace, f"{subject}: its equation does not hold: {claim}", where)
+
+
+def _error(trace: Trace, message: str, where: Location) -> VariantRunError:
+    from tracer.tracing.trace import VariantRunError
+
+    return VariantRunError(f"variant '{trace.variant.name}' {message}", where)

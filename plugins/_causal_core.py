@@ -32,10 +32,11 @@ def dropout(weights: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     The keep/drop draws come from numpy's ``RandomState(seed)``, whose stream
     is fixed on every platform; torch's own dropout draws a different mask on
     different machines for the same seed, and a lesson must not depend on that.
+    RandomState takes 32-bit seeds, hence ``seed % 2**32``.
     """
     if p == 0:
         return weights
-    draws = np.random.RandomState(seed).random_sample(tuple(weights.shape))
+    draws = np.random.RandomState(seed % 2**32).random_sample(tuple(weights.shape))
     keep = torch.from_numpy(draws >= p)
     return weights * keep / (1 - p)
 

@@ -27,6 +27,9 @@ DEFAULT_INPUTS = "your-journey"
 DEFAULT_SEED = 123
 DEFAULT_INIT = "rand"
 DEFAULT_D_OUT = 2
+MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
+"""What ``torch.manual_seed`` accepts."""
+MAX_D_OUT = 4096
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,14 @@ def build_context(
             f"unknown --init '{options.init}'{did_you_mean(options.init, INITS)}; "
             f"choose one of {', '.join(INITS)}"
         )
+    if not MIN_SEED <= options.seed <= MAX_SEED:
+        raise UsageError(
+            f"--seed must be a 64-bit integer, between {MIN_SEED} and {MAX_SEED}, got {options.seed}"
+        )
     if options.d_out is not None and options.d_out < 1:
         raise UsageError(f"--d-out must be at least 1, got {options.d_out}")
+    if options.d_out is not None and options.d_out > MAX_D_OUT:
+        raise UsageError(f"--d-out must be at most {MAX_D_OUT}, got {options.d_out}")
     if not 0.0 <= options.dropout < 1.0:
         raise UsageError(f"--dropout must be at least 0 and below 1, got {options.dropout:g}")
     if input_set.d_out is not None and options.d_out not in (None, input_set.d_out):

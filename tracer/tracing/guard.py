@@ -8,7 +8,8 @@ before an in-place call writes to storage that a step holds, that step's
 tensor is cloned. Two writers never pass through torch functions, so they
 are handled where they start: autograd accumulating into ``.grad`` (every
 held tensor is cloned when ``backward`` runs) and writes through a numpy
-view (a held tensor is cloned as soon as a numpy view of it is taken).
+view (a held tensor is cloned as soon as a numpy view of it is taken, and a
+tensor that already has one is copied when it is recorded).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ class CopyOnWrite(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self._holders: dict[int, list[Holder]] = {}
+        self._exposed: set[int] = set()
+        """Storages a numpy view was taken of: writes to them are invisible to torch."""
 
     def protect(self, step: Stage | SubStep) -> None:
         ref: Callable[[], Stage | SubStep | None]
@@ -83,7 +86,9 @@ class CopyOnWrite(TorchFunctionMode):
         for name, tensor in step.tensors.items():
             if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
                 key = _storage(tensor)
-                if key:
+                if key in self._exposed:  # a numpy view may write at any time: copy now
+                    step.tensors[name] = tensor.clone()
+                elif key:
                     held = self._holders.setdefault(key, [])
                     # Drop sub-steps the reader has let go of, so a long loop stays small.
                     held[:] = [(r, n) for r, n in held if r() is not None]
@@ -99,13 +104,14 @@ class CopyOnWrite(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in NUMPY_VIEWS and args and isinstance(args[0], torch.Tensor):
+            self._exposed.add(_storage(args[0]))
+            self._clone(_storage(args[0]))
         if self._holders:
-            name = getattr(func, "__name__", "")
             if name in BACKWARD:
                 for key in list(self._holders):
                     self._clone(key)
-            elif name in NUMPY_VIEWS and args and isinstance(args[0], torch.Tensor):
-                self._clone(_storage(args[0]))
             target = _writes_to(func, args, kwargs)
             targets = target if isinstance(target, (tuple, list)) else (target,)
             for tensor in targets:

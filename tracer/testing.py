@@ -1,0 +1,106 @@
+"""Helpers for testing a variant in a plugin's own test suite.
+
+::
+
+    from tracer.testing import run_variant, sdpa_reference, assert_close
+
+    def test_my_variant_matches_torch():
+        trace = run_variant("my-variant", init="randn", d_out=3, window=2)
+        assert_close(trace.output, sdpa_reference(trace, causal=True))
+
+``run_variant`` accepts a variant's name (found the way ``attn`` finds it:
+entry points, then ``plugins_dir``) or a :class:`~tracer.Variant` object that
+is not installed at all, runs it to the end through the real tracer (so every
+yield is checked as it would be in the app) and returns the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions, build_context
+from tracer.variant import Variant
+
+if TYPE_CHECKING:
+    import torch
+
+    from tracer.inputs import InputSet
+    from tracer.tracing import Trace
+
+__all__ = ["assert_close", "assert_stages_in_order", "run_variant", "sdpa_reference"]
+
+
+def run_variant(
+    variant: str | Variant,
+    *,
+    inputs: str | InputSet = DEFAULT_INPUTS,
+    seed: int = DEFAULT_SEED,
+    init: str = DEFAULT_INIT,
+    d_out: int | None = None,
+    dropout: float = 0.0,
+    query: int | str | None = None,
+    plugins_dir: Sequence[str | Path] = (),
+    **options: Any,
+) -> Trace:
+    """Run ``variant`` to the end with these trace options and the variant's own ``options``.
+
+    Options are checked exactly as ``attn trace -o NAME=VALUE`` checks them, so a
+    test can also assert that a bad value raises :class:`tracer.errors.UsageError`.
+    """
+    from tracer.inputs import InputSet, load_inputs
+    from tracer.plugin_host import PluginHost
+    from tracer.tracing import Trace
+
+    trace_options = TraceOptions(
+        inputs=inputs,
+        seed=seed,
+        init=init,
+        d_out=d_out,
+        dropout=dropout,
+        query=query,
+        options=dict(options),
+    )
+    input_set = inputs if isinstance(inputs, InputSet) else load_inputs(inputs)
+    if isinstance(variant, Variant):
+        context = build_context(input_set, trace_options, variant=variant)
+        return Trace(variant, context).run_to_end()
+    host = PluginHost(plugins_dir, strict=True)
+    found = host.variant(variant)
+    context = build_context(input_set, trace_options, variant=found)
+    return host.start(variant, context).run_to_end()
+
+
+def sdpa_reference(trace: Trace, *, causal: bool = False) -> torch.Tensor:
+    """torch's own scaled dot-product attention on the trace's inputs and weights.
+
+    The focused query's row when the trace has one; needs ``uses_weights=True``.
+    """
+    import torch.nn.functional as F
+
+    context = trace.context
+    if context.weights is None:
+        raise ValueError(f"variant '{trace.variant.name}' runs without query/key/value weights")
+    x, W = context.inputs, context.weights
+    out = F.scaled_dot_product_attention(x @ W.query, x @ W.key, x @ W.value, is_causal=causal)
+    return context.focus(out)
+
+
+def assert_close(
+    actual: object, expected: object, *, atol: float = 1e-5, rtol: float = 1e-5
+) -> None:
+    """``torch.testing.assert_close`` with tolerances suited to float32 attention."""
+    import torch
+
+    torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol)
+
+
+def assert_stages_in_order(trace: Trace) -> None:
+    """Every stage the variant declares was yielded, once, in the declared order."""
+    yielded = [stage.name for stage in trace.stages]
+    declared = list(trace.variant.stages)
+    if yielded != declared:
+        raise AssertionError(
+            f"variant '{trace.variant.name}' yielded stages {yielded}, declared {declared}"
+        )

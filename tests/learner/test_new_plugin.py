@@ -129,7 +129,7 @@ def test_generated_package_installs_and_passes_its_own_test(attn: Attn, tmp_path
     # Run from tmp_path, so the module can only come from the installed copy.
     installed = run(own_test, tmp_path, {**env, "PYTHONPATH": str(site)})
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    assert "2 passed" in installed.stdout
+    assert "4 passed" in installed.stdout
     # And the test is real: without the installed package it fails.
     missing = run(own_test, tmp_path, env)
     assert missing.returncode == 1, missing.stdout

@@ -109,6 +109,7 @@ def test_options_reach_the_variant_with_defaults(tmp_path: Path) -> None:
 def test_options_are_listed_by_attn_plugins(attn: Attn, tmp_path: Path) -> None:
     folder = plugin(tmp_path / "p", "windowed", WINDOWED)
     status, out, _ = attn("plugins", "--json", "--plugins-dir", str(folder))
+    assert status == 0
     listed = {p["name"]: p for p in json.loads(out)}
     options = listed["windowed"]["variants"][0]["options"]
     assert options[0] == {

@@ -144,12 +144,21 @@ def format_trace(
         elif substeps and (stages is None or step.stage in stages):
             yield format_substep(step, trace) + "\n"
     if trace.output is not None and stages is None:
+        axes = output_axes(trace)
+        query = trace.context.query
         yield (
-            "output ("
-            + shape_text(trace.output)
-            + ")\n"
-            + format_tensor(trace.output, trace.tokens, trace.context.query)
+            f"output ({shape_text(trace.output, axes, query)})\n"
+            + format_tensor(trace.output, trace.tokens, query, axes)
         )
+
+
+def output_axes(trace: Trace) -> tuple[str, ...] | None:
+    """The output's axes: those of the stage tensor it is (the variant returned it as yielded)."""
+    for stage in reversed(trace.stages):
+        for name, tensor in stage.tensors.items():
+            if tensor is trace.output and name in stage.axes:
+                return stage.axes[name]
+    return None
 
 
 def plain(value: Any) -> Any:

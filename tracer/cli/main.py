@@ -52,6 +52,9 @@ def build_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tracer.cli.encoding import use_ascii_fallback
+
+    use_ascii_fallback()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -67,6 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_status
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        print(
+            "attn: out of memory: try fewer tokens, a smaller --d-out or fewer heads",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (``attn trace ... | head``); that is not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)

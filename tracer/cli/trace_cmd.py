@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from typing import Any
@@ -48,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     stages = stage_filter(args.stages, host.variant(args.variant))
     trace = start_trace(args.variant, trace_options(args), host)
     if args.json:
-        document = trace_json(trace, stages, args.substeps)
+        # Whatever the variant prints while it runs goes to stderr: stdout is one JSON document.
+        with contextlib.redirect_stdout(sys.stderr):
+            document = trace_json(trace, stages, args.substeps)
         json.dump(document, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return EXIT_OK

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from tracer.tracing.trace import Trace, VariantRunError
 
 AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]*(:[0-9]+)?$")
+MAX_ELEMENTS = 2**28
+"""The most values one tensor of a step may hold (a 16,384-token score matrix)."""
 NUMERIC = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
@@ -74,6 +76,11 @@ def _tensor(trace: Trace, subject: str, name: str, value: object, where: Locatio
         problem = f"is complex ({value.dtype}); yield its real part, imaginary part or abs()"
     elif not (value.is_floating_point() or value.dtype in NUMERIC):
         problem = f"has dtype {value.dtype}, which is not a number type"
+    elif value.numel() > MAX_ELEMENTS:
+        problem = (
+            f"has {value.numel():,} values {tuple(value.shape)}; a step can show at most "
+            f"{MAX_ELEMENTS:,}"
+        )
     if problem is not None:
         raise _error(trace, f"{subject}: tensor '{name}' {problem}", where)
     assert isinstance(value, torch.Tensor)

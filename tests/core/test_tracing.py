@@ -109,7 +109,7 @@ def test_branch_not_taken_is_not_shown(host: PluginHost) -> None:
     trace = start_trace("masked", TraceOptions(), host).run_to_end()
     core = trace.stage("dropout").source_file
     assert core is not None and core.endswith("_causal_core.py")
-    dropout_line = line_of(core, "draws = np.random.RandomState(seed)")
+    dropout_line = line_of(core, "draws = np.random.RandomState(seed")
     assert dropout_line not in trace.stage("dropout").lines
     with_dropout = start_trace("masked", TraceOptions(dropout=0.5), host).run_to_end()
     assert dropout_line in with_dropout.stage("dropout").lines

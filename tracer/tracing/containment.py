@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 _REAL_EXIT = os._exit
@@ -38,28 +35,20 @@ def _refuse_exit(code: object = 0) -> None:
     raise PluginExit(code)
 
 
-@dataclass(frozen=True)
 class TorchDefaults:
     """The torch settings a plugin can change for everyone with one call."""
 
-    dtype: Any
-    grad: bool
-    deterministic: bool
+    __slots__ = ("deterministic", "dtype", "grad")
 
-    @classmethod
-    def capture(cls) -> TorchDefaults:
-        import torch
-
-        return cls(
-            torch.get_default_dtype(),
-            torch.is_grad_enabled(),
-            torch.are_deterministic_algorithms_enabled(),
-        )
+    def __init__(self) -> None:
+        torch = _torch()
+        self.dtype = torch.get_default_dtype()
+        self.grad = torch.is_grad_enabled()
+        self.deterministic = torch.are_deterministic_algorithms_enabled()
 
     def restore(self) -> list[str]:
         """Put the settings back; the names of the ones that had changed."""
-        import torch
-
+        torch = _torch()
         changed = []
         if torch.get_default_dtype() != self.dtype:
             torch.set_default_dtype(self.dtype)
@@ -73,24 +62,47 @@ class TorchDefaults:
         return changed
 
 
-@contextmanager
-def contained(changed: list[str] | None = None) -> Iterator[None]:
+class contained:
     """Run plugin code with ``os._exit`` refused and torch's defaults restored afterwards.
 
-    Names of torch settings the code changed are appended to ``changed``.
+    Names of torch settings the code changed are appended to ``changed``. A
+    class rather than a generator: it wraps every step, so it must be cheap.
     """
-    global _depth
-    defaults = TorchDefaults.capture()
-    with _lock:
-        _depth += 1
-        setattr(os, "_exit", _refuse_exit)  # noqa: B010  (mypy: os._exit is a function)
-    try:
-        yield
-    finally:
+
+    __slots__ = ("_changed", "_defaults")
+
+    def __init__(self, changed: list[str] | None = None) -> None:
+        self._changed = changed
+        self._defaults: TorchDefaults | None = None
+
+    def __enter__(self) -> None:
+        global _depth
+        self._defaults = TorchDefaults()
+        with _lock:
+            _depth += 1
+            if _depth == 1:
+                setattr(os, "_exit", _refuse_exit)  # noqa: B010  (mypy: os._exit is a function)
+
+    def __exit__(self, *exc: object) -> None:
+        global _depth
         with _lock:
             _depth -= 1
             if _depth == 0:
                 setattr(os, "_exit", _REAL_EXIT)  # noqa: B010
-        undone = defaults.restore()
-        if changed is not None:
-            changed.extend(undone)
+        assert self._defaults is not None
+        undone = self._defaults.restore()
+        if self._changed is not None:
+            self._changed.extend(undone)
+
+
+_TORCH: Any = None
+
+
+def _torch() -> Any:
+    """torch, imported on first use: this module is imported before torch is."""
+    global _TORCH
+    if _TORCH is None:
+        import torch
+
+        _TORCH = torch
+    return _TORCH

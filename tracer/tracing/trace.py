@@ -84,7 +84,8 @@ class Trace:
                 if self._generator is None:
                     self._generator = self._start()
                 step = next(self._generator)
-                return self._record(step)
+            # Checked and recorded outside the guard: our own torch calls are not the plugin's.
+            return self._record(step)
         except StopIteration as stop:
             self.finished = True
             self._finish(stop.value)

@@ -38,9 +38,10 @@ def grouped_query(run: RunContext):
     yield stage("inputs", "Token embeddings", axes=("token", "feature"), inputs=inputs)
 
     W_query, W_key, W_value, W_out, b_out = split_weights(run, d_out)
-    # Columns h·head_dim .. (h+1)·head_dim belong to head h; average each group's heads.
-    W_key = W_key.view(-1, kv_heads, group, head_dim).mean(dim=2).flatten(1)
-    W_value = W_value.view(-1, kv_heads, group, head_dim).mean(dim=2).flatten(1)
+    if group > 1:
+        # Columns h·head_dim .. (h+1)·head_dim belong to head h; average each group's heads.
+        W_key = W_key.reshape(-1, kv_heads, group, head_dim).mean(dim=2).flatten(1)
+        W_value = W_value.reshape(-1, kv_heads, group, head_dim).mean(dim=2).flatten(1)
     yield stage(
         "projections",
         f"Query projection for {heads} heads; key and value projections for {kv_heads}",

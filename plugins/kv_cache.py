@@ -99,7 +99,7 @@ def kv_cache(run: RunContext):
         "weights",
         "The weights of each step, one row per decoded token",
         formula="row t: softmax over the cache of keys 0 .. t; later keys did not exist yet",
-        axes=("query", "key"),
+        axes=("key",) if run.query is not None else ("query", "key"),
         weights=run.focus(weights),
     )
 

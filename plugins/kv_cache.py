@@ -116,8 +116,8 @@ def kv_cache(run: RunContext):
     recompute = torch.tensor(work_recompute)
     yield stage(
         "work",
-        f"Multiply-adds per step: {int(cached.sum())} with the cache, "
-        f"{int(recompute.sum())} recomputing every step",
+        f"Multiply-adds to decode {len(work_cached)} tokens: {int(cached.sum())} with the "
+        f"cache, {int(recompute.sum())} recomputing everything at every step",
         formula="t tokens so far: cache 3·d_in·d_out + 2·t·d_out, recompute 3·t·d_in·d_out + 2·t²·d_out",
         axes=("token",),
         cached=cached,

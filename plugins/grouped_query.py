@@ -46,8 +46,13 @@ def grouped_query(run: RunContext):
         "projections",
         f"Query projection for {heads} heads; key and value projections for {kv_heads}",
         formula="W_k, W_v of a group = the mean of its heads' columns",
-        axes={"b_out": ("feature",)}
-        | dict.fromkeys(("W_query", "W_key", "W_value", "W_out"), ("feature", "feature")),
+        axes={
+            "W_query": ("feature", "feature"),
+            "W_key": ("feature", "feature"),
+            "W_value": ("feature", "feature"),
+            "W_out": ("feature", "feature"),
+            "b_out": ("feature",),
+        },
         W_query=W_query,
         W_key=W_key,
         W_value=W_value,

@@ -104,3 +104,19 @@ def test_every_tensor_names_its_axes() -> None:
                     step.stage if isinstance(step, SubStep) else step.name,
                     name,
                 )
+
+
+def test_padding_is_never_attended_to_as_in_masked() -> None:
+    inputs = InputSet(
+        name="padded",
+        tokens=("<pad>", "a", "b", "<pad>", "c"),
+        embeddings=((0.1, 0.2), (0.3, -0.4), (0.5, 0.6), (0.0, 0.0), (-0.2, 0.7)),
+        padding=(True, False, False, True, False),
+    )
+    # A window as long as the text hides nothing more than the causal mask.
+    for variant, options in (("kv-cache", {}), ("sliding-window", {"window": 5})):
+        got = trace(variant, inputs, options=options)
+        torch.testing.assert_close(got.output, output("masked", inputs), atol=1e-6, rtol=1e-6)
+        assert not got.output.isnan().any()
+    weights = trace("kv-cache", inputs).stage("weights").tensors["weights"]
+    assert torch.equal(weights[:, 0], torch.zeros(5)) and torch.equal(weights[:, 3], torch.zeros(5))

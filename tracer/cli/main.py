@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "plugins_cmd",
     "lessons_cmd",
     "tui_cmd",
+    "serve_cmd",
     "check_cmd",
     "exercises_cmd",
     "new_plugin_cmd",

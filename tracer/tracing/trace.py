@@ -154,3 +154,9 @@ class Trace:
                 location = Location(self.source_file, frame.lineno)
         summary = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
         return VariantRunError(f"variant '{self.variant.name}' failed: {summary}", location)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view of a trace: its stages as token-labelled heatmaps (tracer.notebook)."""
+        from tracer.notebook import trace_html
+
+        return trace_html(self)

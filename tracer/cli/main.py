@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "check_cmd",
     "exercises_cmd",
     "new_plugin_cmd",
+    "completion_cmd",
 ]
 
 

@@ -165,3 +165,13 @@ def test_importing_tracer_and_its_trace_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.strip() == "False"
+
+
+def test_the_readme_notebook_example_runs_as_written() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## In the browser and in notebooks", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    shown = namespace["t"]._repr_html_()  # type: ignore[attr-defined]
+    assert "query 1 (journey)" in shown and "Causal" in shown

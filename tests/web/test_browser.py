@@ -42,9 +42,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started that are still running (Linux's /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found += [int(child) for child in text.split()]
+    return found
+
+
 @pytest.fixture
-def served_lesson(tmp_path: Path) -> Iterator[str]:
-    """``attn serve 03_vectorising --port 0`` on 127.0.0.1; yields the URL it printed."""
+def served_lesson(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """``attn serve 03_vectorising --port 0`` on 127.0.0.1: the URL it printed, and its pid."""
     env = {**os.environ, "ATTN_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
     server = subprocess.Popen(
         [sys.executable, "-m", "tracer", "serve", "03_vectorising", "--port", "0"],
@@ -64,7 +73,7 @@ def served_lesson(tmp_path: Path) -> Iterator[str]:
                 url = found.group(0) if found else None
                 break
         assert url is not None, "attn serve printed no URL"
-        yield url
+        yield url, server.pid
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -79,8 +88,9 @@ def screen_text(frames: list[bytes]) -> str:
 
 
 def test_a_lesson_steps_in_the_browser_and_shows_the_numbers(
-    served_lesson: str, request: pytest.FixtureRequest
+    served_lesson: tuple[str, int], request: pytest.FixtureRequest
 ) -> None:
+    url, server = served_lesson
     frames: list[bytes] = []
     with playwright_sync.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True)
@@ -95,7 +105,7 @@ def test_a_lesson_steps_in_the_browser_and_shows_the_numbers(
             ),
         )
         try:
-            page.goto(served_lesson, timeout=SHOW_S * 1000)
+            page.goto(url, timeout=SHOW_S * 1000)
             # The first step is narration: the lesson is open in the page's terminal.
             wait_for_text(page, frames, "Xᵀ")
             shown_before = len(frames)
@@ -104,7 +114,13 @@ def test_a_lesson_steps_in_the_browser_and_shows_the_numbers(
             # Step 2: the scores X Xᵀ, computed by the vectorized variant in the app's process.
             row = [f"{value:.4f}" for value in SIMPLE_SCORES[1]]  # "journey", from the course
             wait_for_text(page, frames, *row, since=shown_before)
-            page.close()  # closing the page ends its session (tests/web/test_security.py)
+            assert len(children(server)) == 1, "one app process for the one page"
+            page.close()
+            for _ in range(int(SHOW_S / 0.25)):  # closing the page ends its app
+                if not children(server):
+                    break
+                time.sleep(0.25)
+            assert children(server) == [], "the app outlived its page"
         except BaseException:
             save_screenshot(page, request)
             raise

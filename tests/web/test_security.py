@@ -112,6 +112,8 @@ async def test_a_third_session_is_refused_until_one_closes(start_server: Any) ->
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
             await connect(client, server)
         assert refused.value.status == 503
+        async with client.get(f"http://127.0.0.1:{server.port}/{server.token}/") as page:
+            assert page.status == 503 and "Close one of them" in await page.text()
         assert len(server.sessions) == 2
         await first.close()
         assert await until(lambda: len(server.sessions) == 1)

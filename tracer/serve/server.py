@@ -125,6 +125,13 @@ class BrowserServer:
         return response
 
     async def _handle_page(self, request: web.Request) -> web.Response:
+        if len(self.sessions) >= self.max_sessions:
+            # Say so on the page: a refused websocket only shows the page as "ended".
+            return web.Response(
+                status=503,
+                text=f"attn is already open in {len(self.sessions)} tabs, the most it runs at "
+                "once. Close one of them, then reload this page.",
+            )
         base = f"/{self.token}/"
         websocket_url = f"ws://{request.host}{base}ws"
         page = render_page(

@@ -15,7 +15,7 @@ DEFAULT_PORT = 8000
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "serve",
-        help="open the app in a web browser (served on this machine only)",
+        help="run the app in a web browser (for this machine only, unless --host)",
         description=(
             "Serve the app to a web browser: open the URL it prints (it holds a secret "
             "token; requests without it are refused). Each browser tab runs its own app, "

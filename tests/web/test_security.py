@@ -61,6 +61,10 @@ async def test_requests_without_the_token_get_403(start_server: Any) -> None:
         async with client.get(f"{base}/{server.token}/") as response:
             assert response.status == 200
             page = await response.text()
+            # The token is in the URL: no page may learn it from a Referer header.
+            assert response.headers["Referrer-Policy"] == "no-referrer"
+            policy = response.headers["Content-Security-Policy"]
+            assert policy.startswith("default-src 'self';") and "http" not in policy
         async with client.get(f"{base}/{server.token}/static/js/textual.js") as response:
             assert response.status == 200
     # The page loads nothing from another host: no CDN, no web font service.

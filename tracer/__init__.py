@@ -8,6 +8,8 @@ Importing this package must stay cheap: it never imports torch (the TUI
 paints its first frame while torch loads in the background).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from tracer.hookspecs import hookimpl
 from tracer.variant import (
     Accumulate,
@@ -22,7 +24,20 @@ from tracer.variant import (
     substep,
 )
 
+if TYPE_CHECKING:
+    from tracer.notebook import trace
+
 __version__ = "0.2.0"
+
+
+def __getattr__(name: str) -> Any:
+    # ``from tracer import trace`` (for notebooks) loads its module only when asked for.
+    if name == "trace":
+        from tracer.notebook import trace
+
+        return trace
+    raise AttributeError(f"module 'tracer' has no attribute {name!r}")
+
 
 __all__ = [
     "Accumulate",
@@ -37,4 +52,5 @@ __all__ = [
     "hookimpl",
     "stage",
     "substep",
+    "trace",
 ]

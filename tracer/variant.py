@@ -135,6 +135,12 @@ class Stage:
     files: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Every plugin file that ran for this stage and its lines (filled in by the tracer)."""
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view of a stage (see tracer.notebook); alone it knows no tokens: indices."""
+        from tracer.notebook import stage_html
+
+        return stage_html(self)
+
 
 @dataclass
 class SubStep:

@@ -30,9 +30,11 @@ COMMAND_MODULES = [
     "plugins_cmd",
     "lessons_cmd",
     "tui_cmd",
+    "serve_cmd",
     "check_cmd",
     "exercises_cmd",
     "new_plugin_cmd",
+    "completion_cmd",
 ]
 
 

@@ -211,3 +211,9 @@ class Trace:
             text = f"{type(exc).__name__}: {exc}".strip().splitlines()
             summary = text[0] if text else type(exc).__name__
         return VariantRunError(f"variant '{self.variant.name}' failed: {summary}", location)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view of a trace: its stages as token-labelled heatmaps (tracer.notebook)."""
+        from tracer.notebook import trace_html
+
+        return trace_html(self)

@@ -1,4 +1,7 @@
-"""Simplified self-attention as explicit Python loops (seeds 001 and 003).
+"""Simplified self-attention as explicit Python loops.
+
+This is how the Basic Self Attention notebook and the notebook on alignment
+scores begin.
 
 There are no trainable weights yet: each token's embedding serves as its own
 query, key and value. Every score is one ``torch.dot``, so the loop yields a

@@ -1,8 +1,9 @@
 """Scaled dot-product attention with trainable query, key and value weights.
 
-Seeds 000, 001 and 002: three projection matrices turn each embedding into a
-query, a key and a value; scores are scaled by √d_k before the softmax so that
-they do not grow with the key width and push the softmax into saturation.
+As in the trainable-weights notebook and the post on trainable weights: three
+projection matrices turn each embedding into a query, a key and a value; scores
+are scaled by √d_k before the softmax so that they do not grow with the key
+width and push the softmax into saturation.
 """
 
 import torch

@@ -1,7 +1,8 @@
 """Simplified self-attention as matrix products: the naive loop, vectorised.
 
 ``inputs @ inputs.T`` computes every pairwise dot product at once; the
-numbers are exactly those of the loop (seeds 001 and 003).
+numbers are exactly those of the loop, as the Basic Self Attention notebook
+shows.
 """
 
 import torch

@@ -21,23 +21,23 @@ Attn = Callable[..., tuple[int, str, str]]
 
 def test_scaffold_writes_a_package(attn: Attn, tmp_path: Path) -> None:
     folder = tmp_path / "pkg"
-    status, out, err = attn("new-plugin", "sliding-window", str(folder))
+    status, out, err = attn("new-plugin", "strided-window", str(folder))
     assert status == 0, err
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert files == [
         ".gitignore",
         "README.md",
-        "attn_sliding_window.py",
+        "attn_strided_window.py",
         "pyproject.toml",
-        "tests/test_attn_sliding_window.py",
+        "tests/test_attn_strided_window.py",
     ]
     project = tomllib.loads((folder / "pyproject.toml").read_text())
-    assert project["project"]["name"] == "attn-sliding-window"
+    assert project["project"]["name"] == "attn-strided-window"
     assert project["project"]["entry-points"]["attention_tracer"] == {
-        "sliding-window": "attn_sliding_window"
+        "strided-window": "attn_strided_window"
     }
-    assert project["tool"]["setuptools"]["py-modules"] == ["attn_sliding_window"]
-    assert "attn trace sliding-window" in (folder / "README.md").read_text()
+    assert project["tool"]["setuptools"]["py-modules"] == ["attn_strided_window"]
+    assert "attn trace strided-window" in (folder / "README.md").read_text()
     assert f"  wrote  {folder / 'pyproject.toml'}\n" in out
 
 

@@ -19,11 +19,11 @@ YOUR_JOURNEY = InputSet(
     ),
 )
 
-# Seed 004: four "words" as 0/1 vectors, with the integer weight matrices that
+# From the numpy example in the course notes: four "words" as 0/1 vectors, with the integer weight matrices that
 # numpy.random.seed(42); randint(3, size=(3, 3)) draws for W_Q, W_K, W_V in that order.
 FOUR_WORDS = InputSet(
     name="four-words",
-    description="four 0/1 word vectors with seed 004's integer W_Q, W_K, W_V",
+    description="four 0/1 word vectors with the numpy example's integer W_Q, W_K, W_V",
     tokens=("word_1", "word_2", "word_3", "word_4"),
     embeddings=((1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1)),
     weights={

@@ -24,7 +24,7 @@ def make_weights(
     """Query, key and value matrices of shape (d_in, d_out), applied as ``x @ W``.
 
     - ``rand`` / ``randn``: ``torch.rand(d_in, d_out)`` (or ``randn``) for query, key,
-      value in that order, as seeds 000, 001 and 002 do.
+      value in that order, as the course notebooks do.
     - ``linear``: ``nn.Linear(d_in, d_out, bias=False)`` for query, key, value in that
       order; the layer computes ``x @ W.T``, so we hand out ``W.T``.
     - explicit matrices from an inputs file win over ``init``.

@@ -1,7 +1,7 @@
 """``attn lessons`` and ``attn lesson ...``: list, check, print, start and open lessons.
 
     attn lessons [--lessons-dir DIR]          numbered list: shipped lessons, then DIR's
-    attn lesson check PATH...                 every problem as path:line:column: message
+    attn lesson check PATH|DIR... [--watch]   every problem as path:line:column: message
     attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
     attn lesson new PATH                      a commented starter lesson (never overwrites)
     attn lesson schema                        the JSON Schema for lesson files
@@ -22,7 +22,12 @@ from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
 
 ACTIONS = ("check", "run", "new", "schema")
-USAGE = "attn lesson check PATH... | run NAME|PATH [--plain] | new PATH | schema | NAME|PATH"
+USAGE = (
+    "attn lesson check PATH|DIR... [--watch] | run NAME|PATH [--plain] | new PATH | schema "
+    "| NAME|PATH"
+)
+WATCH_INTERVAL = 0.5
+"""Seconds between looks at the files 'check --watch' follows."""
 
 
 def add_lesson_dir_option(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +57,8 @@ def add_parser(commands: Any) -> None:
             "NAME is a lesson's number, its name from 'attn lessons', or a .yaml path."
         ),
         epilog=(
-            "check PATH...: report every problem as path:line:column: message. "
+            "check PATH|DIR...: report every problem as path:line:column: message "
+            "(a folder: each lesson in it; --watch: again whenever a file is saved). "
             "run NAME|PATH --plain: print the whole lesson as text, quiz answers included. "
             "new PATH: write a commented starter lesson (never overwrites). "
             "schema: print the JSON Schema for lesson files. "
@@ -67,6 +73,10 @@ def add_parser(commands: Any) -> None:
     lesson.add_argument(
         "--plain", action="store_true",
         help="with run: print text instead of opening the TUI (the default in a pipe)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--watch", action="store_true",
+        help="with check: check again whenever a lesson is saved (Ctrl+C stops)",
     )  # fmt: skip
     add_lesson_dir_option(lesson)
     add_plugin_options(lesson)
@@ -94,8 +104,13 @@ def run_lesson(args: argparse.Namespace) -> int:
     action, targets = args.action, list(args.targets)
     if action == "check":
         if not targets:
-            raise UsageError("'attn lesson check' needs at least one lesson file")
-        return check(targets, args)
+            raise UsageError("'attn lesson check' needs at least one lesson file or folder")
+        files = lesson_files(targets)
+        if args.watch:
+            return watch(files, args)
+        return check(files, args)
+    if args.watch:
+        raise UsageError("--watch goes with 'attn lesson check'")
     if action == "run":
         if len(targets) != 1:
             raise UsageError("'attn lesson run' takes one lesson: a name, a number or a .yaml path")
@@ -137,10 +152,61 @@ def open_tui(args: argparse.Namespace) -> int:
     return status
 
 
+def lesson_files(targets: list[str]) -> list[str]:
+    """Each target, with a folder replaced by the lessons in it (sorted)."""
+    from tracer.lessons.loader import LESSON_SUFFIXES
+
+    files: list[str] = []
+    for target in targets:
+        folder = Path(target)
+        if folder.is_dir():
+            found = sorted(
+                p for p in folder.iterdir() if p.suffix in LESSON_SUFFIXES and p.is_file()
+            )
+            if not found:
+                raise UsageError(f"no lessons (.yaml) in {folder}")
+            files += [str(p) for p in found]
+        else:
+            files.append(target)
+    return files
+
+
+def watch(targets: list[str], args: argparse.Namespace) -> int:
+    """Check, then check each file again whenever it changes, until interrupted."""
+    import time
+
+    def stamps() -> dict[str, float | None]:
+        found: dict[str, float | None] = {}
+        for target in targets:
+            try:
+                found[target] = Path(target).stat().st_mtime
+            except OSError:
+                found[target] = None
+        return found
+
+    status = check(targets, args)
+    seen = stamps()
+    print(
+        f"watching {len(targets)} lesson{'s' if len(targets) != 1 else ''}; Ctrl+C stops",
+        flush=True,
+    )
+    try:
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            now = stamps()
+            changed = [t for t in targets if now[t] != seen[t]]
+            seen = now
+            if changed:
+                print(f"--- {time.strftime('%H:%M:%S')}: checking again", flush=True)
+                status = check(changed, args)
+    except KeyboardInterrupt:
+        return status
+
+
 def check(targets: list[str], args: argparse.Namespace) -> int:
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
+    from tracer.lessons.loader import LessonError, load_lesson, one_line, preflight
 
     host = None
     status = EXIT_OK
@@ -153,13 +219,16 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
             problems = check_lesson(lesson, host)
         except LessonError as error:
             problems = error.problems
+            if error.partial is not None and host is not None:
+                # All problems at once: the steps that could be read are run too.
+                problems = one_line(problems + check_lesson(error.partial, host))
         except TracerError as error:
             prefix = "" if error.location is not None else "attn: "
             print(f"{prefix}{error}", file=sys.stderr)
             status = max(status, error.exit_status)
             continue
         for problem in problems:
-            print(problem)
+            print(problem, flush=True)
         if problems:
             status = max(status, EXIT_PROBLEMS)
         else:

@@ -37,7 +37,7 @@ ANSWER = "answer"
 TOKEN_FORMAT = "token"
 INTEGRAL_OPERATIONS = ("argmax", "count")
 """Operations whose result is a whole number, shown without decimals."""
-_TYPED_NUMBER = re.compile(r"(?<![\w.,])[-−]?\d+[.,]\d{3,}(?![\w.])")
+_TYPED_NUMBER = re.compile(r"(?<![\w.,])[-−]?\d+\.\d{3,}(?!\w|\.\d)")
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,14 @@ def _fill(placeholder: Placeholder, runner: LessonRunner, quiz: Quiz | None) -> 
     return format_value(value, placeholder.format, tokens, integral=integral)
 
 
+_QUOTED_CODE = re.compile(r"`[^`\n]*`")
+"""Code quoted in backticks is quoted literally (e.g. a printed value in a notebook), not a claim."""
+
+
 def typed_numbers(text: str) -> Iterator[tuple[int, str]]:
-    """(offset, number) for each number with three or more decimals outside placeholders."""
+    """(offset, number) for each number with three or more decimals outside placeholders and
+    outside code quoted in backticks."""
     masked = PLACEHOLDER.sub(lambda m: " " * len(m.group()), text)
+    masked = _QUOTED_CODE.sub(lambda m: " " * len(m.group()), masked)
     for match in _TYPED_NUMBER.finditer(masked):
         yield match.start(), match.group()

@@ -131,7 +131,10 @@ def _feature_problems(text: str, path: str) -> Iterator[Problem]:
             anchor = getattr(event, "anchor", None)
             if isinstance(event, yaml.AliasEvent):
                 yield problem_at(
-                    event, f"aliases (*{anchor}) are not allowed; repeat the value", path
+                    event,
+                    f"aliases (*{anchor}) are not allowed; repeat the value "
+                    "(text that starts with '*' must be in quotes)",
+                    path,
                 )
             elif anchor is not None:
                 yield problem_at(
@@ -160,19 +163,59 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, path: str) -> Problem:
     line, column = position(mark) if mark is not None else (1, 1)
     what = _one_line(exc.problem or "not valid YAML")
     context = exc.context_mark
-    if (
-        exc.context
-        and context is not None
-        and (context.line, context.column)
-        != (
-            line - 1,
-            column - 1,
+    started_here = context is not None and (context.line, context.column) == (line - 1, column - 1)
+    if exc.context and context is not None and "quoted scalar" in exc.context:
+        # Report where the quote opens: that is where the mistake is, not where the file ends.
+        opened, line, column = line, *position(context)
+        quote = _char_at(context)
+        return Problem(
+            line,
+            column,
+            f"malformed YAML: the quote {quote} opened here is never closed "
+            f"({what} at line {opened}, column {position(mark)[1] if mark else 1})",
+            path,
         )
-    ):
+    if exc.context and context is not None and "alias" in exc.context:
+        line, column = position(context)
+        return Problem(
+            line,
+            column,
+            f"malformed YAML: {what}; text that starts with '*' must be in quotes "
+            "(YAML reads * as an alias)",
+            path,
+        )
+    if exc.context and context is not None and not started_here:
         # "while parsing a flow sequence" -> where the unclosed thing began
         started = exc.context.replace("while parsing ", "").replace("while scanning ", "")
         what += f" ({started} started at line {context.line + 1}, column {context.column + 1})"
+    what += _quote_hint(exc, mark)
     return Problem(line, column, f"malformed YAML: {what}", path)
+
+
+def _char_at(mark: Any) -> str:
+    buffer = getattr(mark, "buffer", None)
+    if isinstance(buffer, str) and 0 <= mark.pointer < len(buffer):
+        return f"({buffer[mark.pointer]})"
+    return ""
+
+
+_STARTERS = "@`"
+"""Characters YAML reserves: a plain value may not start with them."""
+
+
+def _quote_hint(exc: yaml.MarkedYAMLError, mark: Any) -> str:
+    """'; ... must be in quotes' when the error comes from text that starts with YAML syntax."""
+    problem = exc.problem or ""
+    for char in _STARTERS:
+        if f"found character '{char}' that cannot start any token" in problem:
+            return f"; text that starts with {char} must be in quotes"
+    buffer = getattr(mark, "buffer", None)
+    if "expected <block end>" in problem and isinstance(buffer, str) and mark is not None:
+        start = buffer.rfind("\n", 0, mark.index) + 1
+        text = buffer[start : buffer.find("\n", mark.index)]
+        if ": [" in text or ": {" in text or "- [" in text or "- {" in text:
+            return "; text that starts with [ or { must be in quotes"
+    return ""
 
 
 def _duplicate_keys(root: yaml.Node, path: str) -> Iterator[Problem]:

@@ -120,7 +120,7 @@ def test_check_needs_a_file(attn: Attn) -> None:
     assert attn("lesson", "check") == (
         2,
         "",
-        "attn: 'attn lesson check' needs at least one lesson file\n",
+        "attn: 'attn lesson check' needs at least one lesson file or folder\n",
     )
 
 
@@ -324,7 +324,10 @@ def test_variants_from_plugins_dir_can_be_used_by_lessons(tmp_path: Path, attn: 
     )
     status, out, _ = attn("lesson", "check", str(lesson))
     assert status == 1
-    assert out.startswith(f"{lesson}:6:25: unknown variant 'doubled'; known variants: ")
+    assert out.startswith(
+        f"{lesson}:6:25: unknown variant 'doubled'; if it comes from a plugin, that plugin is "
+        "not installed (install it, or give its folder with --plugins-dir); known variants: "
+    )
     status, out, _ = attn("lesson", "check", str(lesson), "--plugins-dir", str(plugins))
     assert (status, out) == (0, f"{lesson}: ok (1 step)\n")
     status, out, _ = attn("lesson", "run", str(lesson), "--plain", "--plugins-dir", str(plugins))

@@ -346,7 +346,7 @@ def apply(
             )
         return tensor[index].clone()
     dim = int(argument)
-    # A single value is a list of one here: softmax over one score is still a softmax (seed 002).
+    # A single value is a list of one here: softmax over one score is still a softmax.
     data = tensor.reshape(1) if tensor.dim() == 0 else tensor
     if not -data.dim() <= dim < data.dim():
         raise StepError(

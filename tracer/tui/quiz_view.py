@@ -169,9 +169,9 @@ class QuizView(VerticalScroll):
             self._show_hints()
 
     def focus_answer(self) -> None:
-        if self.quiz is not None and self.quiz.quiz_kind in ("number", "cells"):
-            if not self.answered:
-                self.query_one("#quiz-input", Input).focus()
+        quiz = self.quiz
+        if quiz is not None and quiz.quiz_kind in ("number", "cells") and not self.answered:
+            self.query_one("#quiz-input", Input).focus()
 
     def choose(self, number: int) -> None:
         """A digit key: answers or marks a choice, or starts typing a number or cells."""

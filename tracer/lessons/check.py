@@ -56,9 +56,9 @@ def check_lesson(lesson: Lesson, host: PluginHost) -> list[Problem]:
         try:
             _check_step(step, runner)
             if isinstance(step, Quiz) and step.quiz_kind == "number":
-                computed.setdefault(
-                    f"the answer of quiz '{step.id or step.line}'", float(runner.answer(step))
-                )  # type: ignore[arg-type]
+                answer = runner.answer(step)
+                assert isinstance(answer, (int, float))
+                computed.setdefault(f"quiz '{step.id or step.line}'", float(answer))
             _check_prose(step, runner)
         except (ArithmeticError, RuntimeError, ValueError, IndexError) as exc:
             # A safety net: whatever a step asks of torch, the author gets a line, not a traceback.
@@ -104,8 +104,13 @@ def _typed(number: TypedNumber, computed: dict[str, float], path: str) -> Proble
         for name, value in computed.items()
         if abs(round(value, decimals) - typed) <= 0.5 * 10**-decimals + 1e-12
     ]
-    if same:
+    if same and same[0].startswith("{{"):
         advice = f"it is {same[0]} now: write that instead, so it follows the computation"
+    elif same:
+        advice = (
+            f"it is the answer of {same[0]} now: write {{{{answer}}}} in that quiz's "
+            "explanation, so it follows the computation"
+        )
     else:
         advice = "the lesson computes no such number; compute it under 'values:' and write {{name}}"
     message = f"{number.text} is typed into the {number.where} and goes stale; {advice}"

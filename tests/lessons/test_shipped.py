@@ -187,8 +187,8 @@ def test_the_seven_lessons_ship_in_order() -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=NAMES)
 def test_first_line_points_editors_at_the_schema(path: Path) -> None:
     first = path.read_text(encoding="utf-8").splitlines()[0]
-    assert first == "# yaml-language-server: $schema=../tracer/lessons/schema.json"
-    assert (path.parent / "../tracer/lessons/schema.json").resolve().is_file()
+    assert first == "# yaml-language-server: $schema=../lessons/schema.json"
+    assert (path.parent / "../lessons/schema.json").resolve().is_file()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -4,7 +4,8 @@
     attn lesson check PATH|DIR... [--watch]   every problem as path:line:column: message
     attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
     attn lesson new PATH                      a commented starter lesson (never overwrites)
-    attn lesson schema                        the JSON Schema for lesson files
+    attn lesson schema [--write DIR]          the JSON Schema for lesson files (for the installed
+                                              variants), or written to DIR/lesson.schema.json
     attn lesson NAME|PATH                     open the lesson in the TUI
 
 Exit status: 0 ok, 1 a lesson has problems, 2 usage error (unknown lesson,
@@ -14,6 +15,7 @@ missing file, refusing to overwrite), 3 a plugin failed.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,7 +63,8 @@ def add_parser(commands: Any) -> None:
             "(a folder: each lesson in it; --watch: again whenever a file is saved). "
             "run NAME|PATH --plain: print the whole lesson as text, quiz answers included. "
             "new PATH: write a commented starter lesson (never overwrites). "
-            "schema: print the JSON Schema for lesson files. "
+            "schema [--write DIR]: print the JSON Schema for lesson files (editor completion "
+            "for the installed variants), or write it to DIR/lesson.schema.json. "
             "Exit status: 0 ok, 1 a lesson has problems, 2 usage error, 3 plugin failure."
         ),
     )
@@ -73,6 +76,10 @@ def add_parser(commands: Any) -> None:
     lesson.add_argument(
         "--plain", action="store_true",
         help="with run: print text instead of opening the TUI (the default in a pipe)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--write", metavar="DIR",
+        help="with schema: write DIR/lesson.schema.json, which new lessons' first line names",
     )  # fmt: skip
     lesson.add_argument(
         "--watch", action="store_true",
@@ -124,11 +131,10 @@ def run_lesson(args: argparse.Namespace) -> int:
         return new(Path(targets[0]))
     if action == "schema":
         if targets:
-            raise UsageError("'attn lesson schema' takes no arguments")
-        from tracer.lessons.schema import schema_text
-
-        sys.stdout.write(schema_text())
-        return EXIT_OK
+            raise UsageError("'attn lesson schema' takes no arguments (--write DIR writes a file)")
+        return schema(args)
+    if args.write is not None:
+        raise UsageError("--write goes with 'attn lesson schema'")
     if targets:
         raise UsageError(
             f"unknown lesson command '{action}'; expected check, run, new or schema, "
@@ -254,6 +260,45 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def schema(args: argparse.Namespace) -> int:
+    from tracer.cli.options import load_host
+    from tracer.lessons.schema import catalog, schema_text
+
+    text = schema_text(catalog(load_host(args)))
+    if args.write is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    folder = Path(args.write)
+    if not folder.is_dir():
+        raise UsageError(f"folder not found: {folder}")
+    path = write_schema(folder, text)
+    print(f"wrote {path}; lessons in {folder} that start with the line")
+    print("  # yaml-language-server: $schema=lesson.schema.json")
+    print("get completion for the installed variants")
+    return EXIT_OK
+
+
+def write_schema(folder: Path, text: str) -> Path:
+    """``folder/lesson.schema.json``; replaces only a schema this tool wrote (never other files)."""
+    from tracer.lessons.schema import SCHEMA_ID, SCHEMA_NAME
+
+    path = folder / SCHEMA_NAME
+    if path.exists() or path.is_symlink():
+        try:
+            ours = json.loads(path.read_text(encoding="utf-8")).get("$id") == SCHEMA_ID
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours or path.is_symlink():
+            raise UsageError(
+                f"{path} exists and is not a lesson schema written by attn; not overwriting it"
+            )
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    return path
+
+
 def new(path: Path) -> int:
     from tracer.lessons.starter import starter_lesson
 
@@ -274,6 +319,13 @@ def new(path: Path) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     print(f"wrote {path}; check it with: attn lesson check {path}")
+    from tracer.lessons.schema import SCHEMA_NAME
+
+    if not (path.parent / SCHEMA_NAME).exists():
+        print(
+            f"for completion in your editor, run: attn lesson schema --write {path.parent} "
+            f"(its first line names {SCHEMA_NAME})"
+        )
     return EXIT_OK
 
 

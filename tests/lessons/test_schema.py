@@ -115,6 +115,7 @@ def test_the_schema_lists_a_plugins_variants_and_options(tmp_path: Path) -> None
 def test_schema_write_puts_it_beside_the_lessons(tmp_path: Path, attn: Attn) -> None:
     status, out, err = attn("lesson", "schema", "--write", str(tmp_path))
     assert (status, err) == (0, "")
+    assert out.startswith(f"wrote {tmp_path / 'lesson.schema.json'}")
     written = tmp_path / "lesson.schema.json"
     assert json.loads(written.read_text(encoding="utf-8")) == lesson_schema()
     assert attn("lesson", "schema", "--write", str(tmp_path))[0] == 0  # refreshing is fine

@@ -111,8 +111,9 @@ def _fill(placeholder: Placeholder, runner: LessonRunner, quiz: Quiz | None) -> 
     if placeholder.name == ANSWER and quiz is not None:
         if placeholder.format is None:
             return runner.answer_text(quiz)
-        if quiz.quiz_kind == "number":
-            return format_value(float(runner.answer(quiz)), placeholder.format, runner.tokens)
+        answer = runner.answer(quiz)
+        if isinstance(answer, (int, float)) and quiz.quiz_kind == "number":
+            return format_value(float(answer), placeholder.format, runner.tokens)
         return runner.answer_text(quiz)
     named = runner.lesson.value(placeholder.name)
     if named is None:

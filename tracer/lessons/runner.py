@@ -304,16 +304,17 @@ def apply(
     """One operation (``other``: the second tensor of add, subtract, multiply); StepError when
     it does not fit the tensor."""
     name, argument = operation.name, operation.argument
+    number = float(argument) if isinstance(argument, (int, float)) else 0.0
     if tensor.dtype == torch.bool or not tensor.is_floating_point():
         tensor = tensor.float()  # a mask counts as 0/1, so 'sum' counts hidden keys
     if name == "scale":
-        return tensor * float(argument)  # type: ignore[arg-type]
+        return tensor * number
     if name == "exp":
         return torch.exp(tensor)
     if name == "abs":
         return tensor.abs()
     if name in ("add", "subtract", "multiply"):
-        operand = other.float() if other is not None else torch.tensor(float(argument))  # type: ignore[arg-type]
+        operand = other.float() if other is not None else torch.tensor(number)
         if operand.dim() and tuple(operand.shape) != tuple(tensor.shape):
             raise StepError(
                 f"'{name}' needs two tensors of the same shape, not {_shape(tensor)} "
@@ -323,8 +324,8 @@ def apply(
             return tensor + operand
         return tensor - operand if name == "subtract" else tensor * operand
     if name == "compare":
-        operator, _, number = str(argument).partition(" ")
-        return _COMPARE[operator](tensor, float(number)).float()
+        operator, _, bound = str(argument).partition(" ")
+        return _COMPARE[operator](tensor, float(bound)).float()
     if argument is True and name in WHOLE_REDUCTIONS:
         return _whole(name, tensor)
     if name == "diagonal":
@@ -338,14 +339,14 @@ def apply(
             raise StepError(f"'transpose' needs a table, not a tensor of shape {_shape(tensor)}")
         return tensor.T.clone()
     if name == "pick":
-        index = int(argument)
+        index = int(number)
         if tensor.dim() == 0 or not 0 <= index < tensor.shape[0]:
             size = tensor.shape[0] if tensor.dim() else 0
             raise StepError(
                 f"'pick: {index}' is out of range: the first dimension has {size} entries"
             )
         return tensor[index].clone()
-    dim = int(argument)
+    dim = int(number)
     # A single value is a list of one here: softmax over one score is still a softmax.
     data = tensor.reshape(1) if tensor.dim() == 0 else tensor
     if not -data.dim() <= dim < data.dim():

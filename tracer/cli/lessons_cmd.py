@@ -4,6 +4,8 @@
     attn lesson check PATH|DIR... [--watch]   every problem as path:line:column: message
     attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
     attn lesson new PATH                      a commented starter lesson (never overwrites)
+    attn lesson export NAME|PATH --to md|ipynb [-o FILE] [--force]
+                                              the lesson as Markdown or a notebook
     attn lesson schema [--write DIR]          the JSON Schema for lesson files (for the installed
                                               variants), or written to DIR/lesson.schema.json
     attn lesson NAME|PATH                     open the lesson in the TUI
@@ -23,10 +25,10 @@ from typing import Any
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
 
-ACTIONS = ("check", "run", "new", "schema")
+ACTIONS = ("check", "run", "new", "schema", "export")
 USAGE = (
     "attn lesson check PATH|DIR... [--watch] | run NAME|PATH [--plain] | new PATH | schema "
-    "| NAME|PATH"
+    "| export NAME|PATH --to md|ipynb | NAME|PATH"
 )
 WATCH_INTERVAL = 0.5
 """Seconds between looks at the files 'check --watch' follows."""
@@ -63,6 +65,8 @@ def add_parser(commands: Any) -> None:
             "(a folder: each lesson in it; --watch: again whenever a file is saved). "
             "run NAME|PATH --plain: print the whole lesson as text, quiz answers included. "
             "new PATH: write a commented starter lesson (never overwrites). "
+            "export NAME|PATH --to md|ipynb [-o FILE] [--force]: the lesson, computed, as "
+            "Markdown or a Jupyter notebook (never overwrites without --force). "
             "schema [--write DIR]: print the JSON Schema for lesson files (editor completion "
             "for the installed variants), or write it to DIR/lesson.schema.json. "
             "Exit status: 0 ok, 1 a lesson has problems, 2 usage error, 3 plugin failure."
@@ -70,12 +74,23 @@ def add_parser(commands: Any) -> None:
     )
     lesson.add_argument(
         "action", metavar="COMMAND|LESSON",
-        help="check, run, new or schema; or a lesson (number, name or .yaml path) to open",
+        help="check, run, new, schema or export; or a lesson (number, name or .yaml path) to open",
     )  # fmt: skip
     lesson.add_argument("targets", nargs="*", default=[], metavar="PATH", help=argparse.SUPPRESS)
     lesson.add_argument(
         "--plain", action="store_true",
         help="with run: print text instead of opening the TUI (the default in a pipe)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--to", choices=("md", "ipynb"),
+        help="with export: Markdown (md) or a Jupyter notebook (ipynb)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "-o", "--output", metavar="FILE",
+        help="with export: the file to write (default: the lesson's name, in this folder)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--force", action="store_true", help="with export: replace FILE if it exists",
     )  # fmt: skip
     lesson.add_argument(
         "--write", metavar="DIR",
@@ -125,6 +140,14 @@ def run_lesson(args: argparse.Namespace) -> int:
         if args.plain or not sys.stdout.isatty():
             return run_plain(targets[0], args)
         return open_tui(args)
+    if action == "export":
+        if len(targets) != 1:
+            raise UsageError(
+                "'attn lesson export' takes one lesson: a name, a number or a .yaml path"
+            )
+        return export(targets[0], args)
+    if args.to is not None or args.output is not None or args.force:
+        raise UsageError("--to, -o and --force go with 'attn lesson export'")
     if action == "new":
         if len(targets) != 1:
             raise UsageError("'attn lesson new' takes one path, for example my_lesson.yaml")
@@ -137,7 +160,7 @@ def run_lesson(args: argparse.Namespace) -> int:
         raise UsageError("--write goes with 'attn lesson schema'")
     if targets:
         raise UsageError(
-            f"unknown lesson command '{action}'; expected check, run, new or schema, "
+            f"unknown lesson command '{action}'; expected check, run, new, schema or export, "
             "or a single lesson to open"
         )
     if args.plain:
@@ -257,6 +280,36 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
         raise LessonError(problems)
     for text in plain_lines(lesson, host):
         print(text, flush=True)
+    return EXIT_OK
+
+
+def export(target: str, args: argparse.Namespace) -> int:
+    from tracer.cli.options import load_host
+    from tracer.lessons.check import check_lesson
+    from tracer.lessons.export import export_text
+    from tracer.lessons.loader import LessonError, load_lesson, preflight
+
+    if args.to is None:
+        raise UsageError("'attn lesson export' needs --to md or --to ipynb")
+    path = preflight(target, args.lessons_dir)
+    output = Path(args.output) if args.output else Path(f"{path.stem}.{args.to}")
+    if (output.exists() or output.is_symlink()) and not args.force:
+        raise UsageError(f"{output} already exists; not overwriting it (use --force to replace it)")
+    if output.is_dir():
+        raise UsageError(f"{output} is a folder; give a file name with -o")
+    if not output.parent.is_dir():
+        raise UsageError(f"folder not found: {output.parent}")
+    host = load_host(args)
+    lesson = load_lesson(path, host)
+    problems = check_lesson(lesson, host)
+    if problems:
+        raise LessonError(problems)
+    text = export_text(lesson, host, args.to)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
+    print(f"wrote {output}")
     return EXIT_OK
 
 

@@ -76,7 +76,7 @@ def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[
     if isinstance(step, Show):
         return _show(step, runner)
     if isinstance(step, Loop):
-        return _loop(step, runner)
+        return loop_lines(step, runner)
     if isinstance(step, Compare):
         return _compare(step, runner)
     if isinstance(step, Quiz):
@@ -101,14 +101,14 @@ def _show(step: Show, runner: LessonRunner) -> list[str]:
     lines.append(f"{resolved.stage.title}")
     lines.extend(_table(resolved))
     if step.focus is not None:
-        lines.extend(_focus(step.focus, resolved))
+        lines.extend(focus_lines(step.focus, resolved))
     for other in others:
         lines.append("")
         lines.extend(_table(other, formula=False))
     return lines
 
 
-def _focus(focus: Focus, resolved: Resolved) -> list[str]:
+def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
     from tracer.render.labels import axis_labels
     from tracer.render.text import format_number
 
@@ -141,7 +141,7 @@ def _focus(focus: Focus, resolved: Resolved) -> list[str]:
     return lines
 
 
-def _loop(step: Loop, runner: LessonRunner) -> list[str]:
+def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
     from tracer.render.text import format_number
 
     lines = [runner.text(step.caption).strip()] if step.caption else []

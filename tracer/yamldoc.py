@@ -9,6 +9,7 @@ tags (``!!python/object``) and duplicate keys (the second silently wins).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,11 +102,48 @@ def decode(data: bytes, path: str) -> str:
         raise DocumentError([Problem(line, column, message, path)]) from None
 
 
+MAX_FLOW_DEPTH = 100
+"""PyYAML's scanner slows down quadratically with [ and { nesting (2,000 levels take
+seconds); a lesson needs a handful, so deeper text is refused before parsing."""
+_BRACKETS = re.compile(r"[\[\]{}]")
+# What YAML forbids in a stream (its printable set, inverted); found up front for a clear position.
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def precheck(text: str, path: str) -> list[Problem]:
+    problems = []
+    bad = _FORBIDDEN.search(text)
+    if bad is not None:
+        line, column = line_column(text, bad.start())
+        code = f"U+{ord(bad.group()):04X}"
+        problems.append(
+            Problem(line, column, f"control character {code} is not allowed in YAML text", path)
+        )
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_FLOW_DEPTH:
+            line, column = line_column(text, match.start())
+            message = f"document nests too deeply (more than {MAX_FLOW_DEPTH} levels of [ and {{)"
+            problems.append(Problem(line, column, message, path))
+            break
+    return problems
+
+
+def line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 def compose(text: str, path: str) -> yaml.Node | None:
     """Parse ``text`` into a node tree, or raise DocumentError listing every problem.
 
-    Returns None for an empty document.
+    Returns None for an empty document. Control characters and deep nesting are
+    refused before PyYAML sees the text, each at its position.
     """
+    problems = precheck(text, path)
+    if problems:
+        raise DocumentError(problems)
     problems = list(_feature_problems(text, path))
     if problems:
         raise DocumentError(sorted(problems))

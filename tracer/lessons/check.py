@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.loader import one_line
 from tracer.lessons.model import (
     Checkpoint,
     Compare,
@@ -31,6 +30,7 @@ from tracer.lessons.model import (
     TypedNumber,
 )
 from tracer.lessons.prose import TOKEN_FORMAT, format_value, placeholders
+from tracer.lessons.reading import one_line
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:

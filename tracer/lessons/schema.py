@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.inputs.input_set import KEYS as INPUT_KEYS
 from tracer.inputs.weights import INITS
-from tracer.lessons import loader
+from tracer.lessons import grammar
 from tracer.lessons.model import OPERATIONS, STEP_KINDS
 
 if TYPE_CHECKING:
@@ -262,19 +262,19 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         "additionalProperties": False,
     }
     assert set(inline_inputs["properties"]) == set(INPUT_KEYS)
-    whole = [name for name in loader.REDUCTIONS if name != "sum"]
+    whole = [name for name in grammar.REDUCTIONS if name != "sum"]
     operation_items: list[dict[str, Any]] = [
         {"const": name, "description": OPERATIONS[name]}
-        for name in (*loader.FLAG_OPERATIONS, *whole)
+        for name in (*grammar.FLAG_OPERATIONS, *whole)
     ]
     for name, text in OPERATIONS.items():
-        if name in loader.FLAG_OPERATIONS:
+        if name in grammar.FLAG_OPERATIONS:
             continue
         if name == "pick":
             value: dict[str, Any] = {**_INDEX, "description": text}
         elif name == "scale":
             value = {"type": "number", "description": text, "examples": [-1, 0.5]}
-        elif name in loader.BINARY_OPERATIONS:
+        elif name in grammar.BINARY_OPERATIONS:
             value = {
                 "description": text,
                 "anyOf": [{"type": "number"}, {"$ref": "#/definitions/answer"}],
@@ -333,15 +333,15 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
     def ref(keys: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
         return _object(common, keys, required, allOf=stage_rules)
 
-    side = ref(loader.SIDE_KEYS)
-    answer = ref(loader.ANSWER_KEYS, ("stage",))
+    side = ref(grammar.SIDE_KEYS)
+    answer = ref(grammar.ANSWER_KEYS, ("stage",))
     steps: dict[str, Any] = {
         "narration": _text(STEP_DESCRIPTIONS["narration"]),
-        "show": ref(loader.SHOW_KEYS, ("stage",)),
-        "loop": ref(loader.LOOP_KEYS, ("stage",)),
+        "show": ref(grammar.SHOW_KEYS, ("stage",)),
+        "loop": ref(grammar.LOOP_KEYS, ("stage",)),
         "compare": _object(
             {**common, "left": side, "right": side},
-            loader.COMPARE_KEYS,
+            grammar.COMPARE_KEYS,
             ("left", "right"),
         ),
         "quiz": _object(
@@ -369,19 +369,19 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                     "description": "the options shown; the answer names the right one(s)",
                 },
                 "cells": {
-                    **ref(loader.REF_KEYS, ("stage",)),
+                    **ref(grammar.REF_KEYS, ("stage",)),
                     "description": "the tensor whose cells the learner selects",
                 },
                 "tolerance": {
                     "description": (
                         "how close a predicted number must be: absolute (0.005) or relative "
-                        f"(1%); default {loader.DEFAULT_TOLERANCE}"
+                        f"(1%); default {grammar.DEFAULT_TOLERANCE}"
                     ),
                     "anyOf": [
                         {"type": "number", "minimum": 0},
                         {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*%\s*$"},
                     ],
-                    "default": loader.DEFAULT_TOLERANCE,
+                    "default": grammar.DEFAULT_TOLERANCE,
                     "examples": [0.005, "1%"],
                 },
                 "hints": {
@@ -394,7 +394,7 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                     "revealed after answering; {{answer}} shows the computed answer"
                 ),
             },
-            loader.QUIZ_KEYS,
+            grammar.QUIZ_KEYS,
             ("question", "answer"),
         ),
         "checkpoint": {
@@ -406,7 +406,7 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                         "title": _text("e.g. Summary", default="Checkpoint"),
                         "points": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                     },
-                    loader.CHECKPOINT_KEYS,
+                    grammar.CHECKPOINT_KEYS,
                     ("points",),
                 ),
             ],
@@ -430,7 +430,7 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
             "inputs": {"$ref": "#/definitions/inputs"},
             "options": {"$ref": "#/definitions/options"},
         },
-        loader.DEFAULT_KEYS,
+        grammar.DEFAULT_KEYS,
         description="what the following steps leave out: a variant, a query, options",
     )
     step_variants.append(

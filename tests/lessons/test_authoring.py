@@ -543,3 +543,23 @@ def test_watch_checks_again_after_a_save(
     assert lines[1] == "watching 1 lesson; Ctrl+C stops"
     assert lines[2].endswith(": checking again")
     assert lines[3:] == [f"{lesson}: ok (1 step)"]
+
+
+def test_a_lesson_names_the_plugins_it_needs(host: PluginHost) -> None:
+    text = (
+        H + "plugins: [masked, sliding-window]\nsteps:\n"
+        "  - show: {variant: sliding, stage: weights}\n"
+    )
+    assert problems(text, host) == [
+        "3:19: this lesson needs the plugin 'sliding-window', which is not installed (install "
+        "it, or give its folder with --plugins-dir); installed: masked, multihead, "
+        "multihead-wrapper, naive-loop, trainable, vectorized",
+        "5:21: unknown variant 'sliding'; it probably comes from a plugin this lesson needs that "
+        "is not installed: sliding-window; known variants: masked, multihead, multihead-wrapper, "
+        "naive-loop, trainable, vectorized",
+    ]
+
+
+def test_installed_plugins_the_lesson_names_are_fine(windowed_host: PluginHost) -> None:
+    text = H + "plugins: [windowed]\nsteps:\n  - show: {variant: windowed, stage: window}\n"
+    assert problems(text, windowed_host) == []

@@ -48,7 +48,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "unknown_top_key",
         "title: T\nsumary: S\nsteps:\n  - narration: hi\n",
         [
-            "2:1: unknown key 'sumary' in the lesson (did you mean 'summary'?); expected title, summary, inputs, options, defaults, values, steps"
+            "2:1: unknown key 'sumary' in the lesson (did you mean 'summary'?); expected title, summary, plugins, inputs, options, defaults, values, steps"
         ],
     ),
     (

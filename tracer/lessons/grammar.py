@@ -56,7 +56,16 @@ if TYPE_CHECKING:
 
 DEFAULT_TOLERANCE = 0.01
 
-LESSON_KEYS = ("title", "summary", "inputs", "options", "defaults", "values", "steps")
+LESSON_KEYS = (
+    "title",
+    "summary",
+    "plugins",
+    "inputs",
+    "options",
+    "defaults",
+    "values",
+    "steps",
+)
 OPTION_KEYS = ("seed", "init", "d_out", "dropout", "heads")
 """Options every variant shares; any other name is one of the variant's declared options."""
 DEFAULT_KEYS = ("variant", "query", "inputs", "options")
@@ -135,6 +144,8 @@ class Reader:
         self.shared_values: list[OptionValue] = []
         self.used_options: set[str] = set()
         self.used_variants: set[str] = set()
+        self.missing_plugins: list[str] = []
+        """Plugins the lesson says it needs that are not installed."""
         self.partial: Lesson | None = None
         """The lesson as far as it could be read, even with problems (for 'check')."""
 
@@ -324,6 +335,8 @@ class Reader:
             title = self.text(entries["title"][1], "title")
         if "summary" in entries:
             summary = self.text(entries["summary"][1], "summary")
+        if "plugins" in entries:
+            self.needed_plugins(entries["plugins"][1])
         options = self.options(entries, self.base_options(), shared=True)
         scope = _Scope(options)
         if "defaults" in entries:
@@ -409,6 +422,26 @@ class Reader:
         if "query" in entries:
             query = self.query(entries["query"][1], options.inputs.tokens if options.inputs else ())
         return _Scope(options, variant, query)
+
+    def needed_plugins(self, node: yaml.Node) -> None:
+        """``plugins:``: the plugins whose variants the lesson uses, each checked installed."""
+        items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        installed = {record.name for record in self.host.plugins if not record.error}
+        for item in items:
+            name = self.text(item, "a plugin")
+            if name is None or name in installed:
+                continue
+            self.missing_plugins.append(name)
+            failed = [r for r in self.host.failures if r.name == name]
+            if failed:
+                self.problem(item, f"plugin '{name}' failed to load: {failed[0].error}")
+            else:
+                self.problem(
+                    item,
+                    f"this lesson needs the plugin '{name}', which is not installed "
+                    "(install it, or give its folder with --plugins-dir); "
+                    f"installed: {', '.join(sorted(installed)) or 'none'}",
+                )
 
     def declared_options(self) -> list[str]:
         """Every option an installed variant declares, other than the shared ones."""
@@ -765,7 +798,13 @@ class Reader:
                 )
             else:
                 hint = did_you_mean(name, self.host.variants)
-                if not hint:
+                if self.missing_plugins:
+                    missing = ", ".join(self.missing_plugins)
+                    hint = (
+                        f"; it probably comes from a plugin this lesson needs that is not "
+                        f"installed: {missing}"
+                    )
+                elif not hint:
                     hint = (
                         "; if it comes from a plugin, that plugin is not installed "
                         "(install it, or give its folder with --plugins-dir)"

@@ -454,6 +454,11 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         "properties": {
             "title": _text("the lesson's title, as 'attn lessons' lists it"),
             "summary": _text("one or two sentences: what the learner will see"),
+            "plugins": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "description": "plugins whose variants the lesson uses ('attn plugins' names them)",
+            },
             "inputs": {"$ref": "#/definitions/inputs"},
             "options": {"$ref": "#/definitions/options"},
             "defaults": defaults,

@@ -15,12 +15,15 @@ Public API::
 - :func:`find_lessons` lists shipped lessons and those in ``extra_dirs`` and
   ``ATTN_LESSONS_DIR`` (``os.pathsep``-separated), numbered from 1.
 
-Loading is static: YAML is read through :mod:`tracer.yamldoc` (no Python
-objects, no tags, anchors or duplicate keys), every key is checked (with
-"did you mean"), and variant and stage names are checked against the plugins
-in ``host``. Nothing is computed here and torch is not imported by this module;
+Loading is static: the text is read by :mod:`tracer.lessons.reading` (through
+:mod:`tracer.yamldoc`: no Python objects, no tags, anchors or duplicate keys),
+then :mod:`tracer.lessons.grammar` checks every key (with "did you mean") and
+every variant, stage and option against the plugins in ``host``. Nothing is
+computed here and torch is not imported by this module;
 :func:`tracer.lessons.check.check_lesson` runs the lesson to check what only a
-run can tell (tensor names, index ranges).
+run can tell (tensor names, index ranges, live values, quiz answers). A
+:class:`LessonError` carries, in ``partial``, the steps that could be read, so
+``attn lesson check`` can run those too and report every problem at once.
 """
 
 from __future__ import annotations

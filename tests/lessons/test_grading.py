@@ -325,3 +325,26 @@ async def test_cells_are_typed_and_checked_against_the_mask(host: PluginHost) ->
         assert app.responses == [] and "out of range" in shown(app, "#quiz-hint")
         await type_answer(pilot, "; ".join(f"{i},{j}" for i, j in hidden))
         assert "✓ Right" in shown(app, "#quiz-feedback")
+
+
+def test_a_quiz_may_show_a_tensor_to_work_from(host: PluginHost) -> None:
+    from tracer.lessons.check import check_lesson
+    from tracer.lessons.plain import plain_lines
+
+    lesson = load(
+        "  - quiz:\n      question: Your · journey?\n"
+        "      show: {variant: naive-loop, stage: inputs}\n"
+        "      answer: {variant: naive-loop, stage: scores, cell: [0, 1]}\n",
+        host,
+    )
+    quiz = lesson.quizzes[0]
+    assert quiz.about is not None and quiz.about.stage == "inputs"  # never the answer's tensor
+    text = "\n".join(plain_lines(lesson, host))
+    assert "inputs (6×3)" in text.split("Answer:")[0]
+    assert check_lesson(lesson, host) == []
+    bad = load(
+        "  - quiz:\n      question: q\n      show: {variant: naive-loop, stage: inputs, "
+        "tensor: nope}\n      answer: 1\n",
+        host,
+    )
+    assert [f"{p.line}:{p.column}" for p in check_lesson(bad, host)] == ["6:13"]

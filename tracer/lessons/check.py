@@ -167,11 +167,12 @@ def _check_step(step: object, runner: LessonRunner) -> None:
             except TracerError as exc:
                 raise _error(exc.message, side) from None
     elif isinstance(step, Quiz):
-        if step.cells is not None:
-            try:
-                runner.tensor(step.cells)
-            except TracerError as exc:
-                raise _error(exc.message, step.cells) from None
+        for shown in (step.cells, step.shown):
+            if shown is not None:
+                try:
+                    runner.tensor(shown)
+                except TracerError as exc:
+                    raise _error(exc.message, shown) from None
         runner.answer(step)
 
 

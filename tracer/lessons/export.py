@@ -179,10 +179,15 @@ def _tensor_block(resolved: Resolved, extra: str, *, code: bool = True) -> Block
 
 def _quiz(step: Quiz, runner: LessonRunner) -> Iterator[Block]:
     lines = [f"**Quiz:** {escape(runner.text(step.question))}"]
-    if step.cells is not None:
+    if step.shown is not None:
         yield Block("markdown", lines[0])
-        yield _tensor_block(runner.tensor(step.cells), "", code=False)
+        yield _tensor_block(runner.tensor(step.shown), "", code=False)
         lines = []
+    if step.cells is not None:
+        if lines:
+            yield Block("markdown", lines[0])
+        lines = []
+        yield _tensor_block(runner.tensor(step.cells), "", code=False)
     lines += [
         f"{chr(ord('a') + i)}) {escape(runner.text(choice))}"
         for i, choice in enumerate(step.choices)

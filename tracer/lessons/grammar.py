@@ -77,7 +77,17 @@ SIDE_KEYS = (*REF_KEYS, "label")
 COMPARE_KEYS = (*REF_KEYS, "left", "right", "caption")
 ANSWER_KEYS = (*REF_KEYS, "cell")
 VALUE_KEYS = ANSWER_KEYS
-QUIZ_KEYS = ("id", "question", "answer", "choices", "cells", "tolerance", "hints", "explanation")
+QUIZ_KEYS = (
+    "id",
+    "question",
+    "show",
+    "answer",
+    "choices",
+    "cells",
+    "tolerance",
+    "hints",
+    "explanation",
+)
 CHECKPOINT_KEYS = ("title", "points")
 FOCUS_KEYS = ("token", "row", "column", "cell")
 STEP_KEYS: dict[str, tuple[str, ...]] = {
@@ -1103,6 +1113,9 @@ class Reader:
         choices: tuple[str, ...] = ()
         if "choices" in entries:
             choices = self.choices(entries["choices"][1])
+        shown: TensorRef | None = None
+        if "show" in entries:
+            shown = self.cells_ref(entries["show"][1], scope, "show")
         cells: TensorRef | None = None
         if "cells" in entries:
             cells = self.cells_ref(entries["cells"][1], scope)
@@ -1182,6 +1195,7 @@ class Reader:
             hints=hints,
             relative=relative,
             cells=cells,
+            shown=shown,
         )
 
     def choices(self, node: yaml.Node) -> tuple[str, ...]:
@@ -1264,19 +1278,18 @@ class Reader:
             return DEFAULT_TOLERANCE, False
         return number, False
 
-    def cells_ref(self, node: yaml.Node, scope: _Scope) -> TensorRef | None:
-        """The tensor a 'cells' quiz shows, whose cells the learner selects."""
+    def cells_ref(self, node: yaml.Node, scope: _Scope, what: str = "cells") -> TensorRef | None:
+        """A tensor a quiz shows: the one whose cells are selected, or one shown with it."""
         if not isinstance(node, yaml.MappingNode):
             self.problem(
                 node,
-                "cells must name the tensor to select from (variant, stage, tensor), "
-                f"not {_kind(node)}",
+                f"{what} must name a tensor (variant, stage, tensor), not {_kind(node)}",
             )
             return None
-        entries = self.mapping(node, "cells", REF_KEYS)
+        entries = self.mapping(node, what, REF_KEYS)
         if entries is None:
             return None
-        return self.ref(node, entries, scope, "cells")
+        return self.ref(node, entries, scope, what)
 
     def answer_ref(
         self, node: yaml.MappingNode, scope: _Scope, what: str, *, cell_ok: bool = True

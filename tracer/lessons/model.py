@@ -40,7 +40,7 @@ loader resolves tokens, so every index here is an ``int``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -243,16 +243,14 @@ class Quiz:
     """``tolerance`` is a fraction of the answer (written ``1%``)."""
     cells: TensorRef | None = None
     """For ``cells`` quizzes: the tensor shown, whose cells are selected."""
+    shown: TensorRef | None = None
+    """A tensor the author shows with the question (``show:``), e.g. the inputs to work from."""
 
     @property
     def about(self) -> TensorRef | None:
-        """The tensor the question is about, to keep on screen: the selected tensor, or the
-        tensor the computed answer comes from (without its cell)."""
-        if self.cells is not None:
-            return self.cells
-        if isinstance(self.answer, TensorRef):
-            return replace(self.answer, cell=None)
-        return None
+        """The tensor to keep on screen with the question: the one whose cells are selected,
+        or the one the author shows. Never the answer's own tensor, which would give it away."""
+        return self.cells if self.cells is not None else self.shown
 
 
 @dataclass(frozen=True)

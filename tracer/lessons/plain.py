@@ -184,6 +184,8 @@ def _quiz(step: Quiz, runner: LessonRunner) -> list[str]:
     from tracer.render.text import format_tensor
 
     lines = [f"Quiz: {runner.text(step.question).strip()}"]
+    if step.shown is not None:
+        lines.extend(_table(runner.tensor(step.shown), formula=False))
     if step.cells is not None:
         shown = runner.tensor(step.cells)
         lines.append(f"Select cells of {shown.name}:")

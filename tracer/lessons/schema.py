@@ -372,6 +372,10 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                     **ref(grammar.REF_KEYS, ("stage",)),
                     "description": "the tensor whose cells the learner selects",
                 },
+                "show": {
+                    **ref(grammar.REF_KEYS, ("stage",)),
+                    "description": "a tensor shown with the question (not the answer's own)",
+                },
                 "tolerance": {
                     "description": (
                         "how close a predicted number must be: absolute (0.005) or relative "

@@ -563,3 +563,12 @@ def test_a_lesson_names_the_plugins_it_needs(host: PluginHost) -> None:
 def test_installed_plugins_the_lesson_names_are_fine(windowed_host: PluginHost) -> None:
     text = H + "plugins: [windowed]\nsteps:\n  - show: {variant: windowed, stage: window}\n"
     assert problems(text, windowed_host) == []
+
+
+def test_typed_numbers_do_not_stop_a_lesson_from_running(tmp_path: Path, attn: Attn) -> None:
+    lesson = tmp_path / "old.yaml"
+    lesson.write_text(H + "steps:\n  - narration: The score is 0.9544.\n", encoding="utf-8")
+    assert attn("lesson", "check", str(lesson))[0] == 1
+    status, out, err = attn("lesson", "run", str(lesson), "--plain")
+    assert (status, err) == (0, "")
+    assert "The score is 0.9544." in out

@@ -38,8 +38,13 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
 
-def check_lesson(lesson: Lesson, host: PluginHost) -> list[Problem]:
-    """Every problem found by running each step of ``lesson``, in file order."""
+def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> list[Problem]:
+    """Every problem found by running each step of ``lesson``, in file order.
+
+    ``typed``: also report numbers typed into prose. They do not stop a lesson
+    from running (``run --plain`` and ``export`` pass False); they are what
+    ``attn lesson check`` asks an author to make live.
+    """
     from tracer.lessons.runner import LessonRunner
 
     runner = LessonRunner(lesson, host)
@@ -77,7 +82,8 @@ def check_lesson(lesson: Lesson, host: PluginHost) -> list[Problem]:
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
-    problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)
+    if typed:
+        problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)
     return one_line(problems)
 
 

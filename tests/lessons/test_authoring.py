@@ -572,3 +572,14 @@ def test_typed_numbers_do_not_stop_a_lesson_from_running(tmp_path: Path, attn: A
     status, out, err = attn("lesson", "run", str(lesson), "--plain")
     assert (status, err) == (0, "")
     assert "The score is 0.9544." in out
+
+
+def test_a_broken_value_is_reported_once_not_where_it_is_used(host: PluginHost) -> None:
+    text = (
+        H + "values:\n  dot: {variant: naive-lop, stage: scores, cell: [0, 1]}\n"
+        "steps:\n  - narration: 'the score {{dot}}'\n"
+    )
+    assert problems(text, host) == [
+        "4:17: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: masked, "
+        "multihead, multihead-wrapper, naive-loop, trainable, vectorized"
+    ]

@@ -148,6 +148,8 @@ class Reader:
         self.host = host
         self.problems: list[Problem] = []
         self.values: dict[str, NamedValue] = {}
+        self.value_names: set[str] = set()
+        """Every name under 'values:', even one whose definition has a problem (reported once)."""
         self.typed: list[TypedNumber] = []
         # Lesson-wide options apply only to the variants that declare them; one no variant
         # in the lesson declares is reported at the end (a misspelling, or a missing plugin).
@@ -204,7 +206,7 @@ class Reader:
                         line, column, f"{{{{answer}}}} in the {what} would give the answer away; "
                         "use it in the explanation",
                     )  # fmt: skip
-            elif name not in self.values:
+            elif name not in self.values and name not in self.value_names:
                 known = sorted(self.values) + ([ANSWER] if answer_ok else [])
                 listing = ", ".join(known) if known else "none; declare them under 'values:'"
                 self.problem_at(
@@ -480,6 +482,7 @@ class Reader:
                     f"with a letter (and not '{ANSWER}', which is a quiz's own answer)",
                 )
                 continue
+            self.value_names.add(name)
             if not isinstance(value_node, yaml.MappingNode):
                 self.problem(
                     value_node,

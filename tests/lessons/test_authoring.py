@@ -580,6 +580,6 @@ def test_a_broken_value_is_reported_once_not_where_it_is_used(host: PluginHost) 
         "steps:\n  - narration: 'the score {{dot}}'\n"
     )
     assert problems(text, host) == [
-        "4:17: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: masked, "
+        "4:18: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: masked, "
         "multihead, multihead-wrapper, naive-loop, trainable, vectorized"
     ]

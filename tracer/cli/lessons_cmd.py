@@ -213,7 +213,8 @@ def watch(targets: list[str], args: argparse.Namespace) -> int:
                 found[target] = None
         return found
 
-    status = check(targets, args)
+    # Each file's latest status: the exit status is that of the lessons as they are now.
+    statuses = {target: check([target], args) for target in targets}
     seen = stamps()
     print(
         f"watching {len(targets)} lesson{'s' if len(targets) != 1 else ''}; Ctrl+C stops",
@@ -227,9 +228,10 @@ def watch(targets: list[str], args: argparse.Namespace) -> int:
             seen = now
             if changed:
                 print(f"--- {time.strftime('%H:%M:%S')}: checking again", flush=True)
-                status = check(changed, args)
+                statuses.update({target: check([target], args) for target in changed})
     except KeyboardInterrupt:
-        return status
+        pass
+    return max(statuses.values(), default=EXIT_OK)
 
 
 def check(targets: list[str], args: argparse.Namespace) -> int:

@@ -172,6 +172,28 @@ ORACLES: dict[tuple[str, str], Callable[[], float | str | frozenset[tuple[int, i
 }
 
 
+def wide_scores() -> torch.Tensor:
+    """Scores with d_out = 64, the rand weights drawn as the course draws them."""
+    x = journey_inputs()
+    w_q, w_k, _ = seed_weights(torch.rand, 64)
+    return (x @ w_q) @ (x @ w_k).T
+
+
+# (lesson, value name) -> the live value prose shows, from the seeds or from torch directly.
+VALUE_ORACLES: dict[tuple[str, str], Callable[[], float]] = {
+    ("01_dot_products", "journey-journey"): lambda: seeds.SIMPLE_SCORES[1][1],
+    ("01_dot_products", "with-one"): lambda: seeds.SIMPLE_SCORES[3][4],
+    ("02_normalising", "weight-starts"): lambda: seeds.SEED_001_SOFTMAX_WEIGHTS_2[2],
+    ("04_trainable_qkv", "spread-64"): lambda: float(wide_scores().std(correction=0)),
+    ("04_trainable_qkv", "spread-64-scaled"): lambda: float((wide_scores() / 8).std(correction=0)),
+    ("04_trainable_qkv", "top-64"): lambda: float(torch.softmax(wide_scores(), -1).max()),
+    ("04_trainable_qkv", "top-64-scaled"): lambda: float(
+        torch.softmax(wide_scores() / 8, -1).max()
+    ),
+    ("05_causal_masking", "starts-journey"): lambda: float(causal_weights()[2, 1]),
+}
+
+
 @pytest.fixture(scope="module")
 def lessons(host: PluginHost) -> dict[str, Lesson]:
     return {path.stem: load_lesson(path, host) for path in SHIPPED}
@@ -248,6 +270,16 @@ def test_the_printed_answer_is_judged_right(
             assert isinstance(answer, (int, float))
             assert runner.is_right(quiz, format_number(float(answer)))
             assert not runner.is_right(quiz, format_number(float(answer) + quiz.tolerance + 0.01))
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(VALUE_ORACLES), ids=str)
+def test_live_values_in_prose_match_their_oracle(
+    name: str, value: str, lessons: dict[str, Lesson], host: PluginHost
+) -> None:
+    named = lessons[name].value(value)
+    assert named is not None, f"{name} has no value '{value}'"
+    computed = LessonRunner(lessons[name], host).value(named.ref)
+    assert computed == pytest.approx(VALUE_ORACLES[(name, value)](), abs=5e-5, rel=1e-5)
 
 
 def _quizzes(lesson: Lesson) -> list[Quiz]:

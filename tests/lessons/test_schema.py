@@ -72,6 +72,8 @@ def test_the_enums_name_every_built_in_variant_its_stages_and_options(host: Plug
     }
     assert {"max", "argmax", "count", "add", "compare", "softmax"} <= operations
     assert all(c.get("description") for c in definitions["variant"]["anyOf"])
+    tokens = {c.get("const") for c in definitions["index"]["anyOf"]}
+    assert {"Your", "journey", "step", "word_1"} <= tokens
 
 
 def test_a_known_variant_must_use_one_of_its_stages() -> None:

@@ -136,10 +136,26 @@ def _text(description: str, **extra: Any) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "description": description, **extra}
 
 
-_INDEX = {
-    "description": "a token, or its 0-based position",
-    "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}],
-}
+_INDEX = {"$ref": "#/definitions/index"}
+
+
+def _index_definition() -> dict[str, Any]:
+    """A token or a 0-based index; the built-in input sets' tokens are offered for completion."""
+    from tracer.inputs.builtin import BUILTIN_INPUTS
+
+    owners: dict[str, list[str]] = {}
+    for name, inputs in sorted(BUILTIN_INPUTS.items()):
+        for position, token in enumerate(inputs.tokens):
+            owners.setdefault(token, []).append(f"{name}[{position}]")
+    return {
+        "description": "a token, or its 0-based position",
+        "anyOf": [
+            *({"const": token, "description": f"token {', '.join(where)}"}
+              for token, where in owners.items()),
+            {"type": "integer", "minimum": 0},
+            {"type": "string", "minLength": 1, "description": "a token of the lesson's inputs"},
+        ],
+    }  # fmt: skip
 
 
 def _object(
@@ -271,7 +287,7 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         if name in grammar.FLAG_OPERATIONS:
             continue
         if name == "pick":
-            value: dict[str, Any] = {**_INDEX, "description": text}
+            value: dict[str, Any] = {"allOf": [_INDEX], "description": text}
         elif name == "scale":
             value = {"type": "number", "description": text, "examples": [-1, 0.5]}
         elif name in grammar.BINARY_OPERATIONS:
@@ -302,7 +318,7 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         "tensor": {"$ref": "#/definitions/tensor"},
         "query": {
             "description": "focus one query token (a token or its index; ~ for every query)",
-            "anyOf": [*_INDEX["oneOf"], {"type": "null"}],
+            "anyOf": [_INDEX, {"type": "null"}],
             "examples": ["journey", 1],
         },
         "inputs": {"$ref": "#/definitions/inputs"},
@@ -503,6 +519,7 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                 "additionalProperties": {"type": ["integer", "number", "boolean", "string"]},
             },
             "answer": answer,
+            "index": _index_definition(),
             "operation": {"anyOf": operation_items},
             "focus": {
                 "description": "what to highlight: a token (its row and column), a row, a column or a cell",

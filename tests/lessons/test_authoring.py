@@ -583,3 +583,18 @@ def test_a_broken_value_is_reported_once_not_where_it_is_used(host: PluginHost) 
         "4:18: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: masked, "
         "multihead, multihead-wrapper, naive-loop, trainable, vectorized"
     ]
+
+
+def test_compare_sides_take_the_defaults_too(host: PluginHost) -> None:
+    lesson = load(
+        H + "defaults: {variant: naive-loop, query: journey}\nsteps:\n"
+        "  - compare:\n"
+        "      stage: weights\n"
+        "      left: {tensor: sum_normalized}\n"
+        "      right: {tensor: weights}\n",
+        host,
+    )
+    (step,) = lesson.steps
+    assert (step.left.variant, step.right.variant) == ("naive-loop", "naive-loop")  # type: ignore[union-attr]
+    assert step.left.query == step.right.query == 1  # type: ignore[union-attr]
+    assert check_lesson(lesson, host) == []

@@ -1069,7 +1069,7 @@ class Reader:
         shared = {
             k: v for k, v in entries.items() if k in REF_KEYS and k not in ("inputs", "options")
         }
-        side_scope = _Scope(self.options(entries, scope.options))
+        side_scope = _Scope(self.options(entries, scope.options), scope.variant, scope.query)
         sides: list[TensorRef | None] = []
         for side in ("left", "right"):
             if side not in entries:

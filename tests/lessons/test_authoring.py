@@ -598,3 +598,15 @@ def test_compare_sides_take_the_defaults_too(host: PluginHost) -> None:
     assert (step.left.variant, step.right.variant) == ("naive-loop", "naive-loop")  # type: ignore[union-attr]
     assert step.left.query == step.right.query == 1  # type: ignore[union-attr]
     assert check_lesson(lesson, host) == []
+
+
+def test_a_heads_bound_the_variant_declares_is_reported_at_the_value(host: PluginHost) -> None:
+    text = (
+        H + "options:\n  heads: 100\nsteps:\n"
+        "  - show: {variant: multihead-wrapper, stage: weights}\n"
+        "  - show: {variant: multihead, stage: weights, options: {heads: 65}}\n"
+    )
+    assert problems(text, host) == [
+        "4:10: option 'heads' must be at most 64, got 100",
+        "7:65: option 'heads' must be at most 64, got 65",
+    ]

@@ -50,6 +50,7 @@ from tracer.lessons.prose import (
 from tracer.lessons.reading import line_column
 from tracer.suggest import did_you_mean
 from tracer.yamldoc import Problem
+from tracer.yamldoc import position as node_position
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -156,6 +157,8 @@ class Reader:
         self.shared_values: list[OptionValue] = []
         self.used_options: set[str] = set()
         self.used_variants: set[str] = set()
+        self.heads_at: dict[int, tuple[Options, int, int]] = {}
+        """Options (by id, kept alive here) -> where their 'heads' was written."""
         self.missing_plugins: list[str] = []
         """Plugins the lesson says it needs that are not installed."""
         self.partial: Lesson | None = None
@@ -590,6 +593,12 @@ class Reader:
             if "heads" in fields:
                 heads = self.integer(fields["heads"][1], "heads", minimum=1)
         merged = Options(inputs, seed, init, d_out, dropout, heads, tuple(values)).over(base)
+        # Where the heads in force were written, so a bound a variant declares is reported there.
+        if heads is not None and "options" in entries:
+            node = fields["heads"][1]
+            self.heads_at[id(merged)] = (merged, *node_position(node))
+        elif id(base) in self.heads_at:
+            self.heads_at[id(merged)] = (merged, *self.heads_at[id(base)][1:])
         explicit = merged.inputs.d_out if merged.inputs is not None else None
         if explicit is not None and merged.d_out not in (None, explicit) and "options" in entries:
             self.problem(
@@ -792,8 +801,9 @@ class Reader:
                 try:
                     heads = convert(option, heads, "option 'heads'", variant)
                 except UsageError as error:
-                    node = entries["options"][1] if "options" in entries else None
-                    self.problem(node, error.message)
+                    _, line, column = self.heads_at.get(id(options), (None, 1, 1))
+                    self.problem_at(line, column, error.message)
+                    heads = None  # reported; a run of what could be read uses the default
             elif declared:
                 heads = None  # a variant with options of its own and no heads: not for it
         return replace(options, values=tuple(resolved), heads=heads)

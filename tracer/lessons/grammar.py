@@ -77,7 +77,6 @@ LOOP_KEYS = ("variant", "stage", "query", "inputs", "options", "limit", "caption
 SIDE_KEYS = (*REF_KEYS, "label")
 COMPARE_KEYS = (*REF_KEYS, "left", "right", "caption")
 ANSWER_KEYS = (*REF_KEYS, "cell")
-VALUE_KEYS = ANSWER_KEYS
 QUIZ_KEYS = (
     "id",
     "question",
@@ -122,9 +121,6 @@ _STR = "tag:yaml.org,2002:str"
 
 
 # Validation ------------------------------------------------------------------
-
-
-_UNSET = object()
 
 
 @dataclass

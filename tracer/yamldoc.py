@@ -9,6 +9,7 @@ tags (``!!python/object``) and duplicate keys (the second silently wins).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,11 +102,48 @@ def decode(data: bytes, path: str) -> str:
         raise DocumentError([Problem(line, column, message, path)]) from None
 
 
+MAX_FLOW_DEPTH = 100
+"""PyYAML's scanner slows down quadratically with [ and { nesting (2,000 levels take
+seconds); a lesson needs a handful, so deeper text is refused before parsing."""
+_BRACKETS = re.compile(r"[\[\]{}]")
+# What YAML forbids in a stream (its printable set, inverted); found up front for a clear position.
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def precheck(text: str, path: str) -> list[Problem]:
+    problems = []
+    bad = _FORBIDDEN.search(text)
+    if bad is not None:
+        line, column = line_column(text, bad.start())
+        code = f"U+{ord(bad.group()):04X}"
+        problems.append(
+            Problem(line, column, f"control character {code} is not allowed in YAML text", path)
+        )
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_FLOW_DEPTH:
+            line, column = line_column(text, match.start())
+            message = f"document nests too deeply (more than {MAX_FLOW_DEPTH} levels of [ and {{)"
+            problems.append(Problem(line, column, message, path))
+            break
+    return problems
+
+
+def line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 def compose(text: str, path: str) -> yaml.Node | None:
     """Parse ``text`` into a node tree, or raise DocumentError listing every problem.
 
-    Returns None for an empty document.
+    Returns None for an empty document. Control characters and deep nesting are
+    refused before PyYAML sees the text, each at its position.
     """
+    problems = precheck(text, path)
+    if problems:
+        raise DocumentError(problems)
     problems = list(_feature_problems(text, path))
     if problems:
         raise DocumentError(sorted(problems))
@@ -131,7 +169,10 @@ def _feature_problems(text: str, path: str) -> Iterator[Problem]:
             anchor = getattr(event, "anchor", None)
             if isinstance(event, yaml.AliasEvent):
                 yield problem_at(
-                    event, f"aliases (*{anchor}) are not allowed; repeat the value", path
+                    event,
+                    f"aliases (*{anchor}) are not allowed; repeat the value "
+                    "(text that starts with '*' must be in quotes)",
+                    path,
                 )
             elif anchor is not None:
                 yield problem_at(
@@ -160,19 +201,59 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, path: str) -> Problem:
     line, column = position(mark) if mark is not None else (1, 1)
     what = _one_line(exc.problem or "not valid YAML")
     context = exc.context_mark
-    if (
-        exc.context
-        and context is not None
-        and (context.line, context.column)
-        != (
-            line - 1,
-            column - 1,
+    started_here = context is not None and (context.line, context.column) == (line - 1, column - 1)
+    if exc.context and context is not None and "quoted scalar" in exc.context:
+        # Report where the quote opens: that is where the mistake is, not where the file ends.
+        opened, line, column = line, *position(context)
+        quote = _char_at(context)
+        return Problem(
+            line,
+            column,
+            f"malformed YAML: the quote {quote} opened here is never closed "
+            f"({what} at line {opened}, column {position(mark)[1] if mark else 1})",
+            path,
         )
-    ):
+    if exc.context and context is not None and "alias" in exc.context:
+        line, column = position(context)
+        return Problem(
+            line,
+            column,
+            f"malformed YAML: {what}; text that starts with '*' must be in quotes "
+            "(YAML reads * as an alias)",
+            path,
+        )
+    if exc.context and context is not None and not started_here:
         # "while parsing a flow sequence" -> where the unclosed thing began
         started = exc.context.replace("while parsing ", "").replace("while scanning ", "")
         what += f" ({started} started at line {context.line + 1}, column {context.column + 1})"
+    what += _quote_hint(exc, mark)
     return Problem(line, column, f"malformed YAML: {what}", path)
+
+
+def _char_at(mark: Any) -> str:
+    buffer = getattr(mark, "buffer", None)
+    if isinstance(buffer, str) and 0 <= mark.pointer < len(buffer):
+        return f"({buffer[mark.pointer]})"
+    return ""
+
+
+_STARTERS = "@`"
+"""Characters YAML reserves: a plain value may not start with them."""
+
+
+def _quote_hint(exc: yaml.MarkedYAMLError, mark: Any) -> str:
+    """'; ... must be in quotes' when the error comes from text that starts with YAML syntax."""
+    problem = exc.problem or ""
+    for char in _STARTERS:
+        if f"found character '{char}' that cannot start any token" in problem:
+            return f"; text that starts with {char} must be in quotes"
+    buffer = getattr(mark, "buffer", None)
+    if "expected <block end>" in problem and isinstance(buffer, str) and mark is not None:
+        start = buffer.rfind("\n", 0, mark.index) + 1
+        text = buffer[start : buffer.find("\n", mark.index)]
+        if ": [" in text or ": {" in text or "- [" in text or "- {" in text:
+            return "; text that starts with [ or { must be in quotes"
+    return ""
 
 
 def _duplicate_keys(root: yaml.Node, path: str) -> Iterator[Problem]:

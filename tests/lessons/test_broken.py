@@ -48,7 +48,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "unknown_top_key",
         "title: T\nsumary: S\nsteps:\n  - narration: hi\n",
         [
-            "2:1: unknown key 'sumary' in the lesson (did you mean 'summary'?); expected title, summary, inputs, options, steps"
+            "2:1: unknown key 'sumary' in the lesson (did you mean 'summary'?); expected title, summary, plugins, inputs, options, defaults, values, steps"
         ],
     ),
     (
@@ -142,7 +142,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
     (
         "narration_not_text",
         H + "  - narration: [a]\n",
-        ["4:16: narration must be text, not a list"],
+        ["4:16: narration must be text, not a list; text starting with '[' must be in quotes"],
     ),
     (
         "show_not_mapping",
@@ -152,7 +152,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
     (
         "show_no_variant",
         H + "  - show: {stage: scores}\n",
-        ["4:11: 'show' needs a 'variant'"],
+        ["4:11: 'show' needs a 'variant' (or set one in 'defaults')"],
     ),
     (
         "show_unknown_variant",
@@ -218,7 +218,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "unknown_operation",
         H + "  - show: {variant: naive-loop, stage: scores, then: [softmx]}\n",
         [
-            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick"
+            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick, max, min, mean, std, argmax, count, abs, add, subtract, multiply, compare"
         ],
     ),
     (
@@ -232,13 +232,14 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "operation_bad_dim",
         H + "  - show: {variant: naive-loop, stage: scores, then: [{softmax: 2}]}\n",
         [
-            "4:11: 'softmax' over dimension 2: a tensor of shape 6×6 has dimensions 0, 1 (or -1 for the last)"
+            # At the operation itself, not at the step.
+            "4:56: 'softmax' over dimension 2: a tensor of shape 6×6 has dimensions 0, 1 (or -1 for the last)"
         ],
     ),
     (
         "diagonal_of_vector",
         H + "  - show: {variant: naive-loop, stage: scores, query: 1, then: [diagonal]}\n",
-        ["4:11: 'diagonal' needs a square table, not a tensor of shape 6"],
+        ["4:65: 'diagonal' needs a square table, not a tensor of shape 6"],
     ),
     (
         "flag_with_value",
@@ -249,7 +250,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "options_unknown_key",
         "title: T\nsummary: S\noptions: {sead: 1}\nsteps:\n  - narration: hi\n",
         [
-            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads"
+            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads, or an option a variant declares"
         ],
     ),
     (
@@ -390,7 +391,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
     (
         "quiz_tolerance_with_choices",
         H + "  - quiz: {question: q, choices: [a, b], answer: a, tolerance: 1}\n",
-        ["4:53: tolerance is for number quizzes; a quiz with choices has none"],
+        ["4:53: tolerance is for number quizzes; a quiz with choices or cells has none"],
     ),
     (
         "quiz_nan_answer",

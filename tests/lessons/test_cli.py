@@ -120,7 +120,7 @@ def test_check_needs_a_file(attn: Attn) -> None:
     assert attn("lesson", "check") == (
         2,
         "",
-        "attn: 'attn lesson check' needs at least one lesson file\n",
+        "attn: 'attn lesson check' needs at least one lesson file or folder\n",
     )
 
 
@@ -188,15 +188,31 @@ def test_new_writes_a_starter_that_passes_check(tmp_path: Path, attn: Attn) -> N
     path = tmp_path / "first.yaml"
     status, out, err = attn("lesson", "new", str(path))
     assert (status, err) == (0, "")
-    assert out == f"wrote {path}; check it with: attn lesson check {path}\n"
+    assert out == (
+        f"wrote {path}; check it with: attn lesson check {path}\n"
+        f"for completion in your editor, run: attn lesson schema --write {tmp_path} "
+        "(its first line names lesson.schema.json)\n"
+    )
     text = path.read_text(encoding="utf-8")
-    assert text.startswith("# yaml-language-server: $schema=file://")
-    schema = Path(text.splitlines()[0].split("$schema=file://")[1])
-    assert schema.is_file()
+    # The schema is named relative to the lesson, so the folder can be shared as it is.
+    assert text.startswith("# yaml-language-server: $schema=lesson.schema.json\n")
+    assert attn("lesson", "schema", "--write", str(tmp_path))[0] == 0
+    assert (tmp_path / "lesson.schema.json").is_file()
     status, out, _ = attn("lesson", "check", str(path))
     assert (status, out) == (0, f"{path}: ok (7 steps)\n")
     status, out, _ = attn("lesson", "run", str(path), "--plain")
     assert status == 0 and out.count("Answer: ") == 2
+    assert "Hint 1: Multiply the two embeddings" in out and "{{" not in out
+
+
+def test_new_says_nothing_about_a_schema_already_there(tmp_path: Path, attn: Attn) -> None:
+    assert attn("lesson", "schema", "--write", str(tmp_path))[0] == 0
+    path = tmp_path / "second.yaml"
+    assert attn("lesson", "new", str(path)) == (
+        0,
+        f"wrote {path}; check it with: attn lesson check {path}\n",
+        "",
+    )
 
 
 def test_new_never_overwrites(tmp_path: Path, attn: Attn) -> None:
@@ -244,7 +260,7 @@ def test_schema_takes_no_arguments(attn: Attn) -> None:
     assert attn("lesson", "schema", "x") == (
         2,
         "",
-        "attn: 'attn lesson schema' takes no arguments\n",
+        "attn: 'attn lesson schema' takes no arguments (--write DIR writes a file)\n",
     )
 
 
@@ -283,7 +299,7 @@ def test_a_lesson_name_then_more_words(attn: Attn) -> None:
     assert attn("lesson", "1", "2") == (
         2,
         "",
-        "attn: unknown lesson command '1'; expected check, run, new or schema, "
+        "attn: unknown lesson command '1'; expected check, run, new, schema or export, "
         "or a single lesson to open\n",
     )
 
@@ -324,7 +340,10 @@ def test_variants_from_plugins_dir_can_be_used_by_lessons(tmp_path: Path, attn: 
     )
     status, out, _ = attn("lesson", "check", str(lesson))
     assert status == 1
-    assert out.startswith(f"{lesson}:6:25: unknown variant 'doubled'; known variants: ")
+    assert out.startswith(
+        f"{lesson}:6:25: unknown variant 'doubled'; if it comes from a plugin, that plugin is "
+        "not installed (install it, or give its folder with --plugins-dir); known variants: "
+    )
     status, out, _ = attn("lesson", "check", str(lesson), "--plugins-dir", str(plugins))
     assert (status, out) == (0, f"{lesson}: ok (1 step)\n")
     status, out, _ = attn("lesson", "run", str(lesson), "--plain", "--plugins-dir", str(plugins))

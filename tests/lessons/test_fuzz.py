@@ -26,6 +26,10 @@ WORDS = [
     "softmax", "sum", "diagonal", "pick", "scale", "naive-loop", "trainable", "masked",
     "vectorized", "scores", "weights", "context", "scaled", "mask", "journey", "Your",
     "four-words", "your-journey", "randn", "tokens", "embeddings",
+    # Added with live values, variant options, defaults and the new quizzes and operations.
+    "values", "defaults", "plugins", "hints", "cells", "max", "min", "mean", "std", "abs",
+    "argmax", "count", "add", "subtract", "multiply", "compare", "heads", "window", "1%",
+    "> 0", "{{x}}", "{{answer}}", "{{x:.2f}}", "{{x:token}}", "{{", "x",
 ]  # fmt: skip
 
 FUZZ = settings(
@@ -54,6 +58,8 @@ lessons = st.fixed_dictionaries(
     {
         "title": scalars,
         "summary": scalars,
+        "values": st.dictionaries(st.sampled_from(WORDS), structures, max_size=2),
+        "defaults": structures,
         "steps": st.lists(
             st.dictionaries(st.sampled_from(WORDS), structures, min_size=1, max_size=2),
             max_size=4,

@@ -1,4 +1,5 @@
-"""Hostile files: each gets one clear line, exit status 1, quickly and without a traceback."""
+"""Hostile files: each gets one clear line, exit status 1, without a traceback, and files that
+are not a safe YAML document are refused before any plugin (or torch) is loaded."""
 
 from __future__ import annotations
 
@@ -70,10 +71,31 @@ CASES: list[tuple[str, bytes, str]] = [
 ]
 
 
+NEED_PLUGINS = ("empty", "root_is_a_list", "root_is_a_number")
+"""Valid YAML that is not a lesson: the loader, which needs the plugins, says so."""
+SAFETY_TIMEOUT = 20.0
+"""Not a speed test: only stops a pathological slowdown from hanging the suite."""
+
+
 @pytest.mark.parametrize(("name", "data", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_one_clear_line_quickly(
-    name: str, data: bytes, expected: str, tmp_path: Path, attn: Attn
+def test_one_clear_line(
+    name: str,
+    data: bytes,
+    expected: str,
+    tmp_path: Path,
+    attn: Attn,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import tracer.cli.options
+
+    loads: list[object] = []
+    real_load_host = tracer.cli.options.load_host
+
+    def counting_load_host(*args: object, **kwargs: object) -> object:
+        loads.append(args)
+        return real_load_host(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tracer.cli.options, "load_host", counting_load_host)
     path = tmp_path / f"{name}.yaml"
     path.write_bytes(data)
     started = time.perf_counter()
@@ -82,7 +104,10 @@ def test_one_clear_line_quickly(
     assert status == 1
     assert err == ""
     assert out.splitlines() == [f"{path}:{expected}"]
-    assert elapsed < 1.0, f"{name} took {elapsed:.2f}s"
+    # Refused while reading the YAML: no plugin host was built, so no plugin code ran.
+    if name not in NEED_PLUGINS:
+        assert loads == [], f"{name} loaded the plugins before being refused"
+    assert elapsed < SAFETY_TIMEOUT, f"{name} took {elapsed:.2f}s"
 
 
 def test_billion_laughs_is_refused_before_anything_expands(tmp_path: Path, attn: Attn) -> None:
@@ -92,8 +117,16 @@ def test_billion_laughs_is_refused_before_anything_expands(tmp_path: Path, attn:
     assert status == 1
 
 
-def test_a_folder_is_a_usage_error(tmp_path: Path, attn: Attn) -> None:
+def test_a_folder_without_lessons_is_a_usage_error(tmp_path: Path, attn: Attn) -> None:
     assert attn("lesson", "check", str(tmp_path)) == (
+        2,
+        "",
+        f"attn: no lessons (.yaml) in {tmp_path}\n",
+    )
+
+
+def test_run_refuses_a_folder(tmp_path: Path, attn: Attn) -> None:
+    assert attn("lesson", "run", str(tmp_path), "--plain") == (
         2,
         "",
         f"attn: {tmp_path} is a folder; give a lesson file (.yaml)\n",

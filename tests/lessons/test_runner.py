@@ -165,6 +165,18 @@ def test_the_full_example_in_the_docs_checks_clean(host: PluginHost) -> None:
     assert check_lesson(lesson, host) == []
 
 
+def test_the_lesson_level_snippets_in_the_docs_check_clean(host: PluginHost) -> None:
+    """The 'defaults' and 'values' examples, each completed into a lesson."""
+    snippets = [b for b in _yaml_blocks() if b.startswith(("defaults:", "values:"))]
+    assert len(snippets) >= 3
+    for block in snippets:
+        text = f"title: T\nsummary: S\n{block}"
+        if "steps:" not in block:
+            text += "steps:\n  - narration: n\n"
+        lesson = parse_lesson(text, "snippet.yaml", host)
+        assert check_lesson(lesson, host) == [], block
+
+
 def test_the_step_snippets_in_the_docs_check_clean(host: PluginHost) -> None:
     snippets = [block for block in _yaml_blocks() if block.lstrip().startswith(("- ", "#"))][1:]
     steps = "".join(

@@ -20,6 +20,7 @@ from tests.data import seeds
 from tests.learner.data.book import MULTIHEAD_CONTEXT, WRAPPER_CONTEXT
 from tests.learner.test_multihead import BookMultiHead, BookWrapper, book_batch
 from tracer.lessons.check import check_lesson
+from tracer.lessons.grading import CellAnswer
 from tracer.lessons.loader import find_lessons, load_lesson, shipped_dir
 from tracer.lessons.model import Lesson, Quiz, TensorRef
 from tracer.lessons.runner import LessonRunner
@@ -117,7 +118,7 @@ def width_stays_fixed() -> str:
 
 
 # (lesson, quiz id) -> the right answer, from the seeds or from torch directly.
-ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
+ORACLES: dict[tuple[str, str], Callable[[], float | str | frozenset[tuple[int, int]]]] = {
     ("01_dot_products", "your-journey"): lambda: seeds.SEED_003_DOT_0_1,
     ("01_dot_products", "most-aligned"): lambda: TOKENS[
         max(range(6), key=lambda j: seeds.SIMPLE_SCORES[1][j])
@@ -141,6 +142,9 @@ ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
     ("04_trainable_qkv", "weight-22"): lambda: seeds.SEED_000_ATTN_WEIGHTS[1][1],
     ("04_trainable_qkv", "score-22-randn"): lambda: float(
         qkv(torch.randn)[0][1].dot(qkv(torch.randn)[1][1])
+    ),
+    ("05_causal_masking", "hidden-cells"): lambda: frozenset(
+        (int(i), int(j)) for i, j in torch.ones(6, 6).triu(diagonal=1).nonzero().tolist()
     ),
     ("05_causal_masking", "hidden"): lambda: float(torch.ones(6, 6).triu(diagonal=1)[3].sum()),
     ("05_causal_masking", "renorm-journey-your"): lambda: float(causal_weights()[1, 0]),
@@ -168,6 +172,28 @@ ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
 }
 
 
+def wide_scores() -> torch.Tensor:
+    """Scores with d_out = 64, the rand weights drawn as the course draws them."""
+    x = journey_inputs()
+    w_q, w_k, _ = seed_weights(torch.rand, 64)
+    return (x @ w_q) @ (x @ w_k).T
+
+
+# (lesson, value name) -> the live value prose shows, from the seeds or from torch directly.
+VALUE_ORACLES: dict[tuple[str, str], Callable[[], float]] = {
+    ("01_dot_products", "journey-journey"): lambda: seeds.SIMPLE_SCORES[1][1],
+    ("01_dot_products", "with-one"): lambda: seeds.SIMPLE_SCORES[3][4],
+    ("02_normalising", "weight-starts"): lambda: seeds.SEED_001_SOFTMAX_WEIGHTS_2[2],
+    ("04_trainable_qkv", "spread-64"): lambda: float(wide_scores().std(correction=0)),
+    ("04_trainable_qkv", "spread-64-scaled"): lambda: float((wide_scores() / 8).std(correction=0)),
+    ("04_trainable_qkv", "top-64"): lambda: float(torch.softmax(wide_scores(), -1).max()),
+    ("04_trainable_qkv", "top-64-scaled"): lambda: float(
+        torch.softmax(wide_scores() / 8, -1).max()
+    ),
+    ("05_causal_masking", "starts-journey"): lambda: float(causal_weights()[2, 1]),
+}
+
+
 @pytest.fixture(scope="module")
 def lessons(host: PluginHost) -> dict[str, Lesson]:
     return {path.stem: load_lesson(path, host) for path in SHIPPED}
@@ -183,8 +209,8 @@ def test_the_seven_lessons_ship_in_order() -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=NAMES)
 def test_first_line_points_editors_at_the_schema(path: Path) -> None:
     first = path.read_text(encoding="utf-8").splitlines()[0]
-    assert first == "# yaml-language-server: $schema=../tracer/lessons/schema.json"
-    assert (path.parent / "../tracer/lessons/schema.json").resolve().is_file()
+    assert first == "# yaml-language-server: $schema=../lessons/schema.json"
+    assert (path.parent / "../lessons/schema.json").resolve().is_file()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -208,8 +234,13 @@ def test_every_quiz_answer_matches_its_oracle(
         expected = oracle()
         answer = runner.answer(quiz)
         if quiz.quiz_kind == "choice":
-            assert quiz.choices[int(answer)] == expected, quiz.id
+            assert isinstance(answer, int)
+            assert quiz.choices[answer] == expected, quiz.id
+        elif quiz.quiz_kind == "cells":
+            assert isinstance(answer, CellAnswer)
+            assert answer.cells == expected, quiz.id
         else:
+            assert isinstance(answer, (int, float)) and isinstance(expected, (int, float))
             # Seed numbers are printed to 4 decimals.
             assert float(answer) == pytest.approx(float(expected), abs=5e-5), quiz.id
         checked += 1
@@ -226,12 +257,29 @@ def test_the_printed_answer_is_judged_right(
     for quiz in lessons[name].quizzes:
         answer = runner.answer(quiz)
         if quiz.quiz_kind == "choice":
-            assert runner.is_right(quiz, quiz.choices[int(answer)])
-            wrong = next(c for c in quiz.choices if c != quiz.choices[int(answer)])
+            assert isinstance(answer, int)
+            assert runner.is_right(quiz, quiz.choices[answer])
+            wrong = next(c for c in quiz.choices if c != quiz.choices[answer])
             assert not runner.is_right(quiz, wrong)
+        elif quiz.quiz_kind == "cells":
+            assert isinstance(answer, CellAnswer)
+            printed = runner.answer_text(quiz)
+            assert runner.is_right(quiz, printed)
+            assert not runner.is_right(quiz, printed.rsplit(";", 1)[0])  # one cell missing
         else:
+            assert isinstance(answer, (int, float))
             assert runner.is_right(quiz, format_number(float(answer)))
             assert not runner.is_right(quiz, format_number(float(answer) + quiz.tolerance + 0.01))
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(VALUE_ORACLES), ids=str)
+def test_live_values_in_prose_match_their_oracle(
+    name: str, value: str, lessons: dict[str, Lesson], host: PluginHost
+) -> None:
+    named = lessons[name].value(value)
+    assert named is not None, f"{name} has no value '{value}'"
+    computed = LessonRunner(lessons[name], host).value(named.ref)
+    assert computed == pytest.approx(VALUE_ORACLES[(name, value)](), abs=5e-5, rel=1e-5)
 
 
 def _quizzes(lesson: Lesson) -> list[Quiz]:
@@ -250,6 +298,7 @@ def test_runs_headless_in_a_pipe(name: str, attn: Callable[..., tuple[int, str, 
     assert out.count("Quiz: ") == out.count("Answer: ") >= 2
     assert out.rstrip().endswith("--- End of the lesson.")
     assert "\x1b[" not in out  # no colour codes: readable in a pipe and by a screen reader
+    assert "{{" not in out  # every live value was filled in
 
 
 # Every tensor printed in the seeds, and where it is printed (tests/data/seeds.py), and

@@ -1,10 +1,13 @@
 """``attn lessons`` and ``attn lesson ...``: list, check, print, start and open lessons.
 
     attn lessons [--lessons-dir DIR]          numbered list: shipped lessons, then DIR's
-    attn lesson check PATH...                 every problem as path:line:column: message
+    attn lesson check PATH|DIR... [--watch]   every problem as path:line:column: message
     attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
     attn lesson new PATH                      a commented starter lesson (never overwrites)
-    attn lesson schema                        the JSON Schema for lesson files
+    attn lesson export NAME|PATH --to md|ipynb [-o FILE] [--force]
+                                              the lesson as Markdown or a notebook
+    attn lesson schema [--write DIR]          the JSON Schema for lesson files (for the installed
+                                              variants), or written to DIR/lesson.schema.json
     attn lesson NAME|PATH                     open the lesson in the TUI
 
 Exit status: 0 ok, 1 a lesson has problems, 2 usage error (unknown lesson,
@@ -14,6 +17,7 @@ missing file, refusing to overwrite), 3 a plugin failed.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,8 +25,13 @@ from typing import Any
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
 
-ACTIONS = ("check", "run", "new", "schema")
-USAGE = "attn lesson check PATH... | run NAME|PATH [--plain] | new PATH | schema | NAME|PATH"
+ACTIONS = ("check", "run", "new", "schema", "export")
+USAGE = (
+    "attn lesson check PATH|DIR... [--watch] | run NAME|PATH [--plain] | new PATH | schema "
+    "| export NAME|PATH --to md|ipynb | NAME|PATH"
+)
+WATCH_INTERVAL = 0.5
+"""Seconds between looks at the files 'check --watch' follows."""
 
 
 def add_lesson_dir_option(parser: argparse.ArgumentParser) -> None:
@@ -52,21 +61,44 @@ def add_parser(commands: Any) -> None:
             "NAME is a lesson's number, its name from 'attn lessons', or a .yaml path."
         ),
         epilog=(
-            "check PATH...: report every problem as path:line:column: message. "
+            "check PATH|DIR...: report every problem as path:line:column: message "
+            "(a folder: each lesson in it; --watch: again whenever a file is saved). "
             "run NAME|PATH --plain: print the whole lesson as text, quiz answers included. "
             "new PATH: write a commented starter lesson (never overwrites). "
-            "schema: print the JSON Schema for lesson files. "
+            "export NAME|PATH --to md|ipynb [-o FILE] [--force]: the lesson, computed, as "
+            "Markdown or a Jupyter notebook (never overwrites without --force). "
+            "schema [--write DIR]: print the JSON Schema for lesson files (editor completion "
+            "for the installed variants), or write it to DIR/lesson.schema.json. "
             "Exit status: 0 ok, 1 a lesson has problems, 2 usage error, 3 plugin failure."
         ),
     )
     lesson.add_argument(
         "action", metavar="COMMAND|LESSON",
-        help="check, run, new or schema; or a lesson (number, name or .yaml path) to open",
+        help="check, run, new, schema or export; or a lesson (number, name or .yaml path) to open",
     )  # fmt: skip
     lesson.add_argument("targets", nargs="*", default=[], metavar="PATH", help=argparse.SUPPRESS)
     lesson.add_argument(
         "--plain", action="store_true",
         help="with run: print text instead of opening the TUI (the default in a pipe)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--to", choices=("md", "ipynb"),
+        help="with export: Markdown (md) or a Jupyter notebook (ipynb)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "-o", "--output", metavar="FILE",
+        help="with export: the file to write (default: the lesson's name, in this folder)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--force", action="store_true", help="with export: replace FILE if it exists",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--write", metavar="DIR",
+        help="with schema: write DIR/lesson.schema.json, which new lessons' first line names",
+    )  # fmt: skip
+    lesson.add_argument(
+        "--watch", action="store_true",
+        help="with check: check again whenever a lesson is saved (Ctrl+C stops)",
     )  # fmt: skip
     add_lesson_dir_option(lesson)
     add_plugin_options(lesson)
@@ -94,8 +126,13 @@ def run_lesson(args: argparse.Namespace) -> int:
     action, targets = args.action, list(args.targets)
     if action == "check":
         if not targets:
-            raise UsageError("'attn lesson check' needs at least one lesson file")
-        return check(targets, args)
+            raise UsageError("'attn lesson check' needs at least one lesson file or folder")
+        files = lesson_files(targets)
+        if args.watch:
+            return watch(files, args)
+        return check(files, args)
+    if args.watch:
+        raise UsageError("--watch goes with 'attn lesson check'")
     if action == "run":
         if len(targets) != 1:
             raise UsageError("'attn lesson run' takes one lesson: a name, a number or a .yaml path")
@@ -103,20 +140,27 @@ def run_lesson(args: argparse.Namespace) -> int:
         if args.plain or not sys.stdout.isatty():
             return run_plain(targets[0], args)
         return open_tui(args)
+    if action == "export":
+        if len(targets) != 1:
+            raise UsageError(
+                "'attn lesson export' takes one lesson: a name, a number or a .yaml path"
+            )
+        return export(targets[0], args)
+    if args.to is not None or args.output is not None or args.force:
+        raise UsageError("--to, -o and --force go with 'attn lesson export'")
     if action == "new":
         if len(targets) != 1:
             raise UsageError("'attn lesson new' takes one path, for example my_lesson.yaml")
         return new(Path(targets[0]))
     if action == "schema":
         if targets:
-            raise UsageError("'attn lesson schema' takes no arguments")
-        from tracer.lessons.schema import schema_text
-
-        sys.stdout.write(schema_text())
-        return EXIT_OK
+            raise UsageError("'attn lesson schema' takes no arguments (--write DIR writes a file)")
+        return schema(args)
+    if args.write is not None:
+        raise UsageError("--write goes with 'attn lesson schema'")
     if targets:
         raise UsageError(
-            f"unknown lesson command '{action}'; expected check, run, new or schema, "
+            f"unknown lesson command '{action}'; expected check, run, new, schema or export, "
             "or a single lesson to open"
         )
     if args.plain:
@@ -137,10 +181,63 @@ def open_tui(args: argparse.Namespace) -> int:
     return status
 
 
+def lesson_files(targets: list[str]) -> list[str]:
+    """Each target, with a folder replaced by the lessons in it (sorted)."""
+    from tracer.lessons.loader import LESSON_SUFFIXES
+
+    files: list[str] = []
+    for target in targets:
+        folder = Path(target)
+        if folder.is_dir():
+            found = sorted(
+                p for p in folder.iterdir() if p.suffix in LESSON_SUFFIXES and p.is_file()
+            )
+            if not found:
+                raise UsageError(f"no lessons (.yaml) in {folder}")
+            files += [str(p) for p in found]
+        else:
+            files.append(target)
+    return files
+
+
+def watch(targets: list[str], args: argparse.Namespace) -> int:
+    """Check, then check each file again whenever it changes, until interrupted."""
+    import time
+
+    def stamps() -> dict[str, float | None]:
+        found: dict[str, float | None] = {}
+        for target in targets:
+            try:
+                found[target] = Path(target).stat().st_mtime
+            except OSError:
+                found[target] = None
+        return found
+
+    # Each file's latest status: the exit status is that of the lessons as they are now.
+    statuses = {target: check([target], args) for target in targets}
+    seen = stamps()
+    print(
+        f"watching {len(targets)} lesson{'s' if len(targets) != 1 else ''}; Ctrl+C stops",
+        flush=True,
+    )
+    try:
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            now = stamps()
+            changed = [t for t in targets if now[t] != seen[t]]
+            seen = now
+            if changed:
+                print(f"--- {time.strftime('%H:%M:%S')}: checking again", flush=True)
+                statuses.update({target: check([target], args) for target in changed})
+    except KeyboardInterrupt:
+        pass
+    return max(statuses.values(), default=EXIT_OK)
+
+
 def check(targets: list[str], args: argparse.Namespace) -> int:
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
+    from tracer.lessons.loader import LessonError, load_lesson, one_line, preflight
 
     host = None
     status = EXIT_OK
@@ -153,13 +250,16 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
             problems = check_lesson(lesson, host)
         except LessonError as error:
             problems = error.problems
+            if error.partial is not None and host is not None:
+                # All problems at once: the steps that could be read are run too.
+                problems = one_line(problems + check_lesson(error.partial, host))
         except TracerError as error:
             prefix = "" if error.location is not None else "attn: "
             print(f"{prefix}{error}", file=sys.stderr)
             status = max(status, error.exit_status)
             continue
         for problem in problems:
-            print(problem)
+            print(problem, flush=True)
         if problems:
             status = max(status, EXIT_PROBLEMS)
         else:
@@ -177,12 +277,81 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
     path = preflight(target, args.lessons_dir)
     host = load_host(args)
     lesson = load_lesson(path, host)
-    problems = check_lesson(lesson, host)
+    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
     if problems:
         raise LessonError(problems)
     for text in plain_lines(lesson, host):
         print(text, flush=True)
     return EXIT_OK
+
+
+def export(target: str, args: argparse.Namespace) -> int:
+    from tracer.cli.options import load_host
+    from tracer.lessons.check import check_lesson
+    from tracer.lessons.export import export_text
+    from tracer.lessons.loader import LessonError, load_lesson, preflight
+
+    if args.to is None:
+        raise UsageError("'attn lesson export' needs --to md or --to ipynb")
+    path = preflight(target, args.lessons_dir)
+    output = Path(args.output) if args.output else Path(f"{path.stem}.{args.to}")
+    if (output.exists() or output.is_symlink()) and not args.force:
+        raise UsageError(f"{output} already exists; not overwriting it (use --force to replace it)")
+    if output.is_dir():
+        raise UsageError(f"{output} is a folder; give a file name with -o")
+    if not output.parent.is_dir():
+        raise UsageError(f"folder not found: {output.parent}")
+    host = load_host(args)
+    lesson = load_lesson(path, host)
+    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
+    if problems:
+        raise LessonError(problems)
+    text = export_text(lesson, host, args.to)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
+    print(f"wrote {output}")
+    return EXIT_OK
+
+
+def schema(args: argparse.Namespace) -> int:
+    from tracer.cli.options import load_host
+    from tracer.lessons.schema import catalog, schema_text
+
+    text = schema_text(catalog(load_host(args)))
+    if args.write is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    folder = Path(args.write)
+    if not folder.is_dir():
+        raise UsageError(f"folder not found: {folder}")
+    path = write_schema(folder, text)
+    print(f"wrote {path}; lessons in {folder} that start with the line")
+    print("  # yaml-language-server: $schema=lesson.schema.json")
+    print("get completion for the installed variants")
+    return EXIT_OK
+
+
+def write_schema(folder: Path, text: str) -> Path:
+    """``folder/lesson.schema.json``; replaces only a schema this tool wrote (never other files)."""
+    from tracer.lessons.schema import SCHEMA_ID, SCHEMA_NAME
+
+    path = folder / SCHEMA_NAME
+    if path.exists() or path.is_symlink():
+        try:
+            ours = json.loads(path.read_text(encoding="utf-8")).get("$id") == SCHEMA_ID
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours or path.is_symlink():
+            raise UsageError(
+                f"{path} exists and is not a lesson schema written by attn; not overwriting it"
+            )
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    return path
 
 
 def new(path: Path) -> int:
@@ -205,6 +374,13 @@ def new(path: Path) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     print(f"wrote {path}; check it with: attn lesson check {path}")
+    from tracer.lessons.schema import SCHEMA_NAME
+
+    if not (path.parent / SCHEMA_NAME).exists():
+        print(
+            f"for completion in your editor, run: attn lesson schema --write {path.parent} "
+            f"(its first line names {SCHEMA_NAME})"
+        )
     return EXIT_OK
 
 

@@ -3,7 +3,9 @@
 The loader checks names and structure without computing anything. This runs
 every step the way ``attn lesson run`` would and reports, at the step's line
 and column, tensors a stage does not have, focuses and cells out of range,
-operations that do not fit a tensor's shape, and variants that fail::
+operations that do not fit a tensor's shape, and variants that fail. It also
+computes every live value and quiz answer, and reports numbers with three or
+more decimals typed into prose, which go stale when the lesson changes::
 
     from tracer.lessons.check import check_lesson
     problems = check_lesson(lesson, host)      # [] when the lesson is sound
@@ -14,8 +16,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.loader import one_line
-from tracer.lessons.model import Compare, Focus, Lesson, Loop, Quiz, Show, TensorRef
+from tracer.lessons.model import (
+    Checkpoint,
+    Compare,
+    Focus,
+    Lesson,
+    LessonStep,
+    Loop,
+    Narration,
+    Quiz,
+    Show,
+    TensorRef,
+    TypedNumber,
+)
+from tracer.lessons.prose import TOKEN_FORMAT, format_value, placeholders
+from tracer.lessons.reading import one_line
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
@@ -23,16 +38,33 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
 
-def check_lesson(lesson: Lesson, host: PluginHost) -> list[Problem]:
-    """Every problem found by running each step of ``lesson``, in file order."""
+def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> list[Problem]:
+    """Every problem found by running each step of ``lesson``, in file order.
+
+    ``typed``: also report numbers typed into prose. They do not stop a lesson
+    from running (``run --plain`` and ``export`` pass False); they are what
+    ``attn lesson check`` asks an author to make live.
+    """
     from tracer.lessons.runner import LessonRunner
 
     runner = LessonRunner(lesson, host)
     path = str(lesson.path) if lesson.path is not None else "<lesson>"
     problems: list[Problem] = []
+    computed: dict[str, float] = {}
+    """Live values and number answers, by how prose writes them, to match typed numbers."""
+    for named in lesson.values:
+        try:
+            computed[f"{{{{{named.name}}}}}"] = runner.value(named.ref)
+        except (ArithmeticError, RuntimeError, ValueError, IndexError, TracerError) as exc:
+            problems.append(_problem(exc, named.ref, named.line, named.column, path))
     for step in lesson.steps:
         try:
             _check_step(step, runner)
+            if isinstance(step, Quiz) and step.quiz_kind == "number":
+                answer = runner.answer(step)
+                assert isinstance(answer, (int, float))
+                computed.setdefault(f"quiz '{step.id or step.line}'", float(answer))
+            _check_prose(step, runner)
         except (ArithmeticError, RuntimeError, ValueError, IndexError) as exc:
             # A safety net: whatever a step asks of torch, the author gets a line, not a traceback.
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())
@@ -50,7 +82,72 @@ def check_lesson(lesson: Lesson, host: PluginHost) -> list[Problem]:
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
+    if typed:
+        problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)
     return one_line(problems)
+
+
+def _problem(exc: Exception, ref: TensorRef, line: int, column: int, path: str) -> Problem:
+    if isinstance(exc, TracerError):
+        message = exc.message
+        if exc.location is not None and not exc.location.path and exc.location.line:
+            line, column = exc.location.line, exc.location.column or 1
+        elif exc.location is not None and exc.location.path:
+            message = f"{message} ({exc.location})"
+    else:
+        message = "this value cannot be computed: " + " ".join(
+            f"{type(exc).__name__}: {exc}".split()
+        )
+    return Problem(line, column, message, path)
+
+
+def _typed(number: TypedNumber, computed: dict[str, float], path: str) -> Problem:
+    """A number typed into prose, and the live value it could be written as, if any."""
+    decimals = len(number.text.split(".")[-1])
+    typed = float(number.text.replace("−", "-"))
+    same = [
+        name
+        for name, value in computed.items()
+        if abs(round(value, decimals) - typed) <= 0.5 * 10**-decimals + 1e-12
+    ]
+    if same and same[0].startswith("{{"):
+        advice = f"it is {same[0]} now: write that instead, so it follows the computation"
+    elif same:
+        advice = (
+            f"it is the answer of {same[0]} now: write {{{{answer}}}} in that quiz's "
+            "explanation, so it follows the computation"
+        )
+    else:
+        advice = "the lesson computes no such number; compute it under 'values:' and write {{name}}"
+    message = f"{number.text} is typed into the {number.where} and goes stale; {advice}"
+    return Problem(number.line, number.column, message, path)
+
+
+def _prose(step: LessonStep) -> list[str]:
+    if isinstance(step, Narration):
+        return [step.text]
+    if isinstance(step, (Show, Loop, Compare)):
+        return [step.caption]
+    if isinstance(step, Quiz):
+        return [step.question, step.explanation, *step.hints, *step.choices]
+    if isinstance(step, Checkpoint):
+        return list(step.points)
+    return []
+
+
+def _check_prose(step: LessonStep, runner: LessonRunner) -> None:
+    """A value shown as a token must be a token's index."""
+    for text in _prose(step):
+        for placeholder in placeholders(text):
+            named = runner.lesson.value(placeholder.name)
+            if placeholder.format != TOKEN_FORMAT or named is None:
+                continue
+            value = runner.value(named.ref)
+            if format_value(value, TOKEN_FORMAT, runner.tokens) not in runner.tokens:
+                raise _error(
+                    f"value '{placeholder.name}' is {value:g}, not a token's index, "
+                    f"so '{{{{{placeholder.name}:token}}}}' cannot show it as a token"
+                )
 
 
 def _where(step: object) -> TensorRef | None:
@@ -76,6 +173,12 @@ def _check_step(step: object, runner: LessonRunner) -> None:
             except TracerError as exc:
                 raise _error(exc.message, side) from None
     elif isinstance(step, Quiz):
+        for shown in (step.cells, step.shown):
+            if shown is not None:
+                try:
+                    runner.tensor(shown)
+                except TracerError as exc:
+                    raise _error(exc.message, shown) from None
         runner.answer(step)
 
 

@@ -7,7 +7,8 @@ the step starts in its file) so a viewer can point back at the source.
 
 Step kinds (the YAML key that introduces each one is in brackets):
 
-- :class:`Narration` [``narration``]: Markdown text, shown literally.
+- :class:`Narration` [``narration``]: plain text, shown exactly as written (not Markdown),
+  with live values (``{{name}}``) filled in; see :mod:`tracer.lessons.prose`.
 - :class:`Show` [``show``]: one tensor of one stage of a variant, with an
   optional :class:`Focus` (a token, row, column or cell) and a caption.
 - :class:`Loop` [``loop``]: step through a loop's sub-steps (``SubStep``),
@@ -15,10 +16,13 @@ Step kinds (the YAML key that introduces each one is in brackets):
 - :class:`Compare` [``compare``]: two tensors side by side (two variants, or
   one variant under two option sets) and their difference.
 - :class:`Quiz` [``quiz``]: predict a number (``kind == "number"``, answer
-  within ``tolerance``) or choose one of ``choices`` (``kind == "choice"``);
-  ``explanation`` is revealed after answering. A number quiz's answer is
-  either a literal or, preferably, a :class:`TensorRef` naming a cell that
-  is computed live, so it can never drift from the code.
+  within ``tolerance``, absolute or relative), choose one of ``choices``
+  (``kind == "choice"``), choose every right one (``kind == "multiple"``), or
+  select the cells of a shown tensor (``kind == "cells"``); ``hints`` are
+  revealed one at a time and ``explanation`` after answering. A number quiz's
+  answer is either a literal or, preferably, a :class:`TensorRef` naming a
+  cell that is computed live, so it can never drift from the code. Grading
+  is :func:`tracer.lessons.grading.grade`.
 - :class:`Checkpoint` [``checkpoint``]: a recap: a title and bullet points.
 
 A :class:`TensorRef` names a tensor: variant, stage, optional tensor name
@@ -43,7 +47,7 @@ from typing import Literal
 from tracer.inputs import InputSet
 
 FocusKind = Literal["token", "row", "column", "cell"]
-QuizKind = Literal["number", "choice"]
+QuizKind = Literal["number", "choice", "multiple", "cells"]
 
 OPERATIONS: dict[str, str] = {
     "softmax": "softmax over dimension N (0 = down the columns, -1 = along each row)",
@@ -54,8 +58,33 @@ OPERATIONS: dict[str, str] = {
     "transpose": "swap rows and columns (value: true)",
     "exp": "e to the power of every value (value: true)",
     "pick": "keep one entry along the first dimension: a token or a 0-based index",
+    "max": "the largest value over dimension N (no value: of the whole tensor)",
+    "min": "the smallest value over dimension N (no value: of the whole tensor)",
+    "mean": "the mean over dimension N (no value: of the whole tensor)",
+    "std": "the standard deviation over dimension N (no value: of the whole tensor)",
+    "argmax": "the 0-based index of the largest value over dimension N (no value: one row)",
+    "count": "how many values are not zero over dimension N (no value: in the whole tensor)",
+    "abs": "the absolute value of every value (value: true)",
+    "add": "add a number, or a tensor named like an answer (variant, stage, tensor...)",
+    "subtract": "subtract a number, or a tensor named like an answer",
+    "multiply": "multiply by a number, or by a tensor named like an answer (element-wise)",
+    "compare": "1 where the comparison holds, else 0: '> 0', '<= 0.5', '== 0', '!= 0'",
 }
 """Operations a :class:`TensorRef` may apply, with what each one's value means."""
+
+
+@dataclass(frozen=True)
+class OptionValue:
+    """One of a variant's own declared options (``window: 3``), where it was written.
+
+    As read, ``value`` is what the author typed; in a :class:`TensorRef` or a
+    :class:`Loop` it has been checked against the step's variant and converted.
+    """
+
+    name: str
+    value: object
+    line: int = 0
+    column: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,9 +98,18 @@ class Options:
     dropout: float | None = None
     heads: int | None = None
     """Attention heads, for the multi-head variants (None: the variant's default)."""
+    values: tuple[OptionValue, ...] = ()
+    """Options the variant declares (``window``...), by name; later entries win."""
+
+    def variant_options(self) -> dict[str, object]:
+        """The variant's own options by name (``heads`` included when set)."""
+        found: dict[str, object] = {} if self.heads is None else {"heads": self.heads}
+        found.update((value.name, value.value) for value in self.values)
+        return found
 
     def over(self, base: Options) -> Options:
         """These options, with anything unset taken from ``base``."""
+        mine = {value.name for value in self.values}
         return Options(
             inputs=self.inputs if self.inputs is not None else base.inputs,
             seed=self.seed if self.seed is not None else base.seed,
@@ -79,6 +117,7 @@ class Options:
             d_out=self.d_out if self.d_out is not None else base.d_out,
             dropout=self.dropout if self.dropout is not None else base.dropout,
             heads=self.heads if self.heads is not None else base.heads,
+            values=tuple(v for v in base.values if v.name not in mine) + self.values,
         )
 
 
@@ -87,7 +126,11 @@ class Operation:
     """One step applied to a tensor after it is computed, e.g. ``softmax`` over ``0``."""
 
     name: str
-    argument: float | int | bool
+    argument: float | int | bool | str | TensorRef
+    """A dimension, a number, a token index, ``True`` for no value, a comparison
+    (``'> 0'``) or a second tensor (add, subtract, multiply)."""
+    line: int = 0
+    column: int = 0
 
 
 @dataclass(frozen=True)
@@ -170,16 +213,23 @@ class Compare:
 
 @dataclass(frozen=True)
 class Quiz:
-    """A question with an answer checked by :func:`tracer.lessons.runner.LessonRunner.check`.
+    """A question, graded by :func:`tracer.lessons.grading.grade`.
 
     number: ``answer`` is a float or a :class:`TensorRef` with a ``cell``;
-    a response within ``tolerance`` of it is right.
-    choice: ``choices`` are the options shown; ``answer`` is the index of the right one.
+    a response within ``tolerance`` of it is right (``relative``: within
+    ``tolerance`` times the answer's size).
+    choice: ``choices`` are the options shown; ``answer`` is the index of the
+    right one, or a :class:`TensorRef` whose value is a token index (the right
+    choice is that token).
+    multiple: ``answer`` is the tuple of the indices of every right choice.
+    cells: ``cells`` names the tensor whose cells the learner selects;
+    ``answer`` is a :class:`TensorRef` of the same shape whose non-zero cells
+    are the right selection.
     """
 
     question: str
     quiz_kind: QuizKind
-    answer: float | int | TensorRef
+    answer: float | int | TensorRef | tuple[int, ...]
     choices: tuple[str, ...] = ()
     tolerance: float = 0.0
     explanation: str = ""
@@ -187,6 +237,20 @@ class Quiz:
     line: int = 0
     column: int = 0
     kind: Literal["quiz"] = "quiz"
+    hints: tuple[str, ...] = ()
+    """Shown one at a time, on request, before answering."""
+    relative: bool = False
+    """``tolerance`` is a fraction of the answer (written ``1%``)."""
+    cells: TensorRef | None = None
+    """For ``cells`` quizzes: the tensor shown, whose cells are selected."""
+    shown: TensorRef | None = None
+    """A tensor the author shows with the question (``show:``), e.g. the inputs to work from."""
+
+    @property
+    def about(self) -> TensorRef | None:
+        """The tensor to keep on screen with the question: the one whose cells are selected,
+        or the one the author shows. Never the answer's own tensor, which would give it away."""
+        return self.cells if self.cells is not None else self.shown
 
 
 @dataclass(frozen=True)
@@ -196,6 +260,28 @@ class Checkpoint:
     line: int = 0
     column: int = 0
     kind: Literal["checkpoint"] = "checkpoint"
+
+
+@dataclass(frozen=True)
+class TypedNumber:
+    """A number with three or more decimals typed into prose: it goes stale when the lesson's
+    inputs or options change, so ``attn lesson check`` asks for a live value instead."""
+
+    text: str
+    where: str
+    """Which prose it is in: narration, caption, question..."""
+    line: int = 0
+    column: int = 0
+
+
+@dataclass(frozen=True)
+class NamedValue:
+    """A live value (``values:`` in a lesson): one number, computed from a run."""
+
+    name: str
+    ref: TensorRef
+    line: int = 0
+    column: int = 0
 
 
 LessonStep = Narration | Show | Loop | Compare | Quiz | Checkpoint
@@ -212,6 +298,13 @@ class Lesson:
     steps: tuple[LessonStep, ...]
     path: Path | None = None
     name: str = ""
+    values: tuple[NamedValue, ...] = ()
+    """Live values prose may embed as ``{{name}}``, computed when the lesson runs."""
+
+    typed_numbers: tuple[TypedNumber, ...] = ()
+
+    def value(self, name: str) -> NamedValue | None:
+        return next((value for value in self.values if value.name == name), None)
 
     @property
     def inputs(self) -> InputSet:

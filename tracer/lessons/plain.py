@@ -3,7 +3,8 @@
 For terminals without the TUI, pipes and screen readers: no colour, no box
 drawing, no symbols standing in for words. Focus is said in words and the
 focused values are printed again on their own lines; every quiz is followed
-by its answer (computed live) and its explanation::
+by its hints, its answer (computed live) and its explanation. Prose is printed
+as written, with its live values filled in (:func:`tracer.lessons.prose.live_text`)::
 
     from tracer.lessons.plain import plain_lines
     for text in plain_lines(lesson, host):
@@ -71,17 +72,17 @@ def _query_words(ref: TensorRef) -> str:
 
 def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[str]:
     if isinstance(step, Narration):
-        return [step.text.rstrip()]
+        return [runner.text(step.text).rstrip()]
     if isinstance(step, Show):
         return _show(step, runner)
     if isinstance(step, Loop):
-        return _loop(step, runner)
+        return loop_lines(step, runner)
     if isinstance(step, Compare):
         return _compare(step, runner)
     if isinstance(step, Quiz):
         return _quiz(step, runner)
     assert isinstance(step, Checkpoint)
-    return [f"- {point.strip()}" for point in step.points]
+    return [f"- {runner.text(point).strip()}" for point in step.points]
 
 
 def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
@@ -96,18 +97,18 @@ def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
 
 def _show(step: Show, runner: LessonRunner) -> list[str]:
     resolved, *others = runner.tensors(step.ref)
-    lines = [step.caption.strip()] if step.caption else []
+    lines = [runner.text(step.caption).strip()] if step.caption else []
     lines.append(f"{resolved.stage.title}")
     lines.extend(_table(resolved))
     if step.focus is not None:
-        lines.extend(_focus(step.focus, resolved))
+        lines.extend(focus_lines(step.focus, resolved))
     for other in others:
         lines.append("")
         lines.extend(_table(other, formula=False))
     return lines
 
 
-def _focus(focus: Focus, resolved: Resolved) -> list[str]:
+def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
     from tracer.render.labels import axis_labels
     from tracer.render.text import format_number
 
@@ -140,10 +141,10 @@ def _focus(focus: Focus, resolved: Resolved) -> list[str]:
     return lines
 
 
-def _loop(step: Loop, runner: LessonRunner) -> list[str]:
+def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
     from tracer.render.text import format_number
 
-    lines = [step.caption.strip()] if step.caption else []
+    lines = [runner.text(step.caption).strip()] if step.caption else []
     count = 0
     for sub in runner.substeps(step):
         count += 1
@@ -161,7 +162,7 @@ def _compare(step: Compare, runner: LessonRunner) -> list[str]:
     from tracer.render.text import format_number, format_tensor, shape_text
 
     left, right, difference = runner.compare(step)
-    lines = [step.caption.strip()] if step.caption else []
+    lines = [runner.text(step.caption).strip()] if step.caption else []
     for side, resolved in (("Left", left), ("Right", right)):
         label = resolved.ref.label or f"{resolved.ref.variant}"
         lines.append(f"{side}: {label} ({resolved.ref.variant}, stage {resolved.ref.stage})")
@@ -180,17 +181,41 @@ def _compare(step: Compare, runner: LessonRunner) -> list[str]:
 
 
 def _quiz(step: Quiz, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_number
+    from tracer.render.text import format_tensor
 
-    lines = [f"Quiz: {step.question.strip()}"]
+    lines = [f"Quiz: {runner.text(step.question).strip()}"]
+    if step.shown is not None:
+        lines.extend(_table(runner.tensor(step.shown), formula=False))
+    if step.cells is not None:
+        shown = runner.tensor(step.cells)
+        lines.append(f"Select cells of {shown.name}:")
+        lines.append(format_tensor(shown.tensor, shown.tokens, shown.query))
+    lines.extend(
+        f"  {chr(ord('a') + i)}) {runner.text(choice)}" for i, choice in enumerate(step.choices)
+    )
+    if step.quiz_kind == "multiple":
+        lines.append("(more than one choice may be right)")
+    for number, hint in enumerate(step.hints, start=1):
+        lines.append(f"Hint {number}: {runner.text(hint, step).strip()}")
     answer = runner.answer(step)
+    shown_answer = runner.answer_text(step)
     if step.quiz_kind == "choice":
-        lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(step.choices))
-        index = int(answer)
-        lines.append(f"Answer: {chr(ord('a') + index)}) {step.choices[index]}")
+        assert isinstance(answer, int)
+        lines.append(f"Answer: {chr(ord('a') + answer)}) {shown_answer}")
+    elif step.quiz_kind == "multiple":
+        assert isinstance(answer, tuple)
+        letters = ", ".join(f"{chr(ord('a') + i)})" for i in answer)
+        lines.append(f"Answer: {letters} {shown_answer}")
+    elif step.quiz_kind == "cells":
+        lines.append(f"Answer: {shown_answer}")
     else:
-        tolerance = f" (answers within {step.tolerance:g} count as right)" if step.tolerance else ""
-        lines.append(f"Answer: {format_number(float(answer))}{tolerance}")
+        if step.relative:
+            tolerance = f" (answers within {step.tolerance * 100:g}% of it count as right)"
+        elif step.tolerance:
+            tolerance = f" (answers within {step.tolerance:g} count as right)"
+        else:
+            tolerance = ""
+        lines.append(f"Answer: {shown_answer}{tolerance}")
     if step.explanation:
-        lines.append(f"Why: {step.explanation.strip()}")
+        lines.append(f"Why: {runner.text(step.explanation, step).strip()}")
     return lines

@@ -7,8 +7,9 @@ Public API::
     shown = runner.tensor(step.ref)            # a Resolved: the tensor, its name, tokens, query
     for sub in runner.substeps(loop_step): ... # the loop's SubSteps, lazily, up to step.limit
     left, right, difference = runner.compare(compare_step)
-    runner.answer(quiz)                         # float for number quizzes, choice index otherwise
-    runner.is_right(quiz, "0.95")               # True/False
+    runner.answer(quiz)                         # a number, a choice index, indices or cells
+    runner.is_right(quiz, "0.95")               # True/False (see tracer.lessons.grading)
+    runner.text(step.caption)                   # prose with its live values filled in
 
 Traces are cached per (variant, options, query), so a lesson that shows ten
 stages of one variant runs it once. Anything a lesson asks for that the run
@@ -28,7 +29,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from tracer.errors import EXIT_PROBLEMS, TracerError
+from tracer.lessons.grading import Answer, CellAnswer, answer_text, grade
 from tracer.lessons.model import Compare, Lesson, Loop, Operation, Options, Quiz, TensorRef
+from tracer.lessons.prose import live_text
 from tracer.runner import DEFAULT_D_OUT, TraceOptions
 from tracer.suggest import did_you_mean
 from tracer.variant import Stage, SubStep
@@ -65,6 +68,10 @@ class LessonRunner:
         self.host = host
         self._traces: dict[tuple[object, ...], Trace] = {}
 
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.lesson.inputs.tokens
+
     def start(self, variant: str, options: Options, query: int | None) -> Trace:
         """A fresh trace (nothing runs until it is iterated)."""
         from tracer.runner import start_trace
@@ -77,9 +84,16 @@ class LessonRunner:
             d_out=options.d_out if options.inputs.d_out is None else None,
             dropout=options.dropout or 0.0,
             query=query,
-            extra={} if options.heads is None else {"heads": options.heads},
+            options=self._variant_options(variant, options),
         )
         return start_trace(variant, trace_options, self.host)
+
+    def _variant_options(self, variant: str, options: Options) -> dict[str, object]:
+        values = options.variant_options()
+        found = self.host.variants.get(variant)
+        if found is not None and found.options and found.option("heads") is None:
+            values.pop("heads", None)  # lesson-wide heads is not for a variant without it
+        return values
 
     def trace(self, variant: str, options: Options, query: int | None) -> Trace:
         key = (
@@ -89,7 +103,7 @@ class LessonRunner:
             options.init,
             options.d_out or DEFAULT_D_OUT,
             options.dropout,
-            options.heads,
+            tuple(sorted((k, repr(v)) for k, v in self._variant_options(variant, options).items())),
             query,
         )
         if key not in self._traces:
@@ -113,11 +127,17 @@ class LessonRunner:
         tensor = stage.tensors[name].detach()
         label = f"{ref.stage}.{name}" if name != ref.stage else name
         for operation in ref.then:
+            other = None
+            if isinstance(operation.argument, TensorRef):
+                other = self.operand(operation.argument)
             try:
-                tensor = apply(operation, tensor)
+                tensor = apply(operation, tensor, other)
+            except StepError as exc:
+                raise _at(exc, operation) from None
             except RuntimeError as exc:  # torch refusing, e.g. for a dtype: say which step
                 detail = " ".join(str(exc).split())
-                raise StepError(f"'{describe(operation)}' failed on '{label}': {detail}") from None
+                error = StepError(f"'{describe(operation)}' failed on '{label}': {detail}")
+                raise _at(error, operation) from None
             label += f" → {describe(operation)}"
         return Resolved(ref, label, tensor, trace.tokens, ref.query, stage)
 
@@ -129,6 +149,12 @@ class LessonRunner:
             return [main]
         names = list(main.stage.tensors)[1:]
         return [main, *(self.tensor(replace(ref, tensor=name)) for name in names)]
+
+    def operand(self, ref: TensorRef) -> torch.Tensor:
+        """The second tensor of add, subtract or multiply (one value when it has a cell)."""
+        if ref.cell is not None:
+            return torch.tensor(self.value(ref))
+        return self.tensor(ref).tensor
 
     def value(self, ref: TensorRef) -> float:
         """The single number ``ref`` names: its ``cell``, or the whole tensor if it is one value."""
@@ -174,50 +200,134 @@ class LessonRunner:
             return left, right, None
         return left, right, right.tensor - left.tensor
 
-    def answer(self, quiz: Quiz) -> float | int:
-        """The right answer: a number, or the index of the right choice."""
+    def answer(self, quiz: Quiz) -> Answer:
+        """The right answer: a number, a choice's index, the right choices' indices, or the
+        right cells (:class:`~tracer.lessons.grading.CellAnswer`), computed live."""
+        if quiz.quiz_kind == "cells":
+            assert quiz.cells is not None and isinstance(quiz.answer, TensorRef)
+            return self.cell_answer(quiz.cells, quiz.answer)
+        if quiz.quiz_kind == "choice" and isinstance(quiz.answer, TensorRef):
+            return self.token_choice(quiz, quiz.answer)
         if isinstance(quiz.answer, TensorRef):
             return self.value(quiz.answer)
         return quiz.answer
 
-    def is_right(self, quiz: Quiz, response: str | float) -> bool:
-        """Whether a learner's response is right: within tolerance, or the right choice.
+    def token_choice(self, quiz: Quiz, ref: TensorRef) -> int:
+        """The choice named by a computed token index (e.g. an argmax)."""
+        value = self.value(ref)
+        tokens = ref.options.inputs.tokens if ref.options.inputs is not None else self.tokens
+        if not (math.isfinite(value) and value == int(value) and 0 <= value < len(tokens)):
+            raise StepError(
+                f"the answer is {value:g}, which is not a token's index (0 to {len(tokens) - 1}); "
+                "a choice answer computes one, e.g. with 'argmax'"
+            )
+        token = tokens[int(value)]
+        if token not in quiz.choices:
+            raise StepError(
+                f"the computed answer is '{token}', which is not one of the choices "
+                f"({', '.join(quiz.choices)})"
+            )
+        return quiz.choices.index(token)
 
-        A choice may be given as its text, or as its letter (``a``, ``b``...) or number (``1``...).
-        """
-        answer = self.answer(quiz)
-        text = str(response).strip()
-        if quiz.quiz_kind == "choice":
-            if text in quiz.choices:
-                return quiz.choices.index(text) == answer
-            if len(text) == 1 and text.isalpha():
-                return ord(text.lower()) - ord("a") == answer
-            return text.isdigit() and int(text) - 1 == answer
-        try:
-            guess = float(text)
-        except ValueError:
-            return False
-        # A hair of slack, so "0.95" is right for 0.9544 with tolerance 0.0044 despite rounding.
-        return math.isfinite(guess) and abs(guess - float(answer)) <= quiz.tolerance + 1e-9
+    def cell_answer(self, shown: TensorRef, right: TensorRef) -> CellAnswer:
+        from tracer.render.labels import label_axes
+
+        table = self.tensor(shown)
+        mask = self.tensor(right)
+        if tuple(mask.tensor.shape) != tuple(table.tensor.shape):
+            raise StepError(
+                f"the answer '{mask.name}' is {_shape(mask.tensor)} but the cells are selected "
+                f"from '{table.name}', which is {_shape(table.tensor)}; they must be the same shape"
+            )
+        if table.tensor.dim() not in (1, 2):
+            raise StepError(
+                f"cells are selected from a row or a table; '{table.name}' is {_shape(table.tensor)}"
+            )
+        cells = frozenset(
+            tuple(int(i) for i in index) for index in torch.nonzero(mask.tensor).tolist()
+        )
+        axes = (
+            None
+            if shown.then
+            else table.stage.axes.get(shown.tensor or next(iter(table.stage.tensors)))
+        )
+        labels = label_axes(tuple(table.tensor.shape), axes, table.tokens, table.query)
+        return CellAnswer(cells, tuple(table.tensor.shape), tuple(a.labels for a in labels))
+
+    def is_right(self, quiz: Quiz, response: str | float) -> bool:
+        """Whether a learner's response is right (see :func:`tracer.lessons.grading.grade`)."""
+        return grade(quiz, self.answer(quiz), str(response)).right is True
+
+    def answer_text(self, quiz: Quiz) -> str:
+        """The right answer as the learner should see it."""
+        return answer_text(quiz, self.answer(quiz))
+
+    def text(self, prose: str, quiz: Quiz | None = None) -> str:
+        """Prose with its live values filled in (:func:`tracer.lessons.prose.live_text`)."""
+        return live_text(prose, self, quiz=quiz)
+
+
+def _at(error: StepError, operation: Operation) -> StepError:
+    """``error`` positioned at the operation that caused it (when it was read from a file)."""
+    from tracer.errors import Location
+
+    if operation.line:
+        error.location = Location("", operation.line, operation.column)
+    return error
 
 
 def describe(operation: Operation) -> str:
     if operation.argument is True:
         return operation.name
     argument = operation.argument
-    shown = f"{argument:g}" if isinstance(argument, float) else str(argument)
+    if isinstance(argument, TensorRef):
+        shown = f"{argument.stage}.{argument.tensor}" if argument.tensor else argument.stage
+    else:
+        shown = f"{argument:g}" if isinstance(argument, float) else str(argument)
     return f"{operation.name}({shown})"
 
 
-def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
-    """One operation; StepError when it does not fit the tensor."""
+WHOLE_REDUCTIONS = ("max", "min", "mean", "std", "argmax", "count")
+_COMPARE = {
+    ">=": torch.ge,
+    "<=": torch.le,
+    "==": torch.eq,
+    "!=": torch.ne,
+    ">": torch.gt,
+    "<": torch.lt,
+}
+
+
+def apply(
+    operation: Operation, tensor: torch.Tensor, other: torch.Tensor | None = None
+) -> torch.Tensor:
+    """One operation (``other``: the second tensor of add, subtract, multiply); StepError when
+    it does not fit the tensor."""
     name, argument = operation.name, operation.argument
+    number = float(argument) if isinstance(argument, (int, float)) else 0.0
     if tensor.dtype == torch.bool or not tensor.is_floating_point():
         tensor = tensor.float()  # a mask counts as 0/1, so 'sum' counts hidden keys
     if name == "scale":
-        return tensor * float(argument)
+        return tensor * number
     if name == "exp":
         return torch.exp(tensor)
+    if name == "abs":
+        return tensor.abs()
+    if name in ("add", "subtract", "multiply"):
+        operand = other.float() if other is not None else torch.tensor(number)
+        if operand.dim() and tuple(operand.shape) != tuple(tensor.shape):
+            raise StepError(
+                f"'{name}' needs two tensors of the same shape, not {_shape(tensor)} "
+                f"and {_shape(operand)}"
+            )
+        if name == "add":
+            return tensor + operand
+        return tensor - operand if name == "subtract" else tensor * operand
+    if name == "compare":
+        operator, _, bound = str(argument).partition(" ")
+        return _COMPARE[operator](tensor, float(bound)).float()
+    if argument is True and name in WHOLE_REDUCTIONS:
+        return _whole(name, tensor)
     if name == "diagonal":
         if tensor.dim() != 2 or tensor.shape[0] != tensor.shape[1]:
             raise StepError(
@@ -229,15 +339,15 @@ def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
             raise StepError(f"'transpose' needs a table, not a tensor of shape {_shape(tensor)}")
         return tensor.T.clone()
     if name == "pick":
-        index = int(argument)
+        index = int(number)
         if tensor.dim() == 0 or not 0 <= index < tensor.shape[0]:
             size = tensor.shape[0] if tensor.dim() else 0
             raise StepError(
                 f"'pick: {index}' is out of range: the first dimension has {size} entries"
             )
         return tensor[index].clone()
-    dim = int(argument)
-    # A single value is a list of one here: softmax over one score is still a softmax (seed 002).
+    dim = int(number)
+    # A single value is a list of one here: softmax over one score is still a softmax.
     data = tensor.reshape(1) if tensor.dim() == 0 else tensor
     if not -data.dim() <= dim < data.dim():
         raise StepError(
@@ -248,9 +358,43 @@ def apply(operation: Operation, tensor: torch.Tensor) -> torch.Tensor:
         result = torch.softmax(data, dim=dim)
     elif name == "normalize":
         result = data / data.sum(dim=dim, keepdim=True)
-    else:
+    elif name == "sum":
         result = data.sum(dim=dim)
-    return result.reshape(()) if tensor.dim() == 0 else result
+    elif name == "max":
+        result = data.amax(dim=dim)
+    elif name == "min":
+        result = data.amin(dim=dim)
+    elif name == "mean":
+        result = data.mean(dim=dim)
+    elif name == "std":
+        result = data.std(dim=dim, correction=0)
+    elif name == "argmax":
+        result = data.argmax(dim=dim).float()
+    else:  # count
+        result = (data != 0).sum(dim=dim).float()
+    return result.reshape(()) if tensor.dim() == 0 and result.dim() else result
+
+
+def _whole(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    """A reduction over every value: max, min, mean, std, count; argmax of one row."""
+    if tensor.numel() == 0:
+        raise StepError(f"'{name}' of an empty tensor has no value")
+    if name == "max":
+        return tensor.max()
+    if name == "min":
+        return tensor.min()
+    if name == "mean":
+        return tensor.mean()
+    if name == "std":
+        return tensor.std(correction=0)  # of the values themselves, as numpy's std
+    if name == "count":
+        return (tensor != 0).sum().float()
+    if tensor.dim() > 1:
+        raise StepError(
+            f"'argmax' of a tensor of shape {_shape(tensor)} needs a dimension "
+            "('argmax: -1' for each row), or 'pick' one row first"
+        )
+    return tensor.reshape(-1).argmax().float()
 
 
 def _shape(tensor: torch.Tensor) -> str:

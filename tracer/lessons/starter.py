@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tracer.lessons.schema import SCHEMA_FILE
+from tracer.lessons.schema import MODELINE
 
 STARTER = """\
-# yaml-language-server: $schema={schema}
+{modeline}
 # A lesson for attention-tracer. Check it with:  attn lesson check THIS_FILE
 # Read it as text with:  attn lesson run THIS_FILE --plain
 # The full format, with an example of every step kind, is in docs/lessons.md.
@@ -23,11 +23,17 @@ options:
   init: rand     # rand, randn or linear
   d_out: 2       # width of queries, keys and values
 
+# Optional. Live values that prose shows as {{{{name}}}} (or {{{{name:.2f}}}}).
+values:
+  journey-journey: {{variant: naive-loop, stage: scores, cell: [journey, journey]}}
+
 steps:
-  # Narration is Markdown, shown as written.
+  # Narration is plain text, shown exactly as written. {{{{name}}}} shows a live
+  # value from 'values:' above, computed when the lesson runs.
   - narration: |
       Each token's embedding is a vector. The dot product of two of them
-      measures how well they align: that is the attention score.
+      measures how well they align: that is the attention score. "journey"
+      with itself scores {{{{journey-journey}}}}.
 
   # Show one stage of a variant ('attn plugins' lists variants and stages).
   # focus: a token, or {{row: ...}}, {{column: ...}}, {{cell: [row, column]}};
@@ -46,12 +52,14 @@ steps:
       caption: One dot product per key.
 
   # A number quiz. The answer is computed live from the variant, so it is
-  # always right; 'tolerance' says how close a guess must be.
+  # always right; 'tolerance' says how close a guess must be (0.01, or 1%).
+  # {{{{answer}}}} in the explanation shows the computed answer.
   - quiz:
       question: What is the score of "journey" with "Your"?
       answer: {{variant: naive-loop, stage: scores, cell: [journey, Your]}}
       tolerance: 0.01
-      explanation: 0.55*0.43 + 0.87*0.15 + 0.66*0.89, the dot product of the two embeddings.
+      hints: [Multiply the two embeddings component by component, then add.]
+      explanation: "0.55 × 0.43 + 0.87 × 0.15 + 0.66 × 0.89 = {{{{answer}}}}, the dot product."
 
   # A choice quiz: 'answer' is the text of the right choice.
   - quiz:
@@ -77,5 +85,5 @@ steps:
 
 
 def starter_lesson() -> str:
-    """The starter text, its modeline pointing at the installed schema."""
-    return STARTER.format(schema=SCHEMA_FILE.resolve().as_uri())
+    """The starter text; its modeline names the schema 'attn lesson new' writes beside it."""
+    return STARTER.format(modeline=MODELINE)

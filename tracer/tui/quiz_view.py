@@ -1,6 +1,14 @@
-"""A quiz answered in place: choices as buttons (or their number keys), numbers in an input."""
+"""A quiz answered in place: choices as buttons (or their number keys), numbers and cells typed.
+
+One answer counts: once the answer is revealed, the quiz no longer takes responses. A response
+that is not an answer at all (text for a number, a letter that is no choice) is refused with a
+line saying what to type, and reveals nothing. Grading is :func:`tracer.lessons.grading.grade`;
+prose is filled in with :func:`tracer.lessons.prose.live_text` (through the lesson's runner).
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -9,8 +17,17 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
+from tracer.lessons.grading import Answer, CellAnswer, parse_cells, response_problem
+from tracer.lessons.grading import answer_text as _answer_text
 from tracer.lessons.model import Quiz
-from tracer.render.text import format_number
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner
+
+PLACEHOLDERS = {
+    "number": "your answer, e.g. 0.95",
+    "cells": "cells as row,column separated by ';', e.g. journey,Your; starts,Your",
+}
 
 
 class QuizView(VerticalScroll):
@@ -24,59 +41,152 @@ class QuizView(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.quiz: Quiz | None = None
+        self.runner: LessonRunner | None = None
+        self.answered = False
+        """The answer was revealed: further responses are ignored (one answer counts)."""
+        self.hints_shown = 0
+        self.picked: set[int] = set()
+        """Choices toggled so far in a multiple-choice quiz (0-based)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="quiz-question", markup=False)
         yield Vertical(id="quiz-choices")
-        yield Input(id="quiz-input", placeholder="your answer, e.g. 0.95", select_on_focus=False)
+        yield Input(id="quiz-input", placeholder=PLACEHOLDERS["number"], select_on_focus=False)
+        yield Button("Check", id="quiz-submit", compact=True)
         yield Static(id="quiz-hint", markup=False)
+        yield Button("Hint", id="quiz-more-hints", compact=True)
+        yield Static(id="quiz-hints", markup=False)
         yield Static(id="quiz-feedback", markup=False)
 
-    def ask(self, quiz: Quiz, previous: tuple[str, bool] | None, answer: str | None) -> None:
-        """Show ``quiz``; with ``previous`` (response, right), show how it was answered before."""
+    def text(self, prose: str) -> str:
+        """Prose as shown: live values filled in when the lesson's runner is known."""
+        if self.runner is None or self.quiz is None:
+            return prose
+        try:
+            return self.runner.text(prose, self.quiz)
+        except Exception:  # a failing run is reported by the screen; show the words as written
+            return prose
+
+    def ask(
+        self,
+        quiz: Quiz,
+        previous: tuple[str, bool] | None,
+        answer: str | None,
+        runner: LessonRunner | None = None,
+    ) -> None:
+        """Show ``quiz``; with ``previous`` (response, right), show how it was answered before.
+
+        ``runner`` fills in live values; by default the screen's lesson runner is used.
+        """
         self.quiz = quiz
-        self.query_one("#quiz-question", Static).update(Text(quiz.question))
+        self.runner = runner or _screen_runner(self)
+        self.answered = False
+        self.hints_shown = 0
+        self.picked = set()
+        self.query_one("#quiz-question", Static).update(Text(self.text(quiz.question)))
         choices = self.query_one("#quiz-choices", Vertical)
         choices.remove_children()
         field = self.query_one("#quiz-input", Input)
         hint = self.query_one("#quiz-hint", Static)
-        if quiz.quiz_kind == "choice":
+        submit = self.query_one("#quiz-submit", Button)
+        submit.display = quiz.quiz_kind == "multiple"
+        if quiz.quiz_kind in ("choice", "multiple"):
             field.display = False
             choices.display = True
             choices.mount_all(
-                Button(Content(f"{number}. {choice}"), id=f"choice-{number}", compact=True)
-                for number, choice in enumerate(quiz.choices, start=1)
+                Button(Content(self._choice_label(number)), id=f"choice-{number}", compact=True)
+                for number in range(1, len(quiz.choices) + 1)
             )
-            hint.update(Text(f"Press 1–{len(quiz.choices)} or click a choice.", style="dim"))
+            if quiz.quiz_kind == "choice":
+                hint.update(Text(f"Press 1–{len(quiz.choices)} or click a choice.", style="dim"))
+            else:
+                hint.update(
+                    Text(
+                        f"More than one may be right: press 1–{len(quiz.choices)} or click to "
+                        "mark each one, then Check.",
+                        style="dim",
+                    )
+                )
         else:
             choices.display = False
             field.display = True
             field.value = ""
-            tolerance = f" (within ±{quiz.tolerance:g})" if quiz.tolerance else ""
-            hint.update(
-                Text(
-                    f"Type a number{tolerance} and press Enter (i or a digit starts typing; "
-                    "Esc leaves the box).",
-                    style="dim",
+            field.placeholder = PLACEHOLDERS[quiz.quiz_kind]
+            if quiz.quiz_kind == "cells":
+                hint.update(
+                    Text(
+                        "Type every cell you select (tokens or 0-based indices) and press Enter.",
+                        style="dim",
+                    )
                 )
-            )
+            else:
+                if quiz.relative:
+                    tolerance = f" (within {quiz.tolerance * 100:g}%)"
+                else:
+                    tolerance = f" (within ±{quiz.tolerance:g})" if quiz.tolerance else ""
+                hint.update(
+                    Text(
+                        f"Type a number{tolerance} and press Enter (i or a digit starts typing; "
+                        "Esc leaves the box).",
+                        style="dim",
+                    )
+                )
+        self._show_hints()
         if previous is not None and answer is not None:
             self.feedback(previous[0], previous[1], answer)
         else:
             self._clear_feedback()
 
+    def _choice_label(self, number: int) -> str:
+        assert self.quiz is not None
+        choice = self.text(self.quiz.choices[number - 1])
+        if self.quiz.quiz_kind == "multiple":
+            mark = "[x]" if number - 1 in self.picked else "[ ]"
+            return f"{mark} {number}. {choice}"
+        return f"{number}. {choice}"
+
+    def _show_hints(self) -> None:
+        quiz = self.quiz
+        button = self.query_one("#quiz-more-hints", Button)
+        shown = self.query_one("#quiz-hints", Static)
+        hints = quiz.hints if quiz is not None else ()
+        remaining = len(hints) - self.hints_shown
+        button.display = remaining > 0 and not self.answered
+        button.label = f"Hint ({self.hints_shown + 1} of {len(hints)})" if remaining > 0 else "Hint"
+        shown.update(
+            Text(
+                "\n".join(
+                    f"Hint {n}: {self.text(h)}"
+                    for n, h in enumerate(hints[: self.hints_shown], start=1)
+                )
+            )
+        )
+
+    def show_hint(self) -> None:
+        """Reveal the next hint, one at a time."""
+        if self.quiz is not None and self.hints_shown < len(self.quiz.hints):
+            self.hints_shown += 1
+            self._show_hints()
+
     def focus_answer(self) -> None:
-        if self.quiz is not None and self.quiz.quiz_kind == "number":
+        quiz = self.quiz
+        if quiz is not None and quiz.quiz_kind in ("number", "cells") and not self.answered:
             self.query_one("#quiz-input", Input).focus()
 
     def choose(self, number: int) -> None:
-        """A digit key: answers a choice quiz, or starts the answer of a number quiz."""
+        """A digit key: answers or marks a choice, or starts typing a number or cells."""
         quiz = self.quiz
-        if quiz is None:
+        if quiz is None or self.answered:
             return
         if quiz.quiz_kind == "choice":
             if 1 <= number <= len(quiz.choices):
-                self.post_message(self.Answered(str(number)))
+                self._answer(str(number))
+            return
+        if quiz.quiz_kind == "multiple":
+            if 1 <= number <= len(quiz.choices):
+                self.picked.symmetric_difference_update({number - 1})
+                button = self.query_one(f"#choice-{number}", Button)
+                button.label = Content(self._choice_label(number))
             return
         field = self.query_one("#quiz-input", Input)
         field.value = str(number)
@@ -87,49 +197,103 @@ class QuizView(VerticalScroll):
         event.stop()
         button_id = event.button.id or ""
         if button_id.startswith("choice-"):
-            self.post_message(self.Answered(button_id.removeprefix("choice-")))
+            self.choose(int(button_id.removeprefix("choice-")))
+        elif button_id == "quiz-more-hints":
+            self.show_hint()
+        elif button_id == "quiz-submit" and not self.answered:
+            if not self.picked:
+                self._refuse("mark at least one choice first")
+            else:
+                self._answer(" ".join(str(i + 1) for i in sorted(self.picked)))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if event.value.strip():
-            self.post_message(self.Answered(event.value.strip()))
+        if event.value.strip() and not self.answered:
+            self._answer(event.value.strip())
+
+    def _answer(self, response: str) -> None:
+        """Post a response only if it is an answer at all; otherwise say what to type."""
+        quiz = self.quiz
+        if quiz is None:
+            return
+        problem = response_problem(quiz, response)
+        if problem is None and quiz.quiz_kind == "cells":
+            answer = self._computed()
+            if isinstance(answer, CellAnswer):
+                parsed = parse_cells(response, answer)
+                problem = parsed if isinstance(parsed, str) else None
+        if problem is not None:
+            self._refuse(problem)
+            return
+        self.post_message(self.Answered(response))
+
+    def _computed(self) -> Answer | None:
+        if self.runner is None or self.quiz is None:
+            return None
+        try:
+            return self.runner.answer(self.quiz)
+        except Exception:  # the screen reports a failing run when it grades
+            return None
+
+    def _refuse(self, problem: str) -> None:
+        self.query_one("#quiz-hint", Static).update(Text(f"Not an answer: {problem}."))
 
     def feedback(self, response: str, right: bool, answer: str) -> None:
         quiz = self.quiz
         if quiz is None:
             return
+        self.answered = True
         said = response
         if quiz.quiz_kind == "choice" and response.isdigit():
             index = int(response) - 1
             if 0 <= index < len(quiz.choices):
-                said = quiz.choices[index]
+                said = self.text(quiz.choices[index])
+        elif quiz.quiz_kind == "multiple":
+            numbers = [int(n) - 1 for n in response.split() if n.isdigit()]
+            said = ", ".join(self.text(quiz.choices[i]) for i in numbers if i < len(quiz.choices))
         text = Text()
         if right:
             text.append("✓ Right", style="bold")
-            text.append(f": {said}" if quiz.quiz_kind == "choice" else f": {answer}")
+            text.append(f": {said}" if quiz.quiz_kind in ("choice", "multiple") else f": {answer}")
         else:
             text.append("✗ Not quite", style="bold")
             text.append(f": you answered {said}; the answer is {answer}.")
         if quiz.explanation:
-            text.append("\n\n" + quiz.explanation)
+            text.append("\n\n" + self.text(quiz.explanation))
         text.append("\n\n→ continues", style="dim")
         widget = self.query_one("#quiz-feedback", Static)
         widget.update(text)
         widget.set_class(right, "-right")
         widget.set_class(not right, "-wrong")
-        if quiz.quiz_kind == "number":
-            self.query_one("#quiz-input", Input).value = response
+        if quiz.quiz_kind in ("number", "cells"):
+            field = self.query_one("#quiz-input", Input)
+            field.value = response
+            field.disabled = True
+        self.query_one("#quiz-submit", Button).display = False
+        for button in self.query_one("#quiz-choices", Vertical).query(Button):
+            button.disabled = True
+        self._show_hints()
         self.screen.set_focus(None)
 
     def _clear_feedback(self) -> None:
         widget = self.query_one("#quiz-feedback", Static)
         widget.update("")
         widget.remove_class("-right", "-wrong")
+        self.query_one("#quiz-input", Input).disabled = False
 
 
-def answer_text(quiz: Quiz, answer: float | int) -> str:
+def _screen_runner(widget: QuizView) -> LessonRunner | None:
+    """The runner of the lesson screen this view is on, if it has one."""
+    try:
+        session = getattr(widget.screen, "session", None)
+    except Exception:  # not mounted on a screen yet
+        return None
+    runner = getattr(session, "runner", None)
+    from tracer.lessons.runner import LessonRunner
+
+    return runner if isinstance(runner, LessonRunner) else None
+
+
+def answer_text(quiz: Quiz, answer: Answer) -> str:
     """The right answer as the learner should see it."""
-    if quiz.quiz_kind == "choice":
-        index = int(answer)
-        return quiz.choices[index] if 0 <= index < len(quiz.choices) else str(answer)
-    return format_number(float(answer))
+    return _answer_text(quiz, answer)

@@ -1,0 +1,251 @@
+"""A lesson as a document: Markdown, or a Jupyter notebook (nbformat 4).
+
+``attn lesson export NAME|PATH --to md|ipynb [-o FILE] [--force]``. Every step
+is computed live, as in ``--plain``: the narration (with its live values), for
+each stage shown the lines of the variant's code that ran to compute it, and
+the tensors themselves as text (in a notebook, as the code cell's output).
+Quizzes keep their answer and explanation out of sight (a ``<details>``
+block) until the reader opens them.
+
+Narration is plain text, so Markdown never reinterprets it: characters
+Markdown would read as markup are escaped and line breaks are kept, so the
+document shows what the author wrote. This module imports torch (through the
+runner).
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tracer.lessons.model import (
+    Checkpoint,
+    Compare,
+    Lesson,
+    LessonStep,
+    Loop,
+    Narration,
+    Quiz,
+    Show,
+)
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner, Resolved
+    from tracer.plugin_host import PluginHost
+    from tracer.variant import Stage
+
+FORMATS = ("md", "ipynb")
+_MARKUP = re.compile(r"([\\`*_\[\]<>|~])")
+"""Characters that are Markdown markup anywhere in a line."""
+_LINE_START = re.compile(r"^(\s*)([-+=#>]|\d+[.)])")
+"""What is markup only at the start of a line: lists, headings, quotes, rules."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of the document: prose (already Markdown), code that ran, or an output."""
+
+    kind: str
+    """``markdown``, ``code`` (with ``output``) or ``output`` (text alone)."""
+    text: str
+    output: str = ""
+
+
+def escape(text: str) -> str:
+    """Plain text as Markdown that shows exactly that text.
+
+    Lines indented by four spaces stay a code block (as in the narration, where
+    they are code); every other line has Markdown's markup characters escaped
+    and ends with a hard line break, so nothing is reformatted or lost.
+    """
+    out: list[str] = []
+    lines = text.rstrip("\n").split("\n")
+    for number, line in enumerate(lines):
+        if line.startswith("    ") or not line.strip():
+            out.append(line)
+            continue
+        escaped = _MARKUP.sub(r"\\\1", line)
+        escaped = _LINE_START.sub(_escape_start, escaped)
+        following = lines[number + 1] if number + 1 < len(lines) else ""
+        hard_break = following.strip() and not following.startswith("    ")
+        out.append(escaped + ("\\" if hard_break else ""))
+    return "\n".join(out)
+
+
+def _escape_start(match: re.Match[str]) -> str:
+    indent, mark = match.group(1), match.group(2)
+    return f"{indent}{mark[:-1]}\\{mark[-1]}"
+
+
+def code_that_ran(stage: Stage) -> str:
+    """The lines of the variant's file that ran for ``stage``, in file order, dedented."""
+    files = dict(stage.files) or (
+        {stage.source_file: stage.lines} if stage.source_file is not None else {}
+    )
+    chunks = []
+    for path, numbers in files.items():
+        lines: list[str] = []
+        previous = None
+        for number in sorted(numbers):
+            line = linecache.getline(path, number).rstrip("\n")
+            if previous is not None and number > previous + 1:
+                indent = line[: len(line) - len(line.lstrip())]
+                lines.append(f"{indent}# ...")  # lines that did not run
+            lines.append(line)
+            previous = number
+        if any(lines):
+            chunks.append(textwrap.dedent("\n".join(lines)))
+    return "\n\n".join(chunks)
+
+
+def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
+    """The lesson, step by step, computed live."""
+    from tracer.lessons.runner import LessonRunner
+
+    runner = LessonRunner(lesson, host)
+    inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
+    yield Block(
+        "markdown", f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}"
+    )
+    total = len(lesson.steps)
+    for number, step in enumerate(lesson.steps, start=1):
+        yield Block("markdown", f"## Step {number} of {total}: {_heading(step)}")
+        yield from _step(step, runner)
+
+
+def _heading(step: LessonStep) -> str:
+    if isinstance(step, Show):
+        return escape(f"{step.ref.variant}, stage {step.ref.stage}")
+    if isinstance(step, Loop):
+        return escape(f"the {step.stage} loop of {step.variant}")
+    if isinstance(step, Checkpoint):
+        return escape(step.title)
+    return step.kind
+
+
+def _step(step: LessonStep, runner: LessonRunner) -> Iterator[Block]:
+    from tracer.lessons.plain import focus_lines, loop_lines
+
+    if isinstance(step, Narration):
+        yield Block("markdown", escape(runner.text(step.text)))
+    elif isinstance(step, Show):
+        if step.caption:
+            yield Block("markdown", escape(runner.text(step.caption)))
+        main, *others = runner.tensors(step.ref)
+        focus = focus_lines(step.focus, main) if step.focus is not None else []
+        yield _tensor_block(main, "\n".join(focus))
+        for other in others:
+            yield _tensor_block(other, "", code=False)
+    elif isinstance(step, Loop):
+        yield Block("output", "\n".join(loop_lines(step, runner)))
+    elif isinstance(step, Compare):
+        from tracer.render.text import format_tensor
+
+        if step.caption:
+            yield Block("markdown", escape(runner.text(step.caption)))
+        left, right, difference = runner.compare(step)
+        for side, resolved in (("Left", left), ("Right", right)):
+            label = resolved.ref.label or resolved.ref.variant
+            yield Block("markdown", escape(f"{side}: {label}"))
+            yield _tensor_block(resolved, "")
+        if difference is not None:
+            yield Block("markdown", escape("Difference, right minus left"))
+            yield Block("output", format_tensor(difference, left.tokens, left.query))
+    elif isinstance(step, Quiz):
+        yield from _quiz(step, runner)
+    else:
+        assert isinstance(step, Checkpoint)
+        yield Block("markdown", "\n".join(f"- {escape(runner.text(p))}" for p in step.points))
+
+
+def _tensor_block(resolved: Resolved, extra: str, *, code: bool = True) -> Block:
+    from tracer.render.text import format_tensor, shape_text
+
+    lines = [f"{resolved.name} ({shape_text(resolved.tensor)})"]
+    if resolved.stage.formula:
+        lines.append(f"formula: {resolved.stage.formula}")
+    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query))
+    if extra:
+        lines.append(extra)
+    source = code_that_ran(resolved.stage) if code else ""
+    if source:
+        return Block("code", source, "\n".join(lines))
+    return Block("output", "\n".join(lines))
+
+
+def _quiz(step: Quiz, runner: LessonRunner) -> Iterator[Block]:
+    lines = [f"**Quiz:** {escape(runner.text(step.question))}"]
+    if step.shown is not None:
+        yield Block("markdown", lines[0])
+        yield _tensor_block(runner.tensor(step.shown), "", code=False)
+        lines = []
+    if step.cells is not None:
+        if lines:
+            yield Block("markdown", lines[0])
+        lines = []
+        yield _tensor_block(runner.tensor(step.cells), "", code=False)
+    lines += [
+        f"{chr(ord('a') + i)}) {escape(runner.text(choice))}"
+        for i, choice in enumerate(step.choices)
+    ]
+    if step.quiz_kind == "multiple":
+        lines.append("(more than one choice may be right)")
+    for number, hint in enumerate(step.hints, start=1):
+        lines.append(
+            f"<details><summary>Hint {number}</summary>\n\n{escape(runner.text(hint))}\n\n</details>"
+        )
+    answer = escape(runner.answer_text(step))
+    why = f"\n\n{escape(runner.text(step.explanation, step))}" if step.explanation else ""
+    lines.append(f"<details><summary>Answer</summary>\n\n{answer}{why}\n\n</details>")
+    yield Block("markdown", "\n\n".join(line for line in lines if line))
+
+
+def markdown(lesson: Lesson, host: PluginHost) -> str:
+    parts = []
+    for block in blocks(lesson, host):
+        if block.kind == "markdown":
+            parts.append(block.text)
+        elif block.kind == "code":
+            parts.append(f"```python\n{block.text}\n```\n\n```text\n{block.output}\n```")
+        else:
+            parts.append(f"```text\n{block.text}\n```")
+    return "\n\n".join(parts) + "\n"
+
+
+def notebook(lesson: Lesson, host: PluginHost) -> Any:
+    """An nbformat-4 notebook node: Markdown cells and code cells with their outputs."""
+    nbformat = _nbformat()
+    new = nbformat.v4
+    cells = []
+    for block in blocks(lesson, host):
+        if block.kind == "markdown":
+            cells.append(new.new_markdown_cell(block.text))
+        elif block.kind == "code":
+            output = new.new_output("stream", name="stdout", text=block.output + "\n")
+            cells.append(new.new_code_cell(block.text, outputs=[output]))
+        else:
+            cells.append(new.new_markdown_cell(f"```text\n{block.text}\n```"))
+    document = new.new_notebook(cells=cells)
+    document.metadata["language_info"] = {"name": "python"}
+    document.metadata["attention_tracer"] = {"lesson": lesson.name}
+    nbformat.validate(document)
+    return document
+
+
+def _nbformat() -> Any:
+    """nbformat has no type hints; it is used through this one untyped handle."""
+    import importlib
+
+    return importlib.import_module("nbformat")
+
+
+def export_text(lesson: Lesson, host: PluginHost, to: str) -> str:
+    """The whole document as text, in format ``to`` (``md`` or ``ipynb``)."""
+    if to == "md":
+        return markdown(lesson, host)
+    text: str = _nbformat().writes(notebook(lesson, host))
+    return text if text.endswith("\n") else text + "\n"

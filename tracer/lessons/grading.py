@@ -1,0 +1,187 @@
+"""Grading a learner's answer to a quiz: one pure function for the app, ``--plain`` and tests.
+
+::
+
+    from tracer.lessons.grading import grade
+    result = grade(quiz, runner.answer(quiz), "0,3474", tokens)
+    result.right        # True, False, or None: not an answer at all (nothing is revealed)
+    result.message      # for None: what to type instead
+
+Responses are text, as typed or as a widget reports them:
+
+- number: ``0.95``, ``-1.2``, ``0,95`` (a decimal comma), ``1e-3``. Anything
+  else is not an answer (``right is None``), so a slip of the finger never
+  reveals the answer or uses up the one attempt.
+- choice: the choice's text, its letter (``b``) or its number (``2``).
+- multiple: every right choice, separated by commas or spaces (``a, c`` or ``1 3``).
+- cells: the selected cells, separated by ``;`` or spaces; each cell is
+  ``row,column`` (tokens or 0-based indices, ``journey,Your``), or one index
+  for a single row.
+
+Nothing here imports torch: answers come computed (``LessonRunner.answer``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tracer.lessons.model import Quiz
+
+_NUMBER = re.compile(r"^[-+−]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?$")
+
+
+@dataclass(frozen=True)
+class CellAnswer:
+    """The right selection of a 'cells' quiz, and the shape of the tensor selected from."""
+
+    cells: frozenset[tuple[int, ...]]
+    shape: tuple[int, ...]
+    labels: tuple[tuple[str, ...], ...] = ()
+    """Per axis, the name of each position: a token on a token axis, else its index."""
+
+    def label(self, axis: int, index: int) -> str:
+        names = self.labels[axis] if axis < len(self.labels) else ()
+        return names[index] if index < len(names) else str(index)
+
+
+Answer = float | int | tuple[int, ...] | CellAnswer
+"""What ``LessonRunner.answer`` computes: a number, a choice index, the right choices'
+indices, or the right cells."""
+
+
+@dataclass(frozen=True)
+class Grade:
+    right: bool | None
+    """None: the response is not an answer to this quiz; ask again, reveal nothing."""
+    message: str = ""
+    """Why a response is not an answer (for ``right is None``)."""
+
+
+def parse_number(text: str) -> float | None:
+    """A typed number; a decimal comma is accepted. None for anything else (or not finite)."""
+    text = text.strip().replace("−", "-").replace(" ", "")
+    if not _NUMBER.match(text):
+        return None
+    if "," in text:
+        text = text.replace(",", ".")
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def parse_choice(choices: Sequence[str], text: str) -> int | None:
+    """A choice given as its text, letter (``a``) or number (``1``); None if it is none."""
+    text = text.strip()
+    if text in choices:
+        return list(choices).index(text)
+    if len(text) == 1 and text.isalpha():
+        index = ord(text.lower()) - ord("a")
+        return index if 0 <= index < len(choices) else None
+    if text.isdigit():
+        index = int(text) - 1
+        return index if 0 <= index < len(choices) else None
+    return None
+
+
+def parse_choices(choices: Sequence[str], text: str) -> tuple[int, ...] | None:
+    """Several choices (letters or numbers, separated by commas or spaces; or one text)."""
+    single = parse_choice(choices, text)
+    if single is not None and text.strip() in choices:
+        return (single,)
+    picked: set[int] = set()
+    for part in re.split(r"[,;\s]+", text.strip()):
+        if not part:
+            continue
+        index = parse_choice(choices, part)
+        if index is None:
+            return None
+        picked.add(index)
+    return tuple(sorted(picked)) if picked else None
+
+
+def parse_cells(text: str, answer: CellAnswer) -> frozenset[tuple[int, ...]] | str:
+    """Selected cells as index tuples, or why the text is not a selection."""
+    cells: set[tuple[int, ...]] = set()
+    shape = answer.shape
+    rank = len(shape)
+    for part in re.split(r"[;\s]+", text.strip()):
+        if not part:
+            continue
+        pieces = [piece.strip() for piece in part.split(",")]
+        if len(pieces) != rank:
+            example = "journey,Your" if rank == 2 else "journey"
+            return f"'{part}' is not a cell; write each as {example} (tokens or 0-based indices)"
+        cell: list[int] = []
+        for axis, piece in enumerate(pieces):
+            names = answer.labels[axis] if axis < len(answer.labels) else ()
+            if piece in names:
+                index = names.index(piece)
+            elif piece.isdigit():
+                index = int(piece)
+            else:
+                return f"'{piece}' is neither a token nor a 0-based index"
+            if not 0 <= index < shape[axis]:
+                return (
+                    f"'{piece}' is out of range: there are {shape[axis]} (0 to {shape[axis] - 1})"
+                )
+            cell.append(index)
+        cells.add(tuple(cell))
+    return frozenset(cells)
+
+
+def response_problem(quiz: Quiz, text: str) -> str | None:
+    """Why ``text`` cannot be an answer to ``quiz`` (checked before anything is revealed)."""
+    if not text.strip():
+        return "type an answer first"
+    if quiz.quiz_kind == "number" and parse_number(text) is None:
+        return f"'{text.strip()}' is not a number; type one like 0.95 (or 0,95)"
+    if quiz.quiz_kind == "choice" and parse_choice(quiz.choices, text) is None:
+        return f"'{text.strip()}' is not one of the choices; type its letter or number"
+    if quiz.quiz_kind == "multiple" and parse_choices(quiz.choices, text) is None:
+        return f"'{text.strip()}' is not a list of choices; type their letters, like a, c"
+    return None
+
+
+def grade(quiz: Quiz, answer: Answer, response: str) -> Grade:
+    """Whether ``response`` answers ``quiz`` rightly, given the computed ``answer``."""
+    problem = response_problem(quiz, response)
+    if problem is not None:
+        return Grade(None, problem)
+    if quiz.quiz_kind == "number":
+        guess = parse_number(response)
+        assert guess is not None and isinstance(answer, (int, float))
+        allowed = quiz.tolerance * abs(float(answer)) if quiz.relative else quiz.tolerance
+        # A hair of slack, so "0.95" is right for 0.9544 with tolerance 0.0044 despite rounding.
+        return Grade(abs(guess - float(answer)) <= allowed + 1e-9)
+    if quiz.quiz_kind == "choice":
+        return Grade(parse_choice(quiz.choices, response) == answer)
+    if quiz.quiz_kind == "multiple":
+        picked = parse_choices(quiz.choices, response)
+        right = tuple(sorted(answer)) if isinstance(answer, tuple) else ()
+        return Grade(picked == right)
+    assert isinstance(answer, CellAnswer)
+    selected = parse_cells(response, answer)
+    if isinstance(selected, str):
+        return Grade(None, selected)
+    return Grade(selected == answer.cells)
+
+
+def answer_text(quiz: Quiz, answer: Answer) -> str:
+    """The right answer as the learner should see it."""
+    from tracer.render.text import format_number
+
+    if quiz.quiz_kind == "choice" and isinstance(answer, int):
+        return quiz.choices[answer] if 0 <= answer < len(quiz.choices) else str(answer)
+    if quiz.quiz_kind == "multiple" and isinstance(answer, tuple):
+        return ", ".join(quiz.choices[i] for i in answer if 0 <= i < len(quiz.choices))
+    if isinstance(answer, CellAnswer):
+        if not answer.cells:
+            return "no cells"
+        return "; ".join(
+            ",".join(answer.label(axis, i) for axis, i in enumerate(cell))
+            for cell in sorted(answer.cells)
+        )
+    assert isinstance(answer, (int, float))
+    return format_number(float(answer))

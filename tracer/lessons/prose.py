@@ -1,0 +1,138 @@
+"""Prose with live values: narration, captions, questions, hints and explanations.
+
+Prose is plain text, shown exactly as written (it is not Markdown), except for
+live values: ``{{name}}`` is replaced by the value ``name`` that the lesson
+declares under ``values:``, computed when the lesson runs, so the text always
+agrees with the code. A format may follow a colon::
+
+    {{dot}}          0.9544     (four decimals, like the tables; counts and indices as whole numbers)
+    {{dot:.2f}}      0.95       (any Python format for a number)
+    {{best:token}}   journey    (an index, e.g. from argmax, as its token)
+    {{answer}}       a quiz's own answer, in its explanation
+
+:func:`live_text` is the one function every viewer (the app, ``--plain``,
+export) uses to turn prose into the text shown. :func:`typed_numbers` finds
+numbers with three or more decimals written into prose, which
+``attn lesson check`` reports because they go stale when the lesson changes.
+This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tracer.lessons.model import Quiz
+    from tracer.lessons.runner import LessonRunner
+
+PLACEHOLDER = re.compile(r"\{\{\s*([^{}:\s]*)\s*(?::([^{}]*))?\}\}")
+"""``{{name}}`` or ``{{name:format}}``."""
+VALUE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+ANSWER = "answer"
+"""The name under which a quiz's explanation sees the quiz's own answer."""
+TOKEN_FORMAT = "token"
+INTEGRAL_OPERATIONS = ("argmax", "count")
+"""Operations whose result is a whole number, shown without decimals."""
+_TYPED_NUMBER = re.compile(r"(?<![\w.,])[-−]?\d+\.\d{3,}(?!\w|\.\d)")
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    name: str
+    format: str | None
+    start: int
+    """Offset of ``{{`` in the text."""
+    end: int
+
+
+def placeholders(text: str) -> Iterator[Placeholder]:
+    for match in PLACEHOLDER.finditer(text):
+        spec = match.group(2)
+        yield Placeholder(
+            match.group(1), spec.strip() if spec is not None else None, match.start(), match.end()
+        )
+
+
+def format_problem(spec: str | None) -> str | None:
+    """Why a placeholder's format cannot be used, or None when it can."""
+    if spec is None or spec == TOKEN_FORMAT:
+        return None
+    try:
+        format(1.5, spec)
+    except (ValueError, TypeError):
+        return (
+            f"'{spec}' is not a number format; use one like .2f, .1% or .0f, "
+            f"or '{TOKEN_FORMAT}' for an index shown as its token"
+        )
+    return None
+
+
+def format_value(
+    value: float, spec: str | None, tokens: tuple[str, ...], *, integral: bool = False
+) -> str:
+    """A live value as prose shows it; an index that is not a token stays a number."""
+    from tracer.render.text import format_number
+
+    if spec == TOKEN_FORMAT:
+        index = int(value) if math.isfinite(value) and value == int(value) else -1
+        return tokens[index] if 0 <= index < len(tokens) else format_number(value)
+    if spec:
+        return format(value, spec)
+    if integral and math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return format_number(value)
+
+
+def live_text(text: str, runner: LessonRunner, *, quiz: Quiz | None = None) -> str:
+    """``text`` with every ``{{name}}`` replaced by its live value: the text to show.
+
+    ``quiz`` makes ``{{answer}}`` available (in its explanation). The loader
+    has checked every name and format, so a placeholder that still cannot be
+    filled is left exactly as written rather than guessed.
+    """
+    if "{{" not in text:
+        return text
+    parts: list[str] = []
+    last = 0
+    for placeholder in placeholders(text):
+        parts.append(text[last : placeholder.start])
+        last = placeholder.end
+        shown = _fill(placeholder, runner, quiz)
+        parts.append(shown if shown is not None else text[placeholder.start : placeholder.end])
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _fill(placeholder: Placeholder, runner: LessonRunner, quiz: Quiz | None) -> str | None:
+    if placeholder.name == ANSWER and quiz is not None:
+        if placeholder.format is None:
+            return runner.answer_text(quiz)
+        answer = runner.answer(quiz)
+        if isinstance(answer, (int, float)) and quiz.quiz_kind == "number":
+            return format_value(float(answer), placeholder.format, runner.tokens)
+        return runner.answer_text(quiz)
+    named = runner.lesson.value(placeholder.name)
+    if named is None:
+        return None
+    ref = named.ref
+    value = runner.value(ref)
+    integral = bool(ref.then) and ref.then[-1].name in INTEGRAL_OPERATIONS
+    tokens = ref.options.inputs.tokens if ref.options.inputs is not None else runner.tokens
+    return format_value(value, placeholder.format, tokens, integral=integral)
+
+
+_QUOTED_CODE = re.compile(r"`[^`\n]*`")
+"""Code quoted in backticks is quoted literally (e.g. a printed value in a notebook), not a claim."""
+
+
+def typed_numbers(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, number) for each number with three or more decimals outside placeholders and
+    outside code quoted in backticks."""
+    masked = PLACEHOLDER.sub(lambda m: " " * len(m.group()), text)
+    masked = _QUOTED_CODE.sub(lambda m: " " * len(m.group()), masked)
+    for match in _TYPED_NUMBER.finditer(masked):
+        yield match.start(), match.group()

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tracer.inputs import load_inputs
+from tracer.render.text import format_number
 from tracer.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
@@ -38,6 +39,10 @@ def screen_of(app: TracerApp) -> ExploreScreen:
 def text_of(app: TracerApp, selector: str) -> str:
     widget = app.screen.query_one(selector, TextPane)
     return str(widget.render())
+
+
+def pane_names(app: TracerApp) -> list[str]:
+    return app.screen.query_one(TensorPane).tensor_names
 
 
 async def test_first_frame_shows_a_loading_pane_before_the_variant_runs() -> None:
@@ -70,10 +75,17 @@ async def test_stepping_forward_and_back_through_a_loop() -> None:
         assert row[:3] == pytest.approx(expected, abs=1e-6)
         assert row[3:] == [None, None, None]
         assert grid.row(1, 0, 6) == [None] * 6
-        # The two vectors being dotted are written out term by term.
+        # The declared dot product is written out term by term, with torch's own numbers.
         detail = text_of(app, "#tensor-detail")
-        assert "query = [0.4300, 0.1500, 0.8900]" in detail
-        assert "key = [0.5700, 0.8500, 0.6400]" in detail
+        terms = " + ".join(
+            f"{format_number(float(a))}×{format_number(float(b))}"
+            for a, b in zip(INPUTS[0], INPUTS[2], strict=True)
+        )
+        total = format_number(float(torch.dot(INPUTS[0], INPUTS[2])))
+        assert "score = query · key" in detail
+        assert f"{terms} = {total}" in detail.replace("\n", " ")
+        # The vectors themselves are on screen as tables, below the matrix.
+        assert pane_names(app) == ["scores", "query", "key", "score"]
         await press(pilot, "left", "p")
         assert screen.position == 1
         assert screen.query_one(TensorPane).grid.row(0, 0, 2) == [  # type: ignore[union-attr]
@@ -116,11 +128,15 @@ async def test_clicking_the_timeline_jumps_to_a_stage() -> None:
         step = screen.session.stepper.get(screen.position)  # type: ignore[union-attr]
         assert isinstance(step, Stage) and step.name == "weights"
         assert timeline.current == "weights"
-        # The weights stage has two tensors: t shows the next one.
+        # The weights stage has two tensors: both are on screen; t moves the keys to the next.
         pane = screen.query_one(TensorPane)
-        assert pane.selected == "weights"
+        assert pane_names(app) == ["weights", "scores"]
+        views = [view for view in pane.views if view.display]
+        assert [view.grid.name for view in views] == ["weights", "scores"]  # type: ignore[union-attr]
         await press(pilot, "t")
-        assert pane.selected == "scores"
+        assert app.focused is views[0]
+        await press(pilot, "t")
+        assert app.focused is views[1]
 
 
 async def test_help_overlay_lists_the_keys() -> None:

@@ -22,7 +22,7 @@ from tracer.tui.modals import ConfirmScreen, ErrorScreen
 from tracer.tui.progress import ProgressStore
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.tensor_pane import TensorPane
-from tracer.tui.text_pane import MarkdownPane
+from tracer.tui.text_pane import ProsePane
 
 from .conftest import LESSON, PLUGINS, press, settle
 
@@ -40,7 +40,7 @@ def lesson_screen(app: TracerApp) -> LessonScreen:
     return screen
 
 
-def rendered(widget: MarkdownPane) -> str:
+def rendered(widget: ProsePane) -> str:
     """What a Markdown pane draws, as plain text."""
     lines = widget.render_lines(widget.region.reset_offset)
     return "\n".join("".join(segment.text for segment in line) for line in lines)
@@ -59,7 +59,7 @@ async def test_narration_is_markdown_and_brackets_stay_literal() -> None:
         screen = lesson_screen(app)
         assert screen.position == Position(0, 0)
         assert app.screen.title == "TUI test lesson [brackets stay]"
-        text = rendered(screen.query_one("#narration-text", MarkdownPane))
+        text = rendered(screen.query_one("#narration-text", ProsePane))
         assert "[b]not bold[/b], [/] and [red]plain[/red]" in text
 
 
@@ -73,7 +73,7 @@ async def test_show_step_highlights_the_focus_with_live_values() -> None:
         assert isinstance(grid, TensorGrid)
         assert grid.highlight.cells == frozenset({(1, 0)})  # journey's row, Your's column
         assert grid.row(1, 0, 1)[0] == pytest.approx(0.9544, abs=5e-5)
-        assert screen.query_one("#caption", MarkdownPane).text == "All scores [36 of them]."
+        assert screen.query_one("#caption", ProsePane).text == "All scores [36 of them]."
 
 
 async def test_loop_step_has_sub_steps_and_a_limit() -> None:
@@ -186,7 +186,7 @@ async def test_saving_the_file_reloads_it_and_keeps_the_position(lesson_copy: Pa
         screen._check_file()  # what the watcher's timer does
         await settle(pilot)
         assert screen.position == Position(3, 0)
-        assert screen.query_one("#caption", MarkdownPane).text == "Edited caption [v2]."
+        assert screen.query_one("#caption", ProsePane).text == "Edited caption [v2]."
         # An edit that removes the step the learner is on falls back to the last step.
         lines = lesson_copy.read_text(encoding="utf-8").split("\n  - ")
         lesson_copy.write_text("\n  - ".join(lines[:3]) + "\n", encoding="utf-8")
@@ -234,7 +234,7 @@ async def test_fixing_the_lesson_closes_the_stale_error(lesson_copy: Path) -> No
         await settle(pilot)
         assert app.screen is screen
         await press(pilot, "right")
-        assert screen.query_one("#caption", MarkdownPane).text.startswith("Every score")
+        assert screen.query_one("#caption", ProsePane).text.startswith("Every score")
 
 
 async def test_a_lesson_that_cannot_load_is_an_error_modal(tmp_path: Path) -> None:

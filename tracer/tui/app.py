@@ -139,9 +139,18 @@ class TracerApp(App[int]):
         from tracer.tui.lesson_screen import LessonScreen
 
         assert isinstance(path, Path)
-        self.push_screen(
-            LessonScreen(path, plugin_dirs=self.plugin_dirs, lesson_dirs=self.lesson_dirs)
-        )
+        self._open(LessonScreen(path, plugin_dirs=self.plugin_dirs, lesson_dirs=self.lesson_dirs))
+
+    def _open(self, screen: Screen[Any]) -> None:
+        """A lesson or explorer replaces the one on screen (one at a time, never stacked)."""
+        from tracer.tui.step_screen import StepScreen
+
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, StepScreen):
+            self.pop_screen()  # modals (a lesson's end, an error) close first
+        if isinstance(self.screen, StepScreen):
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
 
     def open_explorer(self, variant: str) -> None:
         from tracer.runner import TraceOptions
@@ -149,7 +158,7 @@ class TracerApp(App[int]):
         from tracer.tui.launch import explore_loader
 
         dirs = self.plugin_dirs
-        self.push_screen(
+        self._open(
             ExploreScreen(
                 lambda: explore_loader(variant, TraceOptions(), dirs), f"explore {variant}"
             )

@@ -2,7 +2,7 @@
 
 The screen paints at once; a thread worker then imports torch, loads the
 plugins and computes the first step, while the tensor pane shows a loading
-indicator. Steps are numbered by a :class:`~tracer.tui.stepper.Stepper`,
+indicator. Steps are numbered by a :class:`~tracer.tracing.stepper.Stepper`,
 which makes stepping back possible on a trace that only runs forwards.
 """
 
@@ -19,11 +19,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.source_view import SourceView, highlighted
 from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
-from tracer.tui.stepper import Stepper
-from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, Variant
@@ -52,7 +52,7 @@ class ExploreScreen(StepScreen):
     )
 
     def __init__(self, loader: Loader, title: str) -> None:
-        super().__init__(id="explore")
+        super().__init__()
         self._loader = loader
         self.title_text = title
         self.session: ExploreSession | None = None
@@ -72,6 +72,9 @@ class ExploreScreen(StepScreen):
     @property
     def pane(self) -> TensorPane:
         return self.query_one(TensorPane)
+
+    def tensor_pane(self) -> TensorPane | None:
+        return self.pane
 
     def on_mount(self) -> None:
         self.title = self.title_text
@@ -158,8 +161,15 @@ class ExploreScreen(StepScreen):
             narration.append(f"Loop building “{step.stage}”", style="bold")
             narration.append(f" · cell ({cell})")
             try:
+                number = stepper.stage_number(step.stage)
+                built = stepper.stages.get(number) if number is not None else None
                 self.pane.show_substep(
-                    step, stepper.canvases.get(step.stage), tokens, formula=False
+                    step,
+                    stepper.canvases.get(step.stage),
+                    tokens,
+                    formula=False,
+                    canvas_axes=loop_axes(built),
+                    query=session.query,
                 )
             except Exception as error:
                 self.pane.show_error(f"cannot show this sub-step: {self.describe(error)}")
@@ -172,7 +182,10 @@ class ExploreScreen(StepScreen):
         if index == 0 and variant.description:
             narration.append("\n\n" + variant.description)
         self.query_one("#narration", TextPane).show(narration)
-        self.query_one("#source", SourceView).show_file(step.source_file, step.lines)
+        produced = next(iter(step.tensors), None) if isinstance(step, Stage) else None
+        self.query_one("#source", SourceView).show_file(
+            step.source_file, step.lines, produced=produced
+        )
         done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
         self.query_one(Timeline).set_current(current, done)
         if not stepper.finished and not stepper.known(index + 1):

@@ -26,8 +26,8 @@ def explore_loader(
     from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
     from tracer.runner import build_context
+    from tracer.tracing.stepper import Stepper
     from tracer.tui.explore_screen import ExploreSession
-    from tracer.tui.stepper import Stepper
 
     host = PluginHost(plugin_dirs)
     found = host.variant(variant)

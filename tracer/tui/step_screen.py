@@ -19,7 +19,8 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
-from tracer.tui.stepper import Cancelled
+from tracer.tracing.stepper import Cancelled
+from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
 """Seconds per step for auto-play; ``+`` and ``-`` move along this list."""
@@ -57,7 +58,13 @@ class StepScreen(Screen[None]):
             "plus,equals_sign", "faster", "Faster", key_display="+", id="attn.faster", show=False
         ),
         Binding("minus", "slower", "Slower", key_display="-", id="attn.slower", show=False),
-        Binding("t", "next_tensor", "Tensor", id="attn.tensor", show=False),
+        Binding("t", "next_tensor", "Next tensor", id="attn.tensor", show=False),
+        Binding(
+            "z", "zoom", "Zoom", id="attn.zoom", tooltip="Overview of the whole table / numbers"
+        ),
+        Binding(
+            "w", "tokens", "Token→token", id="attn.tokens", tooltip="A query's weight to each key"
+        ),
         Binding("escape", "cancel", "Stop", id="attn.cancel", show=False),
     ]
 
@@ -132,6 +139,22 @@ class StepScreen(Screen[None]):
 
     def action_next_tensor(self) -> None:
         self.next_tensor()
+
+    def action_zoom(self) -> None:
+        pane = self.tensor_pane()
+        if pane is not None:
+            pane.toggle_zoom()
+
+    def action_tokens(self) -> None:
+        pane = self.tensor_pane()
+        if pane is not None and not pane.toggle_tokens():
+            self.app.notify(
+                "The token view is for attention weights (rows that sum to 1)", timeout=2
+            )
+
+    def tensor_pane(self) -> TensorPane | None:
+        """The pane the zoom and token keys act on."""
+        return None
 
     def action_cancel(self) -> None:
         # Esc also leaves a text box (a quiz answer), so the stepping keys work again.

@@ -1,8 +1,10 @@
 """Variants that go wrong on purpose, for the TUI's error handling tests."""
 
+import sys
+
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage, substep
+from tracer import Accumulate, RunContext, Variant, hookimpl, stage, substep
 
 
 def broken(run: RunContext):
@@ -16,6 +18,47 @@ def fails_in_loop(run: RunContext):
     for j in range(2):
         yield substep("scores", (0, j), score=torch.dot(x[0], x[j]))
     raise RuntimeError("the loop broke after two sub-steps")
+
+
+def exits(run: RunContext):
+    yield stage("inputs", "Token embeddings", inputs=run.inputs)
+    sys.exit(0)
+
+
+def no_equation(run: RunContext):
+    """Two vectors and a number, with no equation declared: nothing may be inferred."""
+    x = run.inputs
+    yield stage("inputs", "Token embeddings", inputs=x)
+    total = torch.zeros(x.shape[1])
+    for j in range(2):
+        weight = torch.tensor(0.5)
+        total = total + weight * x[j]
+        yield substep("context", (0, j), weight=weight, value=x[j], partial=total.clone())
+    yield stage("context", "Context", context=total)
+    return total
+
+
+def accumulates(run: RunContext):
+    """The same loop, declaring what each iteration computed."""
+    x = run.inputs
+    yield stage("inputs", "Token embeddings", inputs=x)
+    total = torch.zeros(x.shape[1])
+    for j in range(2):
+        weight = torch.tensor(0.5)
+        before = total.clone()
+        total = total + weight * x[j]
+        yield substep(
+            "context",
+            (0, j),
+            equation=Accumulate("before", "weight", "value", "after"),
+            axes={"before": ("feature",), "value": ("feature",), "after": ("feature",)},
+            before=before,
+            weight=weight,
+            value=x[j],
+            after=total.clone(),
+        )
+    yield stage("context", "Context", context=total)
+    return total
 
 
 def odd(run: RunContext):
@@ -44,6 +87,22 @@ def register_variants(register):
             uses_weights=False,
         )
     )
+    register(
+        Variant(
+            name="exits", title="Calls sys.exit", run=exits, stages=("inputs",), uses_weights=False
+        )
+    )
+    for name, run in (("no-equation", no_equation), ("accumulates", accumulates)):
+        register(
+            Variant(
+                name=name,
+                title="A loop of weighted sums",
+                run=run,
+                stages=("inputs", "context"),
+                loops=("context",),
+                uses_weights=False,
+            )
+        )
     register(
         Variant(name="odd", title="Yields a list", run=odd, stages=("inputs",), uses_weights=False)
     )

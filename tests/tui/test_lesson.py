@@ -27,7 +27,7 @@ from tracer.tui.text_pane import ProsePane
 from .conftest import LESSON, PLUGINS, press, settle
 
 INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
-STEPS = ["narration", "show", "loop", "compare", "quiz", "quiz", "checkpoint"]
+STEPS = ["narration", "show", "loop", "compare", "quiz", "quiz", "checkpoint", "show", "show", "quiz"]
 
 
 def lesson_app(path: Path = LESSON, *, resume: bool = False) -> TracerApp:
@@ -273,7 +273,7 @@ async def test_the_picker_offers_to_resume_the_last_lesson(monkeypatch: pytest.M
         modal = picker.screen
         assert isinstance(modal, ConfirmScreen)
         assert "TUI test lesson [brackets stay]" in modal.question
-        assert "step 4 of 7" in modal.question
+        assert "step 4 of 10" in modal.question
         await press(pilot, "y")
         await settle(pilot)
         assert lesson_screen(picker).position == Position(3, 0)

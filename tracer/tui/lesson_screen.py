@@ -146,6 +146,8 @@ class LoopState:
             end = stepper.next_stage(self.first, cancelled=too_long)
         except Cancelled:
             return None
+        if end is None and stepper.error is not None:
+            return None  # the variant failed inside the loop: stepping there reports it
         self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
         return self.count_known()
 

@@ -27,7 +27,18 @@ from tracer.tui.text_pane import ProsePane
 from .conftest import LESSON, PLUGINS, press, settle
 
 INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
-STEPS = ["narration", "show", "loop", "compare", "quiz", "quiz", "checkpoint", "show", "show", "quiz"]
+STEPS = [
+    "narration",
+    "show",
+    "loop",
+    "compare",
+    "quiz",
+    "quiz",
+    "checkpoint",
+    "show",
+    "show",
+    "quiz",
+]
 
 
 def lesson_app(path: Path = LESSON, *, resume: bool = False) -> TracerApp:

@@ -121,7 +121,7 @@ def producing_lines(path: str, lines: Iterable[int], tensor: str | None) -> froz
     """The lines of the statement that last assigned ``tensor`` before its yield, if plain.
 
     The yield that handed the step over is the first one after the lines that
-    ran; its keyword ``tensor=`` must be a name (optionally inside
+    ran that passes ``tensor=``; that keyword's value must be a name (optionally inside
     ``run.focus(...)``), and that name's last assignment among the lines that
     ran is the statement marked. Anything less plain marks nothing.
     """
@@ -129,7 +129,8 @@ def producing_lines(path: str, lines: Iterable[int], tensor: str | None) -> froz
     if tensor is None or not ran:
         return frozenset()
     info = source_map(path)
-    after = next((y for y in info.yields if y.first > ran[-1]), None)
+    # A loop's sub-step yields come first; the stage's own yield is the one passing ``tensor``.
+    after = next((y for y in info.yields if y.first > ran[-1] and tensor in y.keywords), None)
     if after is None:
         return frozenset()
     expression = after.keywords.get(tensor)

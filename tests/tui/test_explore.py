@@ -5,6 +5,8 @@ Numbers are checked against torch (``torch.dot``) and seed 001's printed score.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -274,3 +276,30 @@ async def test_quitting_after_a_failed_start_exits_with_the_error_status() -> No
         await pilot.press("escape")
         await pilot.press("q")
     assert app.exit_status == 2  # a usage error, as on the command line
+
+
+async def test_q_quits_while_a_variant_is_still_computing_a_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = tmp_path / "release"
+    monkeypatch.setenv("ATTN_TEST_RELEASE", str(release))
+    app = explore("sleeps")
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = screen_of(app)
+            for _ in range(1000):  # not settle(): the prefetch of step 2 never finishes
+                await pilot.pause(0.01)
+                if screen.session is not None and screen.position == 0:
+                    break
+            await pilot.press("right")  # the variant is asleep inside its second step
+            for _ in range(60):
+                await pilot.pause(0.01)
+            # The UI thread is free: it still answers, and says what it is waiting for.
+            assert screen.busy and screen.position == 0
+            assert "Running to step 2" in text_of(app, "#narration")
+            await pilot.press("q")
+        # The app closed while the variant was still inside that step: q did not wait for it.
+        assert screen.session is not None and screen.session.stepper.produced == 1
+        assert app.return_code == 0
+    finally:
+        release.write_text("go", encoding="utf-8")

@@ -182,6 +182,11 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> Step:
         """Step number ``index`` (0-based). IndexError past the end; TracerError if the variant fails."""
+        # A step already computed never waits for the lock: a prefetch stuck in a variant
+        # that never returns must not freeze whoever is only looking back.
+        known = self.stages.get(index) or self._recent.get(index)
+        if known is not None:
+            return known
         with self.lock:
             return self._get(index, cancelled, progress)
 

@@ -8,7 +8,10 @@ torch nor the plugins.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -46,6 +49,8 @@ class TracerApp(App[int]):
     COMMANDS: ClassVar = App.COMMANDS | {TracerCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="attn.quit"),
+        # ctrl+c quits, as in any terminal program, even while a quiz answer is being typed.
+        Binding("ctrl+c", "quit", "Quit", id="attn.quit_ctrl_c", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?", id="attn.help"),
     ]
 
@@ -74,6 +79,17 @@ class TracerApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._remember_theme)
+        # Closing on SIGTERM/SIGHUP the way q does restores the terminal (no raw mode left).
+        loop = asyncio.get_running_loop()
+        for name in ("SIGTERM", "SIGHUP"):
+            number = getattr(signal, name, None)
+            if number is not None:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(number, self._terminated, number)
+
+    def _terminated(self, number: int) -> None:
+        self.exit_status = 128 + number
+        self.exit(return_code=self.exit_status)
 
     def _remember_theme(self, theme: Theme) -> None:
         settings = load_settings()

@@ -22,7 +22,7 @@ from textual.worker import Worker, WorkerState
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.source_view import SourceView, highlighted
-from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
+from tracer.tui.step_screen import StepScreen, freeze_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
@@ -220,14 +220,11 @@ class ExploreScreen(StepScreen):
         if stepper.total is not None and index >= stepper.total:
             self._report_stop()
             return False
-        if stepper.cost(index) <= SYNC_STEPS:
-            try:
-                stepper.get(index)
-            except IndexError:
-                self._report_stop()
-                return False
+        if stepper.known(index):
             self.show_step(index)
             return True
+        # Anything the variant still has to compute runs in a worker, however short: a
+        # variant that sleeps or never returns must leave q, Esc and ctrl+c working.
 
         def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int:
             stepper.get(index, cancelled=cancelled, progress=progress)

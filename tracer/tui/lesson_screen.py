@@ -706,8 +706,14 @@ class LessonScreen(StepScreen):
         return shown
 
     def _compute_first(self, state: LoopState, index: int, then: Callable[[], object]) -> bool:
-        """If sub-step ``index`` needs a long run (a replay), run it in a worker, then ``then``."""
-        if state.stepper.cost(index) <= SYNC_STEPS:
+        """If sub-step ``index`` is not computed yet, compute it in a worker, then ``then``.
+
+        Even one step runs off the UI thread: a variant that sleeps or never returns
+        must leave q, Esc and ctrl+c working.
+        """
+        if state.stepper.known(index) or (
+            state.stepper.total is not None and index >= state.stepper.total
+        ):
             return False
 
         def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> None:

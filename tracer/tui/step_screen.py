@@ -27,6 +27,8 @@ SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
 DEFAULT_SPEED = 2
 SYNC_STEPS = 200
 """Moves that run at most this many variant steps happen at once; longer ones in a worker."""
+PROGRESS_DELAY = 0.3
+"""Seconds a step may compute before the screen says it is still running."""
 NARROW = 100
 SHORT = 24
 
@@ -73,6 +75,7 @@ class StepScreen(Screen[None]):
         self.speed = DEFAULT_SPEED
         self._autoplay: Timer | None = None
         self._after_job: Callable[[Any], None] | None = None
+        self._progress_timer: Timer | None = None
 
     # To implement ------------------------------------------------------------------
 
@@ -212,10 +215,23 @@ class StepScreen(Screen[None]):
     # Long jobs ---------------------------------------------------------------------
 
     def run_long(self, description: str, job: LongJob, then: Callable[[Any], None]) -> None:
-        """Run ``job(cancelled, progress)`` in a thread; call ``then(result)`` back here."""
+        """Run ``job(cancelled, progress)`` in a thread; call ``then(result)`` back here.
+
+        The "running…" message appears only if the job is still running after a
+        moment, so a quick step does not flash it.
+        """
         self._after_job = then
-        self.show_progress(f"{description}… (Esc stops)")
+        if self._progress_timer is not None:
+            self._progress_timer.stop()
+        self._progress_timer = self.set_timer(
+            PROGRESS_DELAY, lambda: self._still_running(description)
+        )
         self._long(description, job)
+
+    def _still_running(self, description: str) -> None:
+        self._progress_timer = None
+        if self.busy:
+            self.show_progress(f"{description}… (Esc stops, q quits)")
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="long")
     def _long(self, description: str, job: LongJob) -> Any:
@@ -232,6 +248,9 @@ class StepScreen(Screen[None]):
         worker = event.worker
         if worker.group != "long" or not worker.is_finished:
             return
+        if self._progress_timer is not None:
+            self._progress_timer.stop()
+            self._progress_timer = None
         then, self._after_job = self._after_job, None
         if event.state == WorkerState.SUCCESS and then is not None:
             then(worker.result)

@@ -1,6 +1,8 @@
 """Variants that go wrong on purpose, for the TUI's error handling tests."""
 
+import os
 import sys
+import time
 
 import torch
 
@@ -61,6 +63,17 @@ def accumulates(run: RunContext):
     return total
 
 
+def sleeps(run: RunContext):
+    """Stops in its second step until the test lets it go (a file appears), at most 20 s."""
+    yield stage("inputs", "Token embeddings", inputs=run.inputs)
+    release = os.environ.get("ATTN_TEST_RELEASE", "")
+    started = time.monotonic()
+    while not os.path.exists(release) and time.monotonic() - started < 20:
+        time.sleep(0.01)
+    yield stage("scores", "Scores", scores=run.inputs @ run.inputs.T)
+    return run.inputs
+
+
 def odd(run: RunContext):
     yield stage("inputs", "Not a tensor", inputs=[[1, 2], [3, 4]])
     return run.inputs
@@ -90,6 +103,15 @@ def register_variants(register):
     register(
         Variant(
             name="exits", title="Calls sys.exit", run=exits, stages=("inputs",), uses_weights=False
+        )
+    )
+    register(
+        Variant(
+            name="sleeps",
+            title="Takes its time",
+            run=sleeps,
+            stages=("inputs", "scores"),
+            uses_weights=False,
         )
     )
     for name, run in (("no-equation", no_equation), ("accumulates", accumulates)):

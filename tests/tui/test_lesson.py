@@ -63,7 +63,7 @@ async def goto(pilot: object, screen: LessonScreen, kind: str, occurrence: int =
     await settle(pilot)  # type: ignore[arg-type]
 
 
-async def test_narration_is_markdown_and_brackets_stay_literal() -> None:
+async def test_narration_is_shown_as_written() -> None:
     app = lesson_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -72,6 +72,8 @@ async def test_narration_is_markdown_and_brackets_stay_literal() -> None:
         assert app.screen.title == "TUI test lesson [brackets stay]"
         text = rendered(screen.query_one("#narration-text", ProsePane))
         assert "[b]not bold[/b], [/] and [red]plain[/red]" in text
+        # Not Markdown: nothing the author wrote disappears or turns into formatting.
+        assert "The <mask> token, a*b*c and _x_ stay as typed." in text
 
 
 async def test_show_step_highlights_the_focus_with_live_values() -> None:

@@ -163,10 +163,13 @@ class TracerApp(App[int]):
 
         while len(self.screen_stack) > 1 and not isinstance(self.screen, StepScreen):
             self.pop_screen()  # modals (a lesson's end, an error) close first
-        if isinstance(self.screen, StepScreen):
-            self.switch_screen(screen)
+        current = self.screen
+        if isinstance(current, StepScreen):
+            current.stop_autoplay()
+        if isinstance(current, StepScreen) and len(self.screen_stack) > 1:
+            self.switch_screen(screen)  # replaces the lesson opened earlier from here
         else:
-            self.push_screen(screen)
+            self.push_screen(screen)  # the first screen stays underneath (it cannot be replaced)
 
     def open_explorer(self, variant: str) -> None:
         from tracer.runner import TraceOptions

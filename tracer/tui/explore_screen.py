@@ -206,6 +206,7 @@ class ExploreScreen(StepScreen):
         stepper = session.stepper
         if stepper.total is not None and self.position == stepper.total - 1:
             self.error_shown = True
+            self.set_exit_status(stepper.error)  # quitting now says a plugin failed
             message = str(stepper.error)
             self.app.show_error("The variant stopped with an error", message)  # type: ignore[attr-defined]
 

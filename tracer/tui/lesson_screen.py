@@ -872,6 +872,11 @@ class LessonScreen(StepScreen):
         )
         self.query_one(QuizView).feedback(event.response, right, answer)
         self._save()
+        context = self._quiz_context(step)
+        if context is not None:  # answered: the hidden cell of its table may show now
+            shown = self._steps()[context]
+            assert isinstance(shown, Show)
+            self._show_tensors(self.pane, shown.ref, shown.focus)
 
     # Progress ---------------------------------------------------------------------------------
 

@@ -308,8 +308,9 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         if cached is not None:
             return cached
         background = base.blend(accent, 0.4 if made else 0.22) if marked or made else base
+        # Text colour, not the accent, on tinted lines: an orange accent on a light tint vanishes.
         gutter_style = Style(
-            color=(accent if marked or made else base.blend(text_colour, 0.55)).rich_color,
+            color=(text_colour if marked or made else base.blend(text_colour, 0.8)).rich_color,
             bgcolor=background.rich_color,
             bold=marked or made,
         )

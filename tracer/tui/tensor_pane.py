@@ -151,6 +151,8 @@ class TensorPane(Vertical):
                 axes=stage.axes.get(name),
             )
             shown.append(Shown(f"{name} · {grid.shape}", grid))
+        if title is not None and len(shown) == 1:
+            shown[0] = Shown(f"{title} · {shown[0].grid.shape}", shown[0].grid)
         detail = Text()
         if formula and stage.formula:
             detail.append(stage.formula, style="bold")

@@ -258,13 +258,11 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         elif kind == "empty":
             style = Style(color=base.blend(text, 0.35).rich_color, bgcolor=base.rich_color)
         elif kind == "label":
-            style = Style(
-                color=base.blend(text, 0.7).rich_color, bgcolor=base.rich_color, bold=True
-            )
+            style = Style(color=text.rich_color, bgcolor=base.rich_color, bold=True)
         elif kind == "label-hot":
-            style = Style(
-                color=accent.rich_color, bgcolor=base.rich_color, bold=True, underline=True
-            )
+            # The theme's text on an accent tint: readable in light themes too.
+            tint = base.blend(accent, 0.3)
+            style = Style(color=text.rich_color, bgcolor=tint.rich_color, bold=True, underline=True)
         else:  # "blank"
             style = Style(bgcolor=base.rich_color)
         self._styles[key] = style

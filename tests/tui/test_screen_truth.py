@@ -300,7 +300,8 @@ async def test_two_hundred_tokens_get_an_overview_with_the_cell_marked(tmp_path:
         await press(pilot, "right", "right", "right")  # inside the loop: cell (0, 2)
         view = screen.query_one(TensorPane).view
         assert view.mode == "overview"
-        assert "◆" in view.render_line(0).text  # the current cell, marked
+        assert "overview · each block the mean of up to" in view.render_line(0).text
+        assert "◆" in view.render_line(1).text  # the current cell, marked
         footer_keys = {key for key, b in screen.active_bindings.items() if b.binding.show}
         assert {"z", "w"} <= footer_keys
         await press(pilot, "z")

@@ -479,6 +479,8 @@ class LessonScreen(StepScreen):
         quiz_view = self.query_one(QuizView)
         if quiz_view.display != quiz:
             quiz_view.display = quiz
+            # The question and its table need the room more than the code behind the table.
+            self.query_one("#source").set_class(quiz, "-quiz")
         position = self.query_one("#loop-position", TextPane)
         if position.display != isinstance(step, Loop):
             position.display = isinstance(step, Loop)

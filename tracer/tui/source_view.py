@@ -319,7 +319,9 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         shown = str(row.number) if row.first else "↪"
         gutter = f"{marker}{shown:>{digits}}  "
         body = Strip(list(row.text.render(self.app.console)))
-        body = body.apply_style(Style(bgcolor=background.rich_color))
+        # The theme's text colour under the syntax colours: code the lexer leaves
+        # uncoloured must not fall back to a default meant for another background.
+        body = body.apply_style(Style(color=text_colour.rich_color, bgcolor=background.rich_color))
         strip = Strip.join([Strip([Segment(gutter, gutter_style)]), body]).adjust_cell_length(
             width, Style(bgcolor=background.rich_color)
         )

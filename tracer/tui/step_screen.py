@@ -54,7 +54,7 @@ class StepScreen(Screen[None]):
         Binding("left,p", "previous", "Back", key_display="←", id="attn.previous"),
         Binding("home,g", "start", "Start", id="attn.start", show=False),
         Binding("end,G", "end", "End", id="attn.end", show=False),
-        Binding("e", "loop_end", "End of loop", id="attn.loop_end"),
+        Binding("e", "loop_end", "Loop end", id="attn.loop_end", tooltip="End of loop"),
         Binding("a", "autoplay", "Play", id="attn.autoplay"),
         Binding(
             "plus,equals_sign", "faster", "Faster", key_display="+", id="attn.faster", show=False
@@ -65,7 +65,11 @@ class StepScreen(Screen[None]):
             "z", "zoom", "Zoom", id="attn.zoom", tooltip="Overview of the whole table / numbers"
         ),
         Binding(
-            "w", "tokens", "Token→token", id="attn.tokens", tooltip="A query's weight to each key"
+            "w",
+            "tokens",
+            "Tokens",
+            id="attn.tokens",
+            tooltip="Token to token: a query's weight to each key",
         ),
         Binding("escape", "cancel", "Stop", id="attn.cancel", show=False),
     ]

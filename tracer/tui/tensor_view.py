@@ -351,9 +351,28 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         """Two rows of blocks per line: ``▀`` in the upper block's colour on the lower's."""
         gutter = 2
         columns = max(min(grid.columns, width - gutter), 1)
-        rows = max(min(grid.rows, self.size.height * 2), 1)
+        rows = max(min(grid.rows, (self.size.height - 1) * 2), 1)
         blocks = grid.overview(rows, columns)
         shown_rows, shown_cols = len(blocks), len(blocks[0]) if blocks else 0
+        # Colours span the block means' own range: averaging narrows it, and the full
+        # range would paint everything one colour. The first line says what a block is.
+        means = [v for row in blocks for v in row if v is not None]
+        low, high = (min(means), max(means)) if means else (0.0, 0.0)
+        if y == 0:
+            per_row = math.ceil(grid.rows / max(shown_rows, 1))
+            per_col = math.ceil(grid.columns / max(shown_cols, 1))
+            block = (
+                "each block one value"
+                if per_row == per_col == 1
+                else (f"each block the mean of up to {per_row}×{per_col} values")
+            )
+            header = (
+                f"overview · {block} · {format_number(low)} to {format_number(high)} · z: numbers"
+            )
+            return Strip([Segment(_fit(header, width), self._style("label"))]).adjust_cell_length(
+                width, self._style("blank")
+            )
+        y -= 1
         top, bottom = 2 * y, 2 * y + 1
         if top >= shown_rows:
             return Strip.blank(width, self._style("blank"))
@@ -383,8 +402,8 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
             if marked is not None and marked[1] == col and marked[0] in (top, bottom):
                 segments.append(Segment("◆", self._style("current")))
                 continue
-            fg = (ramp_colour(upper, grid.low, grid.high) if upper is not None else None) or blank
-            bg = (ramp_colour(lower, grid.low, grid.high) if lower is not None else None) or blank
+            fg = (ramp_colour(upper, low, high) if upper is not None else None) or blank
+            bg = (ramp_colour(lower, low, high) if lower is not None else None) or blank
             if bottom >= shown_rows:
                 bg = blank
             segments.append(Segment("▀", Style(color=fg.rich_color, bgcolor=bg.rich_color)))

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
 WATCH_SECONDS = 0.5
+COMPARE_SMALL = 12
+"""A compared table this many lines high (or less) gets exactly its height."""
 COUNT_STEPS = 2048
 """Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
 STEP_ICONS = {
@@ -568,6 +570,12 @@ class LessonScreen(StepScreen):
                     axes=_derived_axes(left, "right − left"),
                 )
                 diff_pane.show_stage(diff_stage, left.tokens, left.query)
+            # Small tables get the lines they need (a 1fr share could hide a one-row table).
+            for pane in self.query("#compare TensorPane").results(TensorPane):
+                natural = pane.natural_height()
+                height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
+                if str(pane.styles.height) != str(height):
+                    pane.styles.height = height
             source.border_title = f"source: {step.left.label or left.name} ({left.ref.variant})"
             source.show_file(left.stage.source_file, left.stage.lines)
             right_source = self.query_one("#source-right", SourceView)

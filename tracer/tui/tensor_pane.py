@@ -223,6 +223,13 @@ class TensorPane(Vertical):
             view.show(item.grid)
         self._detail(detail)
 
+    def natural_height(self) -> int:
+        """Lines this pane needs to show all its tables without scrolling (border included)."""
+        several = len(self.shown) > 1
+        tables = sum(item.grid.rows + 1 + (1 if several else 0) for item in self.shown[:SLOTS])
+        detail = self.query_one("#tensor-detail", TextPane)
+        return tables + 2 + (detail.line_count if detail.display else 0)
+
     def _title(self, title: str) -> None:
         if self.border_title != title:
             self.border_title = title

@@ -20,6 +20,11 @@ class TextPane(Static):
         self._lines = -1
         self._width = -1
 
+    @property
+    def line_count(self) -> int:
+        """Lines the text took when last shown (0 before it was)."""
+        return max(self._lines, 0)
+
     def show(self, text: Text) -> None:
         width = self.content_region.width
         lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0

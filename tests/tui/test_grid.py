@@ -80,8 +80,9 @@ def test_an_overview_of_a_4096_token_table_has_one_value_per_screen_cell() -> No
     grid = TensorGrid("big", data, ())
     blocks = grid.overview(80, 150)
     assert (len(blocks), len(blocks[0])) == (80, 150)
-    expected = data[:52, :28].double().mean()  # 4096 rows into 80 blocks: the first has 52
-    assert blocks[0][0] == pytest.approx(float(expected), rel=1e-9)
+    # 4,096 rows into 80 blocks of 51.2: the first covers rows 0-51; columns 0-27 likewise.
+    expected = data[:52, :28].double().mean()
+    assert blocks[0][0] == pytest.approx(float(expected), rel=1e-6)
 
 
 def test_a_loop_canvas_overview_leaves_unwritten_cells_out() -> None:

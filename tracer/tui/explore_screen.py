@@ -204,9 +204,10 @@ class ExploreScreen(StepScreen):
         if session is None or session.stepper.error is None or self.error_shown:
             return
         stepper = session.stepper
-        if stepper.total is not None and self.position == stepper.total - 1:
+        error = stepper.error
+        if error is not None and stepper.total is not None and self.position == stepper.total - 1:
             self.error_shown = True
-            self.set_exit_status(stepper.error)  # quitting now says a plugin failed
+            self.set_exit_status(error)  # quitting now says a plugin failed
             message = str(stepper.error)
             self.app.show_error("The variant stopped with an error", message)  # type: ignore[attr-defined]
 

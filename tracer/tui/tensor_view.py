@@ -94,6 +94,9 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         self.label_width = 1
         self._styles: dict[tuple[str, int], Style] = {}
         self._ramp: dict[tuple[str, int], Style] = {}
+        self._overview_cache: (
+            tuple[tuple[int, int, int], list[list[float | None]], tuple[float, float]] | None
+        ) = None
         self.zoomed: bool | None = None
         """None: numbers when they fit, else the overview; True/False: the learner chose."""
         self.token_view = False
@@ -111,6 +114,7 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
             self.zoomed = None  # a new table: numbers if they fit, else the overview
             self.token_view = False
         self.grid = grid
+        self._overview_cache = None
         if grid is None:
             self.virtual_size = Size(0, 0)
             self.refresh()
@@ -352,12 +356,16 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         gutter = 2
         columns = max(min(grid.columns, width - gutter), 1)
         rows = max(min(grid.rows, (self.size.height - 1) * 2), 1)
-        blocks = grid.overview(rows, columns)
+        key = (id(grid), rows, columns)
+        if self._overview_cache is None or self._overview_cache[0] != key:
+            blocks = grid.overview(rows, columns)
+            # Colours span the block means' own range: averaging narrows it, and the full
+            # range would paint everything one colour. The first line says what a block is.
+            means = [v for row in blocks for v in row if v is not None]
+            span = (min(means), max(means)) if means else (0.0, 0.0)
+            self._overview_cache = (key, blocks, span)
+        _, blocks, (low, high) = self._overview_cache
         shown_rows, shown_cols = len(blocks), len(blocks[0]) if blocks else 0
-        # Colours span the block means' own range: averaging narrows it, and the full
-        # range would paint everything one colour. The first line says what a block is.
-        means = [v for row in blocks for v in row if v is not None]
-        low, high = (min(means), max(means)) if means else (0.0, 0.0)
         if y == 0:
             per_row = math.ceil(grid.rows / max(shown_rows, 1))
             per_col = math.ceil(grid.columns / max(shown_cols, 1))

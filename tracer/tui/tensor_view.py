@@ -25,6 +25,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.color import Color
+from textual.css.scalar import Scalar
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -100,6 +101,7 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         self.zoomed: bool | None = None
         """None: numbers when they fit, else the overview; True/False: the learner chose."""
         self.token_view = False
+        self._height_before: Scalar | None = None
 
     # Content ---------------------------------------------------------------------
 
@@ -166,6 +168,11 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         if self.grid is None or not self.grid.is_weights():
             return False
         self.token_view = not self.token_view
+        if self.token_view:
+            self._height_before = self.styles.height
+            self.styles.height = "1fr"  # one line per key, whatever the table's own height
+        elif self._height_before is not None:
+            self.styles.height = self._height_before
         self._resize_virtual()
         self.scroll_to(0, 0, animate=False)
         self.refresh()
@@ -422,7 +429,7 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         row = min(self.focus_row(), grid.rows - 1)
         query = grid.row_labels[row] or "query"
         if y == 0:
-            title = f"{query} attends to each key (weights of row {row}, summing to 1)"
+            title = f"{query} attends to each key (its weights, summing to 1) · w: table"
             return Strip(
                 [Segment(_fit(title, width), self._style("label-hot"))]
             ).adjust_cell_length(width, self._style("blank"))

@@ -47,6 +47,18 @@ BAR = " ▏▎▍▌▋▊▉█"
 Mode = str  # "numbers", "overview" or "tokens"
 
 
+DIVERGING_STEPS = 16
+_SEQUENTIAL = tuple(Color.parse(hex_) for hex_ in SEQUENTIAL)
+_DIVERGING = {
+    sign: tuple(
+        Color.parse(NEUTRAL).blend(Color.parse(end), 0.1 + 0.9 * step / (DIVERGING_STEPS - 1))
+        for step in range(DIVERGING_STEPS)
+    )
+    for sign, end in ((1, POSITIVE), (-1, NEGATIVE))
+}
+"""The ramps, made once: a frame of the overview looks up thousands of cells."""
+
+
 def ramp_colour(value: float, low: float, high: float) -> Color | None:
     """The heatmap colour of ``value`` on the grid's scale (None for inf/nan)."""
     if not math.isfinite(value):
@@ -54,11 +66,10 @@ def ramp_colour(value: float, low: float, high: float) -> Color | None:
     if low < 0 < high:
         scale = max(-low, high)
         level = min(abs(value) / scale, 1.0) if scale else 0.0
-        end = Color.parse(NEGATIVE if value < 0 else POSITIVE)
-        return Color.parse(NEUTRAL).blend(end, 0.1 + 0.9 * level)
+        return _DIVERGING[-1 if value < 0 else 1][round(level * (DIVERGING_STEPS - 1))]
     span = high - low
     level = round((value - low) / span * (HEAT_STEPS - 1)) if span else HEAT_STEPS // 2
-    return Color.parse(SEQUENTIAL[max(0, min(level, HEAT_STEPS - 1))])
+    return _SEQUENTIAL[max(0, min(level, HEAT_STEPS - 1))]
 
 
 def _fit(text: str, width: int) -> str:
@@ -95,6 +106,7 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         self.label_width = 1
         self._styles: dict[tuple[str, int], Style] = {}
         self._ramp: dict[tuple[str, int], Style] = {}
+        self._pairs: dict[tuple[Color, Color], Style] = {}
         self._overview_cache: (
             tuple[tuple[int, int, int], list[list[float | None]], tuple[float, float]] | None
         ) = None
@@ -421,7 +433,10 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
             bg = (ramp_colour(lower, low, high) if lower is not None else None) or blank
             if bottom >= shown_rows:
                 bg = blank
-            segments.append(Segment("▀", Style(color=fg.rich_color, bgcolor=bg.rich_color)))
+            pair = self._pairs.get((fg, bg))
+            if pair is None:
+                pair = self._pairs[(fg, bg)] = Style(color=fg.rich_color, bgcolor=bg.rich_color)
+            segments.append(Segment("▀", pair))
         return Strip(segments).adjust_cell_length(width, self._style("blank"))
 
     def _token_line(self, y: int, width: int, grid: Grid) -> Strip:

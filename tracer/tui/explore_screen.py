@@ -47,8 +47,12 @@ class ExploreScreen(StepScreen):
     """Stages of a variant, with its source, its tensors and a timeline."""
 
     HELP = (
-        "Step through a variant as it runs. Loops show their matrix filling in, one "
-        "cell per step; the highlighted lines on the left are the code that ran."
+        "Step through a variant as it runs. Every tensor of a step is on screen; loops "
+        "whose sub-steps declare a dot product show their matrix filling in, one cell per "
+        "step, with the products written out. The highlighted lines on the left are the "
+        "code that ran; ◆ marks the statement that made the tensor, and the tracer's own "
+        "plumbing is dimmed. z: overview of a large table or its numbers; w: a query's "
+        "weight to each key."
     )
 
     def __init__(self, loader: Loader, title: str) -> None:
@@ -184,7 +188,7 @@ class ExploreScreen(StepScreen):
         self.query_one("#narration", TextPane).show(narration)
         produced = next(iter(step.tensors), None) if isinstance(step, Stage) else None
         self.query_one("#source", SourceView).show_file(
-            step.source_file, step.lines, produced=produced
+            step.source_file, step.lines, produced=produced, files=step.files
         )
         done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
         self.query_one(Timeline).set_current(current, done)

@@ -212,9 +212,10 @@ class LessonScreen(StepScreen):
     AUTO_FOCUS = ""
 
     HELP = (
-        "Step through the lesson with → and ←. Loop steps have sub-steps: e jumps to the "
-        "end of the loop. Answer quizzes in place (digits for choices, Enter for numbers). "
-        "Your place and answers are saved; editing the lesson file reloads it."
+        "Step through the lesson with → and ←. Loop steps have sub-steps (pair 3 of 36): e "
+        "jumps to the end of the loop. Answer quizzes in place (digits for choices, Enter for "
+        "numbers); auto-play stops at them. Your place and answers are saved; editing the "
+        "lesson file reloads it. z: overview or numbers; w: a query's weight to each key."
     )
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -500,6 +501,8 @@ class LessonScreen(StepScreen):
         body = self.query_one("#lesson-switch")
         if not body.display:
             body.display = True
+        if not isinstance(step, Compare) and str(source.border_title).startswith("source:"):
+            source.border_title = "source"  # a compare step's side title no longer applies
         if isinstance(step, Narration):
             switcher.current = "narration-body"
             self._markdown("#narration-text", step.text)
@@ -516,6 +519,7 @@ class LessonScreen(StepScreen):
                 resolved.stage.source_file,
                 resolved.stage.lines,
                 produced=resolved.ref.tensor or next(iter(resolved.stage.tensors), None),
+                files=resolved.stage.files,
             )
         elif isinstance(step, Loop):
             switcher.current = "tensors"
@@ -535,7 +539,7 @@ class LessonScreen(StepScreen):
             self.query_one("#loop-position", TextPane).show(
                 loop_position(sub, position.sub, state.count_known(), state.stepper.tokens)
             )
-            source.show_file(sub.source_file, sub.lines)
+            source.show_file(sub.source_file, sub.lines, files=sub.files)
         elif isinstance(step, Compare):
             switcher.current = "compare"
             self._markdown("#caption", step.caption)
@@ -600,8 +604,6 @@ class LessonScreen(StepScreen):
                 self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
                 resolved = runner.tensor(shown.ref)
                 source.show_file(resolved.stage.source_file, resolved.stage.lines)
-        if not isinstance(step, Compare):
-            source.border_title = "source"
 
     def _show_tensors(
         self,

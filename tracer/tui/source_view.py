@@ -210,6 +210,7 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         marked: tuple[int, ...] | frozenset[int] = (),
         *,
         produced: str | None = None,
+        files: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         """Show ``path`` with ``marked`` (1-based) highlighted and in view; ◆ on what made ``produced``."""
         if path != self.path:
@@ -218,12 +219,14 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
             self._wrapped_for = -1
             self._wrap()
-            name = Path(path).name if path else ""
-            title = f"source · {name}" if name else "source"
-            if self.border_title in (None, "", "source") or str(self.border_title).startswith(
-                "source · "
-            ):
-                self.border_title = title
+        name = Path(path).name if path else ""
+        title = f"source · {name}" if name else "source"
+        others = sorted(Path(f).name for f in (files or {}) if f != path)
+        if others:  # helpers in other files ran too; this pane shows the file that yielded
+            title += f" (also ran: {', '.join(others)})"
+        current = str(self.border_title or "")
+        if current != title and (current in ("", "source") or current.startswith("source · ")):
+            self.border_title = title
         marked = frozenset(marked)
         made = producing_lines(path, marked, produced) if path else frozenset()
         if marked == self.marked and made == self.produced and self.lines:

@@ -310,6 +310,26 @@ async def test_two_hundred_tokens_get_an_overview_with_the_cell_marked(tmp_path:
         assert view.mode == "overview"
 
 
+async def test_with_no_color_a_large_table_shows_its_numbers(tmp_path: Path) -> None:
+    long = Path(__file__).parent / "inputs" / "tokens200.yaml"
+    from tracer.inputs import load_inputs as load
+
+    inputs = load(str(long))
+    x = torch.tensor(inputs.embeddings)
+    app = explore("tiny", inputs=inputs)
+    app.no_color = True  # what NO_COLOR in the environment sets
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "right", "right")
+        view = app.screen.query_one(TensorPane).view
+        assert view.mode == "numbers"
+        first_row = view.render_line(1).text  # t0's row of the scores so far
+        assert f"{float(torch.dot(x[0], x[0])):.4f}" in first_row
+        # The cell being computed is marked by more than colour: underlined and bold.
+        current = view._style("current")
+        assert current.underline and current.bold
+
+
 async def test_the_token_view_draws_one_querys_weight_to_each_key() -> None:
     app = explore("tiny", query=1)
     async with app.run_test(size=(120, 40)) as pilot:

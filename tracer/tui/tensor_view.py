@@ -163,6 +163,8 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         if self.token_view and grid.is_weights():
             return "tokens"
         if self.zoomed is None:
+            if self.app.no_color:
+                return "numbers"  # NO_COLOR: an overview is nothing but colour; numbers read
             width = self.size.width or 80
             return "numbers" if self.numbers_width() <= width else "overview"
         return "numbers" if self.zoomed else "overview"

@@ -354,3 +354,18 @@ async def test_a_plugin_calling_sys_exit_is_an_error_on_screen_not_an_exit() -> 
         assert app.is_running
         await press(pilot, "escape", "q")
     assert app.exit_status == 3
+
+
+async def test_the_app_owns_one_plugin_host_and_one_progress_store() -> None:
+    app = lesson_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        first = lesson_screen(app)
+        app.open_explorer("tiny")
+        await settle(pilot)
+        explorer = app.screen
+        assert isinstance(explorer, ExploreScreen) and explorer.session is not None
+        assert first.session is not None
+        assert first.session.host is app.plugin_host()
+        assert first.store is app.progress_store()
+        assert explorer.session.variant is app.plugin_host().variant("tiny")

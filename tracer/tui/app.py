@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -23,7 +24,10 @@ from textual.theme import Theme
 
 from tracer.tui.commands import PaletteCommand, TracerCommands
 from tracer.tui.modals import ErrorScreen, HelpScreen
-from tracer.tui.progress import load_settings, save_settings
+from tracer.tui.progress import ProgressStore, load_settings, save_settings
+
+if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
 
 KEYMAP_ENV = "ATTN_KEYMAP"
 ARROWS = {"right": "→", "left": "←", "up": "↑", "down": "↓"}
@@ -69,6 +73,9 @@ class TracerApp(App[int]):
         self.variant_names: list[str] = []
         """Variants the plugins registered, once a screen has loaded them (for the palette)."""
         self.exit_status = 0
+        self._host: PluginHost | None = None
+        self._host_lock = threading.Lock()
+        self._store: ProgressStore | None = None
         keymap = parse_keymap(os.environ.get(KEYMAP_ENV, ""))
         if keymap:
             self.set_keymap(keymap)
@@ -76,6 +83,21 @@ class TracerApp(App[int]):
         chosen = theme or os.environ.get(THEME_ENV) or load_settings().get("theme")
         if isinstance(chosen, str) and chosen in self.available_themes:
             self.theme = chosen
+
+    def plugin_host(self) -> PluginHost:
+        """The app's one plugin host, loaded on first use (from a worker: it imports torch)."""
+        with self._host_lock:
+            if self._host is None:
+                from tracer.plugin_host import PluginHost
+
+                self._host = PluginHost(self.plugin_dirs)
+            return self._host
+
+    def progress_store(self) -> ProgressStore:
+        """The app's one progress store (saves merge with what other instances wrote)."""
+        if self._store is None:
+            self._store = ProgressStore()
+        return self._store
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._remember_theme)
@@ -179,7 +201,8 @@ class TracerApp(App[int]):
         dirs = self.plugin_dirs
         self._open(
             ExploreScreen(
-                lambda: explore_loader(variant, TraceOptions(), dirs), f"explore {variant}"
+                lambda host: explore_loader(variant, TraceOptions(), dirs, host),
+                f"explore {variant}",
             )
         )
 

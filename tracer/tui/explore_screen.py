@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -28,6 +29,9 @@ from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, Variant
 
+if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
+
 
 @dataclass
 class ExploreSession:
@@ -40,7 +44,8 @@ class ExploreSession:
     variant_names: tuple[str, ...] = ()
 
 
-Loader = Callable[[], ExploreSession]
+Loader = Callable[["PluginHost | None"], ExploreSession]
+"""Starts the variant, given the app's plugin host (None: the loader makes its own)."""
 
 
 class ExploreScreen(StepScreen):
@@ -90,7 +95,8 @@ class ExploreScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self) -> ExploreSession:
-        session = self._loader()
+        host_of = getattr(self.app, "plugin_host", None)
+        session = self._loader(host_of() if host_of is not None else None)
         first = session.stepper.get(0)
         if first.source_file:
             highlighted(first.source_file)  # the plugin's file, highlighted off the UI thread

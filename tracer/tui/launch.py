@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
     from tracer.runner import TraceOptions
     from tracer.tui.app import TracerApp
     from tracer.tui.explore_screen import ExploreSession
@@ -22,15 +23,17 @@ def explore_loader(
     variant: str,
     options: TraceOptions,
     plugin_dirs: list[str] | tuple[str, ...] = (),
+    host: PluginHost | None = None,
 ) -> ExploreSession:
-    """Load the plugins and start ``variant`` (runs in a worker: this imports torch)."""
+    """Load the plugins (unless ``host`` has) and start ``variant`` (in a worker: imports torch)."""
     from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
     from tracer.runner import build_context
     from tracer.tracing.stepper import Stepper
     from tracer.tui.explore_screen import ExploreSession
 
-    host = PluginHost(plugin_dirs)
+    if host is None:
+        host = PluginHost(plugin_dirs)
     found = host.variant(variant)
     inputs = options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
     context = build_context(inputs, options, variant=found)
@@ -50,7 +53,7 @@ def make_explore_app(
 
     return TracerApp(
         lambda: ExploreScreen(
-            lambda: explore_loader(variant, options, plugin_dirs), f"explore {variant}"
+            lambda host: explore_loader(variant, options, plugin_dirs, host), f"explore {variant}"
         ),
         plugin_dirs=plugin_dirs,
     )

@@ -318,7 +318,8 @@ class LessonScreen(StepScreen):
 
         path = resolve_lesson(spec, self.lesson_dirs)
         if host is None:
-            host = PluginHost(self.plugin_dirs)
+            host_of = getattr(self.app, "plugin_host", None)  # the app's one host
+            host = host_of() if host_of is not None else PluginHost(self.plugin_dirs)
         mtime = _mtime(path)
         lesson = load_lesson(path, host, extra_dirs=self.lesson_dirs)
         key = lesson_key(path, shipped_dir())
@@ -362,7 +363,8 @@ class LessonScreen(StepScreen):
         self.loops = dict(session.loops)
         self.app.variant_names = sorted(session.host.variants)  # type: ignore[attr-defined]
         if self.store is None:
-            self.store = ProgressStore()
+            store_of = getattr(self.app, "progress_store", None)  # the app's one store
+            self.store = store_of() if store_of is not None else ProgressStore()
         if self.store.warning:
             self.app.notify(self.store.warning, title="Progress", severity="warning", markup=False)
         saved = self.store.get(session.key)

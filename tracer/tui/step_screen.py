@@ -2,8 +2,9 @@
 
 Every binding has an id (``attn.next``, ...) so users can remap it with
 ``ATTN_KEYMAP`` (see :mod:`tracer.tui.app`). Moves that need the variant to
-run many steps (the end of a 262,144-step loop) run in a thread worker that
-reports progress and stops on Esc; everything else happens on the spot.
+run (one step or the end of a 262,144-step loop) run in a thread worker that
+reports progress after a moment and stops on Esc; steps already computed are
+shown on the spot.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
 """Seconds per step for auto-play; ``+`` and ``-`` move along this list."""
 DEFAULT_SPEED = 2
 SYNC_STEPS = 200
-"""Moves that run at most this many variant steps happen at once; longer ones in a worker."""
+"""A loop's end is looked up on the spot only if that costs at most this many steps.
+
+Every step the variant still has to compute runs in a worker, however short, so a
+variant that sleeps or never returns leaves q, Esc and ctrl+c working."""
 PROGRESS_DELAY = 0.3
 """Seconds a step may compute before the screen says it is still running."""
 NARROW = 100

@@ -15,8 +15,9 @@ Run it (not a test; numbers depend on the machine)::
     .venv/bin/python benchmarks/tui_latency.py            # all measurements
     .venv/bin/python benchmarks/tui_latency.py --runs 3   # fewer launches
 
-It writes a temporary 1,024-token inputs file and a temporary ATTN_DATA_DIR, so
-your own progress is never touched.
+It writes temporary 1,024- and 4,096-token inputs files and a temporary
+ATTN_DATA_DIR, so your own progress is never touched. ``--only TEXT`` runs the
+key-press cases whose title contains TEXT (and skips the first-frame runs).
 """
 
 from __future__ import annotations
@@ -178,27 +179,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="launches per app (default 5)")
     parser.add_argument("--presses", type=int, default=25, help="key presses per case (default 25)")
+    parser.add_argument("--only", default="", help="only the key-press cases whose title has this")
     args = parser.parse_args()
     python = sys.executable
-    right = b"\x1b[C"
+    right, left = b"\x1b[C", b"\x1b[D"
     with tempfile.TemporaryDirectory() as folder:
         env = environment(folder)
         bare = Path(folder) / "bare_app.py"
         bare.write_text(BARE_APP, encoding="utf-8")
         big = big_inputs(Path(folder))
+        huge = big_inputs(Path(folder), 4096)
         explore = [python, "-m", "tracer", "explore", "naive-loop"]
+        launches = 0 if args.only else args.runs
 
         bare_times = [
-            first_frame([python, str(bare)], b"BareAppReady", env) for _ in range(args.runs)
+            first_frame([python, str(bare)], b"BareAppReady", env) for _ in range(launches)
         ]
-        ours = [first_frame(explore, b"Loading", env) for _ in range(args.runs)]
-        picker = [first_frame([python, "-m", "tracer"], b"Choose", env) for _ in range(args.runs)]
-        ready = [
-            first_frame(explore, b"Token embeddings", env) for _ in range(max(1, args.runs // 2))
-        ]
-        bare_median, ours_median = statistics.median(bare_times), statistics.median(ours)
+        ours = [first_frame(explore, b"Loading", env) for _ in range(launches)]
+        picker = [first_frame([python, "-m", "tracer"], b"Choose", env) for _ in range(launches)]
+        ready = [first_frame(explore, b"Token embeddings", env) for _ in range(launches // 2 or 1)]
 
-        cases = [
+        cases: list[tuple[str, list[str], bytes, bytes | list[bytes]]] = [
             ("explore naive-loop, 6 tokens", explore, b"Token embeddings", right),
             (
                 "lesson 01_dot_products, 6 tokens",
@@ -218,15 +219,27 @@ def main() -> int:
                 b"Token embeddings",
                 right,
             ),
+            (
+                "explore vectorized, 4,096 tokens (overview of 4,096×4,096 stages)",
+                [python, "-m", "tracer", "explore", "vectorized", "--inputs", str(huge)],
+                b"Token embeddings",
+                # Four steps only: onto the scores, then back and forth between the two
+                # 4,096 × 4,096 stages (a key past the last step repaints nothing).
+                [right, right, left, right, left, right, left, right],
+            ),
         ]
         rows = []
         for title, argv, marker, key in cases:
+            if args.only and args.only not in title:
+                continue
             presses = args.presses
             if "lesson" in title:
                 presses = min(presses, 12)  # the lesson has a fixed number of steps
             if "trainable" in title:
                 presses = min(presses, 8)
-            times = key_latency(argv, marker, [key] * presses, env)
+            keys = key if isinstance(key, list) else [key] * presses
+            presses = len(keys)
+            times = key_latency(argv, marker, keys, env)
             firsts = [t[0] for t in times]
             settled = [t[1] for t in times]
             rows.append(
@@ -241,6 +254,25 @@ def main() -> int:
 
     print(f"terminal {COLUMNS}×{ROWS}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print()
+    if not args.only:
+        first_frames(bare_times, ours, picker, ready)
+    print(
+        "| key press → repainted frame | median, first repaint | median, settled | "
+        "max, settled | presses |"
+    )
+    print("|---|---|---|---|---|")
+    for title, first, median, worst, count in rows:
+        print(
+            f"| {title} | {first * 1000:.1f} ms | {median * 1000:.1f} ms | "
+            f"{worst * 1000:.1f} ms | {count} |"
+        )
+    return 0
+
+
+def first_frames(
+    bare_times: list[float], ours: list[float], picker: list[float], ready: list[float]
+) -> None:
+    bare_median, ours_median = statistics.median(bare_times), statistics.median(ours)
     print("| measure | median | ratio |")
     print("|---|---|---|")
     print(
@@ -260,17 +292,6 @@ def main() -> int:
         f"{statistics.median(ready) * 1000:.0f} ms | {statistics.median(ready) / bare_median:.2f}× |"
     )
     print()
-    print(
-        "| key press → repainted frame | median, first repaint | median, settled | "
-        "max, settled | presses |"
-    )
-    print("|---|---|---|---|---|")
-    for title, first, median, worst, count in rows:
-        print(
-            f"| {title} | {first * 1000:.1f} ms | {median * 1000:.1f} ms | "
-            f"{worst * 1000:.1f} ms | {count} |"
-        )
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,10 +5,13 @@ Numbers are checked against torch (``torch.dot``) and seed 001's printed score.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from tracer.inputs import load_inputs
+from tracer.render.text import format_number
 from tracer.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
@@ -38,6 +41,10 @@ def screen_of(app: TracerApp) -> ExploreScreen:
 def text_of(app: TracerApp, selector: str) -> str:
     widget = app.screen.query_one(selector, TextPane)
     return str(widget.render())
+
+
+def pane_names(app: TracerApp) -> list[str]:
+    return app.screen.query_one(TensorPane).tensor_names
 
 
 async def test_first_frame_shows_a_loading_pane_before_the_variant_runs() -> None:
@@ -70,10 +77,17 @@ async def test_stepping_forward_and_back_through_a_loop() -> None:
         assert row[:3] == pytest.approx(expected, abs=1e-6)
         assert row[3:] == [None, None, None]
         assert grid.row(1, 0, 6) == [None] * 6
-        # The two vectors being dotted are written out term by term.
+        # The declared dot product is written out term by term, with torch's own numbers.
         detail = text_of(app, "#tensor-detail")
-        assert "query = [0.4300, 0.1500, 0.8900]" in detail
-        assert "key = [0.5700, 0.8500, 0.6400]" in detail
+        terms = " + ".join(
+            f"{format_number(float(a))}×{format_number(float(b))}"
+            for a, b in zip(INPUTS[0], INPUTS[2], strict=True)
+        )
+        total = format_number(float(torch.dot(INPUTS[0], INPUTS[2])))
+        assert "score = query · key" in detail
+        assert f"{terms} = {total}" in detail.replace("\n", " ")
+        # The vectors themselves are on screen as tables, below the matrix.
+        assert pane_names(app) == ["scores", "query", "key", "score"]
         await press(pilot, "left", "p")
         assert screen.position == 1
         assert screen.query_one(TensorPane).grid.row(0, 0, 2) == [  # type: ignore[union-attr]
@@ -116,11 +130,15 @@ async def test_clicking_the_timeline_jumps_to_a_stage() -> None:
         step = screen.session.stepper.get(screen.position)  # type: ignore[union-attr]
         assert isinstance(step, Stage) and step.name == "weights"
         assert timeline.current == "weights"
-        # The weights stage has two tensors: t shows the next one.
+        # The weights stage has two tensors: both are on screen; t moves the keys to the next.
         pane = screen.query_one(TensorPane)
-        assert pane.selected == "weights"
+        assert pane_names(app) == ["weights", "scores"]
+        views = [view for view in pane.views if view.display]
+        assert [view.grid.name for view in views] == ["weights", "scores"]  # type: ignore[union-attr]
         await press(pilot, "t")
-        assert pane.selected == "scores"
+        assert app.focused is views[0]
+        await press(pilot, "t")
+        assert app.focused is views[1]
 
 
 async def test_help_overlay_lists_the_keys() -> None:
@@ -258,3 +276,30 @@ async def test_quitting_after_a_failed_start_exits_with_the_error_status() -> No
         await pilot.press("escape")
         await pilot.press("q")
     assert app.exit_status == 2  # a usage error, as on the command line
+
+
+async def test_q_quits_while_a_variant_is_still_computing_a_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = tmp_path / "release"
+    monkeypatch.setenv("ATTN_TEST_RELEASE", str(release))
+    app = explore("sleeps")
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = screen_of(app)
+            for _ in range(1000):  # not settle(): the prefetch of step 2 never finishes
+                await pilot.pause(0.01)
+                if screen.session is not None and screen.position == 0:
+                    break
+            await pilot.press("right")  # the variant is asleep inside its second step
+            for _ in range(60):
+                await pilot.pause(0.01)
+            # The UI thread is free: it still answers, and says what it is waiting for.
+            assert screen.busy and screen.position == 0
+            assert "Running to step 2" in text_of(app, "#narration")
+            await pilot.press("q")
+        # The app closed while the variant was still inside that step: q did not wait for it.
+        assert screen.session is not None and screen.session.stepper.produced == 1
+        assert app.return_code == 0
+    finally:
+        release.write_text("go", encoding="utf-8")

@@ -22,12 +22,23 @@ from tracer.tui.modals import ConfirmScreen, ErrorScreen
 from tracer.tui.progress import ProgressStore
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.tensor_pane import TensorPane
-from tracer.tui.text_pane import MarkdownPane
+from tracer.tui.text_pane import ProsePane
 
 from .conftest import LESSON, PLUGINS, press, settle
 
 INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
-STEPS = ["narration", "show", "loop", "compare", "quiz", "quiz", "checkpoint"]
+STEPS = [
+    "narration",
+    "show",
+    "loop",
+    "compare",
+    "quiz",
+    "quiz",
+    "checkpoint",
+    "show",
+    "show",
+    "quiz",
+]
 
 
 def lesson_app(path: Path = LESSON, *, resume: bool = False) -> TracerApp:
@@ -40,7 +51,7 @@ def lesson_screen(app: TracerApp) -> LessonScreen:
     return screen
 
 
-def rendered(widget: MarkdownPane) -> str:
+def rendered(widget: ProsePane) -> str:
     """What a Markdown pane draws, as plain text."""
     lines = widget.render_lines(widget.region.reset_offset)
     return "\n".join("".join(segment.text for segment in line) for line in lines)
@@ -52,15 +63,17 @@ async def goto(pilot: object, screen: LessonScreen, kind: str, occurrence: int =
     await settle(pilot)  # type: ignore[arg-type]
 
 
-async def test_narration_is_markdown_and_brackets_stay_literal() -> None:
+async def test_narration_is_shown_as_written() -> None:
     app = lesson_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         screen = lesson_screen(app)
         assert screen.position == Position(0, 0)
         assert app.screen.title == "TUI test lesson [brackets stay]"
-        text = rendered(screen.query_one("#narration-text", MarkdownPane))
+        text = rendered(screen.query_one("#narration-text", ProsePane))
         assert "[b]not bold[/b], [/] and [red]plain[/red]" in text
+        # Not Markdown: nothing the author wrote disappears or turns into formatting.
+        assert "The <mask> token, a*b*c and _x_ stay as typed." in text
 
 
 async def test_show_step_highlights_the_focus_with_live_values() -> None:
@@ -73,7 +86,7 @@ async def test_show_step_highlights_the_focus_with_live_values() -> None:
         assert isinstance(grid, TensorGrid)
         assert grid.highlight.cells == frozenset({(1, 0)})  # journey's row, Your's column
         assert grid.row(1, 0, 1)[0] == pytest.approx(0.9544, abs=5e-5)
-        assert screen.query_one("#caption", MarkdownPane).text == "All scores [36 of them]."
+        assert screen.query_one("#caption", ProsePane).text == "All scores [36 of them]."
 
 
 async def test_loop_step_has_sub_steps_and_a_limit() -> None:
@@ -186,7 +199,7 @@ async def test_saving_the_file_reloads_it_and_keeps_the_position(lesson_copy: Pa
         screen._check_file()  # what the watcher's timer does
         await settle(pilot)
         assert screen.position == Position(3, 0)
-        assert screen.query_one("#caption", MarkdownPane).text == "Edited caption [v2]."
+        assert screen.query_one("#caption", ProsePane).text == "Edited caption [v2]."
         # An edit that removes the step the learner is on falls back to the last step.
         lines = lesson_copy.read_text(encoding="utf-8").split("\n  - ")
         lesson_copy.write_text("\n  - ".join(lines[:3]) + "\n", encoding="utf-8")
@@ -234,7 +247,7 @@ async def test_fixing_the_lesson_closes_the_stale_error(lesson_copy: Path) -> No
         await settle(pilot)
         assert app.screen is screen
         await press(pilot, "right")
-        assert screen.query_one("#caption", MarkdownPane).text.startswith("Every score")
+        assert screen.query_one("#caption", ProsePane).text.startswith("Every score")
 
 
 async def test_a_lesson_that_cannot_load_is_an_error_modal(tmp_path: Path) -> None:
@@ -273,7 +286,7 @@ async def test_the_picker_offers_to_resume_the_last_lesson(monkeypatch: pytest.M
         modal = picker.screen
         assert isinstance(modal, ConfirmScreen)
         assert "TUI test lesson [brackets stay]" in modal.question
-        assert "step 4 of 7" in modal.question
+        assert "step 4 of 10" in modal.question
         await press(pilot, "y")
         await settle(pilot)
         assert lesson_screen(picker).position == Position(3, 0)

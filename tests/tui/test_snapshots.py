@@ -1,4 +1,9 @@
-"""SVG snapshots of the main screens at 80×24 and 120×40 (pytest-textual-snapshot).
+"""SVG snapshots of the main screens at 80×24, 120×40 and 200×60 (pytest-textual-snapshot).
+
+Every step kind (narration, show, a show of every tensor, a derived value, loop,
+compare, quiz with its table, checkpoint, the end-of-lesson summary), the
+explorer inside a loop and at its last stage, a 200-token overview, the token
+view, and a light theme.
 
 Regenerate after an intended change with
 ``.venv/bin/pytest tests/tui/test_snapshots.py --snapshot-update`` and look at
@@ -23,7 +28,9 @@ from tracer.tui.lesson_screen import LessonScreen
 from .conftest import LESSON, PLUGINS, press, settle
 
 Snap = Callable[..., bool]
-SIZES = [(80, 24), (120, 40)]
+SIZES = [(80, 24), (120, 40), (200, 60)]
+IDS = ["80x24", "120x40", "200x60"]
+LONG = Path(__file__).parent / "inputs" / "tokens200.yaml"
 
 
 def explore_app() -> Any:
@@ -46,7 +53,7 @@ def lesson_at(step: int, *keys: str) -> Callable[[Pilot[Any]], Any]:
     return run_before
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_explore_inside_a_loop(snap_compare: Snap, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await settle(pilot)
@@ -55,13 +62,45 @@ def test_explore_inside_a_loop(snap_compare: Snap, size: tuple[int, int]) -> Non
     assert snap_compare(explore_app(), terminal_size=size, run_before=run_before)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_explore_at_the_last_stage(snap_compare: Snap, size: tuple[int, int]) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await settle(pilot)
         await press(pilot, "end")
 
     assert snap_compare(explore_app(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_explore_200_tokens_overview(snap_compare: Snap, size: tuple[int, int]) -> None:
+    from tracer.inputs import load_inputs
+
+    app = make_explore_app("tiny", TraceOptions(inputs=load_inputs(str(LONG))), [str(PLUGINS)])
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await press(pilot, "end")
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_explore_token_view(snap_compare: Snap) -> None:
+    app = make_explore_app("tiny", TraceOptions(query=1), [str(PLUGINS)])
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await press(pilot, "end", "w")
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", ["textual-light", "solarized-light"])
+def test_lesson_loop_in_a_light_theme(snap_compare: Snap, theme: str) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        pilot.app.theme = theme
+        await lesson_at(2, "right", "right")(pilot)
+
+    assert snap_compare(lesson_app(), terminal_size=(120, 40), run_before=run_before)
 
 
 def test_explore_at_the_smallest_size(snap_compare: Snap) -> None:
@@ -72,28 +111,58 @@ def test_explore_at_the_smallest_size(snap_compare: Snap) -> None:
     assert snap_compare(explore_app(), terminal_size=(40, 12), run_before=run_before)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_lesson_narration(snap_compare: Snap, size: tuple[int, int]) -> None:
     assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(0))
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_lesson_show_step(snap_compare: Snap, size: tuple[int, int]) -> None:
     assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(1))
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_lesson_compare_step(snap_compare: Snap, size: tuple[int, int]) -> None:
     assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(3))
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_lesson_loop_step(snap_compare: Snap, size: tuple[int, int]) -> None:
+    assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(2, "right", "right"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_lesson_show_every_tensor(snap_compare: Snap, size: tuple[int, int]) -> None:
+    assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(8))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_lesson_derived_value(snap_compare: Snap, size: tuple[int, int]) -> None:
+    assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(7))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_lesson_quiz_with_its_table(snap_compare: Snap, size: tuple[int, int]) -> None:
+    assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(9))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_lesson_checkpoint(snap_compare: Snap, size: tuple[int, int]) -> None:
+    assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(6))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+def test_lesson_end_summary(snap_compare: Snap, size: tuple[int, int]) -> None:
+    assert snap_compare(lesson_app(), terminal_size=size, run_before=lesson_at(9, "right"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_lesson_quiz_answered(snap_compare: Snap, size: tuple[int, int]) -> None:
     run_before = lesson_at(5, "0", "full_stop", "9", "enter")
     assert snap_compare(lesson_app(), terminal_size=size, run_before=run_before)
 
 
-@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
 def test_picker(
     snap_compare: Snap, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

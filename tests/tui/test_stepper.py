@@ -13,7 +13,7 @@ from tracer.inputs import load_inputs
 from tracer.plugin_host import PluginHost
 from tracer.runner import TraceOptions, build_context
 from tracer.tracing import VariantRunError
-from tracer.tui.stepper import Stepper
+from tracer.tracing.stepper import Stepper
 from tracer.variant import Stage, SubStep
 
 from .conftest import PLUGINS
@@ -59,8 +59,15 @@ def test_stepping_back_past_the_window_replays_the_same_steps(host: PluginHost) 
     assert len(stepper._recent) <= 4
 
 
-def test_the_loop_canvas_holds_each_dot_product_as_of_a_sub_step(host: PluginHost) -> None:
-    stepper = naive_stepper(host)
+def tiny_stepper() -> Stepper:
+    host = PluginHost([str(PLUGINS)])
+    context = build_context(load_inputs("your-journey"), TraceOptions(), uses_weights=False)
+    return Stepper(lambda: host.start("tiny", context))
+
+
+def test_the_loop_canvas_holds_each_dot_product_as_of_a_sub_step() -> None:
+    # The test plugin's loop declares equation=Dot("query", "key", "score").
+    stepper = tiny_stepper()
     stepper.get(36)  # the last sub-step of the scores loop
     canvas = stepper.canvases["scores"]
     inputs = torch.tensor(load_inputs("your-journey").embeddings)
@@ -73,6 +80,25 @@ def test_the_loop_canvas_holds_each_dot_product_as_of_a_sub_step(host: PluginHos
     # As of sub-step 7 (row 1, column 1), later cells are still empty.
     assert canvas.value(1, 1, upto=7) is not None
     assert canvas.value(1, 2, upto=7) is None
+
+
+def test_only_a_declared_dot_product_fills_a_canvas(host: PluginHost) -> None:
+    # naive-loop's context loop multiplies a weight into a vector: its single numbers are
+    # weights, not cells of the context tensor, so no matrix may be drawn from them.
+    stepper = naive_stepper(host)
+    stepper.last()
+    assert "context" not in stepper.canvases
+
+
+def test_a_plugin_calling_sys_exit_ends_its_trace_not_the_program() -> None:
+    host = PluginHost([str(PLUGINS)])
+    context = build_context(load_inputs("your-journey"), TraceOptions(), uses_weights=False)
+    stepper = Stepper(lambda: host.start("exits", context))
+    assert isinstance(stepper.get(0), Stage)
+    with pytest.raises(IndexError):
+        stepper.get(1)
+    assert stepper.error is not None and "SystemExit" in str(stepper.error)
+    assert stepper.error.exit_status == 3
 
 
 def test_next_stage_is_the_end_of_the_current_loop(host: PluginHost) -> None:

@@ -8,10 +8,14 @@ torch nor the plugins.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -20,7 +24,10 @@ from textual.theme import Theme
 
 from tracer.tui.commands import PaletteCommand, TracerCommands
 from tracer.tui.modals import ErrorScreen, HelpScreen
-from tracer.tui.progress import load_settings, save_settings
+from tracer.tui.progress import ProgressStore, load_settings, save_settings
+
+if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
 
 KEYMAP_ENV = "ATTN_KEYMAP"
 ARROWS = {"right": "→", "left": "←", "up": "↑", "down": "↓"}
@@ -46,6 +53,8 @@ class TracerApp(App[int]):
     COMMANDS: ClassVar = App.COMMANDS | {TracerCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="attn.quit"),
+        # ctrl+c quits, as in any terminal program, even while a quiz answer is being typed.
+        Binding("ctrl+c", "quit", "Quit", id="attn.quit_ctrl_c", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?", id="attn.help"),
     ]
 
@@ -64,6 +73,9 @@ class TracerApp(App[int]):
         self.variant_names: list[str] = []
         """Variants the plugins registered, once a screen has loaded them (for the palette)."""
         self.exit_status = 0
+        self._host: PluginHost | None = None
+        self._host_lock = threading.Lock()
+        self._store: ProgressStore | None = None
         keymap = parse_keymap(os.environ.get(KEYMAP_ENV, ""))
         if keymap:
             self.set_keymap(keymap)
@@ -72,8 +84,34 @@ class TracerApp(App[int]):
         if isinstance(chosen, str) and chosen in self.available_themes:
             self.theme = chosen
 
+    def plugin_host(self) -> PluginHost:
+        """The app's one plugin host, loaded on first use (from a worker: it imports torch)."""
+        with self._host_lock:
+            if self._host is None:
+                from tracer.plugin_host import PluginHost
+
+                self._host = PluginHost(self.plugin_dirs)
+            return self._host
+
+    def progress_store(self) -> ProgressStore:
+        """The app's one progress store (saves merge with what other instances wrote)."""
+        if self._store is None:
+            self._store = ProgressStore()
+        return self._store
+
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._remember_theme)
+        # Closing on SIGTERM/SIGHUP the way q does restores the terminal (no raw mode left).
+        loop = asyncio.get_running_loop()
+        for name in ("SIGTERM", "SIGHUP"):
+            number = getattr(signal, name, None)
+            if number is not None:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(number, self._terminated, number)
+
+    def _terminated(self, number: int) -> None:
+        self.exit_status = 128 + number
+        self.exit(return_code=self.exit_status)
 
     def _remember_theme(self, theme: Theme) -> None:
         settings = load_settings()
@@ -139,9 +177,21 @@ class TracerApp(App[int]):
         from tracer.tui.lesson_screen import LessonScreen
 
         assert isinstance(path, Path)
-        self.push_screen(
-            LessonScreen(path, plugin_dirs=self.plugin_dirs, lesson_dirs=self.lesson_dirs)
-        )
+        self._open(LessonScreen(path, plugin_dirs=self.plugin_dirs, lesson_dirs=self.lesson_dirs))
+
+    def _open(self, screen: Screen[Any]) -> None:
+        """A lesson or explorer replaces the one on screen (one at a time, never stacked)."""
+        from tracer.tui.step_screen import StepScreen
+
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, StepScreen):
+            self.pop_screen()  # modals (a lesson's end, an error) close first
+        current = self.screen
+        if isinstance(current, StepScreen):
+            current.stop_autoplay()
+        if isinstance(current, StepScreen) and len(self.screen_stack) > 1:
+            self.switch_screen(screen)  # replaces the lesson opened earlier from here
+        else:
+            self.push_screen(screen)  # the first screen stays underneath (it cannot be replaced)
 
     def open_explorer(self, variant: str) -> None:
         from tracer.runner import TraceOptions
@@ -149,9 +199,10 @@ class TracerApp(App[int]):
         from tracer.tui.launch import explore_loader
 
         dirs = self.plugin_dirs
-        self.push_screen(
+        self._open(
             ExploreScreen(
-                lambda: explore_loader(variant, TraceOptions(), dirs), f"explore {variant}"
+                lambda host: explore_loader(variant, TraceOptions(), dirs, host),
+                f"explore {variant}",
             )
         )
 

@@ -2,7 +2,7 @@
 
 The screen paints at once; a thread worker then imports torch, loads the
 plugins and computes the first step, while the tensor pane shows a loading
-indicator. Steps are numbered by a :class:`~tracer.tui.stepper.Stepper`,
+indicator. Steps are numbered by a :class:`~tracer.tracing.stepper.Stepper`,
 which makes stepping back possible on a trace that only runs forwards.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -19,14 +20,17 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.source_view import SourceView, highlighted
-from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
-from tracer.tui.stepper import Stepper
-from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.step_screen import StepScreen, freeze_heap
+from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, Variant
+
+if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
 
 
 @dataclass
@@ -40,19 +44,24 @@ class ExploreSession:
     variant_names: tuple[str, ...] = ()
 
 
-Loader = Callable[[], ExploreSession]
+Loader = Callable[["PluginHost | None"], ExploreSession]
+"""Starts the variant, given the app's plugin host (None: the loader makes its own)."""
 
 
 class ExploreScreen(StepScreen):
     """Stages of a variant, with its source, its tensors and a timeline."""
 
     HELP = (
-        "Step through a variant as it runs. Loops show their matrix filling in, one "
-        "cell per step; the highlighted lines on the left are the code that ran."
+        "Step through a variant as it runs. Every tensor of a step is on screen; loops "
+        "whose sub-steps declare a dot product show their matrix filling in, one cell per "
+        "step, with the products written out. The highlighted lines on the left are the "
+        "code that ran; ◆ marks the statement that made the tensor, and the tracer's own "
+        "plumbing is dimmed. z: overview of a large table or its numbers; w: a query's "
+        "weight to each key."
     )
 
     def __init__(self, loader: Loader, title: str) -> None:
-        super().__init__(id="explore")
+        super().__init__()
         self._loader = loader
         self.title_text = title
         self.session: ExploreSession | None = None
@@ -73,6 +82,9 @@ class ExploreScreen(StepScreen):
     def pane(self) -> TensorPane:
         return self.query_one(TensorPane)
 
+    def tensor_pane(self) -> TensorPane | None:
+        return self.pane
+
     def on_mount(self) -> None:
         self.title = self.title_text
         self.query_one("#source", SourceView).border_title = "source"
@@ -83,7 +95,8 @@ class ExploreScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self) -> ExploreSession:
-        session = self._loader()
+        host_of = getattr(self.app, "plugin_host", None)
+        session = self._loader(host_of() if host_of is not None else None)
         first = session.stepper.get(0)
         if first.source_file:
             highlighted(first.source_file)  # the plugin's file, highlighted off the UI thread
@@ -158,8 +171,15 @@ class ExploreScreen(StepScreen):
             narration.append(f"Loop building “{step.stage}”", style="bold")
             narration.append(f" · cell ({cell})")
             try:
+                number = stepper.stage_number(step.stage)
+                built = stepper.stages.get(number) if number is not None else None
                 self.pane.show_substep(
-                    step, stepper.canvases.get(step.stage), tokens, formula=False
+                    step,
+                    stepper.canvases.get(step.stage),
+                    tokens,
+                    formula=False,
+                    canvas_axes=loop_axes(built),
+                    query=session.query,
                 )
             except Exception as error:
                 self.pane.show_error(f"cannot show this sub-step: {self.describe(error)}")
@@ -172,7 +192,10 @@ class ExploreScreen(StepScreen):
         if index == 0 and variant.description:
             narration.append("\n\n" + variant.description)
         self.query_one("#narration", TextPane).show(narration)
-        self.query_one("#source", SourceView).show_file(step.source_file, step.lines)
+        produced = next(iter(step.tensors), None) if isinstance(step, Stage) else None
+        self.query_one("#source", SourceView).show_file(
+            step.source_file, step.lines, produced=produced, files=step.files
+        )
         done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
         self.query_one(Timeline).set_current(current, done)
         if not stepper.finished and not stepper.known(index + 1):
@@ -191,8 +214,10 @@ class ExploreScreen(StepScreen):
         if session is None or session.stepper.error is None or self.error_shown:
             return
         stepper = session.stepper
-        if stepper.total is not None and self.position == stepper.total - 1:
+        error = stepper.error
+        if error is not None and stepper.total is not None and self.position == stepper.total - 1:
             self.error_shown = True
+            self.set_exit_status(error)  # quitting now says a plugin failed
             message = str(stepper.error)
             self.app.show_error("The variant stopped with an error", message)  # type: ignore[attr-defined]
 
@@ -207,14 +232,11 @@ class ExploreScreen(StepScreen):
         if stepper.total is not None and index >= stepper.total:
             self._report_stop()
             return False
-        if stepper.cost(index) <= SYNC_STEPS:
-            try:
-                stepper.get(index)
-            except IndexError:
-                self._report_stop()
-                return False
+        if stepper.known(index):
             self.show_step(index)
             return True
+        # Anything the variant still has to compute runs in a worker, however short: a
+        # variant that sleeps or never returns must leave q, Esc and ctrl+c working.
 
         def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int:
             stepper.get(index, cancelled=cancelled, progress=progress)

@@ -2,7 +2,10 @@
 
 The view asks for the cells it can see and nothing more, so a 1,024 × 1,024
 tensor costs the same per frame as a 6 × 6 one. Tensors of rank above two
-are shown with their leading axes folded into the rows (``0·Your``).
+are shown with their leading axes folded into the rows (``head 0·Your``).
+Labels come from the axes the variant named (:mod:`tracer.render.labels`):
+an axis it did not name is labelled by index, never with guessed tokens.
+The overview reads the grid downsampled to a block per screen cell.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.render.labels import axis_labels
+from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
-from tracer.tui.stepper import LoopCanvas
+from tracer.tracing.stepper import LoopCanvas
 
 Cell = tuple[int, int]
 
@@ -28,6 +31,8 @@ class Highlight:
     columns: frozenset[int] = frozenset()
     cells: frozenset[Cell] = frozenset()
     current: Cell | None = None
+    hidden: frozenset[Cell] = frozenset()
+    """Cells whose value is a quiz's answer not yet given: drawn as "?"."""
 
 
 @dataclass
@@ -63,6 +68,73 @@ class Grid:
     def has_non_finite(self) -> bool:
         return False
 
+    def overview(self, rows: int, columns: int) -> list[list[float | None]]:
+        """The grid averaged into ``rows`` × ``columns`` blocks (at most its own size).
+
+        Non-finite values (a mask's -inf) and empty cells are left out of a
+        block's mean; a block with nothing finite is None.
+        """
+        raise NotImplementedError
+
+    def is_weights(self) -> bool:
+        """Whether each row is a distribution over key tokens (attention weights)."""
+        return False
+
+
+def block_means(
+    data: Any, rows: int, columns: int, *, all_finite: bool = False
+) -> list[list[float | None]]:
+    """Mean of the finite values of ``data`` (2-d torch tensor) in rows × columns blocks.
+
+    Adaptive average pooling does the work in one pass of native code (a
+    4,096 × 4,096 table in milliseconds); pooling the finite-value mask beside
+    the values turns the two averages into a mean over finite cells only.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    height, width = data.shape
+    rows, columns = max(1, min(rows, height)), max(1, min(columns, width))
+    data = data.to(torch.float32)
+    if all_finite:
+        pooled_values = F.adaptive_avg_pool2d(data[None], (rows, columns))[0]
+        overview: list[list[float | None]] = pooled_values.to(torch.float64).tolist()
+        return overview
+    finite = torch.isfinite(data)
+    values = torch.where(finite, data, torch.zeros((), dtype=torch.float32))
+    stacked = torch.stack((values, finite.to(torch.float32)))  # pooled together, one call
+    pooled = F.adaptive_avg_pool2d(stacked, (rows, columns))
+    share = pooled[1]
+    means = (pooled[0] / share.clamp(min=1e-12)).to(torch.float64).tolist()
+    empty = (share == 0).tolist()
+    return [
+        [None if gone else value for value, gone in zip(row, gaps, strict=True)]
+        for row, gaps in zip(means, empty, strict=True)
+    ]
+
+
+def tensor_labels(
+    shape: Sequence[int], axes: Sequence[str] | None, tokens: Sequence[str], query: int | None
+) -> tuple[list[str], list[str], tuple[Axis, ...]]:
+    """Row and column labels for a tensor of any rank (leading axes folded into the rows)."""
+    named = label_axes(shape, axes, tokens, query)
+    if len(named) == 0:
+        return [""], [""], named
+    if len(named) == 1:
+        only = named[0]
+        row = ""
+        if only.name == "key" and query is not None and 0 <= query < len(tokens):
+            row = tokens[query]  # one query's row of a (query, key) table
+        return [row], list(only.labels), named
+    rows = list(named[-2].labels)
+    if len(named) > 2:
+        prefixes: list[str] = [""]
+        for axis in named[:-2]:
+            prefix = f"{axis.name} " if axis.name and not axis.tokens else ""
+            prefixes = [f"{before}{prefix}{label}·" for before in prefixes for label in axis.labels]
+        rows = [f"{prefix}{label}" for prefix in prefixes for label in rows]
+    return rows, list(named[-1].labels), named
+
 
 class TensorGrid(Grid):
     """A torch tensor of any rank, shown as rows × columns."""
@@ -74,6 +146,7 @@ class TensorGrid(Grid):
         tokens: Sequence[str],
         query: int | None = None,
         highlight: Highlight | None = None,
+        axes: Sequence[str] | None = None,
     ) -> None:
         import torch
 
@@ -85,22 +158,20 @@ class TensorGrid(Grid):
         if data.dtype == torch.bool or not data.is_floating_point():
             data = data.to(torch.float64)
         shape = tuple(data.shape)
-        labels = axis_labels(shape[-2:] if len(shape) > 2 else shape, tokens, query)
-        rows: list[str] = list(labels.rows)
-        if data.dim() > 2:
-            prefixes = ["·".join(str(i) for i in index) for index in _indices(shape[:-2])]
-            rows = [f"{prefix}·{label}" for prefix in prefixes for label in labels.rows]
-        self._data = data.reshape(len(rows), len(labels.columns))
+        rows, columns, self.axes = tensor_labels(shape, axes, tokens, query)
+        self._data = data.reshape(len(rows), len(columns))
         low, high, self._non_finite = _value_range(tensor, self._data)
         super().__init__(
             name=name,
             row_labels=rows,
-            column_labels=list(labels.columns),
+            column_labels=columns,
             low=low,
             high=high,
             shape="×".join(str(n) for n in shape) or "scalar",
             highlight=highlight or Highlight(),
         )
+        self._overview_key: tuple[int, int] | None = None
+        self._overview: list[list[float | None]] = []
 
     def row(self, row: int, start: int, stop: int) -> list[float | None]:
         values: list[float | None] = self._data[row, start:stop].tolist()
@@ -109,24 +180,45 @@ class TensorGrid(Grid):
     def has_non_finite(self) -> bool:
         return bool(self._non_finite)
 
+    def overview(self, rows: int, columns: int) -> list[list[float | None]]:
+        key = (rows, columns)
+        if self._overview_key != key:
+            self._overview = block_means(self._data, rows, columns, all_finite=not self._non_finite)
+            self._overview_key = key
+        return self._overview
+
+    def is_weights(self) -> bool:
+        import torch
+
+        if not self.axes or self.axes[-1].name != "key" or self._data.numel() == 0:
+            return False
+        data = self._data
+        if not bool(torch.isfinite(data).all()) or bool((data < 0).any()):
+            return False
+        return bool(torch.allclose(data.sum(dim=-1), torch.ones(()), atol=1e-4))
+
 
 class CanvasGrid(Grid):
     """A loop's matrix as it stood after sub-step ``upto``: later cells are still empty."""
 
     def __init__(
-        self, name: str, canvas: LoopCanvas, upto: int, tokens: Sequence[str], highlight: Highlight
+        self,
+        name: str,
+        canvas: LoopCanvas,
+        upto: int,
+        tokens: Sequence[str],
+        highlight: Highlight,
+        axes: Sequence[str] | None = None,
     ) -> None:
         self._canvas = canvas
         self._upto = upto
         low, high = (canvas.low, canvas.high) if canvas.low <= canvas.high else (0.0, 0.0)
 
-        def along(size: int) -> list[str]:
-            return list(tokens) if size == len(tokens) else [str(i) for i in range(size)]
-
+        rows, columns, _ = tensor_labels((canvas.rows, canvas.cols), axes, tokens, None)
         super().__init__(
             name=name,
-            row_labels=along(canvas.rows),
-            column_labels=along(canvas.cols),
+            row_labels=rows,
+            column_labels=columns,
             low=low,
             high=high,
             shape=f"{canvas.rows}×{canvas.cols}",
@@ -140,6 +232,18 @@ class CanvasGrid(Grid):
 
     def filled(self) -> int:
         return sum(1 for order in self._canvas.order if 0 <= order <= self._upto)
+
+    def overview(self, rows: int, columns: int) -> list[list[float | None]]:
+        import torch
+
+        canvas = self._canvas
+        values = torch.frombuffer(canvas.values, dtype=torch.float64).reshape(
+            canvas.rows, canvas.cols
+        )
+        order = torch.frombuffer(canvas.order, dtype=torch.int64).reshape(canvas.rows, canvas.cols)
+        written = (order >= 0) & (order <= self._upto)
+        shown = torch.where(written, values, torch.full((), math.nan, dtype=torch.float64))
+        return block_means(shown, rows, columns)
 
 
 _RANGES: OrderedDict[int, tuple[Any, float, float, bool]] = OrderedDict()
@@ -178,10 +282,3 @@ def _value_range(original: Any, data: Any) -> tuple[float, float, bool]:
     while len(_RANGES) > _RANGES_KEPT:
         _RANGES.popitem(last=False)
     return result
-
-
-def _indices(shape: Sequence[int]) -> list[tuple[int, ...]]:
-    out: list[tuple[int, ...]] = [()]
-    for size in shape:
-        out = [(*index, i) for index in out for i in range(size)]
-    return out

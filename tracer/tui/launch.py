@@ -1,17 +1,19 @@
-"""Entry points from the command line into the app: picker, lesson, explorer.
+"""Building and running the app: picker, lesson or explorer (no argparse here).
 
-Each checks what it can without torch (inputs files, option values), so a
-typo still gets the CLI's one-line error and exit status, then starts the
-app, whose screens do the heavy loading in a worker after the first frame.
+The command line (:mod:`tracer.cli.app_cmd`) checks its arguments, then calls
+these; the app's screens do the heavy loading in a worker after the first frame.
 """
 
 from __future__ import annotations
 
-import argparse
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
     from tracer.runner import TraceOptions
     from tracer.tui.app import TracerApp
     from tracer.tui.explore_screen import ExploreSession
@@ -21,15 +23,17 @@ def explore_loader(
     variant: str,
     options: TraceOptions,
     plugin_dirs: list[str] | tuple[str, ...] = (),
+    host: PluginHost | None = None,
 ) -> ExploreSession:
-    """Load the plugins and start ``variant`` (runs in a worker: this imports torch)."""
+    """Load the plugins (unless ``host`` has) and start ``variant`` (in a worker: imports torch)."""
     from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
     from tracer.runner import build_context
+    from tracer.tracing.stepper import Stepper
     from tracer.tui.explore_screen import ExploreSession
-    from tracer.tui.stepper import Stepper
 
-    host = PluginHost(plugin_dirs)
+    if host is None:
+        host = PluginHost(plugin_dirs)
     found = host.variant(variant)
     inputs = options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
     context = build_context(inputs, options, variant=found)
@@ -49,28 +53,10 @@ def make_explore_app(
 
     return TracerApp(
         lambda: ExploreScreen(
-            lambda: explore_loader(variant, options, plugin_dirs), f"explore {variant}"
+            lambda host: explore_loader(variant, options, plugin_dirs, host), f"explore {variant}"
         ),
         plugin_dirs=plugin_dirs,
     )
-
-
-def open_explore(args: argparse.Namespace) -> int:
-    """``attn explore VARIANT [trace options]``."""
-    from dataclasses import replace
-
-    from tracer.cli.options import trace_options
-    from tracer.inputs import load_inputs
-    from tracer.runner import resolve_query
-
-    options = trace_options(args)
-    assert isinstance(options.inputs, str)
-    inputs = load_inputs(options.inputs)
-    resolve_query(options.query, inputs.tokens)
-    options = replace(options, inputs=inputs)
-    app = make_explore_app(args.variant, options, list(args.plugins_dir or ()))
-    app.run()
-    return app.exit_status
 
 
 def make_lesson_app(
@@ -90,22 +76,6 @@ def make_lesson_app(
     )
 
 
-def open_lesson(args: argparse.Namespace) -> int:
-    """``attn lesson NAME|PATH``: the lesson must exist; its problems show inside the app."""
-    from tracer.lessons.loader import resolve_lesson
-
-    spec = getattr(args, "lesson", None) or getattr(args, "name", None)
-    lesson_dirs = list(getattr(args, "lessons_dir", None) or ())
-    path = resolve_lesson(str(spec), lesson_dirs)
-    app = make_lesson_app(
-        path,
-        plugin_dirs=list(getattr(args, "plugins_dir", None) or ()),
-        lesson_dirs=lesson_dirs,
-    )
-    app.run()
-    return app.exit_status
-
-
 def make_picker_app(
     *,
     plugin_dirs: list[str] | tuple[str, ...] = (),
@@ -121,11 +91,35 @@ def make_picker_app(
     )
 
 
-def open_picker(args: argparse.Namespace) -> int:
-    """``attn`` with no command: choose a lesson (or resume the last one)."""
-    app = make_picker_app(
-        plugin_dirs=list(getattr(args, "plugins_dir", None) or ()),
-        lesson_dirs=list(getattr(args, "lessons_dir", None) or ()),
-    )
+def run_app(app: TracerApp) -> int:
+    """Run the app; the exit status says how it ended, and the terminal is always restored.
+
+    * SIGTERM (and SIGHUP) close the app like ``q`` does (see ``TracerApp``), so
+      the terminal leaves the alternate screen and mouse tracking.
+    * A crash (an exception Textual caught and printed) exits 1, never 0.
+    * A plugin stuck in a worker thread cannot be interrupted; once the app has
+      closed and the terminal is restored, the process ends without waiting for it.
+    """
+    import threading
+
     app.run()
-    return app.exit_status
+    status = app.exit_status
+    if status == 0 and (app.return_code or 0) != 0:
+        status = app.return_code or 1
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
+    if stuck and any(not t.daemon for t in stuck):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)  # a variant that never returns must not keep the process alive
+    return status
+
+
+def __getattr__(name: str) -> Callable[[Any], int]:
+    """``open_picker`` and ``open_lesson`` moved to :mod:`tracer.cli.app_cmd` (argparse-facing);
+    kept reachable here for callers that still import them from this module."""
+    if name in ("open_picker", "open_lesson", "open_explore"):
+        from tracer.cli import app_cmd
+
+        opener: Callable[[Any], int] = getattr(app_cmd, name)
+        return opener
+    raise AttributeError(name)

@@ -1,7 +1,7 @@
 """``attn lesson NAME``: a lesson, step by step, with live tensors, loops, comparisons and quizzes.
 
 The lesson's position is a step number and, inside a ``loop`` step, a
-sub-step number. Loops are stepped with a :class:`~tracer.tui.stepper.Stepper`
+sub-step number. Loops are stepped with a :class:`~tracer.tracing.stepper.Stepper`
 of their own, so stepping back inside a long loop works without keeping it all.
 Progress (position, quiz answers) is saved after every move. The lesson file
 is watched: saving it in an editor reloads it in place, keeping the position
@@ -14,10 +14,11 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -33,27 +34,33 @@ from tracer.lessons.model import (
     LessonStep,
     Loop,
     Narration,
+    Operation,
     Quiz,
     Show,
+    TensorRef,
 )
+from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
-from tracer.tui.modals import ErrorScreen
+from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
 from tracer.tui.source_view import SourceView, highlighted
 from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
-from tracer.tui.stepper import Stepper
-from tracer.tui.tensor_pane import TensorPane
-from tracer.tui.text_pane import MarkdownPane
+from tracer.tui.tensor_pane import TensorPane, loop_axes
+from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, SubStep
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.runner import LessonRunner, Resolved
     from tracer.plugin_host import PluginHost
 
 WATCH_SECONDS = 0.5
+COMPARE_SMALL = 12
+"""A compared table this many lines high (or less) gets exactly its height."""
+COUNT_STEPS = 2048
+"""Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
 STEP_ICONS = {
     "narration": "¶",
     "show": "▦",
@@ -127,6 +134,25 @@ class LoopState:
     def count_known(self) -> int | None:
         return None if self.last is None else self.last - self.first + 1
 
+    def count_within(self, steps: int) -> int | None:
+        """Run the loop to its end if that takes at most ``steps`` sub-steps (loading worker)."""
+        if self.last is not None or self.limit is not None:
+            return self.count_known()
+        stepper = self.stepper
+        bound = self.first + steps
+
+        def too_long() -> bool:
+            return stepper.produced > bound
+
+        try:
+            end = stepper.next_stage(self.first, cancelled=too_long)
+        except Cancelled:
+            return None
+        if end is None and stepper.error is not None:
+            return None  # the variant failed inside the loop: stepping there reports it
+        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
+        return self.count_known()
+
     def find_end(self, *, cheap_only: bool) -> int | None:
         """The global number of the loop's last sub-step shown (runs the loop if needed)."""
         if self.last is not None:
@@ -186,9 +212,10 @@ class LessonScreen(StepScreen):
     AUTO_FOCUS = ""
 
     HELP = (
-        "Step through the lesson with → and ←. Loop steps have sub-steps: e jumps to the "
-        "end of the loop. Answer quizzes in place (digits for choices, Enter for numbers). "
-        "Your place and answers are saved; editing the lesson file reloads it."
+        "Step through the lesson with → and ←. Loop steps have sub-steps (pair 3 of 36): e "
+        "jumps to the end of the loop. Answer quizzes in place (digits for choices, Enter for "
+        "numbers); auto-play stops at them. Your place and answers are saved; editing the "
+        "lesson file reloads it. z: overview or numbers; w: a query's weight to each key."
     )
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -218,7 +245,7 @@ class LessonScreen(StepScreen):
         host: PluginHost | None = None,
         watch: bool = True,
     ) -> None:
-        super().__init__(id="lesson")
+        super().__init__()
         self.spec = spec
         self.plugin_dirs = tuple(plugin_dirs)
         self.lesson_dirs = tuple(lesson_dirs)
@@ -238,25 +265,37 @@ class LessonScreen(StepScreen):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 with VerticalScroll(id="lesson-text"):
-                    yield MarkdownPane(id="caption")
+                    yield ProsePane(id="caption")
+                    yield TextPane(id="loop-position")
                 yield SourceView(id="source")
-            with ContentSwitcher(id="lesson-body", initial="tensors"):
-                yield TensorPane(id="tensors")
-                with Vertical(id="compare"):
-                    with Horizontal(id="compare-sides"):
+                yield SourceView(id="source-right", classes="-hidden")
+            with Vertical(id="lesson-body"):
+                yield QuizView(id="quiz")
+                with ContentSwitcher(id="lesson-switch", initial="tensors"):
+                    yield TensorPane(id="tensors")
+                    with Vertical(id="compare"):
                         yield TensorPane(id="compare-left")
                         yield TensorPane(id="compare-right")
-                    yield TensorPane(id="compare-difference")
-                yield QuizView(id="quiz")
-                with VerticalScroll(id="narration-body"):
-                    yield MarkdownPane(id="narration-text")
-                with VerticalScroll(id="checkpoint"):
-                    yield MarkdownPane(id="checkpoint-text")
+                        yield TensorPane(id="compare-difference")
+                    with VerticalScroll(id="narration-body"):
+                        yield ProsePane(id="narration-text")
+                    with VerticalScroll(id="checkpoint"):
+                        yield ProsePane(id="checkpoint-text")
         yield Footer()
 
     @property
     def pane(self) -> TensorPane:
         return self.query_one("#tensors", TensorPane)
+
+    def tensor_pane(self) -> TensorPane | None:
+        switcher = self.query_one(ContentSwitcher)
+        if switcher.current == "compare":
+            focused = self.focused
+            for pane in self.query("#compare TensorPane").results(TensorPane):
+                if focused is not None and focused in pane.query("*").nodes:
+                    return pane
+            return self.query_one("#compare-left", TensorPane)
+        return self.pane
 
     def on_mount(self) -> None:
         self.title = "attention-tracer"
@@ -279,7 +318,8 @@ class LessonScreen(StepScreen):
 
         path = resolve_lesson(spec, self.lesson_dirs)
         if host is None:
-            host = PluginHost(self.plugin_dirs)
+            host_of = getattr(self.app, "plugin_host", None)  # the app's one host
+            host = host_of() if host_of is not None else PluginHost(self.plugin_dirs)
         mtime = _mtime(path)
         lesson = load_lesson(path, host, extra_dirs=self.lesson_dirs)
         key = lesson_key(path, shipped_dir())
@@ -323,7 +363,8 @@ class LessonScreen(StepScreen):
         self.loops = dict(session.loops)
         self.app.variant_names = sorted(session.host.variants)  # type: ignore[attr-defined]
         if self.store is None:
-            self.store = ProgressStore()
+            store_of = getattr(self.app, "progress_store", None)  # the app's one store
+            self.store = store_of() if store_of is not None else ProgressStore()
         if self.store.warning:
             self.app.notify(self.store.warning, title="Progress", severity="warning", markup=False)
         saved = self.store.get(session.key)
@@ -424,19 +465,30 @@ class LessonScreen(StepScreen):
         return True
 
     def _arrange(self, step: LessonStep) -> None:
-        """Show the left column only where it helps, narrower (and without source) for compare.
+        """Show the left column only where it helps; a second source pane for compare.
 
-        Styles are set on the two widgets, not as a class on the screen: a screen
+        Styles are set on the widgets, not as a class on the screen: a screen
         class restyles every widget, which costs a visible fraction of a frame.
         """
         left = self.query_one("#left")
-        wanted = not isinstance(step, (Narration, Quiz, Checkpoint))
+        wanted = not isinstance(step, (Narration, Checkpoint)) and not (
+            isinstance(step, Quiz) and self._quiz_context(step) is None
+        )
         if left.display != wanted:
             left.display = wanted
         compare = isinstance(step, Compare)
         if left.has_class("-compare") != compare:
             left.set_class(compare, "-compare")
-            self.query_one("#source").set_class(compare, "-hidden")
+            self.query_one("#source-right").set_class(not compare, "-hidden")
+        quiz = isinstance(step, Quiz)
+        quiz_view = self.query_one(QuizView)
+        if quiz_view.display != quiz:
+            quiz_view.display = quiz
+            # The question and its table need the room more than the code behind the table.
+            self.query_one("#source").set_class(quiz, "-quiz")
+        position = self.query_one("#loop-position", TextPane)
+        if position.display != isinstance(step, Loop):
+            position.display = isinstance(step, Loop)
 
     def _step_error(self, error: BaseException) -> None:
         self.query_one(ContentSwitcher).current = "tensors"
@@ -448,30 +500,29 @@ class LessonScreen(StepScreen):
         source = self.query_one("#source", SourceView)
         assert self.session is not None
         runner = self.session.runner
+        body = self.query_one("#lesson-switch")
+        if not body.display:
+            body.display = True
+        if not isinstance(step, Compare) and str(source.border_title).startswith("source:"):
+            source.border_title = "source"  # a compare step's side title no longer applies
         if isinstance(step, Narration):
             switcher.current = "narration-body"
             self._markdown("#narration-text", step.text)
         elif isinstance(step, Checkpoint):
             switcher.current = "checkpoint"
-            text = f"## {_md_escape(step.title)}\n\n" + "\n".join(
-                f"- {point}" for point in step.points
-            )
+            text = step.title + "\n\n" + "\n".join(f"• {point}" for point in step.points)
             self._markdown("#checkpoint-text", text)
         elif isinstance(step, Show):
             switcher.current = "tensors"
             self._markdown("#caption", step.caption)
+            self._show_tensors(self.pane, step.ref, step.focus)
             resolved = runner.tensor(step.ref)
-            stage = Stage(
-                name=resolved.stage.name,
-                title=resolved.stage.title,
-                tensors={resolved.name: resolved.tensor},
-                formula=resolved.stage.formula,
+            source.show_file(
+                resolved.stage.source_file,
+                resolved.stage.lines,
+                produced=resolved.ref.tensor or next(iter(resolved.stage.tensors), None),
+                files=resolved.stage.files,
             )
-            rows = resolved.tensor.shape[0] if resolved.tensor.dim() == 2 else 1
-            self.pane.show_stage(
-                stage, resolved.tokens, resolved.query, focus_highlight(step.focus, rows)
-            )
-            source.show_file(resolved.stage.source_file, resolved.stage.lines)
         elif isinstance(step, Loop):
             switcher.current = "tensors"
             self._markdown("#caption", step.caption)
@@ -480,8 +531,17 @@ class LessonScreen(StepScreen):
                 raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
             sub = state.stepper.get(state.first + position.sub)
             assert isinstance(sub, SubStep)
-            self.pane.show_substep(sub, state.stepper.canvases.get(sub.stage), state.stepper.tokens)
-            source.show_file(sub.source_file, sub.lines)
+            self.pane.show_substep(
+                sub,
+                state.stepper.canvases.get(sub.stage),
+                state.stepper.tokens,
+                canvas_axes=loop_axes(self._loop_stage(step)),
+                query=step.query,
+            )
+            self.query_one("#loop-position", TextPane).show(
+                loop_position(sub, position.sub, state.count_known(), state.stepper.tokens)
+            )
+            source.show_file(sub.source_file, sub.lines, files=sub.files)
         elif isinstance(step, Compare):
             switcher.current = "compare"
             self._markdown("#caption", step.caption)
@@ -490,13 +550,18 @@ class LessonScreen(StepScreen):
                 ("#compare-left", left, step.left.label),
                 ("#compare-right", right, step.right.label),
             ):
+                name = label or resolved.name
                 stage = Stage(
                     name=resolved.stage.name,
                     title=resolved.stage.title,
-                    tensors={label or resolved.name: resolved.tensor},
+                    tensors={name: resolved.tensor},
+                    axes=_derived_axes(resolved, name),
                 )
                 self.query_one(pane_id, TensorPane).show_stage(
-                    stage, resolved.tokens, resolved.query
+                    stage,
+                    resolved.tokens,
+                    resolved.query,
+                    title=f"{name} ({resolved.ref.variant})",
                 )
             diff_pane = self.query_one("#compare-difference", TensorPane)
             if difference is None:
@@ -504,18 +569,103 @@ class LessonScreen(StepScreen):
                     "The two tensors have different shapes, so there is no difference to show."
                 )
             else:
-                diff_stage = Stage("difference", "right − left", {"right − left": difference})
+                diff_stage = Stage(
+                    "difference",
+                    "right − left",
+                    {"right − left": difference},
+                    axes=_derived_axes(left, "right − left"),
+                )
                 diff_pane.show_stage(diff_stage, left.tokens, left.query)
+            # Small tables get the lines they need (a 1fr share could hide a one-row table).
+            for pane in self.query("#compare TensorPane").results(TensorPane):
+                natural = pane.natural_height()
+                height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
+                if str(pane.styles.height) != str(height):
+                    pane.styles.height = height
+            source.border_title = f"source: {step.left.label or left.name} ({left.ref.variant})"
             source.show_file(left.stage.source_file, left.stage.lines)
+            right_source = self.query_one("#source-right", SourceView)
+            right_source.border_title = (
+                f"source: {step.right.label or right.name} ({right.ref.variant})"
+            )
+            right_source.show_file(right.stage.source_file, right.stage.lines)
         elif isinstance(step, Quiz):
-            switcher.current = "quiz"
             quiz_view = self.query_one(QuizView)
             previous = self.progress.answers.get(self._quiz_id(position.step, step))
             answer = answer_text(step, runner.answer(step)) if previous else None
             quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
+            context = self._quiz_context(step)
+            if context is None:
+                body.display = False
+            else:
+                switcher.current = "tensors"
+                shown = self._steps()[context]
+                assert isinstance(shown, Show)
+                hidden = None if previous else _answer_cell(step, shown)
+                self._markdown("#caption", f"(the table from step {context + 1})")
+                self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
+                resolved = runner.tensor(shown.ref)
+                source.show_file(resolved.stage.source_file, resolved.stage.lines)
+
+    def _show_tensors(
+        self,
+        pane: TensorPane,
+        ref: TensorRef,
+        focus: Focus | None,
+        hidden: tuple[int, int] | None = None,
+    ) -> None:
+        """A show step's tensors: the one it names, or all of its stage's; derived values titled."""
+        assert self.session is not None
+        runner = self.session.runner
+        resolved_all = runner.tensors(ref)
+        main = resolved_all[0]
+        tensors = {}
+        axes = {}
+        for resolved in resolved_all:
+            tensors[resolved.name] = resolved.tensor
+            derived = _derived_axes(resolved, resolved.name)
+            axes.update(derived)
+        rows = main.tensor.shape[0] if main.tensor.dim() == 2 else 1
+        highlight = focus_highlight(focus, rows)
+        if hidden is not None:
+            cell = (0, hidden[1]) if rows == 1 else hidden
+            highlight = replace(highlight, hidden=frozenset({cell}))
+        if ref.then:
+            title = f"{main.name} (derived from {ref.stage}.{ref.tensor or main.stage.name})"
+            formula = "computed by the lesson after the run: " + " then ".join(
+                describe_operation(op) for op in ref.then
+            )
+        else:
+            title = main.stage.title
+            formula = main.stage.formula or ""
+        stage = Stage(
+            name=main.stage.name, title=title, tensors=tensors, formula=formula, axes=axes
+        )
+        pane.show_stage(stage, main.tokens, main.query, highlight, title=title)
+
+    def _quiz_context(self, quiz: Quiz) -> int | None:
+        """The show step a quiz is about: the nearest one before it (None if there is none)."""
+        steps = self._steps()
+        number = next((n for n, s in enumerate(steps) if s is quiz), None)
+        if number is None:
+            return None
+        for earlier in range(number - 1, -1, -1):
+            candidate = steps[earlier]
+            if isinstance(candidate, Show):
+                return earlier
+            if isinstance(candidate, (Narration, Checkpoint, Loop, Compare)):
+                return None
+        return None
+
+    def _loop_stage(self, step: Loop) -> Stage | None:
+        """The stage a loop builds, from the runner's trace (for its axis names)."""
+        assert self.session is not None
+        # Only a stage already computed (the loading worker runs to it): never run here.
+        trace = self.session.runner.trace(step.variant, step.options, step.query)
+        return next((stage for stage in trace.stages if stage.name == step.stage), None)
 
     def _markdown(self, selector: str, text: str) -> None:
-        self.query_one(selector, MarkdownPane).show(text)
+        self.query_one(selector, ProsePane).show(text)
 
     def _loop(self, number: int, step: Loop) -> LoopState | None:
         """The loop step's stepper, positioned at its first sub-step (created on first use)."""
@@ -562,11 +712,22 @@ class LessonScreen(StepScreen):
         if position.step + 1 >= len(steps):
             self._finish()
             return False
-        return self.show(Position(position.step + 1))
+        shown = self.show(Position(position.step + 1))
+        if self.playing and isinstance(steps[position.step + 1], Quiz):
+            # A quiz waits for its answer: auto-play never walks past a question.
+            self.stop_autoplay()
+            self.app.notify("Auto-play paused at a quiz", timeout=2)
+        return shown
 
     def _compute_first(self, state: LoopState, index: int, then: Callable[[], object]) -> bool:
-        """If sub-step ``index`` needs a long run (a replay), run it in a worker, then ``then``."""
-        if state.stepper.cost(index) <= SYNC_STEPS:
+        """If sub-step ``index`` is not computed yet, compute it in a worker, then ``then``.
+
+        Even one step runs off the UI thread: a variant that sleeps or never returns
+        must leave q, Esc and ctrl+c working.
+        """
+        if state.stepper.known(index) or (
+            state.stepper.total is not None and index >= state.stepper.total
+        ):
             return False
 
         def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> None:
@@ -650,10 +811,49 @@ class LessonScreen(StepScreen):
             self.go_to_step(int(event.key))
 
     def _finish(self) -> None:
+        """The end of the lesson: a summary (quiz score, what it covered) and the way on."""
+        if self.session is None:
+            return
+        self.stop_autoplay()
         if not self.progress.finished:
             self.progress.finished = True
             self._save()
-            self.app.notify("You reached the end of the lesson. Well done!", timeout=4)
+        if any(isinstance(screen, LessonEndScreen) for screen in self.app.screen_stack):
+            return
+        following = self._next_lesson()
+        self.app.push_screen(
+            LessonEndScreen(
+                self.session.lesson.title,
+                lesson_summary(self.session.lesson, self.progress, self._quiz_id),
+                following[1] if following else None,
+            ),
+            self._after_end,
+        )
+
+    def _next_lesson(self) -> tuple[Path, str] | None:
+        """The lesson after this one in the picker's order, if there is one."""
+        from tracer.errors import TracerError
+        from tracer.lessons.loader import find_lessons
+
+        assert self.session is not None
+        try:
+            refs = find_lessons(self.lesson_dirs)
+        except TracerError:
+            return None
+        here = self.session.path.resolve()
+        for number, ref in enumerate(refs):
+            if ref.path.resolve() == here and number + 1 < len(refs):
+                after = refs[number + 1]
+                return after.path, f"{after.number}. {after.title or after.name}"
+        return None
+
+    def _after_end(self, choice: str | None) -> None:
+        if choice == "next":
+            following = self._next_lesson()
+            if following is not None:
+                self.app.open_lesson(following[0])  # type: ignore[attr-defined]
+        elif choice == "restart":
+            self.show(Position())
 
     # Quizzes ------------------------------------------------------------------------------
 
@@ -686,6 +886,11 @@ class LessonScreen(StepScreen):
         )
         self.query_one(QuizView).feedback(event.response, right, answer)
         self._save()
+        context = self._quiz_context(step)
+        if context is not None:  # answered: the hidden cell of its table may show now
+            shown = self._steps()[context]
+            assert isinstance(shown, Show)
+            self._show_tensors(self.pane, shown.ref, shown.focus)
 
     # Progress ---------------------------------------------------------------------------------
 
@@ -735,6 +940,9 @@ def warm_up(lesson: Lesson, runner: LessonRunner) -> dict[int, LoopState]:
                 state = start_loop(runner, step)
                 if state is not None:
                     loops[number] = state
+                    state.count_within(COUNT_STEPS)  # "pair 8 of 36" needs the 36
+                    # The stage the loop builds names the axes of the matrix it fills.
+                    runner.trace(step.variant, step.options, step.query).stage(step.stage)
             elif isinstance(step, Show):
                 source = runner.tensor(step.ref).stage.source_file
                 if source:
@@ -757,3 +965,98 @@ def _mtime(path: Path) -> float:
 def _md_escape(text: str) -> str:
     """A title inside Markdown: characters that would start formatting are escaped."""
     return "".join("\\" + ch if ch in "\\`*_[]#<>" else ch for ch in text)
+
+
+def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[str]) -> Text:
+    """Where a loop is: ``pair 8 of 36``, and which tokens, numbered as here and as in the course.
+
+    The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
+    x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
+    """
+    kind = "pair" if len(step.position) == 2 else "sub-step"
+    text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
+    position = ", ".join(str(p) for p in step.position)
+    text.append(f" · position ({position}), counted from 0")
+    named = [
+        f"{tokens[p]} = x[{p}] here, x_{p + 1} in the course"
+        for p in dict.fromkeys(step.position)
+        if 0 <= p < len(tokens)
+    ]
+    if len(step.position) == 2 and named:
+        text.append("\n" + "; ".join(named), style="dim")
+    return text
+
+
+def _derived_axes(resolved: Resolved, name: str) -> dict[str, tuple[str, ...]]:
+    """Axis names of a resolved tensor after the lesson's operations; none if unsure."""
+    stage = resolved.stage
+    axes = stage.axes.get(resolved.ref.tensor or next(iter(stage.tensors), ""))
+    if axes is None:
+        return {}
+    names = list(axes)
+    for operation in resolved.ref.then:
+        if operation.name in ("softmax", "normalize", "scale", "exp"):
+            continue
+        if operation.name == "transpose" and len(names) == 2:
+            names.reverse()
+        elif operation.name == "pick" and names:
+            names.pop(0)
+        elif operation.name == "sum" and names:
+            dim = int(operation.argument)
+            if -len(names) <= dim < len(names):
+                names.pop(dim)
+            else:
+                return {}
+        else:
+            return {}
+    if len(names) != resolved.tensor.dim():
+        return {}
+    return {name: tuple(names)}
+
+
+def _answer_cell(quiz: Quiz, shown: Show) -> tuple[int, int] | None:
+    """The cell of the shown table that holds a quiz's answer, kept hidden until answered."""
+    answer = quiz.answer
+    if not isinstance(answer, TensorRef) or answer.cell is None:
+        return None
+    if (answer.variant, answer.stage) != (shown.ref.variant, shown.ref.stage):
+        return None
+    cell = answer.cell
+    if len(cell) == 2:
+        return (cell[0], cell[1])
+    if len(cell) == 1:
+        return (0, cell[0])
+    return None
+
+
+def describe_operation(operation: object) -> str:
+    from tracer.lessons.runner import describe
+
+    assert isinstance(operation, Operation)
+    return describe(operation)
+
+
+def lesson_summary(
+    lesson: Lesson, progress: LessonProgress, quiz_id: Callable[[int, Quiz], str]
+) -> str:
+    """The end-of-lesson text: the quiz score and the checkpoints' points."""
+    quizzes = [(n, step) for n, step in enumerate(lesson.steps) if isinstance(step, Quiz)]
+    lines = []
+    if quizzes:
+        answers = [progress.answers.get(quiz_id(n, quiz)) for n, quiz in quizzes]
+        right = sum(1 for answer in answers if answer is not None and answer.right)
+        answered = sum(1 for answer in answers if answer is not None)
+        lines.append(f"Quizzes: {right} of {len(quizzes)} right ({answered} answered).")
+        missed = [n + 1 for (n, _), answer in zip(quizzes, answers, strict=True) if answer is None]
+        if missed:
+            lines.append("Not answered: step " + ", ".join(str(n) for n in missed) + ".")
+    else:
+        lines.append("This lesson has no quizzes.")
+    covered = [
+        point for step in lesson.steps if isinstance(step, Checkpoint) for point in step.points
+    ]
+    if covered:
+        lines.append("")
+        lines.append("What it covered:")
+        lines.extend(f"• {point}" for point in covered)
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Modal screens: an error to acknowledge, the key help overlay, a yes/no question."""
+"""Modal screens: an error to acknowledge, the key help overlay, a yes/no question, a lesson's end."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -100,3 +101,48 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
+
+
+class LessonEndScreen(ModalScreen[str]):
+    """The end of a lesson: the quiz score, what it covered, and the way on.
+
+    Dismisses with ``"next"`` (open the next lesson), ``"restart"`` or ``"stay"``.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n,enter", "choose('next')", "Next lesson", id="attn.end_next"),
+        Binding("r", "choose('restart')", "Start again", id="attn.end_restart"),
+        Binding("escape,s", "choose('stay')", "Stay", id="attn.end_stay"),
+    ]
+
+    def __init__(self, title: str, summary: str, next_title: str | None) -> None:
+        super().__init__(classes="attn-modal")
+        self.lesson_title = title
+        self.summary = summary
+        self.next_title = next_title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(
+                Text(f"End of “{self.lesson_title}”", style="bold"),
+                markup=False,
+                id="dialog-title",
+            )
+            with VerticalScroll(id="dialog-body"):
+                yield Static(Text(self.summary), markup=False, id="lesson-summary")
+            with Horizontal(id="dialog-buttons"):
+                if self.next_title is not None:
+                    yield Button(Content(f"Next: {self.next_title}"), id="next", variant="primary")
+                yield Button("Start again", id="restart")
+                yield Button("Stay here", id="stay")
+
+    def on_mount(self) -> None:
+        self.query_one("#next" if self.next_title is not None else "#stay", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id or "stay")
+
+    def action_choose(self, choice: str) -> None:
+        if choice == "next" and self.next_title is None:
+            return
+        self.dismiss(choice)

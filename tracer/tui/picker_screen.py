@@ -79,7 +79,8 @@ class PickerScreen(Screen[None]):
         self.title = "attention-tracer"
         self.sub_title = "lessons"
         if self.store is None:
-            self.store = ProgressStore()
+            store_of = getattr(self.app, "progress_store", None)  # the app's one store
+            self.store = store_of() if store_of is not None else ProgressStore()
         if self.store.warning:
             self.app.notify(self.store.warning, title="Progress", severity="warning", markup=False)
         # Reading the lessons' titles takes a moment: paint the first frame before it.
@@ -135,7 +136,8 @@ class PickerScreen(Screen[None]):
         """Import torch and the plugins now, so opening a lesson does not wait for them."""
         from tracer.plugin_host import PluginHost
 
-        self.host = PluginHost(self.plugin_dirs)
+        host_of = getattr(self.app, "plugin_host", None)  # the app's one host
+        self.host = host_of() if host_of is not None else PluginHost(self.plugin_dirs)
 
     def _ref(self, number: str | None) -> LessonRef | None:
         for ref in self.refs:

@@ -2,13 +2,19 @@
 
 Stored as one JSON file in the user's data directory (XDG on Linux, via
 platformdirs), or in ``$ATTN_DATA_DIR`` when set (tests point it at a
-temporary folder). Writes are atomic (a temporary file, then a rename). A
-file that cannot be read is moved aside to ``progress.json.corrupt`` (never
-deleted, never overwritten) and the learner gets a warning, not a crash.
+temporary folder). Writes are atomic (a temporary file, fsync, then a
+rename) and merged: before writing, the file is read again and every lesson
+and quiz answer another app instance saved meanwhile is kept, so two
+instances never lose each other's answers. A file that cannot be read (not
+UTF-8, not JSON, nested too deeply, the wrong shape) is moved aside to
+``progress.json.corrupt`` (never deleted, never overwritten) and the learner
+gets a warning, not a crash. Temporary files left by a killed writer are
+removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -104,27 +110,48 @@ class ProgressStore:
         self._load()
 
     def _load(self) -> None:
+        self._clean_temporaries()
+        lessons = self._read()
+        if lessons is not None:
+            self.lessons = lessons
+
+    def _read(self) -> dict[str, LessonProgress] | None:
+        """The file's lessons; None (with a warning) when missing, unreadable or set aside."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes()
         except FileNotFoundError:
-            return
+            return None
         except OSError as exc:
             self.warning = (
                 f"could not read {self.path}: {exc.strerror or exc}; progress starts afresh"
             )
-            return
+            return None
         try:
-            data = json.loads(text)
+            data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict) or not isinstance(data.get("lessons"), dict):
                 raise ValueError("expected an object with 'lessons'")
-            self.lessons = {
+            return {
                 str(key): LessonProgress.from_json(value) for key, value in data["lessons"].items()
             }
-        except (ValueError, TypeError) as exc:
-            self.lessons = {}
-            aside = self._set_aside()
-            where = f"; it was moved to {aside}" if aside else ""
-            self.warning = f"{self.path} is damaged ({exc}){where}; progress starts afresh"
+        except RecursionError:
+            problem = "nested too deeply"
+        except UnicodeDecodeError:
+            problem = "not text (UTF-8)"
+        except (ValueError, TypeError, OverflowError) as exc:
+            problem = str(exc)
+        aside = self._set_aside()
+        where = f"; it was moved to {aside}" if aside else ""
+        self.warning = f"{self.path} is damaged ({problem}){where}; progress starts afresh"
+        return None
+
+    def _clean_temporaries(self) -> None:
+        """Remove ``progress.json.PID.tmp`` files whose writer is gone (killed mid-write)."""
+        with contextlib.suppress(OSError):
+            for leftover in self.folder.glob(self.path.name + ".*.tmp"):
+                pid = leftover.name[len(self.path.name) + 1 : -len(".tmp")]
+                if pid.isdigit() and not _alive(int(pid)):
+                    with contextlib.suppress(OSError):
+                        leftover.unlink()
 
     def _set_aside(self) -> Path | None:
         """Move the unreadable file out of the way without overwriting an earlier one."""
@@ -150,21 +177,53 @@ class ProgressStore:
         return max(open_lessons, key=lambda item: item[1].updated)
 
     def save(self, key: str, progress: LessonProgress) -> str | None:
-        """Record ``progress``; returns a warning instead of raising if the disk refuses."""
+        """Record ``progress``; returns a warning instead of raising if the disk refuses.
+
+        What is on disk now is merged in first: lessons this instance never
+        touched, and answers to quizzes it has not answered, are kept as saved
+        by another instance. This instance's own position and answers win.
+        """
         progress.updated = time.time()
         self.lessons[key] = progress
+        self.warning = None
+        on_disk = self._read() or {}
+        for other_key, other in on_disk.items():
+            mine = self.lessons.get(other_key)
+            if mine is None:
+                self.lessons[other_key] = other
+                continue
+            for quiz, answer in other.answers.items():
+                mine.answers.setdefault(quiz, answer)
+            mine.finished = mine.finished or other.finished
         data = {
             "version": VERSION,
             "lessons": {k: p.as_json() for k, p in self.lessons.items()},
         }
+        temporary = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(data, indent=1))
+                handle.flush()
+                os.fsync(handle.fileno())
             temporary.replace(self.path)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
             return f"could not save progress to {self.path}: {exc.strerror or exc}"
-        return None
+        return self.warning
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, but belongs to someone else
+    return True
 
 
 def lesson_key(path: Path, shipped: Path | None) -> str:
@@ -185,7 +244,7 @@ def load_settings(folder: Path | None = None) -> dict[str, Any]:
     path = (folder if folder is not None else data_dir()) / SETTINGS_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

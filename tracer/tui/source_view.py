@@ -1,14 +1,23 @@
 """The plugin's source file, with the lines that produced the current step highlighted.
 
 Like a debugger: line numbers in a gutter, a marker and a tinted background
-on the lines that ran since the previous step, scrolled into view. The file
-is syntax-highlighted once; each step only changes which lines are tinted.
+on the lines that ran since the previous step, scrolled into view. Long lines
+wrap (never cut off: the end of ``masked_fill(mask, -torch.inf)`` matters).
+The tracer's plumbing, which the course's notebooks never have (``yield
+stage(...)``, ``run.focus(...)``, ``fork_rng``), is dimmed so the torch code
+stands out, and the statement that assigned the tensor on screen is marked
+with ◆ when the source says so plainly (an assignment to the name the yield
+passes); otherwise nothing is marked. The file is syntax-highlighted once.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import linecache
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,13 +31,23 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tracer.tui.colours import theme_colours
+
+PLUMBING_CALL = re.compile(r"\brun\.[A-Za-z_]+\b")
+"""``run.focus``, ``run.query_indices``, ``run.options``: the tracer's accessors."""
+
+
+def _source(path: str) -> str:
+    code = "".join(linecache.getlines(path))
+    if not code and Path(path).is_file():
+        code = Path(path).read_text(encoding="utf-8", errors="replace")
+    return code
+
 
 @functools.lru_cache(maxsize=32)
 def highlighted(path: str, dark: bool = True) -> tuple[Text, ...]:
     """A source file's lines, syntax-highlighted once (loading workers call this ahead)."""
-    code = "".join(linecache.getlines(path))
-    if not code and Path(path).is_file():
-        code = Path(path).read_text(encoding="utf-8", errors="replace")
+    code = _source(path)
     if not code:
         return ()
     syntax = Syntax(code, "python", theme="ansi_dark" if dark else "ansi_light")
@@ -36,6 +55,109 @@ def highlighted(path: str, dark: bool = True) -> tuple[Text, ...]:
     if lines and not lines[-1].plain:
         lines.pop()
     return tuple(lines)
+
+
+@dataclass(frozen=True)
+class YieldStatement:
+    first: int
+    last: int
+    keywords: dict[str, ast.expr]
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    """What the source says about itself: plumbing lines, yields and assignments."""
+
+    plumbing: frozenset[int]
+    yields: tuple[YieldStatement, ...]
+    assignments: dict[int, tuple[int, frozenset[str]]]
+    """First line of each assignment statement -> (last line, names it assigns)."""
+
+
+@functools.lru_cache(maxsize=32)
+def source_map(path: str) -> SourceMap:
+    """Parse the plugin's file once; an unparsable file has no plumbing and no marks."""
+    try:
+        tree = ast.parse(_source(path))
+    except (SyntaxError, ValueError):
+        return SourceMap(frozenset(), (), {})
+    plumbing: set[int] = set()
+    yields = []
+    assignments: dict[int, tuple[int, frozenset[str]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, (ast.Yield, ast.YieldFrom)):
+            last = node.end_lineno or node.lineno
+            plumbing.update(range(node.lineno, last + 1))
+            call = node.value.value
+            keywords = {}
+            if isinstance(call, ast.Call):
+                keywords = {k.arg: k.value for k in call.keywords if k.arg}
+            yields.append(YieldStatement(node.lineno, last, keywords))
+        elif isinstance(node, ast.With) and any(
+            "fork_rng" in ast.unparse(item.context_expr) for item in node.items
+        ):
+            plumbing.add(node.lineno)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = frozenset(_assigned(targets))
+            if names:
+                assignments[node.lineno] = (node.end_lineno or node.lineno, names)
+    yields.sort(key=lambda y: y.first)
+    return SourceMap(frozenset(plumbing), tuple(yields), assignments)
+
+
+def _assigned(targets: Iterable[ast.expr]) -> Iterable[str]:
+    """Names a statement writes: ``x = ...``, ``x[i] = ...``, ``x += ...``, ``a, b = ...``."""
+    for target in targets:
+        while isinstance(target, (ast.Subscript, ast.Attribute)):
+            target = target.value
+        if isinstance(target, ast.Name):
+            yield target.id
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            yield from _assigned(target.elts)
+
+
+def producing_lines(path: str, lines: Iterable[int], tensor: str | None) -> frozenset[int]:
+    """The lines of the statement that last assigned ``tensor`` before its yield, if plain.
+
+    The yield that handed the step over is the first one after the lines that
+    ran that passes ``tensor=``; that keyword's value must be a name (optionally inside
+    ``run.focus(...)``), and that name's last assignment among the lines that
+    ran is the statement marked. Anything less plain marks nothing.
+    """
+    ran = sorted(set(lines))
+    if tensor is None or not ran:
+        return frozenset()
+    info = source_map(path)
+    # A loop's sub-step yields come first; the stage's own yield is the one passing ``tensor``.
+    after = next((y for y in info.yields if y.first > ran[-1] and tensor in y.keywords), None)
+    if after is None:
+        return frozenset()
+    expression = after.keywords.get(tensor)
+    if (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Attribute)
+        and ast.unparse(expression.func) == "run.focus"
+        and len(expression.args) == 1
+    ):
+        expression = expression.args[0]
+    if not isinstance(expression, ast.Name):
+        return frozenset()
+    name = expression.id
+    for line in reversed(ran):
+        found = info.assignments.get(line)
+        if found is not None and name in found[1]:
+            return frozenset(range(line, found[0] + 1))
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One screen line: a piece of source line ``number`` (``first`` for its first piece)."""
+
+    number: int
+    text: Text
+    first: bool
 
 
 class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
@@ -60,7 +182,12 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         self.path: str | None = None
         self.lines: list[Text] = []
         self.marked: frozenset[int] = frozenset()
-        self._strips: dict[tuple[int, bool, int], Strip] = {}
+        self.produced: frozenset[int] = frozenset()
+        """Lines of the statement that assigned the tensor on screen (◆)."""
+        self.rows: list[Row] = []
+        self._wrapped_for = -1
+        self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
+        self._colours: tuple[Color, Color, Color] | None = None
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._reload())
@@ -68,34 +195,83 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
+        self._colours = None
 
     def _reload(self) -> None:
+        self._colours = None
+        self._strips.clear()
         if self.path is not None:
             path, self.path = self.path, None
             self.show_file(path, self.marked)
 
-    def show_file(self, path: str | None, marked: tuple[int, ...] | frozenset[int] = ()) -> None:
-        """Show ``path`` with ``marked`` (1-based line numbers) highlighted and in view."""
+    def show_file(
+        self,
+        path: str | None,
+        marked: tuple[int, ...] | frozenset[int] = (),
+        *,
+        produced: str | None = None,
+        files: dict[str, tuple[int, ...]] | None = None,
+    ) -> None:
+        """Show ``path`` with ``marked`` (1-based) highlighted and in view; ◆ on what made ``produced``."""
         if path != self.path:
             self.path = path
             self._strips.clear()
             self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
-            self.virtual_size = Size(
-                self._gutter() + max((t.cell_len for t in self.lines), default=0), len(self.lines)
-            )
+            self._wrapped_for = -1
+            self._wrap()
+        name = Path(path).name if path else ""
+        title = f"source · {name}" if name else "source"
+        others = sorted(Path(f).name for f in (files or {}) if f != path)
+        if others:  # helpers in other files ran too; this pane shows the file that yielded
+            title += f" (also ran: {', '.join(others)})"
+        current = str(self.border_title or "")
+        if current != title and (current in ("", "source") or current.startswith("source · ")):
+            self.border_title = title
         marked = frozenset(marked)
-        if marked == self.marked and path == self.path and self.lines:
+        made = producing_lines(path, marked, produced) if path else frozenset()
+        if marked == self.marked and made == self.produced and self.lines:
             return
         self.marked = marked
+        self.produced = made
+        self._strips.clear()
         self.refresh()
         if self.marked:
             # Scroll in the same frame when the size is known; a later frame costs a repaint.
-            if self.size.height > 0 and path == self.path:
+            if self.size.height > 0:
                 self._reveal()
             else:
                 self.call_after_refresh(self._reveal)
 
+    def _text_width(self) -> int:
+        return max(self.scrollable_content_region.width - self._gutter(), 10)
+
+    def _wrap(self) -> None:
+        """Fold every line to the pane's width; continuation pieces get a ↪ gutter."""
+        width = self._text_width()
+        if width == self._wrapped_for:
+            return
+        self._wrapped_for = width
+        plumbing = source_map(self.path).plumbing if self.path else frozenset()
+        rows: list[Row] = []
+        for number, line in enumerate(self.lines, start=1):
+            text = line.copy()
+            if number in plumbing:
+                text.stylize("dim")
+            else:
+                for match in PLUMBING_CALL.finditer(text.plain):
+                    text.stylize("dim", match.start(), match.end())
+            length = len(text.plain)
+            if length <= width:
+                rows.append(Row(number, text, True))
+                continue
+            pieces = text.divide(range(width, length, width))
+            rows.extend(Row(number, piece, n == 0) for n, piece in enumerate(pieces))
+        self.rows = rows
+        self._strips.clear()
+        self.virtual_size = Size(self._gutter() + width, len(rows))
+
     def on_resize(self) -> None:
+        self._wrap()
         # A new height (a resized terminal, a narrow layout) may hide the marked lines.
         if self.marked:
             self.call_after_refresh(self._reveal)
@@ -103,12 +279,16 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
     def _reveal(self) -> None:
         if not self.marked:
             return
-        first, last = min(self.marked), max(self.marked)
+        self._wrap()
+        first_row = next((n for n, r in enumerate(self.rows) if r.number == min(self.marked)), 0)
+        last_row = max(
+            (n for n, r in enumerate(self.rows) if r.number == max(self.marked)), default=first_row
+        )
         top = self.scroll_offset.y
-        if top < first and last <= top + self.size.height:
+        if top <= first_row and last_row < top + self.size.height:
             return  # already in view: scrolling would only cost a repaint
-        height = min(last - first + 1, max(self.size.height - 2, 1))
-        region = Region(0, first - 1, 1, height)
+        height = min(last_row - first_row + 1, max(self.size.height - 2, 1))
+        region = Region(0, first_row, 1, height)
         self.scroll_to_region(region, animate=False, immediate=True, force=True, center=True)
 
     def _gutter(self) -> int:
@@ -116,30 +296,35 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        scroll_x, scroll_y = self.scroll_offset
-        number = scroll_y + y + 1
-        theme = self.app.current_theme
-        base = Color.parse(theme.surface or theme.background or "#1e1e1e")
-        if number > len(self.lines):
+        scroll_y = self.scroll_offset.y
+        if self._colours is None:
+            self._colours = theme_colours(self)
+        base, text_colour, accent = self._colours
+        index = scroll_y + y
+        if index >= len(self.rows):
             return Strip.blank(width, Style(bgcolor=base.rich_color))
-        marked = number in self.marked
-        key = (number, marked, width + scroll_x * 10_000)
+        row = self.rows[index]
+        marked = row.number in self.marked
+        made = row.number in self.produced
+        key = (index, marked, made, width)
         cached = self._strips.get(key)
         if cached is not None:
             return cached
-        text_colour = Color.parse(theme.foreground or "#e0e0e0")
-        accent = Color.parse(theme.accent or theme.primary)
-        background = base.blend(accent, 0.28) if marked else base
+        background = base.blend(accent, 0.4 if made else 0.22) if marked or made else base
+        # Text colour, not the accent, on tinted lines: an orange accent on a light tint vanishes.
         gutter_style = Style(
-            color=(accent if marked else base.blend(text_colour, 0.45)).rich_color,
+            color=(text_colour if marked or made else base.blend(text_colour, 0.8)).rich_color,
             bgcolor=background.rich_color,
-            bold=marked,
+            bold=marked or made,
         )
-        marker = "▶" if marked else " "
-        gutter = f"{marker}{number:>{self._gutter() - 3}}  "
-        line_segments = list(self.lines[number - 1].render(self.app.console))
-        body = Strip(line_segments).crop(scroll_x, scroll_x + max(width - len(gutter), 0))
-        body = body.apply_style(Style(bgcolor=background.rich_color))
+        marker = "◆" if made else "▶" if marked else " "
+        digits = self._gutter() - 3
+        shown = str(row.number) if row.first else "↪"
+        gutter = f"{marker}{shown:>{digits}}  "
+        body = Strip(list(row.text.render(self.app.console)))
+        # The theme's text colour under the syntax colours: code the lexer leaves
+        # uncoloured must not fall back to a default meant for another background.
+        body = body.apply_style(Style(color=text_colour.rich_color, bgcolor=background.rich_color))
         strip = Strip.join([Strip([Segment(gutter, gutter_style)]), body]).adjust_cell_length(
             width, Style(bgcolor=background.rich_color)
         )

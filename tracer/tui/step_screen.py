@@ -2,8 +2,9 @@
 
 Every binding has an id (``attn.next``, ...) so users can remap it with
 ``ATTN_KEYMAP`` (see :mod:`tracer.tui.app`). Moves that need the variant to
-run many steps (the end of a 262,144-step loop) run in a thread worker that
-reports progress and stops on Esc; everything else happens on the spot.
+run (one step or the end of a 262,144-step loop) run in a thread worker that
+reports progress after a moment and stops on Esc; steps already computed are
+shown on the spot.
 """
 
 from __future__ import annotations
@@ -19,13 +20,19 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
-from tracer.tui.stepper import Cancelled
+from tracer.tracing.stepper import Cancelled
+from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
 """Seconds per step for auto-play; ``+`` and ``-`` move along this list."""
 DEFAULT_SPEED = 2
 SYNC_STEPS = 200
-"""Moves that run at most this many variant steps happen at once; longer ones in a worker."""
+"""A loop's end is looked up on the spot only if that costs at most this many steps.
+
+Every step the variant still has to compute runs in a worker, however short, so a
+variant that sleeps or never returns leaves q, Esc and ctrl+c working."""
+PROGRESS_DELAY = 0.3
+"""Seconds a step may compute before the screen says it is still running."""
 NARROW = 100
 SHORT = 24
 
@@ -51,13 +58,23 @@ class StepScreen(Screen[None]):
         Binding("left,p", "previous", "Back", key_display="←", id="attn.previous"),
         Binding("home,g", "start", "Start", id="attn.start", show=False),
         Binding("end,G", "end", "End", id="attn.end", show=False),
-        Binding("e", "loop_end", "End of loop", id="attn.loop_end"),
+        Binding("e", "loop_end", "Loop end", id="attn.loop_end", tooltip="End of loop"),
         Binding("a", "autoplay", "Play", id="attn.autoplay"),
         Binding(
             "plus,equals_sign", "faster", "Faster", key_display="+", id="attn.faster", show=False
         ),
         Binding("minus", "slower", "Slower", key_display="-", id="attn.slower", show=False),
-        Binding("t", "next_tensor", "Tensor", id="attn.tensor", show=False),
+        Binding("t", "next_tensor", "Next tensor", id="attn.tensor", show=False),
+        Binding(
+            "z", "zoom", "Zoom", id="attn.zoom", tooltip="Overview of the whole table / numbers"
+        ),
+        Binding(
+            "w",
+            "tokens",
+            "Tokens",
+            id="attn.tokens",
+            tooltip="Token to token: a query's weight to each key",
+        ),
         Binding("escape", "cancel", "Stop", id="attn.cancel", show=False),
     ]
 
@@ -66,6 +83,7 @@ class StepScreen(Screen[None]):
         self.speed = DEFAULT_SPEED
         self._autoplay: Timer | None = None
         self._after_job: Callable[[Any], None] | None = None
+        self._progress_timer: Timer | None = None
 
     # To implement ------------------------------------------------------------------
 
@@ -133,6 +151,22 @@ class StepScreen(Screen[None]):
     def action_next_tensor(self) -> None:
         self.next_tensor()
 
+    def action_zoom(self) -> None:
+        pane = self.tensor_pane()
+        if pane is not None:
+            pane.toggle_zoom()
+
+    def action_tokens(self) -> None:
+        pane = self.tensor_pane()
+        if pane is not None and not pane.toggle_tokens():
+            self.app.notify(
+                "The token view is for attention weights (rows that sum to 1)", timeout=2
+            )
+
+    def tensor_pane(self) -> TensorPane | None:
+        """The pane the zoom and token keys act on."""
+        return None
+
     def action_cancel(self) -> None:
         # Esc also leaves a text box (a quiz answer), so the stepping keys work again.
         self.set_focus(None)
@@ -189,10 +223,23 @@ class StepScreen(Screen[None]):
     # Long jobs ---------------------------------------------------------------------
 
     def run_long(self, description: str, job: LongJob, then: Callable[[Any], None]) -> None:
-        """Run ``job(cancelled, progress)`` in a thread; call ``then(result)`` back here."""
+        """Run ``job(cancelled, progress)`` in a thread; call ``then(result)`` back here.
+
+        The "running…" message appears only if the job is still running after a
+        moment, so a quick step does not flash it.
+        """
         self._after_job = then
-        self.show_progress(f"{description}… (Esc stops)")
+        if self._progress_timer is not None:
+            self._progress_timer.stop()
+        self._progress_timer = self.set_timer(
+            PROGRESS_DELAY, lambda: self._still_running(description)
+        )
         self._long(description, job)
+
+    def _still_running(self, description: str) -> None:
+        self._progress_timer = None
+        if self.busy:
+            self.show_progress(f"{description}… (Esc stops, q quits)")
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="long")
     def _long(self, description: str, job: LongJob) -> Any:
@@ -209,6 +256,9 @@ class StepScreen(Screen[None]):
         worker = event.worker
         if worker.group != "long" or not worker.is_finished:
             return
+        if self._progress_timer is not None:
+            self._progress_timer.stop()
+            self._progress_timer = None
         then, self._after_job = self._after_job, None
         if event.state == WorkerState.SUCCESS and then is not None:
             then(worker.result)

@@ -1,66 +1,64 @@
-"""The right-hand pane: tensor names, the heatmap, and a line of detail under it.
+"""The right-hand pane: every tensor of the step at once, and a line of detail under them.
 
-For a stage it shows each tensor the stage recorded (``t`` or a click picks
-one). For a loop sub-step it shows the loop's matrix filling in, the cell
-being computed, and the two vectors being dotted, written out term by term.
+A stage shows each tensor it recorded, stacked, each labelled with the axes
+the variant named. A loop sub-step shows its own tensors the same way (any
+rank) and, when its sub-steps declare a :class:`~tracer.variant.Dot`, the
+loop's matrix filling in above them. Arithmetic is written out term by term
+only from a declared equation, and only when the numbers on screen satisfy it:
+two vectors side by side are not evidence that they were multiplied.
 Errors and the "loading torch" wait are shown here too, never as a crash.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from tracer.render.text import format_number
+from tracer.tracing.stepper import LoopCanvas, cell_of
+from tracer.tui.equations import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
-from tracer.tui.stepper import LoopCanvas, cell_of
 from tracer.tui.tensor_view import TensorView
 from tracer.tui.text_pane import TextPane
-from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, SubStep
 
-VECTOR_LIMIT = 8
+SLOTS = 6
+"""Tensors shown at once; a stage with more lists the rest by name."""
+SMALL = 10
+"""A table this many lines high (or less) gets exactly its height; larger ones share the rest."""
 
 
-def vector_text(tensor: Any) -> str:
-    values = tensor.detach().flatten().tolist()
-    shown = ", ".join(format_number(v) for v in values[:VECTOR_LIMIT])
-    more = f", … ({len(values)} values)" if len(values) > VECTOR_LIMIT else ""
-    return f"[{shown}{more}]"
+@dataclass(frozen=True)
+class Shown:
+    """One tensor on screen: its title and its grid."""
+
+    title: str
+    grid: Grid
 
 
-def substep_detail(step: SubStep, formula: bool = True) -> Text:
-    """The sub-step's tensors, and a dot product spelled out when there is one."""
-    text = Text()
-    if formula and step.formula:
-        text.append(step.formula, style="bold")
-        text.append("\n")
-    vectors = [(n, t) for n, t in step.tensors.items() if getattr(t, "ndim", None) == 1]
-    scalars = [(n, t) for n, t in step.tensors.items() if getattr(t, "ndim", None) == 0]
-    for name, tensor in vectors:
-        text.append(f"{name} = ", style="bold")
-        text.append(vector_text(tensor) + "\n")
-    if len(vectors) >= 2 and scalars:
-        (_, a), (_, b) = vectors[0], vectors[1]
-        if a.shape == b.shape and a.numel() <= VECTOR_LIMIT:
-            terms = " + ".join(
-                f"{format_number(x)}×{format_number(y)}"
-                for x, y in zip(a.tolist(), b.tolist(), strict=True)
-            )
-            text.append(f"{terms} = {format_number(float(scalars[0][1]))}\n")
-    for name, tensor in scalars:
-        text.append(f"{name} = ", style="bold")
-        text.append(format_number(float(tensor)) + "  ")
-    return text
+def loop_axes(stage: Stage | None) -> tuple[str, ...] | None:
+    """Axis names for a loop's matrix, from the stage the loop builds (if it has been seen).
+
+    A stage focused on one query is one row of the (query, key) table the loop fills.
+    """
+    if stage is None or not stage.tensors:
+        return None
+    axes = stage.axes.get(next(iter(stage.tensors)))
+    if axes is None:
+        return None
+    if len(axes) == 2:
+        return axes
+    if axes == ("key",):
+        return ("query", "key")
+    return None
 
 
 class TensorPane(Vertical):
-    """Heatmap of the current step's tensors, or the error that stopped them."""
+    """Every tensor of the current step, or the error that stopped them."""
 
     DEFAULT_CSS = """
     TensorPane {
@@ -68,15 +66,19 @@ class TensorPane(Vertical):
         border-title-color: $text;
         border-title-style: bold;
     }
-    TensorPane > #tensor-names {
-        display: none;
+    TensorPane > #tensor-stack {
+        height: 1fr;
     }
-    TensorPane.-several > #tensor-names {
-        display: block;
+    TensorPane .tensor-title {
+        height: 1;
+        color: $text;
+        text-style: bold;
+        background: $panel;
+        padding: 0 1;
     }
     TensorPane > #tensor-detail {
         height: auto;
-        max-height: 40%;
+        max-height: 45%;
         padding: 0 1;
         background: $panel;
     }
@@ -88,7 +90,7 @@ class TensorPane(Vertical):
     TensorPane.-message > #tensor-message {
         display: block;
     }
-    TensorPane.-message > TensorView, TensorPane.-message > #tensor-detail {
+    TensorPane.-message > #tensor-stack, TensorPane.-message > #tensor-detail {
         display: none;
     }
     TensorPane.-error > #tensor-message {
@@ -99,22 +101,25 @@ class TensorPane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.tensor_names: list[str] = []
-        self.selected: str | None = None
-        self._stage: Stage | None = None
-        self._tokens: Sequence[str] = ()
-        self._query: int | None = None
-        self._focus = Highlight()
+        self.shown: list[Shown] = []
         self.grid: Grid | None = None
+        """The first tensor on screen (the loop's matrix, or the stage's first tensor)."""
 
     def compose(self) -> ComposeResult:
-        yield Timeline(id="tensor-names")
-        yield TensorView(id="tensor-view")
+        with VerticalScroll(id="tensor-stack"):
+            for n in range(SLOTS):
+                yield Static(id=f"tensor-title-{n}", classes="tensor-title", markup=False)
+                yield TensorView(id=f"tensor-view-{n}" if n else "tensor-view")
         yield TextPane(id="tensor-detail")
         yield Static(id="tensor-message", markup=False)
 
     @property
     def view(self) -> TensorView:
         return self.query_one("#tensor-view", TensorView)
+
+    @property
+    def views(self) -> list[TensorView]:
+        return list(self.query(TensorView))
 
     # What to show ------------------------------------------------------------------
 
@@ -126,39 +131,32 @@ class TensorPane(Vertical):
         focus: Highlight | None = None,
         tensor: str | None = None,
         formula: bool = True,
+        title: str | None = None,
     ) -> None:
-        """Show one of ``stage``'s tensors (``tensor``, else the one shown before, else the first)."""
-        self._message(None)
+        """Show every tensor of ``stage`` (``tensor`` first, if given), labelled by its axes."""
         names = list(stage.tensors)
-        if names != self.tensor_names:
-            self.tensor_names = names
-            self.query_one("#tensor-names", Timeline).set_items((n, n) for n in names)
-        self.set_class(len(names) > 1, "-several")
-        self._stage, self._tokens, self._query = stage, tokens, query
-        self._focus = focus or Highlight()
         if tensor in names:
-            self.selected = tensor
-        elif self.selected not in names:
-            self.selected = names[0] if names else None
-        self._draw_stage()
+            names.remove(tensor)
+            names.insert(0, tensor)
+        shown = []
+        for number, name in enumerate(names):
+            grid = TensorGrid(
+                name,
+                stage.tensors[name],
+                tokens,
+                query,
+                (focus or Highlight())
+                if number == 0
+                else Highlight(hidden=focus.hidden if focus else frozenset()),
+                axes=stage.axes.get(name),
+            )
+            shown.append(Shown(f"{name} · {grid.shape}", grid))
+        if title is not None and len(shown) == 1:
+            shown[0] = Shown(f"{title} · {shown[0].grid.shape}", shown[0].grid)
         detail = Text()
         if formula and stage.formula:
             detail.append(stage.formula, style="bold")
-        self._detail(detail)
-
-    def _draw_stage(self) -> None:
-        stage = self._stage
-        if stage is None or self.selected is None:
-            self.grid = None
-            self.view.show(None)
-            self.border_title = stage.name if stage else ""
-            return
-        self.grid = TensorGrid(
-            self.selected, stage.tensors[self.selected], self._tokens, self._query, self._focus
-        )
-        self.query_one("#tensor-names", Timeline).set_current(self.selected)
-        self._title(f"{self.selected} · {self.grid.shape}")
-        self.view.show(self.grid)
+        self._show(shown, title or stage.name, detail)
 
     def show_substep(
         self,
@@ -166,43 +164,100 @@ class TensorPane(Vertical):
         canvas: LoopCanvas | None,
         tokens: Sequence[str],
         formula: bool = True,
+        canvas_axes: Sequence[str] | None = None,
+        query: int | None = None,
     ) -> None:
-        """The loop's matrix filled up to this sub-step, with its cell and vectors highlighted."""
-        self._message(None)
-        self._stage = None
-        self.set_class(False, "-several")
-        self.tensor_names = []
+        """The sub-step's tensors, below the loop's matrix filled up to it (Dot loops only)."""
+        shown: list[Shown] = []
         cell = cell_of(step)
         if canvas is not None and cell is not None:
             highlight = Highlight(
                 rows=frozenset({cell[0]}), columns=frozenset({cell[1]}), current=cell
             )
-            self.grid = CanvasGrid(step.stage, canvas, step.index, tokens, highlight)
-            # A title that stays put while the loop runs: changing it repaints the whole pane.
-            self._title(f"{step.stage} (filling) · {self.grid.shape}")
-            self.view.show(self.grid)
-        else:
-            self.grid = None
-            self.view.show(None)
-            self._title(f"{step.stage} (loop)")
-        self._detail(substep_detail(step, formula))
+            matrix = CanvasGrid(step.stage, canvas, step.index, tokens, highlight, canvas_axes)
+            shown.append(Shown(f"{step.stage} so far · {matrix.shape}", matrix))
+        for name, tensor in step.tensors.items():
+            grid = TensorGrid(name, tensor, tokens, query, axes=step.axes.get(name))
+            shown.append(Shown(f"{name} · {grid.shape}", grid))
+        detail = Text()
+        if formula and step.formula:
+            detail.append(step.formula + "\n", style="bold")
+        equation = equation_text(step)
+        if equation is not None:
+            detail.append_text(equation)
+        detail.rstrip()
+        where = ", ".join(str(p) for p in step.position)
+        self._show(shown, f"{step.stage} loop · ({where})", detail)
+
+    def _show(self, shown: list[Shown], title: str, detail: Text) -> None:
+        self._message(None)
+        self.shown = shown
+        self.tensor_names = [item.grid.name for item in shown]
+        self.grid = shown[0].grid if shown else None
+        several = len(shown) > 1
+        if len(shown) > SLOTS:
+            rest = ", ".join(item.grid.name for item in shown[SLOTS:])
+            detail.append(f"\nNot shown (the pane holds {SLOTS}): {rest}", style="dim")
+        one = shown[0].title if len(shown) == 1 else title
+        self._title(one)
+        for n, view in enumerate(self.views):
+            label = self.query_one(f"#tensor-title-{n}", Static)
+            item = shown[n] if n < len(shown) else None
+            visible = item is not None
+            if view.display != visible:
+                view.display = visible
+            if label.display != (visible and several):
+                label.display = visible and several
+            if item is None:
+                if view.grid is not None:
+                    view.show(None)
+                continue
+            label.update(item.title)
+            height: str | int = "1fr"
+            natural = item.grid.rows + 2
+            if several and natural <= SMALL:
+                height = natural
+            if view.styles.height is None or str(view.styles.height) != str(height):
+                view.styles.height = height
+            view.styles.min_height = 3 if several else None
+            view.show(item.grid)
+        self._detail(detail)
+
+    def natural_height(self) -> int:
+        """Lines this pane needs to show all its tables without scrolling (border included)."""
+        several = len(self.shown) > 1
+        tables = sum(item.grid.rows + 1 + (1 if several else 0) for item in self.shown[:SLOTS])
+        detail = self.query_one("#tensor-detail", TextPane)
+        return tables + 2 + (detail.line_count if detail.display else 0)
 
     def _title(self, title: str) -> None:
         if self.border_title != title:
             self.border_title = title
 
-    def next_tensor(self) -> None:
-        if self._stage is None or len(self.tensor_names) < 2:
-            return
-        index = self.tensor_names.index(self.selected) if self.selected in self.tensor_names else -1
-        self.selected = self.tensor_names[(index + 1) % len(self.tensor_names)]
-        self._draw_stage()
+    def active_view(self) -> TensorView | None:
+        """The tensor the keys act on: the focused one, else the first."""
+        focused = self.screen.focused
+        if isinstance(focused, TensorView) and focused in self.views and focused.grid is not None:
+            return focused
+        return self.view if self.view.grid is not None else None
 
-    def on_timeline_selected(self, event: Timeline.Selected) -> None:
-        event.stop()
-        if event.key in self.tensor_names:
-            self.selected = event.key
-            self._draw_stage()
+    def next_tensor(self) -> None:
+        """Move the keyboard focus to the next tensor (so ↑/↓, z and w act on it)."""
+        views = [view for view in self.views if view.display and view.grid is not None]
+        if not views:
+            return
+        current = self.screen.focused
+        index = views.index(current) if current in views else -1
+        views[(index + 1) % len(views)].focus()
+
+    def toggle_zoom(self) -> None:
+        view = self.active_view()
+        if view is not None:
+            view.toggle_zoom()
+
+    def toggle_tokens(self) -> bool:
+        view = self.active_view()
+        return view is not None and view.toggle_tokens()
 
     def show_error(self, message: str) -> None:
         """A plugin or lesson error, shown literally in place of the tensors."""

@@ -5,6 +5,15 @@ row of the visible window from a slice of the grid, so stepping through a
 1,024-token trace costs a screenful of cells per frame, not a million. The
 column labels stay on the first line and the row labels on the left while
 the numbers scroll.
+
+A grid too wide for its numbers is drawn as an **overview** instead: the whole
+matrix at once, two blocks per character cell (``▀`` with a foreground and a
+background colour), each block the mean of the cells it covers, the current
+cell marked; ``z`` zooms into the numbers around it and back. For attention
+weights, ``w`` draws the focused query's weight to every key as a bar
+(token to token). Colours come from fixed, colour-blind-safe ramps (viridis,
+and blue/orange around zero) with text in whichever of black or white
+contrasts, so they read the same in light and dark themes.
 """
 
 from __future__ import annotations
@@ -16,15 +25,51 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.color import Color
+from textual.css.scalar import Scalar
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tracer.render.text import format_number
+from tracer.tui.colours import theme_colours
 from tracer.tui.grid import Grid
 
 LABEL_LIMIT = 12
 HEAT_STEPS = 10
+SEQUENTIAL = (
+    "#440154", "#482878", "#3e4989", "#31688e", "#26828e",
+    "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725",
+)  # fmt: skip
+"""Viridis: lightness grows with the value, readable in grey and for colour-blind readers."""
+NEUTRAL, POSITIVE, NEGATIVE = "#d9d9d9", "#2166ac", "#b35806"
+"""Around zero: blue for positive, orange for negative (a colour-blind-safe pair)."""
+BAR = " ▏▎▍▌▋▊▉█"
+Mode = str  # "numbers", "overview" or "tokens"
+
+
+DIVERGING_STEPS = 16
+_SEQUENTIAL = tuple(Color.parse(hex_) for hex_ in SEQUENTIAL)
+_DIVERGING = {
+    sign: tuple(
+        Color.parse(NEUTRAL).blend(Color.parse(end), 0.1 + 0.9 * step / (DIVERGING_STEPS - 1))
+        for step in range(DIVERGING_STEPS)
+    )
+    for sign, end in ((1, POSITIVE), (-1, NEGATIVE))
+}
+"""The ramps, made once: a frame of the overview looks up thousands of cells."""
+
+
+def ramp_colour(value: float, low: float, high: float) -> Color | None:
+    """The heatmap colour of ``value`` on the grid's scale (None for inf/nan)."""
+    if not math.isfinite(value):
+        return None
+    if low < 0 < high:
+        scale = max(-low, high)
+        level = min(abs(value) / scale, 1.0) if scale else 0.0
+        return _DIVERGING[-1 if value < 0 else 1][round(level * (DIVERGING_STEPS - 1))]
+    span = high - low
+    level = round((value - low) / span * (HEAT_STEPS - 1)) if span else HEAT_STEPS // 2
+    return _SEQUENTIAL[max(0, min(level, HEAT_STEPS - 1))]
 
 
 def _fit(text: str, width: int) -> str:
@@ -60,12 +105,30 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         self.cell_width = 6
         self.label_width = 1
         self._styles: dict[tuple[str, int], Style] = {}
+        self._ramp: dict[tuple[str, int], Style] = {}
+        self._pairs: dict[tuple[Color, Color], Style] = {}
+        self._overview_cache: (
+            tuple[tuple[int, int, int], list[list[float | None]], tuple[float, float]] | None
+        ) = None
+        self.zoomed: bool | None = None
+        """None: numbers when they fit, else the overview; True/False: the learner chose."""
+        self.token_view = False
+        self._height_before: Scalar | None = None
 
     # Content ---------------------------------------------------------------------
 
     def show(self, grid: Grid | None, *, follow: bool = True) -> None:
         """Display ``grid``; with ``follow``, scroll so its current cell or first highlight is visible."""
+        same_shape = (
+            grid is not None
+            and self.grid is not None
+            and (grid.rows, grid.columns) == (self.grid.rows, self.grid.columns)
+        )
+        if not same_shape:
+            self.zoomed = None  # a new table: numbers if they fit, else the overview
+            self.token_view = False
         self.grid = grid
+        self._overview_cache = None
         if grid is None:
             self.virtual_size = Size(0, 0)
             self.refresh()
@@ -76,9 +139,7 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         self.label_width = min(
             max((len(label) for label in grid.row_labels), default=0), LABEL_LIMIT
         )
-        self.virtual_size = Size(
-            self.label_width + 1 + grid.columns * (self.cell_width + 1), grid.rows + 1
-        )
+        self._resize_virtual()
         self.refresh()
         if follow:
             if self.size.height > 0:
@@ -86,9 +147,84 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
             else:
                 self.call_after_refresh(self._follow)
 
-    def _follow(self) -> None:
+    # Modes -----------------------------------------------------------------------
+
+    def numbers_width(self) -> int:
         grid = self.grid
         if grid is None:
+            return 0
+        return self.label_width + 1 + grid.columns * (self.cell_width + 1)
+
+    @property
+    def mode(self) -> Mode:
+        grid = self.grid
+        if grid is None:
+            return "numbers"
+        if self.token_view and grid.is_weights():
+            return "tokens"
+        if self.zoomed is None:
+            if self.app.no_color:
+                return "numbers"  # NO_COLOR: an overview is nothing but colour; numbers read
+            width = self.size.width or 80
+            return "numbers" if self.numbers_width() <= width else "overview"
+        return "numbers" if self.zoomed else "overview"
+
+    def toggle_zoom(self) -> None:
+        """Numbers around the current cell, or the whole matrix at once."""
+        self.token_view = False
+        self.zoomed = self.mode != "numbers"
+        self._resize_virtual()
+        self.refresh()
+        self.call_after_refresh(self._follow)
+
+    def toggle_tokens(self) -> bool:
+        """The focused query's weight to every key, as bars; False if these are not weights."""
+        if self.grid is None or not self.grid.is_weights():
+            return False
+        self.token_view = not self.token_view
+        if self.token_view:
+            self._height_before = self.styles.height
+            self.styles.height = "1fr"  # one line per key, whatever the table's own height
+        elif self._height_before is not None:
+            self.styles.height = self._height_before
+        self._resize_virtual()
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+        return True
+
+    def on_resize(self) -> None:
+        self._resize_virtual()
+
+    def _resize_virtual(self) -> None:
+        grid = self.grid
+        if grid is None:
+            return
+        mode = self.mode
+        if mode == "numbers":
+            size = Size(self.numbers_width(), grid.rows + 1)
+        elif mode == "tokens":
+            size = Size(max(self.size.width, 1), grid.columns + 1)
+        else:
+            size = Size(max(self.size.width, 1), max(self.size.height, 1))
+        if self.virtual_size != size:
+            self.virtual_size = size
+
+    def focus_row(self) -> int:
+        """The query row the token view draws: the current cell's, the highlighted, or the first."""
+        grid = self.grid
+        if grid is None:
+            return 0
+        if grid.highlight.current is not None:
+            return grid.highlight.current[0]
+        if grid.highlight.rows:
+            return min(grid.highlight.rows)
+        if grid.highlight.cells:
+            return min(cell[0] for cell in grid.highlight.cells)
+        return 0
+
+    def _follow(self) -> None:
+        grid = self.grid
+        if grid is None or self.mode != "numbers":
             return
         target = grid.highlight.current
         if target is None and grid.highlight.rows:
@@ -108,6 +244,7 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._ramp.clear()
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
@@ -121,19 +258,14 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         style = self._styles.get(key)
         if style is not None:
             return style
-        theme = self.app.current_theme
-        base = Color.parse(theme.surface or theme.background or "#1e1e1e")
-        text = Color.parse(theme.foreground or "#e0e0e0")
-        accent = Color.parse(theme.accent or theme.primary)
-        if kind == "heat" or kind == "cold":
-            tint = Color.parse(theme.primary if kind == "heat" else (theme.error or "#d04040"))
-            background = base.blend(tint, 0.12 + 0.78 * level / (HEAT_STEPS - 1))
+        base, text, accent = theme_colours(self)
+        if kind == "current":
+            # Underlined as well as coloured: still marked with NO_COLOR or in grey.
             style = Style(
-                color=background.get_contrast_text(1.0).rich_color, bgcolor=background.rich_color
-            )
-        elif kind == "current":
-            style = Style(
-                color=accent.get_contrast_text(1.0).rich_color, bgcolor=accent.rich_color, bold=True
+                color=accent.get_contrast_text(1.0).rich_color,
+                bgcolor=accent.rich_color,
+                bold=True,
+                underline=True,
             )
         elif kind == "focus":
             # The lesson's focus: a lighter accent than the cell being computed.
@@ -142,36 +274,40 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
                 color=background.get_contrast_text(1.0).rich_color,
                 bgcolor=background.rich_color,
                 bold=True,
+                underline=True,
+            )
+        elif kind == "bar":
+            style = Style(
+                color=Color.parse(POSITIVE).blend(text, 0.25).rich_color, bgcolor=base.rich_color
             )
         elif kind == "empty":
             style = Style(color=base.blend(text, 0.35).rich_color, bgcolor=base.rich_color)
         elif kind == "label":
-            style = Style(
-                color=base.blend(text, 0.7).rich_color, bgcolor=base.rich_color, bold=True
-            )
+            style = Style(color=text.rich_color, bgcolor=base.rich_color, bold=True)
         elif kind == "label-hot":
-            style = Style(
-                color=accent.rich_color, bgcolor=base.rich_color, bold=True, underline=True
-            )
+            # The theme's text on an accent tint: readable in light themes too.
+            tint = base.blend(accent, 0.3)
+            style = Style(color=text.rich_color, bgcolor=tint.rich_color, bold=True, underline=True)
         else:  # "blank"
             style = Style(bgcolor=base.rich_color)
         self._styles[key] = style
         return style
 
     def _cell_style(self, value: float, low: float, high: float, emphasised: bool) -> Style:
-        if not math.isfinite(value):
+        colour = ramp_colour(value, low, high)
+        if colour is None:
             style = self._style("empty")
-        elif low < 0 < high:
-            # Diverging: negative numbers in a second colour, scaled around zero.
-            scale = max(-low, high)
-            level = round(abs(value) / scale * (HEAT_STEPS - 1)) if scale else 0
-            style = self._style("cold" if value < 0 else "heat", min(level, HEAT_STEPS - 1))
         else:
-            span = high - low
-            level = round((value - low) / span * (HEAT_STEPS - 1)) if span else HEAT_STEPS // 2
-            style = self._style("heat", max(0, min(level, HEAT_STEPS - 1)))
-        if emphasised:
-            style = style + Style(bold=True, underline=True)
+            key = (colour.hex, int(emphasised))
+            cached = self._ramp.get(key)
+            if cached is None:
+                cached = self._ramp[key] = Style(
+                    color=colour.get_contrast_text(1.0).rich_color,
+                    bgcolor=colour.rich_color,
+                    bold=emphasised,
+                    underline=emphasised,
+                )
+            style = cached
         return style
 
     # Rendering -------------------------------------------------------------------
@@ -181,6 +317,11 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         grid = self.grid
         if grid is None or width <= 0:
             return Strip.blank(width, self._style("blank"))
+        mode = self.mode
+        if mode == "overview":
+            return self._overview_line(y, width, grid)
+        if mode == "tokens":
+            return self._token_line(y, width, grid)
         scroll_x, scroll_y = self.scroll_offset
         cell = self.cell_width + 1
         data_width = max(width - self.label_width - 1, 0)
@@ -214,6 +355,9 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
                 if value is None:
                     data.append(Segment("·".rjust(self.cell_width), self._style("empty")))
                     continue
+                if (row, col) in highlight.hidden:
+                    data.append(Segment("?".rjust(self.cell_width), self._style("focus")))
+                    continue
                 text = format_number(value).rjust(self.cell_width)
                 if highlight.current == (row, col):
                     style = self._style("current")
@@ -227,3 +371,106 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         data_strip = Strip(data).crop(offset, offset + data_width) if data else Strip([])
         strip = Strip.join([Strip(segments), data_strip])
         return strip.adjust_cell_length(width, self._style("blank"))
+
+    def _overview_line(self, y: int, width: int, grid: Grid) -> Strip:
+        """Two rows of blocks per line: ``▀`` in the upper block's colour on the lower's."""
+        gutter = 2
+        columns = max(min(grid.columns, width - gutter), 1)
+        rows = max(min(grid.rows, (self.size.height - 1) * 2), 1)
+        key = (id(grid), rows, columns)
+        if self._overview_cache is None or self._overview_cache[0] != key:
+            blocks = grid.overview(rows, columns)
+            # Colours span the block means' own range: averaging narrows it, and the full
+            # range would paint everything one colour. The first line says what a block is.
+            means = [v for row in blocks for v in row if v is not None]
+            span = (min(means), max(means)) if means else (0.0, 0.0)
+            self._overview_cache = (key, blocks, span)
+        _, blocks, (low, high) = self._overview_cache
+        shown_rows, shown_cols = len(blocks), len(blocks[0]) if blocks else 0
+        if y == 0:
+            per_row = math.ceil(grid.rows / max(shown_rows, 1))
+            per_col = math.ceil(grid.columns / max(shown_cols, 1))
+            block = (
+                "each block one value"
+                if per_row == per_col == 1
+                else (f"each block the mean of up to {per_row}×{per_col} values")
+            )
+            header = (
+                f"overview · {block} · {format_number(low)} to {format_number(high)} · z: numbers"
+            )
+            return Strip([Segment(_fit(header, width), self._style("label"))]).adjust_cell_length(
+                width, self._style("blank")
+            )
+        y -= 1
+        top, bottom = 2 * y, 2 * y + 1
+        if top >= shown_rows:
+            return Strip.blank(width, self._style("blank"))
+        current = grid.highlight.current
+        if current is None and grid.highlight.cells:
+            current = min(grid.highlight.cells)
+        marked: tuple[int, int] | None = None
+        if current is not None:
+            marked = (current[0] * shown_rows // grid.rows, current[1] * shown_cols // grid.columns)
+        hot_rows = {r * shown_rows // grid.rows for r in grid.highlight.rows}
+        on_row = marked is not None and marked[0] in (top, bottom)
+        on_row = on_row or bool(hot_rows & {top, bottom})
+        segments = [
+            Segment("▶ " if on_row else "  ", self._style("label-hot" if on_row else "label"))
+        ]
+        blank_style = self._style("blank").bgcolor
+        blank = Color.from_rich_color(blank_style) if blank_style else Color(0, 0, 0)
+        hidden = {
+            (r * shown_rows // grid.rows, c * shown_cols // grid.columns)
+            for r, c in grid.highlight.hidden
+        }
+        for col in range(shown_cols):
+            upper = None if (top, col) in hidden else blocks[top][col]
+            lower = blocks[bottom][col] if bottom < shown_rows else None
+            if (bottom, col) in hidden:
+                lower = None
+            if marked is not None and marked[1] == col and marked[0] in (top, bottom):
+                segments.append(Segment("◆", self._style("current")))
+                continue
+            fg = (ramp_colour(upper, low, high) if upper is not None else None) or blank
+            bg = (ramp_colour(lower, low, high) if lower is not None else None) or blank
+            if bottom >= shown_rows:
+                bg = blank
+            pair = self._pairs.get((fg, bg))
+            if pair is None:
+                pair = self._pairs[(fg, bg)] = Style(color=fg.rich_color, bgcolor=bg.rich_color)
+            segments.append(Segment("▀", pair))
+        return Strip(segments).adjust_cell_length(width, self._style("blank"))
+
+    def _token_line(self, y: int, width: int, grid: Grid) -> Strip:
+        """Line ``y`` of the token view: the focused query's weight to one key, as a bar."""
+        row = min(self.focus_row(), grid.rows - 1)
+        query = grid.row_labels[row] or "query"
+        if y == 0:
+            title = f"{query} attends to each key (its weights, summing to 1) · w: table"
+            return Strip(
+                [Segment(_fit(title, width), self._style("label-hot"))]
+            ).adjust_cell_length(width, self._style("blank"))
+        col = self.scroll_offset.y + y - 1
+        if col >= grid.columns:
+            return Strip.blank(width, self._style("blank"))
+        value = grid.row(row, col, col + 1)[0]
+        if (row, col) in grid.highlight.hidden:
+            value = None
+        key = _fit(grid.column_labels[col], LABEL_LIMIT).ljust(
+            min(self._key_width(grid), LABEL_LIMIT)
+        )
+        number = format_number(value) if value is not None else "·"
+        room = max(width - len(key) - len(number) - 6, 1)
+        eighths = round((value or 0.0) * room * 8)
+        bar = "█" * (eighths // 8) + (BAR[eighths % 8] if eighths % 8 else "")
+        hot = col in grid.highlight.columns
+        segments = [
+            Segment(f"→ {key} ", self._style("label-hot" if hot else "label")),
+            Segment(bar.ljust(room), self._style("bar")),
+            Segment(f" {number}", self._style("label")),
+        ]
+        return Strip(segments).adjust_cell_length(width, self._style("blank"))
+
+    @staticmethod
+    def _key_width(grid: Grid) -> int:
+        return max((len(label) for label in grid.column_labels), default=1)

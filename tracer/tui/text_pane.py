@@ -20,6 +20,11 @@ class TextPane(Static):
         self._lines = -1
         self._width = -1
 
+    @property
+    def line_count(self) -> int:
+        """Lines the text took when last shown (0 before it was)."""
+        return max(self._lines, 0)
+
     def show(self, text: Text) -> None:
         width = self.content_region.width
         lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0
@@ -28,12 +33,12 @@ class TextPane(Static):
         self.update(text, layout=not same)
 
 
-class MarkdownPane(Static):
-    """Author prose rendered as Markdown in one widget (Rich's renderer).
+class ProsePane(Static):
+    """A lesson author's prose, shown as written: plain text, wrapped, nothing interpreted.
 
-    Textual's Markdown widget mounts a widget per block, which costs tens of
-    milliseconds per step; one Static is enough for captions and narration.
-    Markdown is the only syntax interpreted: square brackets stay literal.
+    The lesson format promises narration is shown literally (``The <mask> token``,
+    ``a*b*c`` and ``[b]`` stay as typed), and ``attn lesson run --plain`` prints the
+    same characters, so the app and the plain output never disagree.
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -44,6 +49,4 @@ class MarkdownPane(Static):
         if text == self.text:
             return
         self.text = text
-        from rich.markdown import Markdown
-
-        self.update(Markdown(text, code_theme="ansi_dark", hyperlinks=False) if text else "")
+        self.update(Text(text))

@@ -6,13 +6,17 @@ the TUI's snapshots, which show this file's lines: change it only with them.
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage, substep
+from tracer import Dot, RunContext, Variant, hookimpl, stage, substep
+
+AXES = {True: ("query", "key"), False: ("key",)}
 
 
 def tiny(run: RunContext):
     x = run.inputs
     n = x.shape[0]
-    yield stage("inputs", "Token embeddings [literal brackets]", inputs=x)
+    yield stage(
+        "inputs", "Token embeddings [literal brackets]", axes=("token", "feature"), inputs=x
+    )
     scores = torch.zeros(n, n)
     for i in run.query_indices:
         for j in range(n):
@@ -21,13 +25,27 @@ def tiny(run: RunContext):
                 "scores",
                 (i, j),
                 formula=f"s[{i},{j}] = x{i} · x{j}",
+                axes={"query": ("feature",), "key": ("feature",), "score": ()},
+                equation=Dot("query", "key", "score"),
                 query=x[i],
                 key=x[j],
                 score=scores[i, j].clone(),
             )
-    yield stage("scores", "Scores", formula="s = X Xᵀ", scores=run.focus(scores))
+    yield stage(
+        "scores",
+        "Scores",
+        formula="s = X Xᵀ",
+        axes=AXES[run.query is None],
+        scores=run.focus(scores),
+    )
     weights = torch.softmax(scores, dim=-1)
-    yield stage("weights", "Weights", weights=run.focus(weights), scores=run.focus(scores))
+    yield stage(
+        "weights",
+        "Weights",
+        axes=AXES[run.query is None],
+        weights=run.focus(weights),
+        scores=run.focus(scores),
+    )
     return weights @ x
 
 

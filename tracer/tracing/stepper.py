@@ -8,8 +8,11 @@ the variant yields them and keeps:
 * every stage, forever (there are a dozen of them);
 * the most recent ``window`` steps, so stepping back a few sub-steps is a
   dictionary look-up;
-* for each loop, the value each cell received and the sub-step that wrote it
-  (two flat arrays), so the matrix can be drawn "filled up to sub-step m".
+* for each loop whose sub-steps declare a :class:`~tracer.variant.Dot`
+  equation with a single-number result, the value each cell received and the
+  sub-step that wrote it (two flat arrays), so the matrix can be drawn
+  "filled up to sub-step m". Loops that declare nothing (or an accumulation)
+  get no canvas: a matrix drawn from a guess could be the wrong tensor.
 
 A step that has fallen out of the window is recomputed: variants are
 deterministic for a given context (dropout uses the context's seed), so a
@@ -17,7 +20,8 @@ fresh trace of the same variant replays the same steps. Replaying to step
 ``k`` refills the window with the steps just before ``k``, so a learner
 holding ← pays for one replay per ``window`` steps, not one per key press.
 
-Nothing here imports torch or Textual; a step's tensors are torch tensors.
+Nothing here imports torch or Textual; a step's tensors are torch tensors. The
+app, ``attn explore --plain`` and anything else that walks a trace share it.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tracer.errors import TracerError
-from tracer.variant import Stage, Step, SubStep
+from tracer.errors import PluginError, TracerError
+from tracer.variant import Dot, Stage, Step, SubStep
 
 if TYPE_CHECKING:
     from tracer.tracing import Trace
@@ -102,11 +106,18 @@ def cell_of(step: SubStep) -> tuple[int, int] | None:
 
 
 def scalar_of(step: SubStep) -> tuple[str, float] | None:
-    """The sub-step's single-number tensor (the score it computed), if it has one."""
-    for name, tensor in step.tensors.items():
-        if getattr(tensor, "ndim", None) == 0:
-            return name, float(tensor)
-    return None
+    """The single number a sub-step declares it computed (a ``Dot`` equation's result).
+
+    Only a declared equation says which tensor is the loop's cell; any other
+    single number (a weight being multiplied in) belongs to a different matrix.
+    """
+    equation = step.equation
+    if not isinstance(equation, Dot):
+        return None
+    tensor = step.tensors.get(equation.result)
+    if getattr(tensor, "ndim", None) != 0:
+        return None
+    return equation.result, float(tensor)  # type: ignore[arg-type]
 
 
 class Stepper:
@@ -171,6 +182,11 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> Step:
         """Step number ``index`` (0-based). IndexError past the end; TracerError if the variant fails."""
+        # A step already computed never waits for the lock: a prefetch stuck in a variant
+        # that never returns must not freeze whoever is only looking back.
+        known = self.stages.get(index) or self._recent.get(index)
+        if known is not None:
+            return known
         with self.lock:
             return self._get(index, cancelled, progress)
 
@@ -315,6 +331,14 @@ class Stepper:
             return False
         except TracerError as error:
             self.error = error
+            self.total = self.produced
+            return False
+        except (SystemExit, GeneratorExit) as exit_:
+            # A plugin calling sys.exit() must stop its trace, never the program reading it.
+            self.error = PluginError(
+                f"variant stopped the program ({type(exit_).__name__}: {exit_}); "
+                "a variant must yield its stages and return"
+            )
             self.total = self.produced
             return False
         number = self.produced

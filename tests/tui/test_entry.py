@@ -37,7 +37,7 @@ def test_attn_alone_opens_the_lesson_picker(monkeypatch: pytest.MonkeyPatch) -> 
         opened.append(args)
         return 0
 
-    monkeypatch.setattr("tracer.tui.launch.open_picker", fake_picker)
+    monkeypatch.setattr("tracer.cli.app_cmd.open_picker", fake_picker)
     assert main([]) == 0
     assert len(opened) == 1 and opened[0].command is None
 

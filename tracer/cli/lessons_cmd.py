@@ -171,7 +171,7 @@ def run_lesson(args: argparse.Namespace) -> int:
 
 def open_tui(args: argparse.Namespace) -> int:
     try:
-        from tracer.tui.launch import open_lesson
+        from tracer.cli.app_cmd import open_lesson
     except ImportError:
         raise UsageError(
             "the lesson viewer is not available in this installation; "

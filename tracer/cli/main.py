@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command is None:
             # ``attn`` alone opens the lesson picker, which offers to resume.
-            from tracer.tui.launch import open_picker
+            from tracer.cli.app_cmd import open_picker
 
             return open_picker(args)
         status: int = args.handler(args)

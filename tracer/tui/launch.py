@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -112,14 +111,3 @@ def run_app(app: TracerApp) -> int:
         sys.stderr.flush()
         os._exit(status)  # a variant that never returns must not keep the process alive
     return status
-
-
-def __getattr__(name: str) -> Callable[[Any], int]:
-    """``open_picker`` and ``open_lesson`` moved to :mod:`tracer.cli.app_cmd` (argparse-facing);
-    kept reachable here for callers that still import them from this module."""
-    if name in ("open_picker", "open_lesson", "open_explore"):
-        from tracer.cli import app_cmd
-
-        opener: Callable[[Any], int] = getattr(app_cmd, name)
-        return opener
-    raise AttributeError(name)

@@ -26,6 +26,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tracer.errors import TracerError
 from tracer.lessons.model import (
     Checkpoint,
     Compare,
@@ -665,7 +666,16 @@ class LessonScreen(StepScreen):
         return next((stage for stage in trace.stages if stage.name == step.stage), None)
 
     def _markdown(self, selector: str, text: str) -> None:
-        self.query_one(selector, ProsePane).show(text)
+        """Show the author's prose as written, its ``{{live values}}`` filled in from the run."""
+        self.query_one(selector, ProsePane).show(self._live(text))
+
+    def _live(self, text: str) -> str:
+        if self.session is None or "{{" not in text:
+            return text
+        try:
+            return self.session.runner.text(text)
+        except TracerError:
+            return text  # a value that cannot be computed stays as the author wrote it
 
     def _loop(self, number: int, step: Loop) -> LoopState | None:
         """The loop step's stepper, positioned at its first sub-step (created on first use)."""
@@ -824,7 +834,7 @@ class LessonScreen(StepScreen):
         self.app.push_screen(
             LessonEndScreen(
                 self.session.lesson.title,
-                lesson_summary(self.session.lesson, self.progress, self._quiz_id),
+                self._live(lesson_summary(self.session.lesson, self.progress, self._quiz_id)),
                 following[1] if following else None,
             ),
             self._after_end,
@@ -1002,7 +1012,9 @@ def _derived_axes(resolved: Resolved, name: str) -> dict[str, tuple[str, ...]]:
         elif operation.name == "pick" and names:
             names.pop(0)
         elif operation.name == "sum" and names:
-            dim = int(operation.argument)
+            dim = operation.argument
+            if not isinstance(dim, int) or isinstance(dim, bool):
+                return {}
             if -len(names) <= dim < len(names):
                 names.pop(dim)
             else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -273,9 +272,7 @@ def test_a_lesson_name_alone_opens_the_tui(
         seen.append(args)
         return 0
 
-    fake = types.ModuleType("tracer.tui.launch")
-    fake.open_lesson = open_lesson  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tracer.tui.launch", fake)
+    monkeypatch.setattr("tracer.cli.app_cmd.open_lesson", open_lesson)
     status, _, _ = attn("lesson", "02_normalising", "--lessons-dir", str(tmp_path))
     assert status == 0
     assert [(a.lesson, a.lessons_dir, a.plugins_dir) for a in seen] == [

@@ -74,7 +74,7 @@ def test_notebook_export(tmp_path: Path, attn: Attn) -> None:
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code and all(cell.outputs for cell in code)
     assert any("masked_fill" in cell.source for cell in code)
-    assert any("mask (6×6)" in cell.outputs[0].text for cell in code)
+    assert any("mask (6×6: query × key)" in cell.outputs[0].text for cell in code)
     markdown = "".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert "{{" not in markdown
     assert markdown.startswith("# Causal masking and dropout")

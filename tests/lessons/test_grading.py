@@ -340,7 +340,7 @@ def test_a_quiz_may_show_a_tensor_to_work_from(host: PluginHost) -> None:
     quiz = lesson.quizzes[0]
     assert quiz.about is not None and quiz.about.stage == "inputs"  # never the answer's tensor
     text = "\n".join(plain_lines(lesson, host))
-    assert "inputs (6×3)" in text.split("Answer:")[0]
+    assert "inputs (6×3: token × feature)" in text.split("Answer:")[0]
     assert check_lesson(lesson, host) == []
     bad = load(
         "  - quiz:\n      question: q\n      show: {variant: naive-loop, stage: inputs, "

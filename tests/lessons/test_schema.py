@@ -85,7 +85,7 @@ def test_a_known_variant_must_use_one_of_its_stages() -> None:
         bad = {**base, "steps": [{"show": {"variant": "naive-loop", "stage": "scaled"}}]}
         jsonschema.validate(bad, schema)
     # A variant from a plugin the schema does not know is left to 'attn lesson check'.
-    other = {**base, "steps": [{"show": {"variant": "sliding-window", "stage": "window"}}]}
+    other = {**base, "steps": [{"show": {"variant": "banded-window", "stage": "window"}}]}
     jsonschema.validate(other, schema)
 
 
@@ -98,15 +98,15 @@ def test_the_schema_lists_a_plugins_variants_and_options(tmp_path: Path) -> None
         "@hookimpl\n"
         "def register_variants(register):\n"
         "    register(Variant(name='windowed', title='Windowed', run=run, stages=('window',),\n"
-        "        uses_weights=False, options=(Option('window', int, 2, 'keys seen', min=1),)))\n",
+        "        uses_weights=False, options=(Option('span', int, 2, 'keys seen', min=1),)))\n",
         encoding="utf-8",
     )
     schema = lesson_schema(catalog(PluginHost([tmp_path], use_env=False)))
     assert {"const": "windowed", "description": "Windowed"} in schema["definitions"]["variant"][
         "anyOf"
     ]
-    window = schema["definitions"]["options"]["properties"]["window"]
-    assert window == {
+    span = schema["definitions"]["options"]["properties"]["span"]
+    assert span == {
         "type": "integer",
         "default": 2,
         "minimum": 1,

@@ -171,13 +171,15 @@ def run_lesson(args: argparse.Namespace) -> int:
 
 def open_tui(args: argparse.Namespace) -> int:
     try:
-        from tracer.cli.app_cmd import open_lesson
+        import tracer.tui.launch  # noqa: F401  (the viewer needs Textual)
     except ImportError:
         raise UsageError(
             "the lesson viewer is not available in this installation; "
             f"use 'attn lesson run {args.lesson} --plain'"
         ) from None
-    status: int = open_lesson(args)
+    from tracer.cli import app_cmd
+
+    status: int = app_cmd.open_lesson(args)
     return status
 
 

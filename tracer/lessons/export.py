@@ -154,7 +154,7 @@ def _step(step: LessonStep, runner: LessonRunner) -> Iterator[Block]:
             yield _tensor_block(resolved, "")
         if difference is not None:
             yield Block("markdown", escape("Difference, right minus left"))
-            yield Block("output", format_tensor(difference, left.tokens, left.query))
+            yield Block("output", format_tensor(difference, left.tokens, left.query, left.axes))
     elif isinstance(step, Quiz):
         yield from _quiz(step, runner)
     else:
@@ -165,10 +165,10 @@ def _step(step: LessonStep, runner: LessonRunner) -> Iterator[Block]:
 def _tensor_block(resolved: Resolved, extra: str, *, code: bool = True) -> Block:
     from tracer.render.text import format_tensor, shape_text
 
-    lines = [f"{resolved.name} ({shape_text(resolved.tensor)})"]
+    lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
     if resolved.stage.formula:
         lines.append(f"formula: {resolved.stage.formula}")
-    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query))
+    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes))
     if extra:
         lines.append(extra)
     source = code_that_ran(resolved.stage) if code else ""

@@ -88,10 +88,10 @@ def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[
 def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
     from tracer.render.text import format_tensor, shape_text
 
-    lines = [f"{resolved.name} ({shape_text(resolved.tensor)})"]
+    lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
     if formula and resolved.stage.formula:
         lines.append(f"formula: {resolved.stage.formula}")
-    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query))
+    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes))
     return lines
 
 
@@ -113,7 +113,7 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
     from tracer.render.text import format_number
 
     tensor = resolved.tensor
-    labels = axis_labels(tuple(tensor.shape), resolved.tokens, resolved.query)
+    labels = axis_labels(tuple(tensor.shape), resolved.tokens, resolved.query, resolved.axes)
     table = tensor.reshape(len(labels.rows), len(labels.columns))
     one_row = tensor.dim() < 2
 
@@ -176,7 +176,7 @@ def _compare(step: Compare, runner: LessonRunner) -> list[str]:
         return lines
     largest = float(difference.abs().max()) if difference.numel() else 0.0
     lines.append(f"Difference, right minus left (largest size {format_number(largest)})")
-    lines.append(format_tensor(difference, left.tokens, left.query))
+    lines.append(format_tensor(difference, left.tokens, left.query, left.axes))
     return lines
 
 
@@ -189,7 +189,7 @@ def _quiz(step: Quiz, runner: LessonRunner) -> list[str]:
     if step.cells is not None:
         shown = runner.tensor(step.cells)
         lines.append(f"Select cells of {shown.name}:")
-        lines.append(format_tensor(shown.tensor, shown.tokens, shown.query))
+        lines.append(format_tensor(shown.tensor, shown.tokens, shown.query, shown.axes))
     lines.extend(
         f"  {chr(ord('a') + i)}) {runner.text(choice)}" for i, choice in enumerate(step.choices)
     )

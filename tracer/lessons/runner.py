@@ -59,6 +59,43 @@ class Resolved:
     query: int | None
     stage: Stage
 
+    @property
+    def axes(self) -> tuple[str, ...] | None:
+        """The axis names of ``tensor``: the stage's, followed through the lesson's operations.
+
+        None when an operation's effect on the axes is not certain: then the
+        tensor is labelled by index, never with guessed tokens.
+        """
+        from tracer.render.labels import effective_axes
+
+        name = self.ref.tensor or next(iter(self.stage.tensors), "")
+        axes, original = self.stage.axes.get(name), self.stage.tensors.get(name)
+        if axes is None or original is None:
+            return None
+        if not self.ref.then:
+            return axes  # as the variant named them (the focus contract still applies)
+        shown = effective_axes(tuple(original.shape), axes, self.query)
+        if shown is None:
+            return None
+        names = list(shown)
+        for operation in self.ref.then:
+            if operation.name in ("softmax", "normalize", "scale", "exp", "abs"):
+                continue
+            if operation.name == "transpose" and len(names) == 2:
+                names.reverse()
+            elif operation.name == "pick" and names:
+                names.pop(0)
+            elif operation.name == "sum" and names:
+                dim = operation.argument
+                if not isinstance(dim, int) or isinstance(dim, bool):
+                    return None
+                if not -len(names) <= dim < len(names):
+                    return None
+                names.pop(dim)
+            else:
+                return None
+        return tuple(names) if len(names) == self.tensor.dim() else None
+
 
 class LessonRunner:
     """Runs the variants a lesson refers to, caching one trace per (variant, options, query)."""

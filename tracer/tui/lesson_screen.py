@@ -999,31 +999,8 @@ def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[s
 
 def _derived_axes(resolved: Resolved, name: str) -> dict[str, tuple[str, ...]]:
     """Axis names of a resolved tensor after the lesson's operations; none if unsure."""
-    stage = resolved.stage
-    axes = stage.axes.get(resolved.ref.tensor or next(iter(stage.tensors), ""))
-    if axes is None:
-        return {}
-    names = list(axes)
-    for operation in resolved.ref.then:
-        if operation.name in ("softmax", "normalize", "scale", "exp"):
-            continue
-        if operation.name == "transpose" and len(names) == 2:
-            names.reverse()
-        elif operation.name == "pick" and names:
-            names.pop(0)
-        elif operation.name == "sum" and names:
-            dim = operation.argument
-            if not isinstance(dim, int) or isinstance(dim, bool):
-                return {}
-            if -len(names) <= dim < len(names):
-                names.pop(dim)
-            else:
-                return {}
-        else:
-            return {}
-    if len(names) != resolved.tensor.dim():
-        return {}
-    return {name: tuple(names)}
+    axes = resolved.axes
+    return {name: axes} if axes is not None else {}
 
 
 def _answer_cell(quiz: Quiz, shown: Show) -> tuple[int, int] | None:

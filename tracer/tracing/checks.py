@@ -139,7 +139,10 @@ def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) 
         raise _error(
             trace, f"{subject}: its equation names '{missing[0]}', which it does not yield", where
         )
-    t = {n: step.tensors[n].detach().to("cpu", torch.float64) for n in names}
+    tensors = [step.tensors[n].detach() for n in names]
+    # Compare in the variant's own float32 when it used it throughout, else in float64.
+    same = all(x.dtype == torch.float32 and x.device.type == "cpu" for x in tensors)
+    t = {n: x if same else x.to("cpu", torch.float64) for n, x in zip(names, tensors, strict=True)}
     if isinstance(equation, Dot):
         a, b, result = t[equation.a], t[equation.b], t[equation.result]
         if a.dim() != 1 or a.shape != b.shape or result.numel() != 1:
@@ -149,7 +152,7 @@ def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) 
                 f"{tuple(a.shape)}, {tuple(b.shape)} and {tuple(result.shape)}",
                 where,
             )
-        expected = (a * b).sum()
+        expected = torch.dot(a, b)
         actual = result.reshape(())
         claim = f"{equation.a} · {equation.b} = {expected.item():.4f}, not {actual.item():.4f}"
     else:

@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 from tracer.variant import Stage, SubStep
 
 Holder = tuple[Callable[[], "Stage | SubStep | None"], str]
+PRUNE_FROM = 64
 BACKWARD = frozenset({"backward", "grad"})
 NUMPY_VIEWS = frozenset({"numpy", "__array__"})
 
@@ -71,6 +72,7 @@ class CopyOnWrite(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self._holders: dict[int, list[Holder]] = {}
+        self._prune_at: dict[int, int] = {}
         self._exposed: set[int] = set()
         """Storages a numpy view was taken of: writes to them are invisible to torch."""
 
@@ -90,9 +92,12 @@ class CopyOnWrite(TorchFunctionMode):
                     step.tensors[name] = tensor.clone()
                 elif key:
                     held = self._holders.setdefault(key, [])
-                    # Drop sub-steps the reader has let go of, so a long loop stays small.
-                    held[:] = [(r, n) for r, n in held if r() is not None]
                     held.append((ref, name))
+                    if len(held) > self._prune_at.get(key, PRUNE_FROM):
+                        # Drop sub-steps the reader has let go of, so a long loop stays small;
+                        # only when the list has doubled, so each protect costs O(1) on average.
+                        held[:] = [(r, n) for r, n in held if r() is not None]
+                        self._prune_at[key] = max(PRUNE_FROM, 2 * len(held))
 
     def _clone(self, key: int) -> None:
         for ref, name in self._holders.pop(key, ()):

@@ -166,7 +166,22 @@ def test_exception_inside_attention_is_the_learners_traceback(attn: Attn) -> Non
     assert err.rstrip().endswith(
         "RuntimeError: mat1 and mat2 shapes cannot be multiplied (6x2 and 6x2)"
     )
+    assert "note:" not in err  # no weight was transposed: no word about layouts
     assert_only_learner_frames(err, "raises.py")
+
+
+def test_a_weight_transposed_as_for_nn_linear_is_explained(attn: Attn, tmp_path: Path) -> None:
+    path = tmp_path / "linear_layout.py"
+    path.write_text(
+        "import torch\n\n\ndef attention(inputs, W_query, W_key, W_value):\n"
+        "    queries = inputs @ W_query.T\n    return queries\n"
+    )
+    status, _, err = attn("check", str(path), "--against", "trainable")
+    assert status == 2
+    assert err.rstrip().endswith(
+        "note: line 5 uses W_query.T as if the weights were nn.Linear's (d_out×d_in, x @ W.T); "
+        "attn check passes them as d_in×d_out (3×2 here), applied as inputs @ W, so drop the .T"
+    )
 
 
 def test_exception_while_loading_the_file(attn: Attn) -> None:
@@ -195,9 +210,15 @@ def test_helpers_in_the_learners_file_stay_in_the_traceback(attn: Attn, tmp_path
     ("name", "variant", "message"),
     [
         (
-            "no_function.py",
+            "nothing_to_call.py",
             "vectorized",
-            "defines no function 'attention'; write def attention(inputs)",
+            "defines no function 'attention' and no nn.Module; write def attention(inputs)",
+        ),
+        (
+            "several_functions.py",
+            "vectorized",
+            "has no 'attention' and several candidates (attention_v1, attention_v2); "
+            "pick one with --function NAME",
         ),
         (
             "wrong_signature.py",
@@ -212,6 +233,27 @@ def test_unusable_files_are_one_line(attn: Attn, name: str, variant: str, messag
     assert status == 2 and out == ""
     assert len(err.splitlines()) == 1
     assert err.startswith(str(path)) and err.rstrip().endswith(message)
+
+
+def test_the_one_function_is_checked_and_named(attn: Attn) -> None:
+    status, out, _ = attn("check", str(CORPUS / "other_name.py"), "--against", "vectorized")
+    assert status == 0
+    assert out.splitlines()[1] == (
+        "  (no 'attention' in the file, so it checks function self_attention)"
+    )
+
+
+def test_function_option_picks_among_several(attn: Attn) -> None:
+    path = str(CORPUS / "several_functions.py")
+    status, _, _ = attn("check", path, "--against", "vectorized", "--function", "attention_v1")
+    assert status == 0
+    status, out, _ = attn("check", path, "--against", "vectorized", "--function", "attention_v2")
+    assert status == 1 and "[softmax-dim]" in out
+    status, _, err = attn("check", path, "--against", "vectorized", "--function", "attn")
+    assert (status, err) == (
+        2,
+        f"{path}: defines nothing named 'attn' (it has attention_v1, attention_v2)\n",
+    )
 
 
 def test_missing_file_and_unknown_variant(attn: Attn, tmp_path: Path) -> None:

@@ -18,15 +18,36 @@ def add_parser(commands: Any) -> None:
         help="check your own attention function against a variant",
         description=(
             "Run `def attention(inputs, W_query, W_key, W_value)` from FILE (for naive-loop and "
-            "vectorized: `def attention(inputs)`) on the variant's inputs and weights, compare "
-            "its output and intermediate tensors with the variant's stages, and explain the "
-            "first difference."
+            "vectorized: `def attention(inputs)`), or the file's one function or nn.Module "
+            "class, on the variant's inputs and weights, compare its output and intermediate "
+            "tensors with the variant's stages, and explain the first difference. Your code "
+            "runs in a separate process with a time and a memory limit."
         ),
-        epilog="Exit status: 0 output matches, 1 it does not, 2 the file itself fails.",
+        epilog=(
+            "Exit status: 0 output matches, 1 it does not, 2 the file itself fails "
+            "(or runs out of time or memory)."
+        ),
     )
     parser.add_argument("file", metavar="FILE.py", help="your Python file")
     parser.add_argument(
         "--against", required=True, metavar="VARIANT", help="the variant to compare with"
+    )
+    parser.add_argument(
+        "--function",
+        metavar="NAME",
+        help="the function, class or module in FILE to check (default: attention, or the only one)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long your code may run (default 5, or ATTN_CHECK_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--memory",
+        type=int,
+        metavar="MB",
+        help="memory your code may take beyond torch's own (default 1024, or ATTN_CHECK_MEMORY_MB)",
     )
     add_trace_options(parser)
     parser.add_argument(
@@ -37,21 +58,31 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tracer.learner.check import check
+    from tracer.learner.isolation import Limits
     from tracer.learner.loader import LearnerFailure
-    from tracer.learner.report import check_json, format_check
+    from tracer.learner.report import check_json, format_check, learner_output
     from tracer.runner import start_trace
 
     if args.query is not None:
         raise UsageError("attn check compares every query at once; --query is for attn trace")
+    limits = Limits.from_environment(args.timeout, args.memory)
     host = load_host(args)
     trace = start_trace(args.against, trace_options(args), host).run_to_end()
     try:
-        result = check(Path(args.file), trace)
+        result = check(Path(args.file), trace, function=args.function, limits=limits)
     except LearnerFailure as failure:
+        if failure.output and not args.json:
+            sys.stderr.write(learner_output(failure.output) + "\n")
         sys.stderr.write(failure.text)
         if args.json:
             json.dump(
-                {"file": args.file, "variant": args.against, "error": failure.text}, sys.stdout
+                {
+                    "file": args.file,
+                    "variant": args.against,
+                    "error": failure.text,
+                    "output": failure.output,
+                },
+                sys.stdout,
             )
             sys.stdout.write("\n")
         return EXIT_USAGE

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,10 +104,8 @@ def _defined_here(value: Any, filename: str) -> bool:
     if isinstance(value, types.FunctionType):
         return value.__code__.co_filename == filename
     if isinstance(value, type):
-        try:
-            return inspect.getsourcefile(value) == filename
-        except (TypeError, OSError):
-            return False
+        module = sys.modules.get(value.__module__)
+        return getattr(module, "__file__", None) == filename
     return False
 
 

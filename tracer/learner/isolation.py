@@ -142,7 +142,6 @@ def run_sandboxed(
                     stderr=err,
                     pass_fds=(write_end,),
                     env=environment,
-                    cwd=str(Path(path).resolve().parent),
                     start_new_session=True,  # its own process group: killed as a whole
                 )
         finally:

@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import traceback
+import types
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ SHAPE_ERROR = re.compile(
     r"mat1 and mat2|cannot be broadcast|dimension out of range|Dimension out of range|"
     r"not enough values to unpack|too many values to unpack|invalid for input of size"
 )
-
+LEARNER_MODULE = "__learner__"
 TRANSPOSED_WEIGHT = re.compile(r"\b[Ww]\w*\.(?:T\b|mT\b|t\(\)|transpose\([^)]*\))")
 
 
@@ -207,6 +208,39 @@ def _layout_note(exc: BaseException, path: str, setting: Setting) -> str:
     )
 
 
+def _output_marks() -> list[int | None]:
+    """Where stdout and stderr stand now, so a failed first attempt's output can be dropped."""
+    marks: list[int | None] = []
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        try:
+            stream.flush()
+            marks.append(os.lseek(fd, 0, os.SEEK_CUR))
+        except (OSError, ValueError, AttributeError):
+            marks.append(None)
+    return marks
+
+
+def _rewind_output(marks: list[int | None]) -> None:
+    for (stream, fd), mark in zip(((sys.stdout, 1), (sys.stderr, 2)), marks, strict=True):
+        if mark is None:
+            continue
+        try:
+            stream.flush()
+            os.ftruncate(fd, mark)
+            os.lseek(fd, mark, os.SEEK_SET)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def _usage(error: UsageError) -> dict[str, Any]:
+    location = error.location
+    return {
+        "status": "usage",
+        "message": error.message,
+        "line": None if location is None else location.line,
+    }
+
+
 def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
     path = request["path"]
     setting = Setting(
@@ -220,7 +254,10 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         stacked=request["stacked"],
     )
     shapes = {tuple(s) for s in request["shapes"]}
-    namespace: dict[str, Any] = {"__name__": "__learner__", "__file__": path}
+    module = types.ModuleType(LEARNER_MODULE)
+    module.__file__ = path
+    sys.modules[LEARNER_MODULE] = module  # dataclasses and inspect look their module up here
+    namespace: dict[str, Any] = module.__dict__
     sys.path.insert(0, str(Path(path).resolve().parent))  # their own helper modules
     try:
         code = compile(Path(path).read_text(encoding="utf-8"), path, "exec")
@@ -236,24 +273,24 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         if note is not None:
             note = f"no 'attention' in the file, so it checks {call.description}"
     except UsageError as error:
-        location = error.location
-        return {
-            "status": "usage",
-            "message": error.message,
-            "line": None if location is None else location.line,
-        }
+        return _usage(error)
     except BaseException as exc:  # the learner's constructor failed
         return _failure(exc, path, setting)
     attempts = [True, False] if call.module else [False, True]
     first: dict[str, Any] | None = None
     for batched in attempts:
+        marks = _output_marks()
         try:
             output, tensors, recorder = run_call(call, batched, path, shapes, request["seed"])
+        except UsageError as error:  # weights that cannot be placed in the learner's module
+            return _usage(error)
         except BaseException as exc:
             failure = _failure(exc, path, setting)
             if failure["status"] != "failed":
                 return failure
-            first = first or failure
+            if first is None:
+                first = failure
+                _rewind_output(marks)  # the retry's output replaces this attempt's
             continue
         after = {n: _tensor(t) for n, t in tensors.items()}
         discarded = [

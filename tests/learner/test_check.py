@@ -24,7 +24,7 @@ MISTAKES = [
     ("wrong_scaling.py", "trainable", "scaling", 10),
     ("no_renormalise.py", "masked", "renormalise", 12),
     ("discarded_masked_fill.py", "masked", "discarded-masked-fill", 11),
-    ("mask_diagonal.py", "masked", "mask-diagonal", 11),
+    ("mask_diagonal.py", "masked", "mask-diagonal", 10),
     ("fill_zero.py", "masked", "fill-zero", 11),
     ("mutates_inputs.py", "vectorized", "inputs-mutated", 7),
     ("mutates_inputs_loop.py", "vectorized", "inputs-mutated", 6),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.learner.check import check
+    from tracer.learner.check import check, hidden_scaling_d_out
     from tracer.learner.isolation import Limits
     from tracer.learner.loader import LearnerFailure
     from tracer.learner.report import check_json, format_check, learner_output
@@ -86,9 +87,27 @@ def run(args: argparse.Namespace) -> int:
             )
             sys.stdout.write("\n")
         return EXIT_USAGE
+    second = None
+    wider = hidden_scaling_d_out(trace) if result.matches else None
+    if wider is not None:
+        # The defaults hide a missing √d_k (heads 1 wide): run again where they do not.
+        options = replace(trace_options(args), d_out=wider)
+        wide_trace = start_trace(args.against, options, host).run_to_end()
+        second = check(Path(args.file), wide_trace, function=args.function, limits=limits)
+    final = second if second is not None else result
     if args.json:
-        json.dump(check_json(result), sys.stdout, indent=1)
+        report = check_json(result)
+        if second is not None:
+            report["matches"] = second.matches
+            report["second"] = {"d_out": wider, **check_json(second)}
+        json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
+    elif second is not None and not second.matches:
+        print(
+            f"(with these options every head is 1 wide, so √d_k = 1 and a missing scale would "
+            f"not show; checked again with --d-out {wider})\n"
+        )
+        print(format_check(second))
     else:
         print(format_check(result))
-    return EXIT_OK if result.matches else EXIT_PROBLEMS
+    return EXIT_OK if final.matches else EXIT_PROBLEMS

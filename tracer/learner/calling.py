@@ -94,6 +94,8 @@ class Call:
     """What was called, for the report: ``function attention``, ``class CausalAttention``."""
     module: bool
     prepare: Callable[[bool], tuple[dict[str, torch.Tensor], Thunk]]
+    built: nn.Module | None = None
+    """The module the last ``prepare`` built (None for a function)."""
 
 
 def expected_signature(arguments: dict[str, Any]) -> str:
@@ -233,11 +235,13 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
 def _module_call(description: str, build: Callable[[], nn.Module], setting: Setting) -> Call:
     def prepare_module(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
         module = build()
+        call.built = module
         inputs = setting.arguments["inputs"].detach().clone()
         given = inputs.unsqueeze(0) if batched else inputs
         return {"inputs": inputs}, lambda: module(given)
 
-    return Call(description, True, prepare_module)
+    call = Call(description, True, prepare_module)
+    return call
 
 
 def _copy(value: Any) -> Any:

@@ -218,15 +218,24 @@ def compare_stages(
 def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> Record | None:
     """The learner's try at ``stage``: their first new, wrong tensor shaped like it.
 
-    Tensors equal to some reference tensor are correct steps on the way (the
-    softmax before route 1's zeroing, say), so they are passed over.
+    Tensors equal to a reference tensor of this stage or a later one, or to a
+    by-product of an earlier one (the softmax before route 1's zeroing, say),
+    are correct steps on the way and are passed over. A tensor equal to an
+    earlier stage's own result is not: keys computed with W_query equal the
+    queries, and are still a wrong attempt at the keys.
     """
     shapes = set()
     for tensor in _targets(stage):
         shapes.add(tuple(tensor.shape))
         if tensor.dim() >= 3:
             shapes.add(tuple(tensor.shape[1:]))
-    reference = [t for s in trace.stages for t in s.tensors.values() if t.is_floating_point()]
+    earlier = [id(t) for s in trace.stages if s.index < stage.index for t in _targets(s)]
+    reference = [
+        t
+        for s in trace.stages
+        for t in s.tensors.values()
+        if t.is_floating_point() and id(t) not in earlier
+    ]
     shaped = [
         record
         for record in records[start:]
@@ -288,6 +297,16 @@ def check(
         output=tensor_output,
         expected_output=expected,
         stages=trace.stages,
+        dropout=float(trace.context.dropout),
+        dropout_lines=[
+            (float(item[0]), item[1])
+            for item in _list(payload.get("dropout_lines"))
+            if isinstance(item, (list, tuple))
+            and len(item) == 2
+            and isinstance(item[0], (int, float))
+            and isinstance(item[1], int)
+        ],
+        path=filename,
     )
     diagnoses = diagnose(evidence)
     if matches and not any(d.code == "inputs-mutated" for d in diagnoses):
@@ -313,6 +332,29 @@ def check(
         note=payload.get("note") if isinstance(payload.get("note"), str) else None,
         learner_output=outcome.output,
     )
+
+
+def hidden_scaling_d_out(trace: Trace) -> int | None:
+    """A d_out at which √d_k is no longer 1, when this trace's scaling changes nothing.
+
+    With heads one column wide (the multi-head defaults) dividing by √d_k is
+    dividing by 1, so a missing scale would pass; the check is then run again
+    at twice the width.
+    """
+    scores, scaled = _main(trace, "scores"), _main(trace, "scaled")
+    weights = trace.context.weights
+    if scores is None or scaled is None or weights is None or trace.context.init is None:
+        return None
+    if not close(scores, scaled):
+        return None
+    return int(weights.query.shape[-1]) * 2
+
+
+def _main(trace: Trace, name: str) -> torch.Tensor | None:
+    for stage in trace.stages:
+        if stage.name == name and name in stage.tensors:
+            return stage.tensors[name]
+    return None
 
 
 def _list(value: Any) -> list[Any]:

@@ -136,11 +136,13 @@ def _output(value: Any, batched: bool) -> dict[str, Any]:
 def run_call(
     call: Call, batched: bool, path: str, shapes: set[tuple[int, ...]], seed: int
 ) -> tuple[Any, dict[str, torch.Tensor], Recorder]:
-    tensors, thunk = call.prepare(batched)
     recorder_shapes = shapes | {(1, *s) for s in shapes} if batched else shapes
-    recorder = Recorder(path, recorder_shapes, tensors)
-    torch.manual_seed(seed)  # dropout can match the reference's draws
+    recorder = Recorder(path, recorder_shapes, {})
     with torch.no_grad(), recorder:
+        # A module's constructor is recorded too: it may build the mask the forward pass uses.
+        tensors, thunk = call.prepare(batched)
+        recorder.watch_arguments(tensors)
+        torch.manual_seed(seed)  # dropout can match the reference's draws
         output = thunk()
     return output, tensors, recorder
 
@@ -151,6 +153,9 @@ def _records(recorder: Recorder, batched: bool) -> list[dict[str, Any]]:
         value = record.value
         if batched:
             value = _unbatch(value)
+        args, kwargs = record.args, record.kwargs
+        if batched:
+            args = tuple(_unbatch(a) if isinstance(a, torch.Tensor) else a for a in args)
         records.append(
             {
                 "index": record.index,
@@ -158,8 +163,8 @@ def _records(recorder: Recorder, batched: bool) -> list[dict[str, Any]]:
                 "line": record.line,
                 "value": None if value is None else _tensor(value),
                 "inplace": record.inplace,
-                "args": _plain(record.args),
-                "kwargs": {k: _plain(v) for k, v in record.kwargs.items()},
+                "args": _plain(args),
+                "kwargs": {k: _plain(v) for k, v in kwargs.items()},
                 "result_id": record.result_id,
             }
         )
@@ -230,6 +235,26 @@ def _rewind_output(marks: list[int | None]) -> None:
             os.lseek(fd, mark, os.SEEK_SET)
         except (OSError, ValueError, AttributeError):
             pass
+
+
+def dropout_lines(call: Call, path: str) -> list[tuple[float, int]]:
+    """(p, line) for each nn.Dropout with p > 0 in the learner's module: where its rate is set."""
+    module = call.built
+    if module is None:
+        return []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = []
+    for name, sub in module.named_modules():
+        if not isinstance(sub, torch.nn.Dropout) or not sub.p > 0:
+            continue
+        attribute = re.compile(rf"self\.{re.escape(name.rsplit('.', 1)[-1])}\s*=")
+        line = next((i + 1 for i, text in enumerate(lines) if attribute.search(text)), None)
+        if line is not None:
+            found.append((float(sub.p), line))
+    return found
 
 
 def _usage(error: UsageError) -> dict[str, Any]:
@@ -311,6 +336,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
             "discarded": discarded,
             "arguments_after": after,
+            "dropout_lines": dropout_lines(call, path),
         }
     assert first is not None
     return first

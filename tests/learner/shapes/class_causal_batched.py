@@ -23,3 +23,6 @@ class CausalSelfAttention(nn.Module):
         weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
         weights = self.dropout(weights)
         return weights @ values
+
+
+# expect: --against masked -> ok

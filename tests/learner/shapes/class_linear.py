@@ -15,3 +15,6 @@ class SelfAttentionLinear(nn.Module):
         q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
         weights = torch.softmax(q @ k.T / k.shape[-1] ** 0.5, dim=-1)
         return weights @ v
+
+
+# expect: --against trainable --init randn --d-out 4 -> ok

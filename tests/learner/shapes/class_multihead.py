@@ -26,3 +26,6 @@ class MultiHead(nn.Module):
         weights = self.dropout(torch.softmax(scores / k.shape[-1] ** 0.5, dim=-1))
         context = (weights @ v).transpose(1, 2).contiguous().view(b, n, self.d_out)
         return self.out_proj(context)
+
+
+# expect: --against multihead --d-out 4 --init linear -> ok

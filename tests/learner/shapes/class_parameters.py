@@ -18,3 +18,6 @@ class SelfAttentionParams(nn.Module):
         scores = queries @ keys.T
         weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
         return weights @ values
+
+
+# expect: --against trainable -> ok

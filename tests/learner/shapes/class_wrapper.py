@@ -31,3 +31,6 @@ class HeadsWrapper(nn.Module):
 
     def forward(self, x):
         return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+# expect: --against multihead-wrapper --heads 3 -> ok

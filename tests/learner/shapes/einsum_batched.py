@@ -11,3 +11,6 @@ def attention(inputs, W_query, W_key, W_value):
     scores = torch.einsum("bqe,bke->bqk", q, k) / k.shape[-1] ** 0.5
     weights = scores.softmax(dim=-1)
     return torch.einsum("bqk,bke->bqe", weights, v)
+
+
+# expect: --against trainable -> ok

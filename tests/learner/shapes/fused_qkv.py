@@ -30,3 +30,6 @@ class FusedAttention(nn.Module):
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, self.d_out)
         return self.c_proj(y)
+
+
+# expect: --against multihead --d-out 4 -> ok

@@ -17,3 +17,6 @@ class Attention(nn.Module):
 
 
 attention = Attention(3, 2)
+
+
+# expect: --against trainable -> ok

@@ -322,3 +322,24 @@ def test_multihead_mistakes(
     path.write_text(source.replace(old, new))
     result = check(path, reference(host, "multihead", init="linear", d_out=6, extra={"heads": 3}))
     assert [d.code for d in result.diagnoses][:1] == [code]
+
+
+def test_a_wrong_loop_is_blamed_at_its_own_line(attn: Attn) -> None:
+    """Writes through a row view (scores[i][j]) count as writes to scores, and nothing after
+    a stage that never matched is called "another route"."""
+    path = CORPUS / "loop_row_view.py"
+    status, out, _ = attn("check", str(path), "--against", "naive-loop")
+    assert status == 1
+    assert "  DIFFERS  scores\n  DIFFERS  weights\n  DIFFERS  context\n" in out
+    assert "  loop_row_view.py:9  scores[i][j] = torch.dot(inputs[i], inputs[i])\n" in out
+
+
+def test_a_mask_never_stands_for_scores(attn: Attn) -> None:
+    """The learner builds the mask and never applies it: no masked stage is credited to it."""
+    status, out, _ = attn("check", str(CORPUS / "never_masks.py"), "--against", "masked", "--json")
+    assert status == 1
+    stages = {s["name"]: s for s in json.loads(out)["stages"]}
+    assert stages["scaled"]["status"] == "match" and stages["scaled"]["line"] == 9
+    for name in ("masked_scores", "weights", "context"):
+        assert stages[name]["status"] == "differs", stages[name]
+    assert [(d["code"], d["line"]) for d in json.loads(out)["diagnoses"]] == [("mask-unused", 10)]

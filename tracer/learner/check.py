@@ -34,6 +34,11 @@ from tracer.variant import Stage
 GIVEN_STAGES = ("inputs", "projections")
 """Stages that show what the learner is given rather than what they compute."""
 
+CREATION_OPS = frozenset(
+    {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
+)
+"""Making a tensor to fill in later (``torch.empty(n, n)``) is not an attempt at a stage."""
+
 MATCH = "match"
 DIFFERS = "differs"
 OTHER_ROUTE = "other route"
@@ -158,7 +163,9 @@ def refuse_overflow(trace: Trace) -> None:
         for name, tensor in stage.tensors.items():
             if not tensor.is_floating_point():
                 continue
-            bad = tensor.isnan() | (tensor == float("inf"))
+            # Overflow shows as infinity; a NaN alone may be 0/0 in a by-product (one token
+            # of zeros), and -inf is what masked scores hold on purpose.
+            bad = tensor == float("inf")
             if "mask" not in name:
                 bad = bad | (tensor == float("-inf"))
             if bool(bad.any()):
@@ -176,7 +183,7 @@ def refuse_overflow(trace: Trace) -> None:
         bound = d_in * d_in * context.weights.query.shape[-1] * max(weights) ** 2
     safe = math.sqrt(float(torch.finfo(torch.float32).max) / 100 / max(bound, 1e-300))
     raise UsageError(
-        "these inputs are too large: their attention scores overflow float32 (inf or NaN), so "
+        "these inputs are too large: their attention scores overflow float32, so "
         f"there is nothing to compare with; keep every embedding value within ±{safe:.3g}"
     )
 
@@ -204,7 +211,7 @@ def compare_stages(
             StageResult(stage, MATCH if matched else DIFFERS, found[0] if matched else None)
         )
     last = max((i for i, r in enumerate(results) if r.status == MATCH), default=-1)
-    for result in results[:last]:
+    for result in results[: max(last, 0)]:  # nothing matched: no other route either
         if result.status == DIFFERS:
             result.status = OTHER_ROUTE
     diverging = next((r for r in results[last + 1 :] if r.status == DIFFERS), None)
@@ -243,6 +250,7 @@ def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> R
         and record.value.is_floating_point()
         and tuple(record.value.shape) in shapes
         and not _mask_like(record.value)
+        and record.op not in CREATION_OPS
     ]
     for record in shaped:
         assert record.value is not None

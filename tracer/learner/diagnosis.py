@@ -720,6 +720,27 @@ def skipped_in_loop(evidence: Evidence) -> list[Diagnosis]:
     return []
 
 
+def mask_unused(evidence: Evidence) -> list[Diagnosis]:
+    """A causal mask built and never applied (no masked_fill, where or product uses it)."""
+    if not any(stage.name == "mask" for stage in evidence.stages):
+        return []
+    built = [r for r in evidence.records if r.op in ("triu", "tril")]
+    applies = {"masked_fill", "masked_fill_", "where", *MULTIPLY_OPS}
+    if not built or any(r.op in applies for r in evidence.records):
+        return []
+    line = built[-1].line
+    return [
+        Diagnosis(
+            "mask-unused",
+            "a mask that is never applied",
+            line,
+            f"{_at(line)} builds the causal mask, but nothing applies it, so every query still "
+            "sees the future; apply it before the softmax: "
+            "`scores = scores.masked_fill(mask, -torch.inf)`.",
+        )
+    ]
+
+
 def _loop_line(path: str, write_line: int | None, axis: int) -> int | None:
     """The ``for`` line of the loop variable that indexes ``axis`` in the write on ``write_line``."""
     if write_line is None or not path:
@@ -772,6 +793,7 @@ DETECTORS: tuple[Detector, ...] = (
     discarded_masked_fill,
     mask_with_diagonal,
     mask_sees_future,
+    mask_unused,
     fill_with_zero,
     mask_by_multiplying,
     softmax_dimension,

@@ -165,6 +165,9 @@ def run_sandboxed(
             os.close(read_end)
             if process.poll() is None:
                 _kill(process)
+            # Whatever the learner's code started (a subprocess, say) ends with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         output = _read_output(stdout) + _read_output(stderr)
         result = folder / "result.pt"
         if not result.exists():

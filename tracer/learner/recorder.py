@@ -153,6 +153,9 @@ class Recorder(TorchFunctionMode):
             if name == "masked_fill":
                 self.tracked[id(result)] = result
         written = target if target is not None else result
+        if target is not None and target._base is not None and self._worth_keeping(target._base):
+            # scores[i][j] = ... writes through a row view: what changed is the whole matrix.
+            written = target = target._base
         if isinstance(written, torch.Tensor) and self._worth_keeping(written):
             record.value = written.detach().clone()
             self._snapshots += 1

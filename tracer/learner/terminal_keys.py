@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import sys
 import termios
 import tty
 from types import TracebackType
 from typing import Any, TextIO
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 class TerminalKeys:
@@ -21,9 +26,12 @@ class TerminalKeys:
     def __init__(self, stream: TextIO = sys.stdin) -> None:
         self.fd = stream.fileno()
         self._saved: list[Any] | None = None
+        self._previous: Any = signal.SIG_DFL
 
     def __enter__(self) -> TerminalKeys:
         self._saved = termios.tcgetattr(self.fd)
+        # SIGTERM ends the watcher through __exit__, so the terminal is restored then too.
+        self._previous = signal.signal(signal.SIGTERM, _terminate)
         tty.setcbreak(self.fd)
         return self
 
@@ -36,6 +44,7 @@ class TerminalKeys:
         if self._saved is not None:
             termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
             self._saved = None
+            signal.signal(signal.SIGTERM, self._previous)
 
     def __call__(self, timeout: float) -> str | None:
         ready, _, _ = select.select([self.fd], [], [], timeout)

@@ -172,3 +172,12 @@ def test_inputs_whose_attention_overflows_are_refused_up_front(attn: Attn, tmp_p
         "attn: these inputs are too large: their attention scores overflow float32, "
         f"so there is nothing to compare with; keep every embedding value within ±{safe:.3g}\n"
     )
+
+
+def test_a_tracer_module_in_the_current_folder_is_not_the_tool(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "tracer.py").write_text("raise SystemExit('not the tool')\n")
+    monkeypatch.chdir(tmp_path)
+    status, out, err = attn("check", str(HOSTILE / "prints.py"), "--against", "vectorized")
+    assert status == 0, out + err

@@ -315,6 +315,7 @@ def check(
             and isinstance(item[1], int)
         ],
         path=filename,
+        arguments=tensors,
     )
     diagnoses = diagnose(evidence)
     if matches and not any(d.code == "inputs-mutated" for d in diagnoses):

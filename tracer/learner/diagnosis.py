@@ -13,7 +13,7 @@ import linecache
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -53,6 +53,8 @@ class Evidence:
     """(p, line) where the learner's module sets a dropout rate above 0."""
     path: str = ""
     """The learner's file, to read a loop's ``for`` line."""
+    arguments: dict[str, torch.Tensor] = field(default_factory=dict)
+    """What the learner's code was given (inputs, W_query...)."""
 
     def reference(self, name: str) -> torch.Tensor | None:
         """The main tensor of reference stage ``name``, if the variant has it."""
@@ -720,6 +722,30 @@ def skipped_in_loop(evidence: Evidence) -> list[Diagnosis]:
     return []
 
 
+def weights_layout(evidence: Evidence) -> list[Diagnosis]:
+    """inputs @ W.T with square weights: nn.Linear's layout, which runs but gives other numbers."""
+    inputs = evidence.arguments.get("inputs")
+    if inputs is None:
+        return []
+    weights = {n: w for n, w in evidence.arguments.items() if n.startswith("W_") and w.dim() >= 2}
+    for record, a, b in _context_products(evidence):
+        if not close(a, inputs):
+            continue
+        for name, w in weights.items():
+            if w.shape[-1] == w.shape[-2] and close(b, w.mT) and not close(b, w):
+                return [
+                    Diagnosis(
+                        "weights-layout",
+                        "weights transposed as if they were nn.Linear's",
+                        record.line,
+                        f"{_at(record.line)} multiplies by {name}.T; attn check passes weights as "
+                        f"d_in×d_out, applied as `inputs @ {name}` (nn.Linear stores the "
+                        "transpose), so drop the .T.",
+                    )
+                ]
+    return []
+
+
 def mask_unused(evidence: Evidence) -> list[Diagnosis]:
     """A causal mask built and never applied (no masked_fill, where or product uses it)."""
     if not any(stage.name == "mask" for stage in evidence.stages):
@@ -790,6 +816,7 @@ def wrong_projection(evidence: Evidence) -> list[Diagnosis]:
 
 DETECTORS: tuple[Detector, ...] = (
     mutated_inputs,
+    weights_layout,
     discarded_masked_fill,
     mask_with_diagonal,
     mask_sees_future,
@@ -823,7 +850,8 @@ def diagnose(evidence: Evidence) -> list[Diagnosis]:
             codes.add(diagnosis.code)
             unique.append(diagnosis)
     found = unique
-    if any(d.code in ("softmax-dim", "softmax-all") for d in found):
-        # A badly normalised matrix can look like a transposed one; the softmax is the cause.
+    if any(d.code in ("softmax-dim", "softmax-all", "weights-layout") for d in found):
+        # A badly normalised matrix, or weights in nn.Linear's layout, can look like a
+        # transposed product; the softmax or the layout is the cause.
         found = [d for d in found if d.code != "transpose"]
     return found

@@ -136,7 +136,15 @@ def run_sandboxed(
         try:
             with stdout.open("wb") as out, stderr.open("wb") as err:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "tracer.learner.sandbox", str(folder), str(write_end)],
+                    # -P: a tracer.py in the current folder must not stand in for the tool
+                    [
+                        sys.executable,
+                        "-P",
+                        "-m",
+                        "tracer.learner.sandbox",
+                        str(folder),
+                        str(write_end),
+                    ],
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,

@@ -70,7 +70,10 @@ def limit_memory(megabytes: int) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):  # some systems refuse to lower it: the time limit still holds
+        return
 
 
 def _address_space() -> int | None:

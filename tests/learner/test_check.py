@@ -343,3 +343,17 @@ def test_a_mask_never_stands_for_scores(attn: Attn) -> None:
     for name in ("masked_scores", "weights", "context"):
         assert stages[name]["status"] == "differs", stages[name]
     assert [(d["code"], d["line"]) for d in json.loads(out)["diagnoses"]] == [("mask-unused", 10)]
+
+
+def test_heads_one_column_wide_are_checked_again_wider(attn: Attn) -> None:
+    """At the multihead defaults √d_k = 1, so a missing scale passes; the check says so."""
+    path = Path(__file__).parent / "realistic" / "mh_missing_scale_defaults.py"
+    status, out, _ = attn("check", str(path), "--against", "multihead")
+    assert status == 1
+    assert out.startswith(
+        "(with these options every head is 1 wide, so √d_k = 1 and a missing scale would not "
+        "show; checked again with --d-out 4)\n"
+    )
+    assert "[scaling]\n  mh_missing_scale_defaults.py:12" in out
+    status, out, _ = attn("check", str(CORPUS / "correct_multihead.py"), "--against", "multihead")
+    assert status == 0 and "Well done!" in out

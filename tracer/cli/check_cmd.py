@@ -69,8 +69,16 @@ def run(args: argparse.Namespace) -> int:
     limits = Limits.from_environment(args.timeout, args.memory)
     host = load_host(args)
     trace = start_trace(args.against, trace_options(args), host).run_to_end()
+    second = None
+    wider = None
     try:
         result = check(Path(args.file), trace, function=args.function, limits=limits)
+        wider = hidden_scaling_d_out(trace) if result.matches else None
+        if wider is not None:
+            # The defaults hide a missing √d_k (heads 1 wide): run again where they do not.
+            options = replace(trace_options(args), d_out=wider)
+            wide_trace = start_trace(args.against, options, host).run_to_end()
+            second = check(Path(args.file), wide_trace, function=args.function, limits=limits)
     except LearnerFailure as failure:
         if failure.output and not args.json:
             sys.stderr.write(learner_output(failure.output) + "\n")
@@ -87,13 +95,6 @@ def run(args: argparse.Namespace) -> int:
             )
             sys.stdout.write("\n")
         return EXIT_USAGE
-    second = None
-    wider = hidden_scaling_d_out(trace) if result.matches else None
-    if wider is not None:
-        # The defaults hide a missing √d_k (heads 1 wide): run again where they do not.
-        options = replace(trace_options(args), d_out=wider)
-        wide_trace = start_trace(args.against, options, host).run_to_end()
-        second = check(Path(args.file), wide_trace, function=args.function, limits=limits)
     final = second if second is not None else result
     if args.json:
         report = check_json(result)

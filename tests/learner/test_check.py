@@ -24,7 +24,7 @@ MISTAKES = [
     ("wrong_scaling.py", "trainable", "scaling", 10),
     ("no_renormalise.py", "masked", "renormalise", 12),
     ("discarded_masked_fill.py", "masked", "discarded-masked-fill", 11),
-    ("mask_diagonal.py", "masked", "mask-diagonal", 11),
+    ("mask_diagonal.py", "masked", "mask-diagonal", 10),
     ("fill_zero.py", "masked", "fill-zero", 11),
     ("mutates_inputs.py", "vectorized", "inputs-mutated", 7),
     ("mutates_inputs_loop.py", "vectorized", "inputs-mutated", 6),
@@ -166,7 +166,22 @@ def test_exception_inside_attention_is_the_learners_traceback(attn: Attn) -> Non
     assert err.rstrip().endswith(
         "RuntimeError: mat1 and mat2 shapes cannot be multiplied (6x2 and 6x2)"
     )
+    assert "note:" not in err  # no weight was transposed: no word about layouts
     assert_only_learner_frames(err, "raises.py")
+
+
+def test_a_weight_transposed_as_for_nn_linear_is_explained(attn: Attn, tmp_path: Path) -> None:
+    path = tmp_path / "linear_layout.py"
+    path.write_text(
+        "import torch\n\n\ndef attention(inputs, W_query, W_key, W_value):\n"
+        "    queries = inputs @ W_query.T\n    return queries\n"
+    )
+    status, _, err = attn("check", str(path), "--against", "trainable")
+    assert status == 2
+    assert err.rstrip().endswith(
+        "note: line 5 uses W_query.T as if the weights were nn.Linear's (d_out×d_in, x @ W.T); "
+        "attn check passes them as d_in×d_out (3×2 here), applied as inputs @ W, so drop the .T"
+    )
 
 
 def test_exception_while_loading_the_file(attn: Attn) -> None:
@@ -195,9 +210,15 @@ def test_helpers_in_the_learners_file_stay_in_the_traceback(attn: Attn, tmp_path
     ("name", "variant", "message"),
     [
         (
-            "no_function.py",
+            "nothing_to_call.py",
             "vectorized",
-            "defines no function 'attention'; write def attention(inputs)",
+            "defines no function 'attention' and no nn.Module; write def attention(inputs)",
+        ),
+        (
+            "several_functions.py",
+            "vectorized",
+            "has no 'attention' and several candidates (attention_v1, attention_v2); "
+            "pick one with --function NAME",
         ),
         (
             "wrong_signature.py",
@@ -212,6 +233,27 @@ def test_unusable_files_are_one_line(attn: Attn, name: str, variant: str, messag
     assert status == 2 and out == ""
     assert len(err.splitlines()) == 1
     assert err.startswith(str(path)) and err.rstrip().endswith(message)
+
+
+def test_the_one_function_is_checked_and_named(attn: Attn) -> None:
+    status, out, _ = attn("check", str(CORPUS / "other_name.py"), "--against", "vectorized")
+    assert status == 0
+    assert out.splitlines()[1] == (
+        "  (no 'attention' in the file, so it checks function self_attention)"
+    )
+
+
+def test_function_option_picks_among_several(attn: Attn) -> None:
+    path = str(CORPUS / "several_functions.py")
+    status, _, _ = attn("check", path, "--against", "vectorized", "--function", "attention_v1")
+    assert status == 0
+    status, out, _ = attn("check", path, "--against", "vectorized", "--function", "attention_v2")
+    assert status == 1 and "[softmax-dim]" in out
+    status, _, err = attn("check", path, "--against", "vectorized", "--function", "attn")
+    assert (status, err) == (
+        2,
+        f"{path}: defines nothing named 'attn' (it has attention_v1, attention_v2)\n",
+    )
 
 
 def test_missing_file_and_unknown_variant(attn: Attn, tmp_path: Path) -> None:
@@ -280,3 +322,38 @@ def test_multihead_mistakes(
     path.write_text(source.replace(old, new))
     result = check(path, reference(host, "multihead", init="linear", d_out=6, extra={"heads": 3}))
     assert [d.code for d in result.diagnoses][:1] == [code]
+
+
+def test_a_wrong_loop_is_blamed_at_its_own_line(attn: Attn) -> None:
+    """Writes through a row view (scores[i][j]) count as writes to scores, and nothing after
+    a stage that never matched is called "another route"."""
+    path = CORPUS / "loop_row_view.py"
+    status, out, _ = attn("check", str(path), "--against", "naive-loop")
+    assert status == 1
+    assert "  DIFFERS  scores\n  DIFFERS  weights\n  DIFFERS  context\n" in out
+    assert "  loop_row_view.py:9  scores[i][j] = torch.dot(inputs[i], inputs[i])\n" in out
+
+
+def test_a_mask_never_stands_for_scores(attn: Attn) -> None:
+    """The learner builds the mask and never applies it: no masked stage is credited to it."""
+    status, out, _ = attn("check", str(CORPUS / "never_masks.py"), "--against", "masked", "--json")
+    assert status == 1
+    stages = {s["name"]: s for s in json.loads(out)["stages"]}
+    assert stages["scaled"]["status"] == "match" and stages["scaled"]["line"] == 9
+    for name in ("masked_scores", "weights", "context"):
+        assert stages[name]["status"] == "differs", stages[name]
+    assert [(d["code"], d["line"]) for d in json.loads(out)["diagnoses"]] == [("mask-unused", 10)]
+
+
+def test_heads_one_column_wide_are_checked_again_wider(attn: Attn) -> None:
+    """At the multihead defaults √d_k = 1, so a missing scale passes; the check says so."""
+    path = Path(__file__).parent / "realistic" / "mh_missing_scale_defaults.py"
+    status, out, _ = attn("check", str(path), "--against", "multihead")
+    assert status == 1
+    assert out.startswith(
+        "(with these options every head is 1 wide, so √d_k = 1 and a missing scale would not "
+        "show; checked again with --d-out 4)\n"
+    )
+    assert "[scaling]\n  mh_missing_scale_defaults.py:12" in out
+    status, out, _ = attn("check", str(CORPUS / "correct_multihead.py"), "--against", "multihead")
+    assert status == 0 and "Well done!" in out

@@ -13,6 +13,8 @@ from tracer.plugin_host import PluginHost
 from tracer.runner import TraceOptions, start_trace
 
 HOST = PluginHost(use_env=False)
+# Each example starts a sandbox process for the learner's file (about a second or two), so a few
+# examples per case; CI draws the same ones every run.
 values = st.floats(min_value=-2, max_value=2, allow_nan=False, width=32)
 
 
@@ -38,7 +40,7 @@ CORRECT = [
 
 
 @pytest.mark.parametrize(("name", "variant"), CORRECT)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems())
 def test_correct_code_passes_on_any_inputs(
     name: str, variant: str, problem: tuple[InputSet, int, int]
@@ -67,7 +69,7 @@ MISTAKES = [
 
 
 @pytest.mark.parametrize(("name", "variant", "code"), MISTAKES)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems(min_tokens=3, min_d_out=2))
 def test_each_mistake_is_named_on_any_inputs(
     name: str, variant: str, code: str, problem: tuple[InputSet, int, int]

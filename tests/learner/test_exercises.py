@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS
-from tracer.learner.exercises import EXERCISES, PROGRESS_FILE, check_exercise, watch
+from tracer.learner.exercises import EXERCISES, PROGRESS_FILE, Progress, check_exercise, watch
 from tracer.plugin_host import PluginHost
 
 Attn = Callable[..., tuple[int, str, str]]
@@ -142,11 +142,6 @@ def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
         err
         == f"attn: exercise folder not found: {tmp_path / 'nowhere'} (run 'attn exercises init {tmp_path / 'nowhere'}')\n"
     )
-    (folder / PROGRESS_FILE).write_text('{"done": [\n')
-    status, _, err = attn("exercises", "list", str(folder))
-    assert status == 2
-    assert err.startswith(f"{folder / PROGRESS_FILE}:2:1: progress file is not valid JSON")
-    (folder / PROGRESS_FILE).unlink()
     status, _, err = attn("exercises", "hint", str(folder), "12")
     assert status == 2 and err.startswith("attn: no exercise '12'")
 
@@ -161,3 +156,108 @@ def test_watch_shows_the_edited_line_not_a_stale_one(folder: Path) -> None:
     path.write_text(solution.replace("dim=-1)", "dim=-2)"))
     second = check_exercise(folder, EXERCISES[0])
     assert "01_dot_products.py:11  weights = torch.softmax(scores, dim=-2)\n" in second.text
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"done": [\n', "progress file is not valid JSON: Expecting value"),
+        (b"\x89PNG\r\n\x1a\n\x00\xff", "progress file is not UTF-8 text (byte 0)"),
+        (b"[" * 100_000 + b"]" * 100_000, "progress file is nested too deeply"),
+        (b'["01_dot_products"]', "progress file must hold a JSON object"),
+        (b'{"done": {"01_dot_products": true}}', "progress file: 'done' and 'skipped' must be"),
+        (b'{"done": [["01_dot_products"]]}', "progress file: 'done' and 'skipped' must be"),
+    ],
+)
+def test_a_damaged_progress_file_is_set_aside(
+    folder: Path, attn: Attn, content: bytes, problem: str
+) -> None:
+    path = folder / PROGRESS_FILE
+    path.write_bytes(content)
+    status, out, err = attn("exercises", "list", str(folder))
+    assert status == 0 and out.splitlines()[-1] == "0/9 done"
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"attn: warning: {path}")
+    assert problem in err and err.rstrip().endswith(
+        f"(set aside as {PROGRESS_FILE}.corrupt; starting with no progress)"
+    )
+    assert (folder / f"{PROGRESS_FILE}.corrupt").read_bytes() == content
+
+
+def test_two_instances_lose_nothing(folder: Path) -> None:
+    first, second = Progress.load(folder), Progress.load(folder)
+    first.done.append("01_dot_products")
+    first.hints["02_normalising"] = 2
+    first.save(folder)
+    # The second instance never saw the first one's answers; saving merges, not overwrites.
+    second.done.append("02_normalising")
+    second.hints["02_normalising"] = 1
+    second.save(folder)
+    data = json.loads((folder / PROGRESS_FILE).read_text())
+    assert data["done"] == ["01_dot_products", "02_normalising"]
+    assert data["hints"] == {"02_normalising": 2}
+
+
+def test_stale_temporary_files_are_cleaned_up(folder: Path) -> None:
+    stale = folder / f"{PROGRESS_FILE}.999999999.tmp"  # no process has this id
+    stale.write_text("{")
+    Progress.load(folder).save(folder)
+    assert not stale.exists()
+    assert [p.name for p in folder.glob("*.tmp")] == []
+
+
+def test_hint_still_comes_when_progress_cannot_be_written(folder: Path, attn: Attn) -> None:
+    path = folder / PROGRESS_FILE
+    path.unlink()
+    path.mkdir()  # a folder where the file should be: it can be neither read nor replaced
+    status, out, err = attn("exercises", "hint", str(folder))
+    assert status == 0
+    assert out.startswith("01_dot_products.py, hint 1/2:")
+    assert "Traceback" not in err
+    assert [line.split(":")[0] for line in err.splitlines()] == ["attn", "attn"]
+    assert "cannot read" in err and "cannot save progress" in err
+
+
+def test_watch_keys_hint_list_reset_skip_and_quit(folder: Path) -> None:
+    """h, l, r (answered yes), s and q, as a learner in a terminal would press them."""
+    path = folder / "01_dot_products.py"
+    mine = path.read_text().replace("# TODO", "# my attempt")
+    path.write_text(mine)
+    pressed = iter(["h", None, "l", "r", "s", "h", "q"])
+    questions: list[str] = []
+
+    def keys(_: float) -> str | None:
+        return next(pressed, "q")
+
+    def confirm(question: str) -> bool:
+        questions.append(question)
+        return True
+
+    shown: list[str] = []
+    status = watch(folder, shown.append, keys=keys, confirm=confirm, polls=20)
+    text = "\n".join(shown)
+    assert status == EXIT_PROBLEMS
+    assert "01_dot_products.py, hint 1/2:\n  torch.dot(a, b)" in text
+    assert "  next  01_dot_products.py" in text
+    assert questions == [
+        "reset 01_dot_products.py to its stub? Your version is kept as a .bak file [y/N]"
+    ]
+    assert (folder / "01_dot_products.py.bak").read_text() == mine
+    assert "# my attempt" not in path.read_text()
+    assert "reset 01_dot_products.py; your version is in 01_dot_products.py.bak" in text
+    assert "skipped 01_dot_products.py" in text
+    assert "02_normalising.py, hint 1/3:" in text  # after the skip, h is about the next one
+    data = json.loads((folder / PROGRESS_FILE).read_text())
+    assert data["skipped"] == ["01_dot_products"]
+    assert data["hints"] == {"02_normalising": 1}  # the reset forgot exercise 1's hints
+
+
+def test_a_reset_needs_a_yes(folder: Path) -> None:
+    path = folder / "01_dot_products.py"
+    path.write_text("# my work\n")
+    pressed = iter(["r", "q"])
+    shown: list[str] = []
+    watch(folder, shown.append, keys=lambda _: next(pressed), confirm=lambda _: False, polls=5)
+    assert path.read_text() == "# my work\n"
+    assert not (folder / "01_dot_products.py.bak").exists()
+    assert "not reset" in shown

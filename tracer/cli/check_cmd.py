@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,36 @@ def add_parser(commands: Any) -> None:
         help="check your own attention function against a variant",
         description=(
             "Run `def attention(inputs, W_query, W_key, W_value)` from FILE (for naive-loop and "
-            "vectorized: `def attention(inputs)`) on the variant's inputs and weights, compare "
-            "its output and intermediate tensors with the variant's stages, and explain the "
-            "first difference."
+            "vectorized: `def attention(inputs)`), or the file's one function or nn.Module "
+            "class, on the variant's inputs and weights, compare its output and intermediate "
+            "tensors with the variant's stages, and explain the first difference. Your code "
+            "runs in a separate process with a time and a memory limit."
         ),
-        epilog="Exit status: 0 output matches, 1 it does not, 2 the file itself fails.",
+        epilog=(
+            "Exit status: 0 output matches, 1 it does not, 2 the file itself fails "
+            "(or runs out of time or memory)."
+        ),
     )
     parser.add_argument("file", metavar="FILE.py", help="your Python file")
     parser.add_argument(
         "--against", required=True, metavar="VARIANT", help="the variant to compare with"
+    )
+    parser.add_argument(
+        "--function",
+        metavar="NAME",
+        help="the function, class or module in FILE to check (default: attention, or the only one)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long your code may run (default 5, or ATTN_CHECK_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--memory",
+        type=int,
+        metavar="MB",
+        help="memory your code may take beyond torch's own (default 1024, or ATTN_CHECK_MEMORY_MB)",
     )
     add_trace_options(parser)
     parser.add_argument(
@@ -36,28 +58,57 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.learner.check import check
+    from tracer.learner.check import check, hidden_scaling_d_out
+    from tracer.learner.isolation import Limits
     from tracer.learner.loader import LearnerFailure
-    from tracer.learner.report import check_json, format_check
+    from tracer.learner.report import check_json, format_check, learner_output
     from tracer.runner import start_trace
 
     if args.query is not None:
         raise UsageError("attn check compares every query at once; --query is for attn trace")
+    limits = Limits.from_environment(args.timeout, args.memory)
     host = load_host(args)
     trace = start_trace(args.against, trace_options(args), host).run_to_end()
+    second = None
+    wider = None
     try:
-        result = check(Path(args.file), trace)
+        result = check(Path(args.file), trace, function=args.function, limits=limits)
+        wider = hidden_scaling_d_out(trace) if result.matches else None
+        if wider is not None:
+            # The defaults hide a missing √d_k (heads 1 wide): run again where they do not.
+            options = replace(trace_options(args), d_out=wider)
+            wide_trace = start_trace(args.against, options, host).run_to_end()
+            second = check(Path(args.file), wide_trace, function=args.function, limits=limits)
     except LearnerFailure as failure:
+        if failure.output and not args.json:
+            sys.stderr.write(learner_output(failure.output) + "\n")
         sys.stderr.write(failure.text)
         if args.json:
             json.dump(
-                {"file": args.file, "variant": args.against, "error": failure.text}, sys.stdout
+                {
+                    "file": args.file,
+                    "variant": args.against,
+                    "error": failure.text,
+                    "output": failure.output,
+                },
+                sys.stdout,
             )
             sys.stdout.write("\n")
         return EXIT_USAGE
+    final = second if second is not None else result
     if args.json:
-        json.dump(check_json(result), sys.stdout, indent=1)
+        report = check_json(result)
+        if second is not None:
+            report["matches"] = second.matches
+            report["second"] = {"d_out": wider, **check_json(second)}
+        json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
+    elif second is not None and not second.matches:
+        print(
+            f"(with these options every head is 1 wide, so √d_k = 1 and a missing scale would "
+            f"not show; checked again with --d-out {wider})\n"
+        )
+        print(format_check(second))
     else:
         print(format_check(result))
-    return EXIT_OK if result.matches else EXIT_PROBLEMS
+    return EXIT_OK if final.matches else EXIT_PROBLEMS

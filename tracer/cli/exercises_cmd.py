@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,11 @@ def add_parser(commands: Any) -> None:
     watch = actions.add_parser(
         "watch",
         help="check the current exercise on every save",
+        description=(
+            "Check the current exercise now and each time you save it; move on when it passes. "
+            "In a terminal, keys: h next hint, r reset the exercise to its stub (asks first; "
+            "your version is kept as .bak), Enter check now, s skip, l list, q quit."
+        ),
         epilog="Exit status with --once: 0 passed, 1 not yet, 2 the file fails.",
     )
     watch.add_argument("dir", metavar="DIR", type=Path)
@@ -66,12 +72,16 @@ def run_watch(args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         raise UsageError(f"--interval must be above 0, got {args.interval:g}")
-    return watch(
-        args.dir,
-        lambda text: print(text + "\n", flush=True),
-        once=args.once,
-        interval=args.interval,
-    )
+
+    def emit(text: str) -> None:
+        print(text + "\n", flush=True)
+
+    if args.once or not sys.stdin.isatty():
+        return watch(args.dir, emit, once=args.once, interval=args.interval)
+    from tracer.learner.terminal_keys import TerminalKeys
+
+    with TerminalKeys() as keys:  # restored however the watcher ends
+        return watch(args.dir, emit, interval=args.interval, keys=keys, confirm=keys.confirm)
 
 
 def run_hint(args: argparse.Namespace) -> int:

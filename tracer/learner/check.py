@@ -1,9 +1,10 @@
 """``attn check``: run a learner's ``attention`` next to a variant and find where they part.
 
-1. The variant runs as usual; its stages are the reference.
-2. The learner's function gets *copies* of the same inputs and weights (it can
-   never corrupt the reference), and runs under a :class:`Recorder` that notes
-   every torch operation with the learner's line.
+1. The variant runs as usual, in this process; its stages are the reference.
+2. The learner's code runs in a sandbox process on copies of the same inputs and
+   weights (it can never reach the reference), under a :class:`Recorder` that
+   notes every torch operation with the learner's line; what comes back is
+   checked before it is used.
 3. Each reference stage is looked for among the learner's tensors. A stage
    that is missing but followed by one that is found was another route to the
    same place (the masked variant shows two); the first stage missing after
@@ -13,25 +14,30 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from tracer.errors import Location, UsageError
+from tracer.errors import UsageError
+from tracer.learner.calling import ARGUMENT_ORDER
 from tracer.learner.compare import close, find, matches_any, max_difference
 from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
-from tracer.learner.loader import LearnerFailure, learner_traceback, load_function
-from tracer.learner.recorder import Record, Recorder
+from tracer.learner.isolation import Limits, run_sandboxed
+from tracer.learner.loader import read_source
+from tracer.learner.recorder import Mutation, Record
 from tracer.tracing import Trace
 from tracer.variant import Stage
 
-ARGUMENT_ORDER = ("inputs", "W_query", "W_key", "W_value", "W_out", "b_out", "num_heads")
 GIVEN_STAGES = ("inputs", "projections")
 """Stages that show what the learner is given rather than what they compute."""
+
+CREATION_OPS = frozenset(
+    {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
+)
+"""Making a tensor to fill in later (``torch.empty(n, n)``) is not an attempt at a stage."""
 
 MATCH = "match"
 DIFFERS = "differs"
@@ -62,6 +68,12 @@ class CheckResult:
     diagnoses: list[Diagnosis] = field(default_factory=list)
     problem: str | None = None
     """Why the output is unusable (not a tensor, wrong shape), if it is."""
+    called: str = ""
+    """What ran: ``function attention``, ``class CausalAttention(d_in=3, ...)``."""
+    note: str | None = None
+    """Why that was picked, when the file has no ``attention``."""
+    learner_output: str = ""
+    """What the learner's code printed (stdout, then stderr)."""
 
     @property
     def expected_output(self) -> torch.Tensor:
@@ -102,37 +114,6 @@ def expected_signature(provided: dict[str, Any]) -> str:
     return f"attention({', '.join(n for n in ARGUMENT_ORDER if n in provided)})"
 
 
-def bind(
-    function: Callable[..., Any], provided: dict[str, Any], path: str
-) -> tuple[list[Any], dict[str, Any]]:
-    """Positional arguments in the documented order, or keywords when the names say which is which."""
-    expected = [n for n in ARGUMENT_ORDER if n in provided]
-    signature = inspect.signature(function)
-    positional = [
-        p
-        for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    required = [
-        p
-        for p in signature.parameters.values()
-        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    names = {p.name for p in signature.parameters.values()}
-    if set(expected) <= names and all(p.name in provided for p in required):
-        return [], {n: provided[n] for n in expected}
-    if len(positional) >= len(expected) and len(required) <= len(expected):
-        return [provided[n] for n in expected], {}
-    raise UsageError(
-        f"attention{signature} does not fit: it should be def {expected_signature(provided)}",
-        Location(path, function.__code__.co_firstlineno),
-    )
-
-
-def _copy(value: Any) -> Any:
-    return value.detach().clone() if isinstance(value, torch.Tensor) else value
-
-
 def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
     shapes: set[tuple[int, ...]] = set()
     for stage in trace.stages:
@@ -148,31 +129,63 @@ def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
     return shapes
 
 
-def run_learner(
-    function: Callable[..., Any], trace: Trace, path: str
-) -> tuple[Any, Recorder, list[str]]:
-    """Call the learner's function on copies, recording; also report arguments it changed."""
+def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(request, tensors) for the sandbox: everything the learner's code may be given."""
     provided = provided_arguments(trace)
-    originals = {n: _copy(v) for n, v in provided.items()}
-    copies = {n: _copy(v) for n, v in provided.items()}
-    args, kwargs = bind(function, copies, path)
-    tensors = {n: v for n, v in copies.items() if isinstance(v, torch.Tensor)}
-    recorder = Recorder(path, candidate_shapes(trace), tensors)
-    try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            torch.manual_seed(trace.context.seed)  # dropout can match the reference's draws
-            with recorder:
-                output = function(*args, **kwargs)
-    except Exception as exc:
-        raise LearnerFailure(learner_traceback(exc, path)) from exc
-    except SystemExit as exc:
-        raise LearnerFailure(f"attention() called exit({exc.code!r})\n") from exc
-    changed = [
-        n
-        for n, v in tensors.items()
-        if not torch.equal(v, originals[n]) and not (v.isnan() & originals[n].isnan()).any()
-    ]
-    return output, recorder, changed
+    tensors = {n: v.detach().clone() for n, v in provided.items() if isinstance(v, torch.Tensor)}
+    inputs = trace.context.inputs
+    query = tensors.get("W_query")
+    stacked = query is not None and query.dim() == 3
+    d_out = int(query.shape[-1]) if query is not None else int(inputs.shape[-1])
+    stage_names = {s.name for s in trace.stages}
+    request = {
+        "function": function,
+        "num_heads": _heads(trace) if "num_heads" in provided or stacked else None,
+        "heads_argument": "num_heads" in provided,
+        "shapes": sorted(candidate_shapes(trace)),
+        "seed": trace.context.seed,
+        "d_in": int(inputs.shape[-1]),
+        "d_out": d_out,
+        "context_length": int(inputs.shape[0]),
+        "dropout": float(trace.context.dropout),
+        "causal": "mask" in stage_names,
+        "stacked": stacked,
+    }
+    return request, tensors
+
+
+def refuse_overflow(trace: Trace) -> None:
+    """Inputs whose attention overflows float32 give nothing to compare: say so up front."""
+    context = trace.context
+    inputs = context.inputs.double()
+    problem = not bool(inputs.isfinite().all())
+    for stage in trace.stages:
+        for name, tensor in stage.tensors.items():
+            if not tensor.is_floating_point():
+                continue
+            # Overflow shows as infinity; a NaN alone may be 0/0 in a by-product (one token
+            # of zeros), and -inf is what masked scores hold on purpose.
+            bad = tensor == float("inf")
+            if "mask" not in name:
+                bad = bad | (tensor == float("-inf"))
+            if bool(bad.any()):
+                problem = True
+    if not problem:
+        return
+    # Scores grow with the square of the inputs: |q·k| <= d_out (d_in m w_q)(d_in m w_k).
+    d_in = inputs.shape[-1]
+    bound = float(d_in)
+    if context.weights is not None:
+        weights = [
+            float(w.double().abs().max())
+            for w in (context.weights.query, context.weights.key, context.weights.value)
+        ]
+        bound = d_in * d_in * context.weights.query.shape[-1] * max(weights) ** 2
+    safe = math.sqrt(float(torch.finfo(torch.float32).max) / 100 / max(bound, 1e-300))
+    raise UsageError(
+        "these inputs are too large: their attention scores overflow float32, so "
+        f"there is nothing to compare with; keep every embedding value within ±{safe:.3g}"
+    )
 
 
 def _targets(stage: Stage) -> list[torch.Tensor]:
@@ -198,7 +211,7 @@ def compare_stages(
             StageResult(stage, MATCH if matched else DIFFERS, found[0] if matched else None)
         )
     last = max((i for i, r in enumerate(results) if r.status == MATCH), default=-1)
-    for result in results[:last]:
+    for result in results[: max(last, 0)]:  # nothing matched: no other route either
         if result.status == DIFFERS:
             result.status = OTHER_ROUTE
     diverging = next((r for r in results[last + 1 :] if r.status == DIFFERS), None)
@@ -212,15 +225,24 @@ def compare_stages(
 def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> Record | None:
     """The learner's try at ``stage``: their first new, wrong tensor shaped like it.
 
-    Tensors equal to some reference tensor are correct steps on the way (the
-    softmax before route 1's zeroing, say), so they are passed over.
+    Tensors equal to a reference tensor of this stage or a later one, or to a
+    by-product of an earlier one (the softmax before route 1's zeroing, say),
+    are correct steps on the way and are passed over. A tensor equal to an
+    earlier stage's own result is not: keys computed with W_query equal the
+    queries, and are still a wrong attempt at the keys.
     """
     shapes = set()
     for tensor in _targets(stage):
         shapes.add(tuple(tensor.shape))
         if tensor.dim() >= 3:
             shapes.add(tuple(tensor.shape[1:]))
-    reference = [t for s in trace.stages for t in s.tensors.values() if t.is_floating_point()]
+    earlier = [id(t) for s in trace.stages if s.index < stage.index for t in _targets(s)]
+    reference = [
+        t
+        for s in trace.stages
+        for t in s.tensors.values()
+        if t.is_floating_point() and id(t) not in earlier
+    ]
     shaped = [
         record
         for record in records[start:]
@@ -228,6 +250,7 @@ def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> R
         and record.value.is_floating_point()
         and tuple(record.value.shape) in shapes
         and not _mask_like(record.value)
+        and record.op not in CREATION_OPS
     ]
     for record in shaped:
         assert record.value is not None
@@ -242,45 +265,57 @@ def _mask_like(tensor: torch.Tensor) -> bool:
     return bool(((tensor == 0) | (tensor == 1)).all())
 
 
-def check(path: Path, trace: Trace) -> CheckResult:
-    """Check the learner's file against a finished reference trace."""
+def check(
+    path: Path, trace: Trace, *, function: str | None = None, limits: Limits | None = None
+) -> CheckResult:
+    """Check the learner's file against a finished reference trace.
+
+    The learner's code runs in a sandbox process (:mod:`tracer.learner.sandbox`);
+    everything it sends back is checked here before it is compared.
+    """
     filename = str(path)
-    function = load_function(path, expected=expected_signature(provided_arguments(trace)))
-    output, recorder, changed = run_learner(function, trace, filename)
-    records = recorder.records
+    read_source(path)
+    refuse_overflow(trace)
+    request, tensors = sandbox_request(trace, function)
+    outcome = run_sandboxed(filename, request, tensors, limits or Limits.from_environment())
+    payload = outcome.payload
+    records = [r for r in map(_record, _list(payload.get("records"))) if r is not None]
+    by_index = {r.index: r for r in records}
+    mutations = [
+        Mutation(str(m[0]), str(m[1]), m[2] if isinstance(m[2], int) else None)
+        for m in _list(payload.get("mutations"))
+        if isinstance(m, (list, tuple)) and len(m) == 3
+    ]
+    changed = _changed(tensors, payload.get("arguments_after"))
     expected = trace.output
     assert expected is not None
     stages, diverging = compare_stages(trace, records)
-    problem = None
-    tensor_output: torch.Tensor | None = None
-    if isinstance(output, torch.Tensor):
-        tensor_output = output.detach()
-        if tuple(tensor_output.shape) != tuple(expected.shape):
-            problem = (
-                f"attention() returned a tensor of shape {_shape(tensor_output)}; "
-                f"expected {_shape(expected)}"
-            )
-    elif output is None:
-        problem = "attention() returned None: did you forget `return`?"
-    else:
-        problem = f"attention() returned {type(output).__name__}, not a tensor"
+    given = payload.get("output")
+    output: dict[str, Any] = given if isinstance(given, dict) else {}
+    tensor_output, problem = checked_output(output, expected)
+    if problem is None and isinstance(output.get("weights"), torch.Tensor):
+        problem = _returned_weights(output["weights"], trace)
     matches = problem is None and tensor_output is not None and close(tensor_output, expected)
-    discarded = [
-        r
-        for r in records
-        if r.op == "masked_fill"
-        and r.result_id is not None
-        and r.result_id not in recorder.used
-        and recorder.tracked.get(r.result_id) is not output
-    ]
+    discarded = [by_index[i] for i in _list(payload.get("discarded")) if i in by_index]
     evidence = Evidence(
         records=records,
-        mutations=recorder.mutations,
+        mutations=mutations,
         discarded=discarded,
         changed_arguments=changed,
         output=tensor_output,
         expected_output=expected,
         stages=trace.stages,
+        dropout=float(trace.context.dropout),
+        dropout_lines=[
+            (float(item[0]), item[1])
+            for item in _list(payload.get("dropout_lines"))
+            if isinstance(item, (list, tuple))
+            and len(item) == 2
+            and isinstance(item[0], (int, float))
+            and isinstance(item[1], int)
+        ],
+        path=filename,
+        arguments=tensors,
     )
     diagnoses = diagnose(evidence)
     if matches and not any(d.code == "inputs-mutated" for d in diagnoses):
@@ -288,7 +323,10 @@ def check(path: Path, trace: Trace) -> CheckResult:
     elif matches:
         matches = False
         diagnoses = [d for d in diagnoses if d.code == "inputs-mutated"]
-    output_record = _output_record(records, output)
+    output_id = output.get("id")
+    output_record = next(
+        (r for r in reversed(records) if output_id is not None and r.result_id == output_id), None
+    )
     return CheckResult(
         path=filename,
         trace=trace,
@@ -299,14 +337,146 @@ def check(path: Path, trace: Trace) -> CheckResult:
         diverging=None if matches else diverging,
         diagnoses=diagnoses,
         problem=problem,
+        called=str(payload.get("called") or ""),
+        note=payload.get("note") if isinstance(payload.get("note"), str) else None,
+        learner_output=outcome.output,
     )
 
 
-def _output_record(records: list[Record], output: Any) -> Record | None:
-    for record in reversed(records):
-        if record.result_id == id(output):
-            return record
+def hidden_scaling_d_out(trace: Trace) -> int | None:
+    """A d_out at which √d_k is no longer 1, when this trace's scaling changes nothing.
+
+    With heads one column wide (the multi-head defaults) dividing by √d_k is
+    dividing by 1, so a missing scale would pass; the check is then run again
+    at twice the width.
+    """
+    scores, scaled = _main(trace, "scores"), _main(trace, "scaled")
+    weights = trace.context.weights
+    if scores is None or scaled is None or weights is None or trace.context.init is None:
+        return None
+    if not close(scores, scaled):
+        return None
+    return int(weights.query.shape[-1]) * 2
+
+
+def _main(trace: Trace, name: str) -> torch.Tensor | None:
+    for stage in trace.stages:
+        if stage.name == name and name in stage.tensors:
+            return stage.tensors[name]
     return None
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _usable(value: Any) -> torch.Tensor | None:
+    """A tensor the comparisons can trust: dense, on the CPU, real."""
+    if not isinstance(value, torch.Tensor) or type(value) is not torch.Tensor:
+        return None
+    if value.layout != torch.strided or value.device.type != "cpu" or value.is_complex():
+        return None
+    return value
+
+
+def _plain_args(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return _usable(value)
+    if isinstance(value, list):
+        return tuple(_plain_args(v) for v in value)
+    return value
+
+
+def _record(data: Any) -> Record | None:
+    if not isinstance(data, dict) or not isinstance(data.get("index"), int):
+        return None
+    line = data.get("line")
+    result_id = data.get("result_id")
+    kwargs = data.get("kwargs")
+    args = _plain_args(data.get("args"))
+    return Record(
+        index=data["index"],
+        op=str(data.get("op")),
+        line=line if isinstance(line, int) else None,
+        value=_usable(data.get("value")),
+        inplace=bool(data.get("inplace")),
+        args=args if isinstance(args, tuple) else (),
+        kwargs={str(k): _plain_args(v) for k, v in kwargs.items()}
+        if isinstance(kwargs, dict)
+        else {},
+        result_id=result_id if isinstance(result_id, int) else None,
+    )
+
+
+def _changed(given: dict[str, torch.Tensor], after: Any) -> list[str]:
+    """Arguments whose values differ after the learner's call (compared here, not there)."""
+    if not isinstance(after, dict):
+        return []
+    changed = []
+    for name, original in given.items():
+        value = after.get(name)
+        if value is None:
+            continue
+        value = _usable(value)
+        if value is None or tuple(value.shape) != tuple(original.shape):
+            changed.append(name)
+            continue
+        same = (value.double() == original.double()) | (value.isnan() & original.isnan())
+        if not bool(same.all()):
+            changed.append(name)
+    return changed
+
+
+def checked_output(
+    output: dict[str, Any], expected: torch.Tensor
+) -> tuple[torch.Tensor | None, str | None]:
+    """The learner's result if it is a real floating CPU tensor of the reference's shape; else why not."""
+    value = output.get("tensor")
+    if value is None:
+        kind = output.get("type")
+        if kind == "None":
+            return None, "attention() returned None: did you forget `return`?"
+        return None, f"attention() returned {kind or 'nothing usable'}, not a tensor"
+    if isinstance(value, dict):
+        return None, f"attention() returned {value.get('problem', 'an unusable tensor')}"
+    if not isinstance(value, torch.Tensor):
+        return None, "attention() returned something that is not a tensor"
+    if value.is_complex():
+        return None, (
+            f"attention() returned a complex tensor ({value.dtype}); attention is real: "
+            "drop whatever made it complex"
+        )
+    if not value.is_floating_point():
+        return None, (
+            f"attention() returned a {value.dtype} tensor; context vectors are floating point "
+            "(did an integer tensor or a comparison slip in?)"
+        )
+    if tuple(value.shape) != tuple(expected.shape):
+        return value, (
+            f"attention() returned a tensor of shape {_shape(value)}; expected {_shape(expected)}"
+        )
+    bad = ~value.isfinite()
+    if bool(bad.any()):
+        nan, inf = int(value.isnan().sum()), int(value.isinf().sum())
+        parts = [f"{nan} NaN" if nan else "", f"{inf} infinite" if inf else ""]
+        return value, (
+            f"attention() returned {' and '.join(p for p in parts if p)} value"
+            f"{'s' if nan + inf > 1 else ''} out of {value.numel()}"
+        )
+    return value, None
+
+
+def _returned_weights(weights: torch.Tensor, trace: Trace) -> str | None:
+    """Weights returned next to the context must be the reference's (after dropout, if any)."""
+    wanted = [s.tensors["weights"] for s in trace.stages if "weights" in s.tensors]
+    if not wanted:
+        return None
+    value = _usable(weights)
+    if value is not None and value.is_floating_point() and any(close(value, w) for w in wanted):
+        return None
+    return (
+        "the attention weights your function returns (second value) differ from the 'weights' stage"
+    )
 
 
 def _shape(tensor: torch.Tensor) -> str:

@@ -13,13 +13,21 @@ RTOL = 1e-5
 
 
 def close(mine: torch.Tensor, expected: torch.Tensor) -> bool:
-    """Same shape and values within tolerance; NaN equals NaN, -inf equals -inf."""
+    """Same shape, same kind (a mask never stands for scores) and values within tolerance.
+
+    -inf equals -inf (masked scores); NaN equals nothing, so a broken result can
+    never match a broken reference.
+    """
     if tuple(mine.shape) != tuple(expected.shape):
         return False
-    if mine.dtype == torch.bool or expected.dtype == torch.bool:
-        return bool(torch.equal(mine.bool(), expected.bool()))
+    if (mine.dtype == torch.bool) != (expected.dtype == torch.bool):
+        return False
+    if mine.dtype == torch.bool:
+        return bool(torch.equal(mine, expected))
+    if not (mine.is_floating_point() and expected.is_floating_point()):
+        return False
     return bool(
-        torch.allclose(mine.double(), expected.double(), rtol=RTOL, atol=ATOL, equal_nan=True)
+        torch.allclose(mine.double(), expected.double(), rtol=RTOL, atol=ATOL, equal_nan=False)
     )
 
 

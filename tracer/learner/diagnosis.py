@@ -9,14 +9,17 @@ say, also leaves softmax looking at unmasked scores.
 
 from __future__ import annotations
 
+import linecache
 import math
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from tracer.learner.compare import close, find, matches_any
-from tracer.learner.recorder import MATMUL_OPS, Mutation, Record
+from tracer.learner.recorder import DROPOUT_OPS, MATMUL_OPS, MULTIPLY_OPS, Mutation, Record
 from tracer.variant import Stage
 
 
@@ -44,6 +47,14 @@ class Evidence:
     output: torch.Tensor | None
     expected_output: torch.Tensor
     stages: Sequence[Stage]
+    dropout: float = 0.0
+    """The reference's dropout rate."""
+    dropout_lines: Sequence[tuple[float, int]] = ()
+    """(p, line) where the learner's module sets a dropout rate above 0."""
+    path: str = ""
+    """The learner's file, to read a loop's ``for`` line."""
+    arguments: dict[str, torch.Tensor] = field(default_factory=dict)
+    """What the learner's code was given (inputs, W_query...)."""
 
     def reference(self, name: str) -> torch.Tensor | None:
         """The main tensor of reference stage ``name``, if the variant has it."""
@@ -54,6 +65,15 @@ class Evidence:
                     tensor = next(iter(stage.tensors.values()))
                 return tensor
         return None
+
+    def named(self, name: str) -> list[torch.Tensor]:
+        """Every reference tensor called ``name``, in any stage (``keys`` is in ``split`` too)."""
+        return [
+            tensor
+            for stage in self.stages
+            for tensor_name, tensor in stage.tensors.items()
+            if tensor_name == name and tensor.is_floating_point()
+        ]
 
     def all_reference(self) -> list[torch.Tensor]:
         return [
@@ -132,6 +152,22 @@ def _fill_value(record: Record) -> float | None:
         return None
 
 
+def mask_origin(evidence: Evidence, mask: torch.Tensor, used: Record) -> int | None:
+    """The line that built ``mask`` (its triu/tril call), where the fix goes; else where it is used."""
+    square = _square_mask(mask)
+    if square is None:
+        return used.line
+    for record in evidence.records:
+        if record.op not in ("triu", "tril") or record.index > used.index or record.value is None:
+            continue
+        built = _square_mask(record.value)
+        if built is None or built.shape != square.shape:
+            continue
+        if bool(torch.equal(built, square)) or bool(torch.equal(~built, square)):
+            return record.line
+    return used.line
+
+
 def mask_with_diagonal(evidence: Evidence) -> list[Diagnosis]:
     for record in _masked_fills(evidence):
         mask = record.args[1]
@@ -142,7 +178,7 @@ def mask_with_diagonal(evidence: Evidence) -> list[Diagnosis]:
                 Diagnosis(
                     "mask-diagonal",
                     "a mask that includes the diagonal",
-                    record.line,
+                    mask_origin(evidence, mask, record),
                     f"the mask used on {_at(record.line)} also hides the diagonal, so no token may "
                     "attend to itself: the first token has no key left at all, its row is -inf "
                     "everywhere and softmax turns it into NaN. Build the mask with "
@@ -252,6 +288,21 @@ def wrong_transpose(evidence: Evidence) -> list[Diagnosis]:
                         "last two axes: `keys.transpose(-2, -1)`).",
                     )
                 ]
+    for record in evidence.records:
+        value = record.value
+        if record.op != "einsum" or value is None or value.dim() < 2:
+            continue
+        if not matches_any(value, reference) and matches_any(value.mT, reference):
+            return [
+                Diagnosis(
+                    "transpose",
+                    "transposing the wrong axes",
+                    record.line,
+                    f"the einsum on {_at(record.line)} writes its result with the last two axes "
+                    "swapped (keys before queries); the output subscripts should list the "
+                    "query axis first, e.g. `'qe,ke->qk'`.",
+                )
+            ]
     output, expected = evidence.output, evidence.expected_output
     if output is not None and output.dim() >= 2 and close(output.mT, expected):
         return [
@@ -392,15 +443,396 @@ def nan_rows(evidence: Evidence) -> list[Diagnosis]:
     ]
 
 
+def _square_mask(value: Any) -> torch.Tensor | None:
+    """A 2-d (or batched) square mask as booleans, from a bool or 0/1 tensor."""
+    if not isinstance(value, torch.Tensor) or value.dim() < 2 or value.shape[-1] != value.shape[-2]:
+        return None
+    if value.dtype != torch.bool:
+        if not value.is_floating_point() and value.dtype not in (torch.int64, torch.int32):
+            return None
+        if not bool(((value == 0) | (value == 1)).all()):
+            return None
+        value = value.bool()
+    first: torch.Tensor = value.reshape(-1, value.shape[-2], value.shape[-1])[0]
+    return first
+
+
+def mask_sees_future(evidence: Evidence) -> list[Diagnosis]:
+    """A mask that hides the past and shows the future (tril and triu swapped)."""
+    for record in _masked_fills(evidence):
+        mask = _square_mask(record.args[1])
+        if mask is None or mask.shape[-1] < 2:
+            continue
+        future = torch.ones_like(mask).triu(1)
+        past = torch.ones_like(mask).tril(-1)
+        if bool((mask & future).any()) or not bool((mask & past).any()):
+            continue
+        line = mask_origin(evidence, record.args[1], record)
+        return [
+            Diagnosis(
+                "mask-future",
+                "a mask that hides the past instead of the future",
+                line,
+                f"the mask built on {_at(line)} hides earlier tokens and lets every query see "
+                "later ones (tril and triu swapped); hide the future with "
+                "`torch.triu(torch.ones(n, n), diagonal=1).bool()`.",
+            )
+        ]
+    return []
+
+
+def mask_by_multiplying(evidence: Evidence) -> list[Diagnosis]:
+    """Scores multiplied by a 0/1 lower-triangular mask before the softmax."""
+    for record in evidence.records:
+        if record.op not in MULTIPLY_OPS or len(record.args) < 2:
+            continue
+        a, b = record.args[0], record.args[1]
+        for mask_value, other in ((a, b), (b, a)):
+            mask = _square_mask(mask_value)
+            if mask is None or not isinstance(other, torch.Tensor) or not other.is_floating_point():
+                continue
+            if mask_value.dtype == torch.bool or mask_value.dim() < 2:
+                continue
+            if not bool((~mask).any()) or _row_stochastic(other):
+                continue  # zeroing weights after softmax is route 1, checked elsewhere
+            return [
+                Diagnosis(
+                    "mask-multiply",
+                    "masking by multiplying the scores with a 0/1 mask",
+                    record.line,
+                    f"{_at(record.line)} multiplies the scores by a 0/1 mask, so hidden scores "
+                    "become 0 and softmax still gives them weight exp(0) = 1; use "
+                    "`scores.masked_fill(mask, -torch.inf)` before the softmax instead.",
+                )
+            ]
+    return []
+
+
+def _context_products(evidence: Evidence) -> list[tuple[Record, torch.Tensor, torch.Tensor]]:
+    found = []
+    for record in evidence.records:
+        operands = _operands(record)
+        if operands is not None:
+            found.append((record, *operands))
+    return found
+
+
+def wrong_values(evidence: Evidence) -> list[Diagnosis]:
+    """weights @ keys, weights @ inputs, values.T @ weights: the context from the wrong operands."""
+    weights = evidence.named("weights") + evidence.named("renormalized")
+    values = evidence.named("values")
+    keys = evidence.named("keys")
+    inputs = evidence.named("inputs")
+    if not weights:
+        return []
+    for record, a, b in _context_products(evidence):
+        if matches_any(a, weights) and values and not matches_any(b, values):
+            if keys and matches_any(b, keys):
+                return [
+                    Diagnosis(
+                        "keys-as-values",
+                        "keys used where the values belong",
+                        record.line,
+                        f"{_at(record.line)} multiplies the weights by the keys; the context "
+                        "vectors mix the values: `weights @ values`.",
+                    )
+                ]
+            if inputs and matches_any(b, inputs):
+                return [
+                    Diagnosis(
+                        "inputs-as-values",
+                        "the inputs used where the values belong",
+                        record.line,
+                        f"{_at(record.line)} multiplies the weights by the raw inputs; with "
+                        "trainable weights the context mixes the values: "
+                        "`values = inputs @ W_value`, then `weights @ values`.",
+                    )
+                ]
+        if (
+            values
+            and matches_any(b, weights + [w.mT for w in weights])
+            and matches_any(a, [v.mT for v in values])
+        ):
+            return [
+                Diagnosis(
+                    "context-order",
+                    "values and weights multiplied the wrong way round",
+                    record.line,
+                    f"{_at(record.line)} computes values.T @ weights; the context is "
+                    "`weights @ values` (one row per query, the weights on the left).",
+                )
+            ]
+    return []
+
+
+def head_layout(evidence: Evidence) -> list[Diagnosis]:
+    """Heads split or merged with view/reshape alone, without the transpose."""
+    heads_found = [t for t in evidence.named("queries") + evidence.named("keys") if t.dim() == 3]
+    if not heads_found:
+        return []
+    h, n, width = heads_found[0].shape
+    projected = [
+        t
+        for t in evidence.named("queries") + evidence.named("keys") + evidence.named("values")
+        if t.dim() == 2 and t.shape == (n, h * width)
+    ]
+    split_wrong = [t.reshape(h, n, width) for t in projected]
+    merged = [t for t in evidence.named("head_context") if t.dim() == 3]
+    merge_wrong = [t.reshape(n, h * width) for t in merged]
+    for record in evidence.records:
+        value = record.value
+        if value is None or not value.is_floating_point():
+            continue
+        if (
+            h > 1
+            and matches_any(value, split_wrong)
+            and not matches_any(value, evidence.all_reference())
+        ):
+            return [
+                Diagnosis(
+                    "head-split",
+                    "heads split without the transpose",
+                    record.line,
+                    f"{_at(record.line)} reshapes (tokens, d_out) straight to (heads, tokens, "
+                    "head_dim), which mixes tokens across heads; use "
+                    "`.view(n, heads, head_dim).transpose(0, 1)`.",
+                )
+            ]
+        if (
+            h > 1
+            and matches_any(value, merge_wrong)
+            and not matches_any(value, evidence.all_reference())
+        ):
+            return [
+                Diagnosis(
+                    "head-merge",
+                    "heads merged without the transpose",
+                    record.line,
+                    f"{_at(record.line)} reshapes (heads, tokens, head_dim) straight to "
+                    "(tokens, d_out), which mixes tokens across heads; use "
+                    "`.transpose(0, 1).contiguous().view(n, d_out)`.",
+                )
+            ]
+    return []
+
+
+def softmax_whole_matrix(evidence: Evidence) -> list[Diagnosis]:
+    """exp(x) / exp(x).sum(): normalised over the whole matrix instead of each row."""
+    sources = evidence.named("scores") + evidence.named("scaled") + evidence.named("masked_scores")
+    wrong, columns = [], []
+    for scores in sources:
+        exp = scores.double().exp()
+        wrong.append(exp / exp.sum())
+        columns.append(exp / exp.sum(dim=-2, keepdim=True))
+    for record in evidence.records:
+        value = record.value
+        if value is None or not value.is_floating_point() or value.dim() < 2:
+            continue
+        if any(close(value, c) for c in columns):
+            return [
+                Diagnosis(
+                    "softmax-dim",
+                    "softmax over the wrong dimension",
+                    record.line,
+                    f"{_at(record.line)} sums exp over dim=0, down each column (across queries), "
+                    "as a softmax written for one vector does on a matrix; each query's row must "
+                    "sum to 1: `.sum(dim=-1, keepdim=True)`.",
+                )
+            ]
+        if any(close(value, w) for w in wrong):
+            return [
+                Diagnosis(
+                    "softmax-all",
+                    "softmax over the whole matrix",
+                    record.line,
+                    f"{_at(record.line)} divides by one sum over the whole matrix, so no row sums "
+                    "to 1; normalise each query's row: `.sum(dim=-1, keepdim=True)` (or "
+                    "`torch.softmax(scores, dim=-1)`).",
+                )
+            ]
+    return []
+
+
+def dropout_left_on(evidence: Evidence) -> list[Diagnosis]:
+    """Dropout applied while the reference has none (a hard-coded rate, or training mode)."""
+    if evidence.dropout > 0:
+        return []
+    for record in evidence.records:
+        if record.op not in DROPOUT_OPS:
+            continue
+        p = record.args[1] if len(record.args) > 1 else record.kwargs.get("p", 0.5)
+        training = record.args[2] if len(record.args) > 2 else record.kwargs.get("training", True)
+        if not isinstance(p, (int, float)) or p <= 0 or training is False:
+            continue
+        line = next((at for rate, at in evidence.dropout_lines if abs(rate - p) < 1e-9), None)
+        line = record.line if line is None else line
+        return [
+            Diagnosis(
+                "dropout-on",
+                "dropout applied when the check has none",
+                line,
+                f"{_at(line)} sets dropout p = {p:g} although this check runs with "
+                "--dropout 0; take the rate as the `dropout` argument instead of a fixed number "
+                "(or pass --dropout to compare with dropout on).",
+            )
+        ]
+    return []
+
+
+def skipped_in_loop(evidence: Evidence) -> list[Diagnosis]:
+    """A loop that never writes some cells: the last row or column, or the diagonal."""
+    for name in ("scores", "context"):
+        for expected in evidence.named(name):
+            if expected.dim() != 2:
+                continue
+            writes = [
+                r
+                for r in evidence.records
+                if r.inplace
+                and r.value is not None
+                and tuple(r.value.shape) == tuple(expected.shape)
+            ]
+            if not writes:
+                continue
+            final = writes[-1]
+            assert final.value is not None
+            value = final.value
+            wrong = ~torch.isclose(value.double(), expected.double(), rtol=1e-5, atol=1e-5)
+            if not bool(wrong.any()):
+                continue
+            rows = wrong.any(dim=1).nonzero().flatten().tolist()
+            columns = wrong.any(dim=0).nonzero().flatten().tolist()
+            last_row, last_column = expected.shape[0] - 1, expected.shape[1] - 1
+            if rows == [last_row]:
+                which, axis = "the last row", 0
+            elif columns == [last_column]:
+                which, axis = "the last column", 1
+            else:
+                continue
+            line = _loop_line(evidence.path, final.line, axis)
+            return [
+                Diagnosis(
+                    "loop-range",
+                    "a loop that stops one short",
+                    line,
+                    f"the loop on {_at(line)} never reaches the last token, so {name} misses "
+                    f"{which}; loop over every token (`range(n)`, not `range(n - 1)`).",
+                )
+            ]
+    return []
+
+
+def weights_layout(evidence: Evidence) -> list[Diagnosis]:
+    """inputs @ W.T with square weights: nn.Linear's layout, which runs but gives other numbers."""
+    inputs = evidence.arguments.get("inputs")
+    if inputs is None:
+        return []
+    weights = {n: w for n, w in evidence.arguments.items() if n.startswith("W_") and w.dim() >= 2}
+    for record, a, b in _context_products(evidence):
+        if not close(a, inputs):
+            continue
+        for name, w in weights.items():
+            if w.shape[-1] == w.shape[-2] and close(b, w.mT) and not close(b, w):
+                return [
+                    Diagnosis(
+                        "weights-layout",
+                        "weights transposed as if they were nn.Linear's",
+                        record.line,
+                        f"{_at(record.line)} multiplies by {name}.T; attn check passes weights as "
+                        f"d_in×d_out, applied as `inputs @ {name}` (nn.Linear stores the "
+                        "transpose), so drop the .T.",
+                    )
+                ]
+    return []
+
+
+def mask_unused(evidence: Evidence) -> list[Diagnosis]:
+    """A causal mask built and never applied (no masked_fill, where or product uses it)."""
+    if not any(stage.name == "mask" for stage in evidence.stages):
+        return []
+    built = [r for r in evidence.records if r.op in ("triu", "tril")]
+    applies = {"masked_fill", "masked_fill_", "where", *MULTIPLY_OPS}
+    if not built or any(r.op in applies for r in evidence.records):
+        return []
+    line = built[-1].line
+    return [
+        Diagnosis(
+            "mask-unused",
+            "a mask that is never applied",
+            line,
+            f"{_at(line)} builds the causal mask, but nothing applies it, so every query still "
+            "sees the future; apply it before the softmax: "
+            "`scores = scores.masked_fill(mask, -torch.inf)`.",
+        )
+    ]
+
+
+def _loop_line(path: str, write_line: int | None, axis: int) -> int | None:
+    """The ``for`` line of the loop variable that indexes ``axis`` in the write on ``write_line``."""
+    if write_line is None or not path:
+        return write_line
+    linecache.checkcache(path)
+    index = re.search(r"\[\s*(\w+)\s*,\s*(\w+)\s*\]", linecache.getline(path, write_line))
+    if index is None:
+        return write_line
+    variable = index.group(axis + 1)
+    loop = re.compile(rf"^\s*for\s+(?:\w+\s*,\s*)?{re.escape(variable)}\b")
+    for line in range(write_line - 1, max(write_line - 30, 0), -1):
+        if loop.search(linecache.getline(path, line)):
+            return line
+    return write_line
+
+
+def wrong_projection(evidence: Evidence) -> list[Diagnosis]:
+    """Scores from queries and something that is not the keys (computed with the wrong weights)."""
+    queries, keys = evidence.named("queries"), evidence.named("keys")
+    others = {"queries": queries, "values": evidence.named("values")}
+    if not queries or not keys:
+        return []
+    for record, a, b in _context_products(evidence):
+        if not matches_any(a, queries) or matches_any(b.mT, keys):
+            continue
+        for role, tensors in others.items():
+            if not matches_any(b.mT, tensors):
+                continue
+            source = [
+                r
+                for r in evidence.records[: record.index]
+                if r.value is not None and r.value.shape == b.mT.shape and close(r.value, b.mT)
+            ]
+            line = source[-1].line if source else record.line
+            weight = "W_query" if role == "queries" else "W_value"
+            return [
+                Diagnosis(
+                    "projection-weights",
+                    "keys computed with the wrong weights",
+                    line,
+                    f"the keys made on {_at(line)} equal the {role}: they were computed with "
+                    f"{weight}'s columns; compute them with W_key (`keys = inputs @ W_key`).",
+                )
+            ]
+    return []
+
+
 DETECTORS: tuple[Detector, ...] = (
     mutated_inputs,
+    weights_layout,
     discarded_masked_fill,
     mask_with_diagonal,
+    mask_sees_future,
+    mask_unused,
     fill_with_zero,
+    mask_by_multiplying,
     softmax_dimension,
+    softmax_whole_matrix,
+    skipped_in_loop,
+    head_layout,
+    wrong_projection,
+    wrong_values,
     wrong_transpose,
     scaling,
     missing_renormalisation,
+    dropout_left_on,
 )
 
 
@@ -411,4 +843,15 @@ def diagnose(evidence: Evidence) -> list[Diagnosis]:
         found.extend(detector(evidence))
     if not any(d.code == "mask-diagonal" for d in found):
         found.extend(nan_rows(evidence))
+    codes: set[str] = set()
+    unique = []
+    for diagnosis in found:  # two detectors may see one mistake; name it once
+        if diagnosis.code not in codes:
+            codes.add(diagnosis.code)
+            unique.append(diagnosis)
+    found = unique
+    if any(d.code in ("softmax-dim", "softmax-all", "weights-layout") for d in found):
+        # A badly normalised matrix, or weights in nn.Linear's layout, can look like a
+        # transposed product; the softmax or the layout is the cause.
+        found = [d for d in found if d.code != "transpose"]
     return found

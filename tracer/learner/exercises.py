@@ -7,8 +7,10 @@ is saved and moves on when it passes; progress lives in ``DIR/.attn-exercises.js
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -157,17 +159,29 @@ def init_exercises(folder: Path) -> list[tuple[Path, bool]]:
         results.append((path, True))
     progress = folder / PROGRESS_FILE
     if not progress.exists():
-        Progress().save(folder)
+        Progress().try_save(folder)
     return results
+
+
+def _warn(message: str) -> None:
+    print(f"attn: warning: {message}", file=sys.stderr)
 
 
 @dataclass
 class Progress:
+    """Which exercises are done or skipped, and how many hints each has had.
+
+    Saved atomically (a temporary file, fsync, rename) and merged with what is
+    on disk at that moment, so two watchers in one folder lose nothing; a file
+    that cannot be read is set aside as ``.attn-exercises.json.corrupt``.
+    """
+
     done: list[str] = field(default_factory=list)
     hints: dict[str, int] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
 
     @classmethod
-    def load(cls, folder: Path) -> Progress:
+    def load(cls, folder: Path, warn: Callable[[str], None] = _warn) -> Progress:
         if not folder.is_dir():
             raise UsageError(
                 f"exercise folder not found: {folder} (run 'attn exercises init {folder}')"
@@ -178,37 +192,149 @@ class Progress:
                 raise UsageError(f"no exercises in {folder} (run 'attn exercises init {folder}')")
             return cls()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls.parse(path.read_bytes(), str(path))
+        except InputError as error:
+            aside = _set_aside(path)
+            where = f"set aside as {aside.name}" if aside else "left where it is"
+            warn(f"{error} ({where}; starting with no progress)")
+            return cls()
+        except OSError as exc:
+            warn(f"cannot read {path}: {exc.strerror} (starting with no progress)")
+            return cls()
+
+    @classmethod
+    def parse(cls, data: bytes, where: str) -> Progress:
+        """Progress from a file's bytes; InputError names what is wrong with them."""
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"progress file is not UTF-8 text (byte {exc.start})", Location(where)
+            ) from exc
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"progress file is not valid JSON: {exc.msg}",
-                Location(str(path), exc.lineno, exc.colno),
+                Location(where, exc.lineno, exc.colno),
             ) from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the progress file: {exc}", Location(str(path))) from exc
-        known = {e.slug for e in EXERCISES}
-        if not isinstance(data, dict):
-            raise InputError("progress file must hold a JSON object", Location(str(path)))
-        done = data.get("done", [])
-        hints = data.get("hints", {})
-        if not isinstance(done, list) or not isinstance(hints, dict):
+        except RecursionError as exc:
+            raise InputError("progress file is nested too deeply", Location(where)) from exc
+        if not isinstance(value, dict):
+            raise InputError("progress file must hold a JSON object", Location(where))
+        done, hints, skipped = (
+            value.get("done", []),
+            value.get("hints", {}),
+            value.get("skipped", []),
+        )
+        if (
+            not isinstance(done, list)
+            or not isinstance(skipped, list)
+            or not isinstance(hints, dict)
+            or not all(isinstance(slug, str) for slug in done + skipped)
+            or not all(isinstance(n, int) and not isinstance(n, bool) for n in hints.values())
+        ):
             raise InputError(
-                "progress file: 'done' must be a list and 'hints' an object", Location(str(path))
+                "progress file: 'done' and 'skipped' must be lists of names and 'hints' an "
+                "object of counts",
+                Location(where),
             )
+        known = {e.slug for e in EXERCISES}
         return cls(
-            done=[slug for slug in done if slug in known],
-            hints={k: int(v) for k, v in hints.items() if k in known and isinstance(v, int)},
+            done=[slug for slug in dict.fromkeys(done) if slug in known],
+            hints={k: max(0, v) for k, v in hints.items() if k in known},
+            skipped=[slug for slug in dict.fromkeys(skipped) if slug in known],
         )
 
-    def save(self, folder: Path) -> None:
-        data = {"version": PROGRESS_VERSION, "done": self.done, "hints": self.hints}
+    def merged(self, other: Progress, forget: frozenset[str] = frozenset()) -> Progress:
+        """Both instances' progress: nothing either has recorded is lost, except ``forget``."""
+        done = [s for s in dict.fromkeys(other.done + self.done) if s not in forget]
+        skipped = [
+            s
+            for s in dict.fromkeys(other.skipped + self.skipped)
+            if s not in forget and s not in done
+        ]
+        hints = {
+            k: max(other.hints.get(k, 0), self.hints.get(k, 0)) for k in {*other.hints, *self.hints}
+        }
+        return Progress(
+            done=done, hints={k: v for k, v in hints.items() if k not in forget}, skipped=skipped
+        )
+
+    def save(self, folder: Path, forget: frozenset[str] = frozenset()) -> None:
+        """Merge with the file as it is now and write the result atomically.
+
+        ``forget``: exercises whose progress is dropped on purpose (a reset).
+        Raises OSError when the folder cannot be written.
+        """
         path = folder / PROGRESS_FILE
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        os.replace(temporary, path)  # never a half-written progress file
+        on_disk = Progress()  # nothing (readable) there: this instance's progress is all there is
+        with contextlib.suppress(OSError, InputError):
+            on_disk = Progress.parse(path.read_bytes(), str(path))
+        merged = self.merged(on_disk, forget)
+        self.done, self.hints, self.skipped = merged.done, merged.hints, merged.skipped
+        data = {
+            "version": PROGRESS_VERSION,
+            "done": self.done,
+            "hints": dict(sorted(self.hints.items())),
+            "skipped": self.skipped,
+        }
+        _clean_stale_temporaries(folder)
+        temporary = folder / f"{PROGRESS_FILE}.{os.getpid()}.tmp"
+        try:
+            with temporary.open("w", encoding="utf-8") as handle:
+                handle.write(json.dumps(data, indent=1) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)  # never a half-written progress file
+        finally:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+
+    def try_save(
+        self,
+        folder: Path,
+        warn: Callable[[str], None] = _warn,
+        forget: frozenset[str] = frozenset(),
+    ) -> bool:
+        """Save, or warn that progress could not be kept; never fail the command."""
+        try:
+            self.save(folder, forget)
+        except OSError as exc:
+            warn(f"cannot save progress in {folder / PROGRESS_FILE}: {exc.strerror or exc}")
+            return False
+        return True
 
     def current(self) -> Exercise | None:
-        return next((e for e in EXERCISES if e.slug not in self.done), None)
+        return next(
+            (e for e in EXERCISES if e.slug not in self.done and e.slug not in self.skipped), None
+        )
+
+
+def _set_aside(path: Path) -> Path | None:
+    aside = path.with_name(path.name + ".corrupt")
+    try:
+        os.replace(path, aside)
+    except OSError:
+        return None
+    return aside
+
+
+def _clean_stale_temporaries(folder: Path) -> None:
+    """Temporary files left by a watcher that was killed mid-save (its process is gone)."""
+    for stale in folder.glob(f"{PROGRESS_FILE}.*.tmp"):
+        pid = stale.name[len(PROGRESS_FILE) + 1 : -len(".tmp")]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def find_exercise(name: str) -> Exercise:
@@ -235,7 +361,7 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
     """Check one exercise file against its variant; the text is what the learner should see."""
     from tracer.learner.check import check
     from tracer.learner.loader import LearnerFailure
-    from tracer.learner.report import format_check
+    from tracer.learner.report import format_check, learner_output
     from tracer.runner import TraceOptions, start_trace
 
     path = folder / exercise.filename
@@ -260,7 +386,8 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
                 EXIT_PROBLEMS,
                 f"{path} is waiting for you: replace the TODOs.\n{failure.text}",
             )
-        return Outcome(exercise, EXIT_USAGE, failure.text)
+        shown = learner_output(failure.output) + "\n" if failure.output else ""
+        return Outcome(exercise, EXIT_USAGE, shown + failure.text)
     except UsageError as error:
         return Outcome(exercise, EXIT_USAGE, str(error))
     text = format_check(result)
@@ -274,32 +401,70 @@ def heading(exercise: Exercise) -> str:
     )
 
 
-def hint(folder: Path, name: str | None = None) -> str:
-    """The next hint for an exercise (the current one by default), counted in the progress file."""
-    progress = Progress.load(folder)
-    exercise = find_exercise(name) if name else progress.current()
-    if exercise is None:
-        return "All exercises are done: no hints needed."
+def next_hint(progress: Progress, exercise: Exercise) -> str:
+    """The exercise's next hint (the last one again once all are shown); counted in ``progress``."""
     shown = progress.hints.get(exercise.slug, 0)
     number = min(shown + 1, len(exercise.hints))
     progress.hints[exercise.slug] = number
-    progress.save(folder)
     more = "" if number < len(exercise.hints) else " (that was the last one)"
     return f"{exercise.filename}, hint {number}/{len(exercise.hints)}{more}:\n  {exercise.hints[number - 1]}"
 
 
-def status_lines(folder: Path) -> Iterator[str]:
-    progress = Progress.load(folder)
+def hint(folder: Path, name: str | None = None, warn: Callable[[str], None] = _warn) -> str:
+    """The next hint for an exercise (the current one by default), counted in the progress file.
+
+    A progress file that cannot be written costs the count, never the hint.
+    """
+    progress = Progress.load(folder, warn)
+    exercise = find_exercise(name) if name else progress.current()
+    if exercise is None:
+        return "All exercises are done: no hints needed."
+    text = next_hint(progress, exercise)
+    progress.try_save(folder, warn)
+    return text
+
+
+def progress_lines(progress: Progress) -> Iterator[str]:
     current = progress.current()
     for exercise in EXERCISES:
         if exercise.slug in progress.done:
             mark = "done"
+        elif exercise.slug in progress.skipped:
+            mark = "skip"
         elif exercise is current:
             mark = "next"
         else:
             mark = "todo"
         yield f"  {mark:<4}  {exercise.filename:<26} {exercise.title}"
-    yield f"{len(progress.done)}/{len(EXERCISES)} done"
+    skipped = f", {len(progress.skipped)} skipped" if progress.skipped else ""
+    yield f"{len(progress.done)}/{len(EXERCISES)} done{skipped}"
+
+
+def status_lines(folder: Path) -> Iterator[str]:
+    yield from progress_lines(Progress.load(folder))
+
+
+def reset_exercise(folder: Path, exercise: Exercise, progress: Progress) -> Path:
+    """Put the stub back, keeping the learner's version as ``NAME.py.bak`` (or ``.bak.2``...)."""
+    path = folder / exercise.filename
+    backup = folder / f"{exercise.filename}.bak"
+    number = 2
+    while backup.exists():
+        backup = folder / f"{exercise.filename}.bak.{number}"
+        number += 1
+    if path.exists():
+        backup.write_bytes(path.read_bytes())
+    path.write_text(template(exercise), encoding="utf-8")
+    progress.done = [s for s in progress.done if s != exercise.slug]
+    progress.skipped = [s for s in progress.skipped if s != exercise.slug]
+    progress.hints.pop(exercise.slug, None)
+    return backup
+
+
+KEYS_HELP = "h hint, r reset, Enter check now, s skip, l list, q quit"
+
+KeyReader = Callable[[float], "str | None"]
+"""Waits up to the given seconds for one key press; None when none came."""
 
 
 def watch(
@@ -310,13 +475,18 @@ def watch(
     interval: float = 0.5,
     polls: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    keys: KeyReader | None = None,
+    confirm: Callable[[str], bool] | None = None,
+    warn: Callable[[str], None] = _warn,
 ) -> int:
     """Check the current exercise, then again after each save; move on when it passes.
 
     With ``once``, check once and return its status. Otherwise run until every
     exercise is done (or ``polls`` polls have passed, for tests; Ctrl-C stops it).
+    With ``keys`` (a terminal), the learner can also ask for a hint, reset,
+    re-check, skip, list or quit, as in rustlings; ``confirm`` asks before a reset.
     """
-    progress = Progress.load(folder)
+    progress = Progress.load(folder, warn)
     while True:
         exercise = progress.current()
         if exercise is None:
@@ -326,7 +496,7 @@ def watch(
         emit(f"{heading(exercise)}\n\n{outcome.text}")
         if outcome.status == EXIT_OK:
             progress.done.append(exercise.slug)
-            progress.save(folder)
+            progress.try_save(folder, warn)
             following = progress.current()
             emit(
                 f"passed: {len(progress.done)}/{len(EXERCISES)} done."
@@ -337,9 +507,12 @@ def watch(
             continue
         if once:
             return outcome.status
-        emit(
-            f"(watching {exercise.filename}: save it to check again; Ctrl-C to stop; 'attn exercises hint {folder}' for a hint)"
+        how = (
+            KEYS_HELP
+            if keys is not None
+            else f"Ctrl-C to stop; 'attn exercises hint {folder}' for a hint"
         )
+        emit(f"(watching {exercise.filename}: save it to check again; {how})")
         path = folder / exercise.filename
         before = _stamp(path)
         while _stamp(path) == before:
@@ -347,7 +520,34 @@ def watch(
                 if polls <= 0:
                     return outcome.status
                 polls -= 1
-            sleep(interval)
+            if keys is None:
+                sleep(interval)
+                continue
+            key = keys(interval)
+            if key is None:
+                continue
+            if key in ("\n", "\r"):
+                break
+            if key == "q":
+                return outcome.status
+            if key == "h":
+                emit(next_hint(progress, exercise))
+                progress.try_save(folder, warn)
+            elif key == "l":
+                emit("\n".join(progress_lines(progress)))
+            elif key == "s":
+                progress.skipped.append(exercise.slug)
+                progress.try_save(folder, warn)
+                emit(f"skipped {exercise.filename}; 'l' lists it, and saving it checks it again")
+                break
+            elif key == "r":
+                question = f"reset {exercise.filename} to its stub? Your version is kept as a .bak file [y/N]"
+                if confirm is not None and confirm(question):
+                    backup = reset_exercise(folder, exercise, progress)
+                    progress.try_save(folder, warn, forget=frozenset({exercise.slug}))
+                    emit(f"reset {exercise.filename}; your version is in {backup.name}")
+                    break
+                emit("not reset")
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -1,22 +1,18 @@
-"""Loading a learner's file and reporting its failures as their own errors.
+"""Reading a learner's file and reporting its failures as their own errors.
 
 When the learner's code fails (a syntax error, an exception at import time or
 inside ``attention``), the traceback we show keeps only the frames from the
 learner's file: the error is theirs, at their line, and none of the tool's
-frames get in the way.
+frames get in the way. The code itself runs only in the sandbox process
+(:mod:`tracer.learner.sandbox`).
 """
 
 from __future__ import annotations
 
-import sys
 import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from tracer.errors import EXIT_USAGE, Location, UsageError
-
-FUNCTION_NAME = "attention"
 
 
 class LearnerFailure(Exception):
@@ -24,9 +20,11 @@ class LearnerFailure(Exception):
 
     exit_status = EXIT_USAGE
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, output: str = "") -> None:
         super().__init__(text)
         self.text = text
+        self.output = output
+        """What the learner's code printed before it failed."""
 
 
 def learner_traceback(exc: BaseException, filename: str) -> str:
@@ -44,11 +42,11 @@ def learner_traceback(exc: BaseException, filename: str) -> str:
     return "".join(parts)
 
 
-def load_function(path: Path, name: str = FUNCTION_NAME, expected: str = "") -> Callable[..., Any]:
-    """Run the learner's file as a fresh module and return its function ``name``.
+def read_source(path: Path) -> None:
+    """Check that the learner's file can be read and compiled (nothing in it runs here).
 
-    Raises UsageError for a file that cannot be read or defines no such function,
-    and LearnerFailure when the file's own code fails.
+    Raises UsageError for a file that cannot be read and LearnerFailure for a
+    syntax error, so these are reported before a sandbox process starts.
     """
     filename = str(path)
     if not path.exists():
@@ -62,23 +60,8 @@ def load_function(path: Path, name: str = FUNCTION_NAME, expected: str = "") -> 
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}", Location(filename)) from exc
     try:
-        code = compile(source, filename, "exec")
+        compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:
         raise LearnerFailure(learner_traceback(exc, filename)) from exc
-    namespace: dict[str, Any] = {"__name__": f"learner_{path.stem}", "__file__": filename}
-    folder = str(path.resolve().parent)
-    sys.path.insert(0, folder)  # so the learner's file can import its own helpers
-    try:
-        exec(code, namespace)
-    except Exception as exc:
-        raise LearnerFailure(learner_traceback(exc, filename)) from exc
-    except SystemExit as exc:
-        raise LearnerFailure(f"the file called exit({exc.code!r}) while loading\n") from exc
-    finally:
-        if folder in sys.path:
-            sys.path.remove(folder)
-    function = namespace.get(name)
-    if not callable(function):
-        hint = f"; write def {expected}" if expected else ""
-        raise UsageError(f"defines no function '{name}'{hint}", Location(filename))
-    return function  # type: ignore[no-any-return]
+    except ValueError as exc:  # null bytes
+        raise UsageError(f"cannot be compiled: {exc}", Location(filename)) from exc

@@ -22,7 +22,14 @@ from torch.overrides import TorchFunctionMode
 from tracer.tracing.guard import is_inplace
 
 MATMUL_OPS = frozenset({"matmul", "__matmul__", "__rmatmul__", "mm", "bmm"})
-KEEP_ARGS = MATMUL_OPS | {"softmax", "masked_fill", "masked_fill_", "triu", "tril"}
+MULTIPLY_OPS = frozenset({"mul", "__mul__", "__rmul__", "mul_", "__imul__"})
+DROPOUT_OPS = frozenset({"dropout", "dropout_", "feature_dropout", "alpha_dropout"})
+KEEP_ARGS = (
+    MATMUL_OPS
+    | MULTIPLY_OPS
+    | DROPOUT_OPS
+    | {"softmax", "masked_fill", "masked_fill_", "triu", "tril", "einsum"}
+)
 MAX_SNAPSHOTS = 20_000
 """Enough for a naive double loop over a few hundred tokens; beyond it we stop copying."""
 
@@ -103,6 +110,10 @@ class Recorder(TorchFunctionMode):
         self._last_write: dict[int, Record] = {}
         self._snapshots = 0
 
+    def watch_arguments(self, arguments: dict[str, torch.Tensor]) -> None:
+        """The tensors handed to the learner's code, known only once they are made."""
+        self._arguments.update({_storage(t): n for n, t in arguments.items() if _storage(t)})
+
     def learner_line(self) -> int | None:
         frame = sys._getframe(1)
         while frame is not None:
@@ -125,8 +136,12 @@ class Recorder(TorchFunctionMode):
             argument = self._arguments.get(_storage(target))
             if argument is not None:
                 self.mutations.append(Mutation(argument, name, line))
-        kept_args = _snapshot(args) if name in KEEP_ARGS else ()
-        kept_kwargs = _snapshot(kwargs) if name in KEEP_ARGS else {}
+        # Element-wise products inside loops are many and small: keep only matrix ones.
+        keep = name in KEEP_ARGS and (
+            name not in MULTIPLY_OPS or any(t.dim() >= 2 for t in _tensors(args))
+        )
+        kept_args = _snapshot(args) if keep else ()
+        kept_kwargs = _snapshot(kwargs) if keep else {}
         result = func(*args, **kwargs)
         if line is None:  # called from torch's own code, not the learner's
             return result
@@ -138,6 +153,9 @@ class Recorder(TorchFunctionMode):
             if name == "masked_fill":
                 self.tracked[id(result)] = result
         written = target if target is not None else result
+        if target is not None and target._base is not None and self._worth_keeping(target._base):
+            # scores[i][j] = ... writes through a row view: what changed is the whole matrix.
+            written = target = target._base
         if isinstance(written, torch.Tensor) and self._worth_keeping(written):
             record.value = written.detach().clone()
             self._snapshots += 1

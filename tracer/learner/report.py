@@ -30,6 +30,11 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
     name = Path(result.path).name
     tokens = trace.tokens
     out = [f"checking {result.path} against '{trace.variant.name}' ({trace.variant.title})"]
+    if result.note:
+        out.append(f"  ({result.note})")
+    if result.learner_output:
+        out.append("")
+        out.append(learner_output(result.learner_output))
     if show_stages and result.stages:
         out.append("")
         width = max(len(r.stage.name) for r in result.stages)
@@ -94,6 +99,11 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
     return "\n".join(out)
 
 
+def learner_output(text: str) -> str:
+    """What the learner's code printed, set apart from the tool's own lines."""
+    return "your output:\n" + _indent(text.rstrip("\n"), "  | ")
+
+
 def check_json(result: CheckResult) -> dict[str, Any]:
     """The check as one JSON document: ``attn check --json``."""
     diverging = result.diverging
@@ -114,4 +124,6 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         ],
         "problem": result.problem,
         "max_difference": None if difference is None else plain(difference),
+        "called": result.called,
+        "output": result.learner_output,
     }

@@ -11,3 +11,6 @@ def attention(inputs, W_query, W_key, W_value):
     scores.masked_fill_(mask, -torch.inf)
     weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
     return weights @ values
+
+
+# expect: --against masked -> ok

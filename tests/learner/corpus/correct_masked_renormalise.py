@@ -11,3 +11,6 @@ def attention(inputs, W_query, W_key, W_value):
     weights = weights * keep
     weights = weights / weights.sum(dim=-1, keepdim=True)
     return weights @ values
+
+
+# expect: --against masked -> ok

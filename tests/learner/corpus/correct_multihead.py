@@ -15,3 +15,6 @@ def attention(inputs, W_query, W_key, W_value, W_out, b_out, num_heads):
     weights = torch.softmax(scores / head_dim**0.5, dim=-1)
     context = (weights @ values).transpose(0, 1).contiguous().view(n, d_out)
     return context @ W_out + b_out
+
+
+# expect: --against multihead -> ok

@@ -12,3 +12,6 @@ def causal_head(inputs, W_query, W_key, W_value):
 def attention(inputs, W_query, W_key, W_value):
     heads = [causal_head(inputs, W_query[h], W_key[h], W_value[h]) for h in range(len(W_query))]
     return torch.cat(heads, dim=-1)
+
+
+# expect: --against multihead-wrapper -> ok

@@ -13,3 +13,6 @@ def attention(inputs):
         for j, value in enumerate(inputs):
             context[i] += weights[i, j] * value
     return context
+
+
+# expect: --against naive-loop -> ok

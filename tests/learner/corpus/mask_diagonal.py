@@ -11,3 +11,6 @@ def attention(inputs, W_query, W_key, W_value):
     scores = scores.masked_fill(mask, -torch.inf)
     weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
     return weights @ values
+
+
+# expect: --against masked -> mask-diagonal at 10

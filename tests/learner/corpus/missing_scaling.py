@@ -8,3 +8,6 @@ def attention(inputs, W_query, W_key, W_value):
     scores = queries @ keys.T
     weights = torch.softmax(scores, dim=-1)
     return weights @ values
+
+
+# expect: --against trainable -> scaling at 9

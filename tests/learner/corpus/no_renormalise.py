@@ -11,3 +11,6 @@ def attention(inputs, W_query, W_key, W_value):
     mask = torch.triu(torch.ones(n, n), diagonal=1).bool()
     weights = weights.masked_fill(mask, 0.0)
     return weights @ values
+
+
+# expect: --against masked -> renormalise at 12

@@ -3,4 +3,4 @@ import torch
 
 def attention(inputs):
     weights = torch.softmax(inputs @ inputs.T, dim=-1)
-    context = weights @ inputs  # noqa: F841 - the mistake under test: no return
+    context = weights @ inputs  # the mistake under test: no return

@@ -8,3 +8,6 @@ def attention(inputs, W_query, W_key, W_value):
     scores = keys @ queries.T
     weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
     return weights @ values
+
+
+# expect: --against trainable -> transpose at 8

@@ -10,3 +10,6 @@ def attention(inputs, W_query, W_key, W_value):
     scaled = scores / d_k
     weights = torch.softmax(scaled, dim=-1)
     return weights @ values
+
+
+# expect: --against trainable -> scaling at 10

@@ -1,0 +1,140 @@
+"""How well ``attn check`` judges realistic learner files: verdict, bug line, mistake.
+
+    python benchmarks/check_corpus.py              # every labelled file under tests/learner
+    python benchmarks/check_corpus.py -v           # and one line per file
+
+Each corpus file ends with a label written by hand, next to the code it describes:
+
+    # expect: --against masked -> mask-future at 12
+    # expect: --against trainable --d-out 4 -> ok
+
+The file is checked with exactly those options (``attn check FILE OPTIONS --json``,
+in this process; the learner's code runs in its sandbox as always). Scored:
+
+- verdict: "ok" for correct files, not ok for buggy ones (exit 0 against 1);
+- line: the first diagnosis names the labelled line or the one after it;
+- mistake: the first diagnosis has the labelled code;
+- tool errors: exit statuses other than 0 and 1, or a traceback on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("tests/learner/corpus", "tests/learner/shapes", "tests/learner/realistic")
+LABEL = re.compile(
+    r"^# expect: (?P<options>.+?) -> (?:(?P<ok>ok)|(?P<code>[\w-]+) at (?P<line>\d+))$"
+)
+
+
+@dataclass
+class Case:
+    path: Path
+    options: list[str]
+    code: str | None
+    """None for a correct file."""
+    line: int | None
+
+
+@dataclass
+class Outcome:
+    case: Case
+    status: int
+    codes: list[str]
+    line: int | None
+    tool_error: bool
+
+
+def cases() -> list[Case]:
+    found = []
+    for folder in FOLDERS:
+        for path in sorted((ROOT / folder).glob("*.py")):
+            for text in path.read_text(encoding="utf-8").splitlines():
+                match = LABEL.match(text)
+                if match:
+                    line = match.group("line")
+                    found.append(
+                        Case(
+                            path,
+                            shlex.split(match.group("options")),
+                            match.group("code"),
+                            int(line) if line else None,
+                        )
+                    )
+    return found
+
+
+def run(case: Case) -> Outcome:
+    from tracer.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(["check", str(case.path), *case.options, "--json"])
+        except SystemExit as exit:
+            status = int(exit.code or 0)
+    codes: list[str] = []
+    line = None
+    try:
+        report = json.loads(out.getvalue())
+    except json.JSONDecodeError:
+        report = {}
+    if "second" in report and not report["second"]["matches"]:
+        report = report["second"]
+    diagnoses = report.get("diagnoses") or []
+    codes = [d["code"] for d in diagnoses]
+    if diagnoses:
+        line = diagnoses[0]["line"]
+    tool_error = status not in (0, 1) or "Traceback" in err.getvalue()
+    return Outcome(case, status, codes, line, tool_error)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="one line per file")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    outcomes = []
+    for case in cases():
+        outcome = run(case)
+        outcomes.append(outcome)
+        if args.verbose:
+            expected = "ok" if case.code is None else f"{case.code}@{case.line}"
+            got = (
+                "ok" if outcome.status == 0 else f"{','.join(outcome.codes) or '-'}@{outcome.line}"
+            )
+            print(
+                f"  {case.path.relative_to(ROOT)}  expected {expected}  got {got} (exit {outcome.status})"
+            )
+    buggy = [o for o in outcomes if o.case.code is not None]
+    verdicts = sum((o.status == 0) == (o.case.code is None) for o in outcomes)
+    lines = sum(
+        o.line is not None and o.case.line is not None and o.line in (o.case.line, o.case.line + 1)
+        for o in buggy
+    )
+    mistakes = sum(bool(o.codes) and o.codes[0] == o.case.code for o in buggy)
+    errors = sum(o.tool_error for o in outcomes)
+    print(f"{len(outcomes)} files ({len(buggy)} with a mistake), Python {sys.version.split()[0]}")
+    print()
+    print("| measure | right | share |")
+    print("|---|---:|---:|")
+    print(
+        f"| verdict (ok / not ok) | {verdicts}/{len(outcomes)} | {verdicts / len(outcomes):.0%} |"
+    )
+    print(f"| bug line (or the next) | {lines}/{len(buggy)} | {lines / max(len(buggy), 1):.0%} |")
+    print(f"| mistake named | {mistakes}/{len(buggy)} | {mistakes / max(len(buggy), 1):.0%} |")
+    print(f"| tool errors (exit 2/3, traceback) | {errors} | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,4 @@
+import torch
+
+inputs = torch.rand(6, 3)
+scores = inputs @ inputs.T

@@ -1,0 +1,2 @@
+def attention(inputs):
+    raise GeneratorExit

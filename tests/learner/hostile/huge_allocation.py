@@ -1,0 +1,5 @@
+import torch
+
+
+def attention(inputs):
+    return torch.ones(100_000, 100_000)

@@ -1,0 +1,2 @@
+def attention(inputs):
+    return [0.0] * 10**10

@@ -1,0 +1,5 @@
+import torch
+
+
+def attention(inputs):
+    return torch.empty(inputs.shape, device="meta")

@@ -1,0 +1,5 @@
+import torch
+
+
+def attention(inputs):
+    return torch.full(inputs.shape, float("nan"))

@@ -1,0 +1,5 @@
+import time
+
+
+def attention(inputs):
+    time.sleep(3600)

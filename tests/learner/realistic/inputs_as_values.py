@@ -1,0 +1,12 @@
+import torch
+
+
+def attention(inputs, W_query, W_key, W_value):
+    queries = inputs @ W_query
+    keys = inputs @ W_key
+    scores = queries @ keys.T
+    weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+    return weights @ inputs
+
+
+# expect: --against trainable -> inputs-as-values at 9

@@ -1,0 +1,13 @@
+import torch
+
+
+def attention(inputs, W_query, W_key, W_value):
+    queries = inputs @ W_query
+    keys = inputs @ W_query
+    values = inputs @ W_value
+    scores = queries @ keys.T
+    weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+    return weights @ values
+
+
+# expect: --against trainable -> projection-weights at 6

@@ -1,0 +1,28 @@
+"""Causal attention with a batch dimension, a mask buffer and dropout, as in the book."""
+
+import torch
+from torch import nn
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), 1))
+
+    def forward(self, x):
+        b, n, d_in = x.shape
+        queries = self.W_query(x)
+        keys = self.W_key(x)
+        values = self.W_value(x)
+        scores = queries @ keys.transpose(1, 2)
+        scores.masked_fill_(self.mask.bool()[:n, :n], -torch.inf)
+        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+        weights = self.dropout(weights)
+        return weights @ values
+
+
+# expect: --against masked -> ok

@@ -1,0 +1,414 @@
+"""Turning whatever a learner wrote into one call on the reference's inputs.
+
+Runs inside the sandbox process (:mod:`tracer.learner.sandbox`), next to the
+learner's code. A file may offer:
+
+- a function ``attention(inputs, W_query, ...)`` (or any one function, when it
+  is the only candidate), bound by parameter names or in the documented order;
+- an ``nn.Module`` class with the book's constructor signature
+  (``d_in, d_out[, context_length, dropout[, num_heads]], qkv_bias=False``),
+  built and loaded with the reference's weights;
+- an ``nn.Module`` instance, loaded with the reference's weights.
+
+Weights are recognised by name (``W_query``, ``q_proj``, ``c_attn``...) and
+their layout by shape: the tool's matrices are applied as ``x @ W``, while
+``nn.Linear`` stores ``W.T`` (d_out × d_in).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from tracer.errors import Location, UsageError
+
+FUNCTION_NAME = "attention"
+ARGUMENT_ORDER = ("inputs", "W_query", "W_key", "W_value", "W_out", "b_out", "num_heads")
+
+# Constructor parameter names learners use, by what they mean.
+D_IN = {"d_in", "din", "in_dim", "input_dim", "in_features", "d_input"}
+D_OUT = {"d_out", "dout", "out_dim", "output_dim", "out_features", "head_size", "d_head"}
+D_BOTH = {"d_model", "embed_dim", "n_embd", "emb_dim", "dim", "hidden_size", "d_embed"}
+CONTEXT = {"context_length", "context_len", "block_size", "max_len", "max_seq_len", "seq_len"}
+DROPOUT = {"dropout", "dropout_p", "p", "attn_pdrop", "dropout_rate", "drop"}
+HEADS = {"num_heads", "n_heads", "n_head", "heads", "nhead", "h"}
+BIAS = {"qkv_bias", "bias"}
+
+# Parameter names, by the projection they hold.
+ROLES = {
+    "query": {"w_query", "w_q", "wq", "query", "q", "q_proj", "to_q", "queries", "query_proj"},
+    "key": {"w_key", "w_k", "wk", "key", "k", "k_proj", "to_k", "keys", "key_proj"},
+    "value": {"w_value", "w_v", "wv", "value", "v", "v_proj", "to_v", "values", "value_proj"},
+    "qkv": {"c_attn", "qkv", "w_qkv", "in_proj", "to_qkv", "qkv_proj", "wqkv"},
+    "out": {
+        "out_proj",
+        "c_proj",
+        "w_out",
+        "w_o",
+        "wo",
+        "o_proj",
+        "proj",
+        "to_out",
+        "out",
+        "fc_out",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the reference offers a learner's code (sent by the parent process)."""
+
+    arguments: dict[str, Any]
+    """inputs, W_query... as tensors, num_heads as an int: only what the variant has."""
+    d_in: int
+    d_out: int
+    """The width a learner's class is built with (per head for the wrapper variant)."""
+    context_length: int
+    dropout: float
+    num_heads: int | None
+    causal: bool
+    stacked: bool
+    """Per-head weights stacked (heads, d_in, width), as the wrapper variant gives them."""
+
+
+Thunk = Callable[[], Any]
+
+
+@dataclass
+class Call:
+    """A prepared call: ``prepare(batched)`` gives the tensors handed over and the call itself.
+
+    Modules are built (and loaded) in ``prepare``, so only ``forward`` is recorded.
+    """
+
+    description: str
+    """What was called, for the report: ``function attention``, ``class CausalAttention``."""
+    module: bool
+    prepare: Callable[[bool], tuple[dict[str, torch.Tensor], Thunk]]
+    built: nn.Module | None = None
+    """The module the last ``prepare`` built (None for a function)."""
+
+
+def expected_signature(arguments: dict[str, Any]) -> str:
+    return f"{FUNCTION_NAME}({', '.join(n for n in ARGUMENT_ORDER if n in arguments)})"
+
+
+def _defined_here(value: Any, filename: str) -> bool:
+    if isinstance(value, types.FunctionType):
+        return value.__code__.co_filename == filename
+    if isinstance(value, type):
+        module = sys.modules.get(value.__module__)
+        return getattr(module, "__file__", None) == filename
+    return False
+
+
+def _constructor_parameters(cls: type) -> list[inspect.Parameter]:
+    try:
+        signature = inspect.signature(cls.__init__)  # type: ignore[misc]
+    except (TypeError, ValueError):
+        return []
+    return [p for p in signature.parameters.values() if p.name != "self"]
+
+
+def _fits(cls: type, setting: Setting) -> bool:
+    """Whether a module class's constructor takes what this variant has (heads only if it has heads)."""
+    names = {p.name.lower() for p in _constructor_parameters(cls)}
+    takes_heads = bool(names & HEADS)
+    return takes_heads == (setting.num_heads is not None)
+
+
+def candidates(namespace: dict[str, Any], filename: str, setting: Setting) -> list[str]:
+    """The names a check could run when the file has no ``attention``, likeliest first."""
+    modules = [
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_")
+        and (
+            (
+                isinstance(value, type)
+                and issubclass(value, nn.Module)
+                and _defined_here(value, filename)
+            )
+            or isinstance(value, nn.Module)
+        )
+    ]
+    if modules:
+        fitting = [
+            n
+            for n in modules
+            if isinstance(namespace[n], nn.Module) or _fits(namespace[n], setting)
+        ]
+        if setting.causal and setting.num_heads is None and len(fitting) > 1:
+            causal = [
+                n
+                for n in fitting
+                if isinstance(namespace[n], type)
+                and {p.name.lower() for p in _constructor_parameters(namespace[n])} & CONTEXT
+            ]
+            fitting = causal or fitting
+        return fitting or modules
+    functions = [
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_") and _defined_here(value, filename)
+    ]
+    named = [n for n in functions if re.search("attention|attn", n, re.IGNORECASE)]
+    return named or functions
+
+
+def choose(
+    namespace: dict[str, Any], filename: str, setting: Setting, name: str | None
+) -> tuple[str, Any, str | None]:
+    """(name, value, note): the callable to check; the note says why it was picked."""
+    where = Location(filename)
+    if name is not None:
+        if name not in namespace:
+            found = candidates(namespace, filename, setting)
+            also = f" (it has {', '.join(found)})" if found else ""
+            raise UsageError(f"defines nothing named '{name}'{also}", where)
+        return name, namespace[name], None
+    if FUNCTION_NAME in namespace:
+        return FUNCTION_NAME, namespace[FUNCTION_NAME], None
+    found = candidates(namespace, filename, setting)
+    if not found:
+        raise UsageError(
+            f"defines no function '{FUNCTION_NAME}' and no nn.Module; write def "
+            f"{expected_signature(setting.arguments)}",
+            where,
+        )
+    if len(found) > 1:
+        raise UsageError(
+            f"has no '{FUNCTION_NAME}' and several candidates ({', '.join(found)}); "
+            f"pick one with --function NAME",
+            where,
+        )
+    return (
+        found[0],
+        namespace[found[0]],
+        f"no '{FUNCTION_NAME}' in the file, so it checks {found[0]}",
+    )
+
+
+def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
+    where = Location(filename)
+    if isinstance(value, nn.Module):
+        module = value
+        load_weights(module, setting, filename, name)
+        return _module_call(f"the module {name}", lambda: module, setting)
+    if isinstance(value, type) and issubclass(value, nn.Module):
+        cls = value
+        kwargs = constructor_arguments(cls, setting, filename)
+
+        def build() -> nn.Module:
+            instance = cls(**kwargs)
+            load_weights(instance, setting, filename, name)
+            return instance
+
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        return _module_call(f"class {name}({shown})", build, setting)
+    if callable(value) and not isinstance(value, type):
+        function = value
+        args, kwargs = bind(function, setting.arguments, filename, name)
+
+        def prepare_function(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
+            copies = {n: _copy(v) for n, v in setting.arguments.items()}
+            tensors = {n: v for n, v in copies.items() if isinstance(v, torch.Tensor)}
+            if batched:
+                copies["inputs"] = copies["inputs"].unsqueeze(0)  # a view: writes still show
+            positional = [copies[n] for n in args]
+            keywords = {k: copies[n] for k, n in kwargs.items()}
+            return tensors, lambda: function(*positional, **keywords)
+
+        return Call(f"function {name}", False, prepare_function)
+    raise UsageError(f"'{name}' is a {type(value).__name__}, not a function or nn.Module", where)
+
+
+def _module_call(description: str, build: Callable[[], nn.Module], setting: Setting) -> Call:
+    def prepare_module(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
+        module = build()
+        call.built = module
+        inputs = setting.arguments["inputs"].detach().clone()
+        given = inputs.unsqueeze(0) if batched else inputs
+        return {"inputs": inputs}, lambda: module(given)
+
+    call = Call(description, True, prepare_module)
+    return call
+
+
+def _copy(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def bind(
+    function: Callable[..., Any], provided: dict[str, Any], filename: str, name: str
+) -> tuple[list[str], dict[str, str]]:
+    """Argument names, positionally in the documented order or by keyword when the names say which."""
+    expected = [n for n in ARGUMENT_ORDER if n in provided]
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return expected, {}
+    parameters = list(signature.parameters.values())
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [
+        p
+        for p in parameters
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    names = {p.name for p in parameters}
+    if set(expected) <= names and all(p.name in provided for p in required):
+        return [], {n: n for n in expected}
+    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in parameters)
+    if (len(positional) >= len(expected) or has_varargs) and len(required) <= len(expected):
+        return expected, {}
+    line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
+    raise UsageError(
+        f"{name}{signature} does not fit: it should be def {expected_signature(provided)}",
+        Location(filename, line),
+    )
+
+
+def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[str, Any]:
+    """Keyword arguments for the learner's class, by what its parameter names mean."""
+    kwargs: dict[str, Any] = {}
+    for parameter in _constructor_parameters(cls):
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        key = parameter.name.lower()
+        if key in D_IN:
+            kwargs[parameter.name] = setting.d_in
+        elif key in D_OUT:
+            kwargs[parameter.name] = setting.d_out
+        elif key in D_BOTH:
+            if setting.d_in != setting.d_out:
+                raise UsageError(
+                    f"{cls.__name__} takes one width '{parameter.name}' for both inputs and "
+                    f"outputs, but the inputs are {setting.d_in} wide and the variant's d_out is "
+                    f"{setting.d_out}; run with --d-out {setting.d_in}",
+                    Location(filename, _line(cls)),
+                )
+            kwargs[parameter.name] = setting.d_in
+        elif key in CONTEXT:
+            kwargs[parameter.name] = setting.context_length
+        elif key in DROPOUT:
+            kwargs[parameter.name] = setting.dropout
+        elif key in HEADS and setting.num_heads is not None:
+            kwargs[parameter.name] = setting.num_heads
+        elif key in BIAS:
+            kwargs[parameter.name] = False
+        elif parameter.default is parameter.empty:
+            raise UsageError(
+                f"{cls.__name__}.__init__ needs '{parameter.name}', which attn check cannot "
+                f"supply; it builds classes as (d_in, d_out[, context_length, dropout"
+                f"[, num_heads]], qkv_bias=False)",
+                Location(filename, _line(cls)),
+            )
+    return kwargs
+
+
+def _line(cls: type) -> int | None:
+    try:
+        return inspect.getsourcelines(cls)[1]
+    except (TypeError, OSError):
+        return None
+
+
+def _role(parts: list[str]) -> str | None:
+    for part in reversed(parts):
+        key = part.lower().removesuffix("_weight").removesuffix("_bias")
+        for role, names in ROLES.items():
+            if key in names:
+                return role
+    return None
+
+
+def _head(parts: list[str]) -> int | None:
+    numbers = [int(p) for p in parts if p.isdigit()]
+    return numbers[-1] if numbers else None
+
+
+def _matrix(role: str, head: int | None, setting: Setting) -> torch.Tensor | None:
+    """The reference's matrix for a role, in the ``x @ W`` layout."""
+    args = setting.arguments
+    if role == "out":
+        out = args.get("W_out")
+        return out if isinstance(out, torch.Tensor) else None
+    if role == "qkv":
+        parts = [_matrix(r, head, setting) for r in ("query", "key", "value")]
+        if any(p is None for p in parts):
+            return None
+        return torch.cat(parts, dim=-1)  # type: ignore[arg-type]
+    matrix = args.get(f"W_{role}")
+    if not isinstance(matrix, torch.Tensor):
+        return None
+    if setting.stacked:
+        if head is not None and head < matrix.shape[0]:
+            return matrix[head]
+        return torch.cat(list(matrix), dim=-1)
+    if head is not None and setting.num_heads:
+        width = matrix.shape[-1] // setting.num_heads
+        return matrix[:, head * width : (head + 1) * width]
+    return matrix
+
+
+def load_weights(module: nn.Module, setting: Setting, filename: str, name: str) -> None:
+    """Copy the reference's weights into the learner's module, by name, in its own layout."""
+    where = Location(filename)
+    with torch.no_grad():
+        for full_name, parameter in module.named_parameters():
+            parts = full_name.split(".")
+            kind = parts[-1] if parts[-1] in ("weight", "bias") and len(parts) > 1 else "raw"
+            if parts[-1].endswith("_bias"):
+                kind = "bias"
+            role = _role(parts[:-1] if kind != "raw" else parts)
+            if role is None:
+                raise UsageError(
+                    f"cannot tell which weights {name}.{full_name} holds; name the projections "
+                    "W_query, W_key, W_value (and out_proj) as the book does",
+                    where,
+                )
+            if kind == "bias":
+                if role == "out" and "b_out" in setting.arguments:
+                    value = setting.arguments["b_out"]
+                else:
+                    value = torch.zeros(parameter.shape)  # qkv_bias: the reference has none
+                _assign(parameter, value, full_name, name, where)
+                continue
+            matrix = _matrix(role, _head(parts), setting)
+            if matrix is None:
+                raise UsageError(
+                    f"{name}.{full_name} has no counterpart in this variant (it has "
+                    f"{', '.join(n for n in setting.arguments if n.startswith('W_')) or 'no weights'})",
+                    where,
+                )
+            linear = kind == "weight"
+            if tuple(parameter.shape) == tuple(matrix.T.shape) and (
+                linear or (matrix.dim() == 2 and matrix.shape[0] != matrix.shape[1])
+            ):
+                value = matrix.T  # nn.Linear's layout: (d_out, d_in), applied as x @ W.T
+            else:
+                value = matrix
+            _assign(parameter, value, full_name, name, where)
+
+
+def _assign(
+    parameter: torch.Tensor, value: torch.Tensor, full_name: str, name: str, where: Location
+) -> None:
+    if tuple(parameter.shape) != tuple(value.shape):
+        shape = "×".join(map(str, value.shape))
+        raise UsageError(
+            f"{name}.{full_name} is {'×'.join(map(str, parameter.shape))}, but the variant's "
+            f"matching weights are {shape} (or {'×'.join(map(str, value.shape[::-1]))} in "
+            "nn.Linear's layout)",
+            where,
+        )
+    parameter.copy_(value.to(parameter.dtype))

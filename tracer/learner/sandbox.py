@@ -1,0 +1,375 @@
+"""The process a learner's file runs in: ``python -m tracer.learner.sandbox FOLDER FD``.
+
+``attn check`` computes the reference in its own process, then starts this one
+(a fresh interpreter) to run the learner's code. Nothing the learner does here
+(patching ``torch.softmax``, changing the default dtype, ``os._exit``, an
+endless loop, a print) can reach the reference or the tool's own output:
+
+- FOLDER holds ``request.json`` and ``arguments.pt`` from the parent; this
+  process writes ``result.pt`` there (read back with ``weights_only=True`` and
+  checked, never trusted);
+- FD is a pipe to the parent: ``r`` once torch is loaded (the time limit starts
+  then), ``d`` when the result is written;
+- the learner's stdout and stderr go to files the parent shows as "your output";
+- the address space is limited (``resource.RLIMIT_AS``) before any learner code runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tracer.errors import UsageError
+from tracer.learner.calling import Call, Setting, choose, prepare
+from tracer.learner.loader import learner_traceback
+from tracer.learner.recorder import Recorder
+
+# Taken before any learner code runs, so a file that replaces them cannot fake a result.
+_save = torch.save
+_replace = os.replace
+_write = os.write
+_exit = os._exit
+_clone = torch.Tensor.clone
+_detach = torch.Tensor.detach
+
+SHAPE_ERROR = re.compile(
+    r"shapes cannot be multiplied|size of tensor a|must match the size|Expected size|"
+    r"mat1 and mat2|cannot be broadcast|dimension out of range|Dimension out of range|"
+    r"not enough values to unpack|too many values to unpack|invalid for input of size"
+)
+LEARNER_MODULE = "__learner__"
+TRANSPOSED_WEIGHT = re.compile(r"\b[Ww]\w*\.(?:T\b|mT\b|t\(\)|transpose\([^)]*\))")
+
+
+class Ended(BaseException):
+    """The learner's code tried to end the process; ``text`` says how (one line)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def limit_memory(megabytes: int) -> None:
+    """Cap the address space at what torch already uses plus ``megabytes``."""
+    try:
+        import resource
+    except ImportError:  # not on this platform: the time limit still holds
+        return
+    used = _address_space()
+    if used is None:
+        return
+    limit = used + megabytes * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):  # some systems refuse to lower it: the time limit still holds
+        return
+
+
+def _address_space() -> int | None:
+    try:
+        with open("/proc/self/statm") as handle:
+            pages = int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _fake_exit(status: int = 0) -> None:
+    raise Ended(f"your code called os._exit({status!r})")
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """Kept arguments, reduced to what ``torch.load(weights_only=True)`` accepts."""
+    if isinstance(value, torch.Tensor):
+        return _tensor(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)) and depth < 3:
+        return [_plain(v, depth + 1) for v in value]
+    return repr(value)[:80]
+
+
+def _tensor(value: torch.Tensor) -> Any:
+    """A plain strided CPU tensor, or a description of why it is not one."""
+    if value.is_meta:
+        return {"problem": "a meta tensor (it has a shape but no values)"}
+    if value.layout != torch.strided:
+        return {"problem": f"a sparse tensor ({value.layout})"}
+    if value.device.type != "cpu":
+        return {"problem": f"a tensor on {value.device}, not the CPU"}
+    plain = _clone(_detach(value))
+    if type(plain) is not torch.Tensor:
+        plain = plain.as_subclass(torch.Tensor)
+    return plain
+
+
+def _unbatch(value: torch.Tensor | None) -> torch.Tensor | None:
+    if value is not None and value.dim() >= 2 and value.shape[0] == 1:
+        return value[0]
+    return value
+
+
+def _output(value: Any, batched: bool) -> dict[str, Any]:
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
+        first = _output(value[0], batched)
+        if len(value) > 1 and isinstance(value[1], torch.Tensor):
+            weights = value[1]
+            first["weights"] = _tensor(_unbatch(weights) if batched else weights)  # type: ignore[arg-type]
+        first["tuple"] = len(value)
+        return first
+    if isinstance(value, torch.Tensor):
+        tensor = _tensor(value)
+        if batched and isinstance(tensor, torch.Tensor):
+            tensor = _unbatch(tensor)
+        return {"tensor": tensor, "id": id(value)}
+    return {"type": "None" if value is None else type(value).__name__}
+
+
+def run_call(
+    call: Call, batched: bool, path: str, shapes: set[tuple[int, ...]], seed: int
+) -> tuple[Any, dict[str, torch.Tensor], Recorder]:
+    recorder_shapes = shapes | {(1, *s) for s in shapes} if batched else shapes
+    recorder = Recorder(path, recorder_shapes, {})
+    with torch.no_grad(), recorder:
+        # A module's constructor is recorded too: it may build the mask the forward pass uses.
+        tensors, thunk = call.prepare(batched)
+        recorder.watch_arguments(tensors)
+        torch.manual_seed(seed)  # dropout can match the reference's draws
+        output = thunk()
+    return output, tensors, recorder
+
+
+def _records(recorder: Recorder, batched: bool) -> list[dict[str, Any]]:
+    records = []
+    for record in recorder.records:
+        value = record.value
+        if batched:
+            value = _unbatch(value)
+        args, kwargs = record.args, record.kwargs
+        if batched:
+            args = tuple(_unbatch(a) if isinstance(a, torch.Tensor) else a for a in args)
+        records.append(
+            {
+                "index": record.index,
+                "op": record.op,
+                "line": record.line,
+                "value": None if value is None else _tensor(value),
+                "inplace": record.inplace,
+                "args": _plain(args),
+                "kwargs": {k: _plain(v) for k, v in kwargs.items()},
+                "result_id": record.result_id,
+            }
+        )
+    return records
+
+
+def _failure(exc: BaseException, path: str, setting: Setting) -> dict[str, Any]:
+    if isinstance(exc, Ended):
+        return {"status": "ended", "text": exc.text}
+    if isinstance(exc, SystemExit):
+        return {"status": "ended", "text": f"your code called sys.exit({exc.code!r})"}
+    if isinstance(exc, (GeneratorExit, KeyboardInterrupt)):
+        return {"status": "ended", "text": f"your code raised {type(exc).__name__}"}
+    if isinstance(exc, MemoryError) or (
+        isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+    ):
+        return {"status": "memory"}
+    if isinstance(exc, EOFError):
+        return {
+            "status": "ended",
+            "text": "your code reads from standard input (input()); attn check gives it nothing to read",
+        }
+    try:
+        text = learner_traceback(exc, path)
+    except Exception:  # an exception whose own text fails
+        text = f"{type(exc).__name__} (its message could not be shown)\n"
+    note = _layout_note(exc, path, setting)
+    return {"status": "failed", "text": text + note}
+
+
+def _layout_note(exc: BaseException, path: str, setting: Setting) -> str:
+    """When a shape error comes from transposing a weight, say which layout the tool passes."""
+    if not SHAPE_ERROR.search(str(exc)) or "W_query" not in setting.arguments:
+        return ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    if not frames or not frames[-1].line:
+        return ""
+    used = TRANSPOSED_WEIGHT.search(frames[-1].line)
+    if used is None:
+        return ""
+    shape = "×".join(map(str, setting.arguments["W_query"].shape[-2:]))
+    return (
+        f"note: line {frames[-1].lineno} uses {used.group(0)} as if the weights were nn.Linear's "
+        f"(d_out×d_in, x @ W.T); attn check passes them as d_in×d_out ({shape} here), "
+        "applied as inputs @ W, so drop the .T\n"
+    )
+
+
+def _output_marks() -> list[int | None]:
+    """Where stdout and stderr stand now, so a failed first attempt's output can be dropped."""
+    marks: list[int | None] = []
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        try:
+            stream.flush()
+            marks.append(os.lseek(fd, 0, os.SEEK_CUR))
+        except (OSError, ValueError, AttributeError):
+            marks.append(None)
+    return marks
+
+
+def _rewind_output(marks: list[int | None]) -> None:
+    for (stream, fd), mark in zip(((sys.stdout, 1), (sys.stderr, 2)), marks, strict=True):
+        if mark is None:
+            continue
+        try:
+            stream.flush()
+            os.ftruncate(fd, mark)
+            os.lseek(fd, mark, os.SEEK_SET)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def dropout_lines(call: Call, path: str) -> list[tuple[float, int]]:
+    """(p, line) for each nn.Dropout with p > 0 in the learner's module: where its rate is set."""
+    module = call.built
+    if module is None:
+        return []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = []
+    for name, sub in module.named_modules():
+        if not isinstance(sub, torch.nn.Dropout) or not sub.p > 0:
+            continue
+        attribute = re.compile(rf"self\.{re.escape(name.rsplit('.', 1)[-1])}\s*=")
+        line = next((i + 1 for i, text in enumerate(lines) if attribute.search(text)), None)
+        if line is not None:
+            found.append((float(sub.p), line))
+    return found
+
+
+def _usage(error: UsageError) -> dict[str, Any]:
+    location = error.location
+    return {
+        "status": "usage",
+        "message": error.message,
+        "line": None if location is None else location.line,
+    }
+
+
+def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    path = request["path"]
+    setting = Setting(
+        arguments=arguments,
+        d_in=request["d_in"],
+        d_out=request["d_out"],
+        context_length=request["context_length"],
+        dropout=request["dropout"],
+        num_heads=request["num_heads"],
+        causal=request["causal"],
+        stacked=request["stacked"],
+    )
+    shapes = {tuple(s) for s in request["shapes"]}
+    module = types.ModuleType(LEARNER_MODULE)
+    module.__file__ = path
+    sys.modules[LEARNER_MODULE] = module  # dataclasses and inspect look their module up here
+    namespace: dict[str, Any] = module.__dict__
+    sys.path.insert(0, str(Path(path).resolve().parent))  # their own helper modules
+    try:
+        code = compile(Path(path).read_text(encoding="utf-8"), path, "exec")
+        exec(code, namespace)
+    except BaseException as exc:
+        failure = _failure(exc, path, setting)
+        if failure["status"] == "ended":
+            failure["text"] += " while the file was loading"
+        return failure
+    try:
+        name, value, note = choose(namespace, path, setting, request.get("function"))
+        call = prepare(name, value, path, setting)
+        if note is not None:
+            note = f"no 'attention' in the file, so it checks {call.description}"
+    except UsageError as error:
+        return _usage(error)
+    except BaseException as exc:  # the learner's constructor failed
+        return _failure(exc, path, setting)
+    attempts = [True, False] if call.module else [False, True]
+    first: dict[str, Any] | None = None
+    for batched in attempts:
+        marks = _output_marks()
+        try:
+            output, tensors, recorder = run_call(call, batched, path, shapes, request["seed"])
+        except UsageError as error:  # weights that cannot be placed in the learner's module
+            return _usage(error)
+        except BaseException as exc:
+            failure = _failure(exc, path, setting)
+            if failure["status"] != "failed":
+                return failure
+            if first is None:
+                first = failure
+                _rewind_output(marks)  # the retry's output replaces this attempt's
+            continue
+        after = {n: _tensor(t) for n, t in tensors.items()}
+        discarded = [
+            r.index
+            for r in recorder.records
+            if r.op == "masked_fill"
+            and r.result_id is not None
+            and r.result_id not in recorder.used
+            and recorder.tracked.get(r.result_id) is not output
+        ]
+        return {
+            "status": "ok",
+            "called": call.description,
+            "note": note,
+            "batched": batched,
+            "output": _output(output, batched),
+            "records": _records(recorder, batched),
+            "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
+            "discarded": discarded,
+            "arguments_after": after,
+            "dropout_lines": dropout_lines(call, path),
+        }
+    assert first is not None
+    return first
+
+
+def main(argv: list[str]) -> None:
+    folder, status_fd = Path(argv[0]), int(argv[1])
+    request = json.loads((folder / "request.json").read_text(encoding="utf-8"))
+    arguments = torch.load(folder / "arguments.pt", weights_only=True)
+    if request.get("heads_argument"):
+        arguments["num_heads"] = request["num_heads"]
+    torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's thread pools now
+    limit_memory(request["memory_mb"])
+    os._exit = _fake_exit  # type: ignore[assignment]
+    _write(status_fd, b"r")
+    try:
+        result = check_file(request, arguments)
+    except BaseException as exc:  # a failure of this tool, not of the learner's code
+        result = {"status": "internal", "text": "".join(traceback.format_exception(exc))}
+    try:
+        _save(result, folder / "result.tmp")
+    except BaseException as exc:
+        _save(
+            {"status": "internal", "text": f"could not save the result: {exc!r}"},
+            folder / "result.tmp",
+        )
+    _replace(folder / "result.tmp", folder / "result.pt")
+    _write(status_fd, b"d")
+    _exit(0)  # no atexit handlers, no lingering threads of the learner's
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -25,9 +25,13 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
     return target
 
 
+# The modern variants (sliding windows onwards) have lessons but no exercises yet.
+MODERN = {"sliding-window", "grouped-query", "kv-cache", "online-softmax", "training"}
+
+
 def test_one_exercise_per_lesson_idea_and_per_variant(host: PluginHost) -> None:
     variants = {e.variant for e in EXERCISES}
-    assert variants == set(host.variants)
+    assert variants == set(host.variants) - MODERN
     assert [e.number for e in EXERCISES] == list(range(1, len(EXERCISES) + 1))
 
 

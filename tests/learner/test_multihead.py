@@ -214,8 +214,8 @@ def test_per_head_stages_and_focused_queries(host: PluginHost) -> None:
 def test_plain_text_pages_through_heads(host: PluginHost) -> None:
     trace = run(host, "multihead-wrapper", init="linear", d_out=2, heads=2)
     text = format_stage(trace.stage("weights"), trace, len(trace.variant.stages))
-    assert "weights (2×6×6)" in text
-    first, second = text.split("\n[0]\n")[1].split("\n[1]\n")
+    assert "weights (2×6×6: head × query × key)" in text
+    first, second = text.split("\n[head 0]\n")[1].split("\n[head 1]\n")
     head0, head1 = trace.stage("weights").tensors["weights"]
     # Each page is one head's 6×6 table, with the tokens as row labels.
     assert first.splitlines()[1].split()[1:] == [f"{v:.4f}" for v in head0[0].tolist()]
@@ -241,7 +241,7 @@ def test_zero_heads_is_a_usage_error(attn: Attn, variant: str) -> None:
 def test_heads_option_reaches_the_variant(attn: Attn) -> None:
     status, out, _ = attn("trace", "multihead-wrapper", "--heads", "3", "--init", "linear")
     assert status == 0
-    assert "output (6×6)" in out
+    assert "output (6×6: query × feature)" in out
 
 
 @pytest.mark.parametrize("variant", ["multihead", "multihead-wrapper"])
@@ -254,4 +254,4 @@ def test_file_weights_that_heads_cannot_split(attn: Attn, variant: str) -> None:
         "equal heads; use --heads 1 or 3\n"
     )
     status, out, _ = attn("trace", variant, "--inputs", "four-words", "--heads", "3")
-    assert status == 0 and "output (4×3)" in out
+    assert status == 0 and "output (4×3: query × feature)" in out

@@ -102,7 +102,7 @@ def test_explore_plain_prints_the_steps_and_the_declared_arithmetic(
 
 def test_explore_plain_reports_a_plugin_that_exits(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explore", "exits", "--plugins-dir", str(PLUGINS), "--plain"]) == 3
-    assert "SystemExit" in capsys.readouterr().err
+    assert "called sys.exit(0)" in capsys.readouterr().err
 
 
 def test_a_crash_inside_the_app_never_exits_0() -> None:

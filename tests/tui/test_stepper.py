@@ -97,7 +97,7 @@ def test_a_plugin_calling_sys_exit_ends_its_trace_not_the_program() -> None:
     assert isinstance(stepper.get(0), Stage)
     with pytest.raises(IndexError):
         stepper.get(1)
-    assert stepper.error is not None and "SystemExit" in str(stepper.error)
+    assert stepper.error is not None and "called sys.exit(0)" in str(stepper.error)
     assert stepper.error.exit_status == 3
 
 

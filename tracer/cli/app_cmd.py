@@ -25,7 +25,13 @@ PLAIN_SUBSTEPS = 12
 
 
 def need_terminal(what: str, instead: str) -> None:
-    """UsageError (exit 2) unless stdin and stdout are a terminal that can draw the app."""
+    """UsageError (exit 2) unless stdin and stdout are a terminal that can draw the app.
+
+    A driver named in ``TEXTUAL_DRIVER`` draws elsewhere (``attn serve`` runs the app
+    with textual-serve's web driver, on pipes), so it needs no terminal.
+    """
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError(f"{what} needs an interactive terminal; without one, use {instead}")
     if os.environ.get("TERM") == "dumb":

@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tracer.errors import PluginError
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.source_view import SourceView, highlighted
@@ -97,7 +98,13 @@ class ExploreScreen(StepScreen):
     def _load(self) -> ExploreSession:
         host_of = getattr(self.app, "plugin_host", None)
         session = self._loader(host_of() if host_of is not None else None)
-        first = session.stepper.get(0)
+        try:
+            first = session.stepper.get(0)
+        except IndexError:
+            # No first step: the variant failed before yielding one (or yields nothing).
+            if session.stepper.error is not None:
+                raise session.stepper.error from None
+            raise PluginError(f"variant '{session.variant.name}' yielded no steps") from None
         if first.source_file:
             highlighted(first.source_file)  # the plugin's file, highlighted off the UI thread
         gc.collect()  # here, off the UI thread; the screen then freezes what is left

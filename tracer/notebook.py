@@ -212,20 +212,16 @@ def trace(variant: str, *, plugin_dirs: Sequence[str] = (), **options: Any) -> T
     ``dropout`` and ``query`` are the options of ``attn trace``; any other
     keyword is one of the variant's own options (``trace("multihead", heads=3)``).
     """
-    from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
-    from tracer.runner import TraceOptions, build_context
+    from tracer.runner import TraceOptions, start_trace
 
     shared = {name: value for name, value in options.items() if name in TRACE_FIELDS}
     own = {name: value for name, value in options.items() if name not in TRACE_FIELDS}
     settings = TraceOptions(**shared, options=own)
-    host = PluginHost(plugin_dirs)
-    found = host.variant(variant)
-    inputs = (
-        settings.inputs if isinstance(settings.inputs, InputSet) else load_inputs(settings.inputs)
-    )
-    # The same checks as start_trace, but messages name the keyword a notebook user typed.
-    context = build_context(
-        inputs, settings, variant=found, where=lambda name: f"trace(..., {name}=...)"
-    )
-    return host.start(variant, context).run_to_end()
+    # Messages name the keyword a notebook user typed, not a command-line flag.
+    return start_trace(
+        variant,
+        settings,
+        PluginHost(plugin_dirs),
+        where=lambda name: f"trace(..., {name}=...)",
+    ).run_to_end()

@@ -134,9 +134,15 @@ def build_context(
 
 
 def start_trace(
-    variant: str, options: TraceOptions | None = None, host: PluginHost | None = None
+    variant: str,
+    options: TraceOptions | None = None,
+    host: PluginHost | None = None,
+    where: Where | None = None,
 ) -> Trace:
-    """A trace of ``variant`` on the options' inputs; iterate it, or call ``run_to_end()``."""
+    """A trace of ``variant`` on the options' inputs; iterate it, or call ``run_to_end()``.
+
+    ``where`` names a variant option in messages (default: ``-o NAME``, or the flag typed).
+    """
     from tracer.plugin_host import PluginHost
 
     options = options or TraceOptions()
@@ -145,5 +151,5 @@ def start_trace(
     input_set = (
         options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
     )
-    context = build_context(input_set, options, variant=found)
+    context = build_context(input_set, options, variant=found, where=where)
     return host.start(variant, context)

@@ -7,6 +7,7 @@ import itertools
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.conftest import FIXTURES
@@ -66,7 +67,9 @@ def test_focus_makes_sub_steps_for_one_query_only(host: PluginHost) -> None:
     assert positions == [(1, j) for j in range(6)]
 
 
-def test_stage_tensors_are_not_copied(host: PluginHost) -> None:
+def test_stage_tensors_are_not_copied(host: PluginHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In process: a plugin's variant in its worker process hands over copies by nature.
+    monkeypatch.setenv("ATTN_ISOLATE", "off")
     plugins = PluginHost([GOOD], use_env=False)
     trace = start_trace("untouched", TraceOptions(), plugins).run_to_end()
     module = next(

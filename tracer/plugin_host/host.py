@@ -153,10 +153,13 @@ class PluginHost:
     def start(self, name: str, context: RunContext) -> Trace:
         """A fresh trace of variant ``name`` (nothing runs until it is iterated)."""
         from tracer.tracing import Trace
+        from tracer.tracing.worker import WorkerTrace, should_isolate
 
         variant = self.variant(name)
         owner = self.owner[name]
-        return Trace(variant, context, plugin=owner.name, roots=owner.roots)
+        # Code we did not write runs in a worker process with a time and a memory limit.
+        kind = WorkerTrace if should_isolate(owner.origin == ORIGIN_BUILTIN) else Trace
+        return kind(variant, context, plugin=owner.name, roots=owner.roots)
 
     # Loading -----------------------------------------------------------------
 

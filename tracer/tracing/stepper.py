@@ -30,7 +30,8 @@ import math
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from tracer.errors import PluginError, TracerError
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from tracer.tracing import Trace
 
 DEFAULT_WINDOW = 4096
+LOCK_POLL_S = 0.1
 UNFILLED = -1
 
 
@@ -142,6 +144,10 @@ class Stepper:
         """What stopped the trace early, if anything did."""
         self.lock = threading.RLock()
         """Held while the variant runs: a background prefetch and the UI never run it at once."""
+        self._should_stop: Callable[[], bool] | None = None
+        """The current caller's ``cancelled``: a trace in a worker process polls it mid-step."""
+        self._stale = False
+        """The trace was stopped in the middle of a step and must be run again to go on."""
 
     # Queries -------------------------------------------------------------------
 
@@ -187,7 +193,7 @@ class Stepper:
         known = self.stages.get(index) or self._recent.get(index)
         if known is not None:
             return known
-        with self.lock:
+        with self._locked(cancelled):
             return self._get(index, cancelled, progress)
 
     def _get(
@@ -224,7 +230,7 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Run to the end; the number of the last step (-1 if there are none)."""
-        with self.lock:
+        with self._locked(cancelled):
             return self._last(cancelled, progress)
 
     def _last(
@@ -246,7 +252,7 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> int | None:
         """The number of the first stage after step ``after``: the end of the current loop."""
-        with self.lock:
+        with self._locked(cancelled):
             return self._next_stage(after, cancelled, progress)
 
     def _next_stage(
@@ -278,7 +284,7 @@ class Stepper:
         progress: Callable[[int], None] | None = None,
     ) -> int | None:
         """The step number of stage ``name``, running the variant until it appears."""
-        with self.lock:
+        with self._locked(cancelled):
             return self._find_stage(name, cancelled, progress)
 
     def _find_stage(
@@ -305,7 +311,7 @@ class Stepper:
         if not self.lock.acquire(blocking=False):
             return  # something else is running the variant
         try:
-            if index == self.produced:  # only the very next step: never replay for a prefetch
+            if index == self.produced and not self._stale:  # the next step only: never replay
                 self._get(index, None, None)
         except (IndexError, Cancelled, TracerError):
             pass
@@ -314,18 +320,46 @@ class Stepper:
 
     # Internals -------------------------------------------------------------------
 
+    @contextmanager
+    def _locked(self, cancelled: Callable[[], bool] | None) -> Iterator[None]:
+        """Hold the lock, giving up if ``cancelled`` says so while another caller has it."""
+        while not self.lock.acquire(timeout=LOCK_POLL_S):
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+        try:
+            self._should_stop = cancelled
+            yield
+        finally:
+            self._should_stop = None
+            self.lock.release()
+
+    def _revive(self) -> None:
+        """Run a fresh trace up to where the stopped one was."""
+        target = self.produced
+        self._stale = False
+        self._restart()
+        while self.produced < target and self._advance():
+            pass
+
     def _restart(self) -> None:
         self.trace = self._factory()
+        self._stale = False
         self.produced = 0
         self._recent.clear()
         self.replays += 1
 
     def _advance(self) -> bool:
         """Take one step from the trace; False at its end (or when it failed)."""
+        if self._stale:
+            self._revive()
         if self.total is not None and self.produced >= self.total:
             return False
+        self.trace.should_stop = self._should_stop
         try:
             step = next(self.trace)
+        except Cancelled:
+            self._stale = True  # stopped mid-step: the next request starts a fresh run
+            raise
         except StopIteration:
             self.total = self.produced
             return False

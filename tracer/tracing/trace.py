@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, GeneratorType
 from typing import TYPE_CHECKING
 
@@ -55,6 +55,8 @@ class Trace:
         self.substeps_in_current_loop = 0
         self.torch_changes: list[str] = []
         """torch settings the variant changed and the tracer put back (for a warning)."""
+        self.should_stop: Callable[[], bool] | None = None
+        """Polled while a step computes where the step can be abandoned (a worker process)."""
         self._loop_lines: dict[str, set[int]] = {}
         """Lines run by the sub-steps since the last stage: the loop that built the next stage."""
         self._generator: GeneratorType[Step, None, torch.Tensor] | None = None

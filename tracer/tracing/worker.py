@@ -1,0 +1,441 @@
+"""Running a plugin's variant in a worker process, with a time and a memory limit.
+
+A variant from a third-party plugin is code we did not write: it may loop
+forever, sleep, allocate without bound, crash the interpreter or change
+torch's global state. :class:`WorkerTrace` is a :class:`~tracer.tracing.Trace`
+whose steps are computed in a child process forked for this one run:
+
+* each step must arrive within the step time limit, or the child is killed
+  and the trace fails with one line naming the limit (and, when the child can
+  still say where it was, the plugin's line);
+* the child's address space is capped, so a runaway allocation fails there;
+* whatever the child does to torch, ``os``, ``sys`` or its own memory stays
+  in the child; the reader (the app, ``attn trace``, a lesson) only receives
+  finished steps;
+* a caller waiting for a step can give up (``should_stop``), which kills the
+  child: that is how Esc stops a long step in the app;
+* what the variant prints comes back with its step and is printed by the
+  parent, so it lands wherever the parent's output goes (stderr under
+  ``--json``, nowhere inside the app).
+
+The child is forked, so it starts with the parent's plugins and torch already
+imported (milliseconds, not a second torch import). It runs the ordinary
+:class:`Trace`, so every check and every recorded line is the same as in
+process. Forking needs a POSIX system; elsewhere variants run in process.
+
+Built-in variants are ours and run in process by default (they are the
+reference a learner is checked against, and tracing them must stay cheap);
+``ATTN_ISOLATE`` changes that: ``plugins`` (default), ``all`` or ``off``
+(``off`` lets an author step through a plugin with a debugger).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import time
+import traceback
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
+from tracer.tracing.trace import Trace, VariantRunError
+from tracer.variant import RunContext, Stage, Step, Variant
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    import torch
+
+ISOLATE_ENV = "ATTN_ISOLATE"
+TIMEOUT_ENV = "ATTN_STEP_TIMEOUT"
+MEMORY_ENV = "ATTN_PLUGIN_MEMORY_MB"
+ISOLATE_CHOICES = ("plugins", "all", "off")
+DEFAULT_STEP_TIMEOUT = 10.0
+"""Seconds one step of a plugin's variant may take."""
+DEFAULT_MEMORY_MB = 4096
+"""Address space a plugin's variant may add to what the worker starts with, in MiB."""
+OUTPUT_LIMIT = 64_000
+"""Characters of a variant's printing passed on per step; the rest is summarised."""
+POLL_S = 0.05
+WHERE_GRACE_S = 0.5
+"""How long a stuck child gets to say which line it is on before it is killed."""
+
+_ERRORS: dict[str, type[TracerError]] = {
+    cls.__name__: cls for cls in (TracerError, UsageError, InputError, PluginError, VariantRunError)
+}
+
+
+@dataclass(frozen=True)
+class WorkerLimits:
+    """How long one step may take and how much memory the variant may add."""
+
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
+    memory_mb: int = DEFAULT_MEMORY_MB
+
+    @classmethod
+    def from_environment(cls) -> WorkerLimits:
+        timeout = _env_number(TIMEOUT_ENV, DEFAULT_STEP_TIMEOUT)
+        memory = _env_number(MEMORY_ENV, DEFAULT_MEMORY_MB)
+        if not timeout > 0:
+            raise UsageError(f"{TIMEOUT_ENV} must be above 0 seconds, got {timeout:g}")
+        if memory < 64:
+            raise UsageError(f"{MEMORY_ENV} must be at least 64 (MiB), got {memory:g}")
+        return cls(float(timeout), int(memory))
+
+
+def _env_number(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name}={text!r} is not a number") from None
+
+
+def isolation_mode() -> str:
+    """``plugins``, ``all`` or ``off``, from ``ATTN_ISOLATE``; ``off`` where fork is missing."""
+    text = os.environ.get(ISOLATE_ENV, "").strip().lower() or "plugins"
+    if text not in ISOLATE_CHOICES:
+        raise UsageError(f"{ISOLATE_ENV}={text!r} is not one of {', '.join(ISOLATE_CHOICES)}")
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return "off"
+    return text
+
+
+def should_isolate(builtin: bool) -> bool:
+    mode = isolation_mode()
+    return mode == "all" or (mode == "plugins" and not builtin)
+
+
+class WorkerTrace(Trace):
+    """A :class:`Trace` whose variant runs in a forked child, one step per request."""
+
+    def __init__(
+        self,
+        variant: Variant,
+        context: RunContext,
+        plugin: str = "",
+        roots: Sequence[str] = (),
+        limits: WorkerLimits | None = None,
+    ) -> None:
+        super().__init__(variant, context, plugin, roots)
+        self.limits = limits or WorkerLimits.from_environment()
+        self._roots = tuple(roots)
+        self._connection: Connection | None = None
+        self._process: Any = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    def __next__(self) -> Step:
+        if self.finished:
+            raise StopIteration
+        try:
+            if self._connection is None:
+                self._spawn()
+            assert self._connection is not None
+            self._connection.send_bytes(b"next")
+            message = self._receive()
+        except BaseException:
+            self.finished = True
+            self.close()
+            raise
+        kind = message[0]
+        if kind == "step":
+            _, step, changes, printed = message
+            self._print(printed)
+            self.torch_changes.extend(changes)
+            return self._accept(step)
+        self.finished = True
+        self.close()
+        if kind == "end":
+            _, output, changes, printed = message
+            self._print(printed)
+            self.torch_changes.extend(changes)
+            self.output = output
+            raise StopIteration
+        _, name, text, location, changes, printed = message
+        self._print(printed)
+        self.torch_changes.extend(changes)
+        raise _ERRORS.get(name, PluginError)(text, Location(*location) if location else None)
+
+    def close(self) -> None:
+        """Stop the child (if any); the trace cannot go on."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._connection = None
+        self._process = None
+
+    # Parent side -----------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        # Whatever sits in our buffers would be printed twice, once by each process.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        context = multiprocessing.get_context("fork")
+        parent_end, child_end = context.Pipe()
+        process = context.Process(
+            target=_serve,
+            args=(self, child_end),
+            name=f"attn-variant-{self.variant.name}",
+            daemon=True,
+        )
+        with _quiet_fork_warning():
+            process.start()
+        child_end.close()
+        self._connection, self._process = parent_end, process
+        self._finalizer = weakref.finalize(self, _stop, process, parent_end)
+
+    def _receive(self) -> tuple[Any, ...]:
+        """The child's answer to ``next``, within the step time limit."""
+        from tracer.tracing.stepper import Cancelled
+
+        connection, process = self._connection, self._process
+        assert connection is not None and process is not None
+        deadline = time.monotonic() + self.limits.step_timeout
+        while True:
+            try:
+                if connection.poll(POLL_S):
+                    message: tuple[Any, ...] = pickle.loads(connection.recv_bytes())
+                    return message
+            except (EOFError, OSError):
+                raise self._died(process) from None
+            if not process.is_alive() and not connection.poll(0):
+                raise self._died(process)
+            should_stop = self.should_stop
+            if should_stop is not None and should_stop():
+                raise Cancelled()
+            if time.monotonic() > deadline:
+                raise self._timed_out(connection, process)
+
+    def _timed_out(self, connection: Connection, process: Any) -> VariantRunError:
+        """Ask the child where it is stuck (its plugin's line), then give up on it."""
+        where = Location(self.source_file)
+        with contextlib.suppress(ProcessLookupError, OSError):
+            os.kill(process.pid, signal.SIGUSR1)
+            if connection.poll(WHERE_GRACE_S):
+                message = pickle.loads(connection.recv_bytes())
+                if message[0] == "where" and message[1]:
+                    where = Location(*message[1])
+        limit = self.limits.step_timeout
+        return VariantRunError(
+            f"variant '{self.variant.name}' took more than {limit:g} s on one step and was "
+            f"stopped; if it is only slow, raise the limit with {TIMEOUT_ENV}=SECONDS",
+            where,
+        )
+
+    def _died(self, process: Any) -> VariantRunError:
+        process.join(1.0)
+        code = process.exitcode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            how = f"was killed by {name}"
+        else:
+            how = f"ended with exit status {code}"
+        return VariantRunError(
+            f"variant '{self.variant.name}' stopped its worker process: it {how} "
+            "while computing a step",
+            Location(self.source_file),
+        )
+
+    def _accept(self, step: Step) -> Step:
+        """Keep the step's bookkeeping as the child's trace did."""
+        if isinstance(step, Stage):
+            self.stages.append(step)
+            self.substeps_in_current_loop = 0
+        else:
+            self.substeps_in_current_loop += 1
+        return step
+
+    @staticmethod
+    def _print(printed: str) -> None:
+        if printed:
+            sys.stdout.write(printed)
+
+
+def _stop(process: Any, connection: Connection) -> None:
+    with contextlib.suppress(Exception):
+        connection.close()
+    with contextlib.suppress(Exception):
+        if process.is_alive():
+            process.kill()
+        process.join(2.0)
+
+
+@contextlib.contextmanager
+def _quiet_fork_warning() -> Any:
+    """Python 3.12+ warns about fork in a threaded process; the child runs no thread's code."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
+        yield
+
+
+# Child side -----------------------------------------------------------------------
+
+
+class _Printed(io.StringIO):
+    """The variant's printing, passed on with each step (the first OUTPUT_LIMIT characters)."""
+
+    def take(self) -> str:
+        text = self.getvalue()
+        self.seek(0)
+        self.truncate()
+        if len(text) > OUTPUT_LIMIT:
+            cut = len(text) - OUTPUT_LIMIT
+            text = text[:OUTPUT_LIMIT] + f"\n… ({cut:,} more characters printed by the variant)\n"
+        return text
+
+
+def _serve(owner: WorkerTrace, connection: Connection) -> None:
+    """The child: run the variant one step per ``next`` and send each step back."""
+    import torch
+
+    _die_with_parent()
+    torch.set_num_threads(1)  # the parent's OpenMP threads do not survive fork
+    printed = _Printed()
+    sys.stdout = sys.stderr = printed
+    with contextlib.suppress(OSError):  # C-level writes must not draw over the app
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+    _limit_memory(owner.limits.memory_mb)
+    trace = Trace(owner.variant, owner.context, owner.plugin, owner._roots)
+    signal.signal(signal.SIGUSR1, lambda signum, frame: _say_where(connection, trace, frame))
+    reported = 0
+
+    def changes() -> list[str]:
+        nonlocal reported
+        new = trace.torch_changes[reported:]
+        reported = len(trace.torch_changes)
+        return list(new)
+
+    while True:
+        try:
+            if connection.recv_bytes() != b"next":
+                return
+        except (EOFError, OSError):
+            return
+        try:
+            step = next(trace)
+            message: tuple[Any, ...] = ("step", _sendable(step), changes(), printed.take())
+        except StopIteration:
+            message = ("end", _sendable_tensor(trace.output), changes(), printed.take())
+        except TracerError as error:
+            error = _memory_error(error, owner)
+            location = error.location
+            fields = (location.path, location.line, location.column) if location else None
+            message = (
+                "error",
+                type(error).__name__,
+                error.message,
+                fields,
+                changes(),
+                printed.take(),
+            )
+        except BaseException as exc:  # anything else is our own failure
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            message = ("error", "PluginError", f"worker failed: {text}", None, [], "")
+        try:
+            data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # a value that cannot be sent
+            data = pickle.dumps(
+                (
+                    "error",
+                    "VariantRunError",
+                    f"variant '{owner.variant.name}' yielded a step that cannot be passed on: "
+                    f"{type(exc).__name__}: {exc}",
+                    (owner.source_file, None, None),
+                    [],
+                    "",
+                )
+            )
+        connection.send_bytes(data)
+        if message[0] != "step":
+            return
+
+
+def _sendable(step: Step) -> Step:
+    step.tensors = {name: _sendable_tensor(t) for name, t in step.tensors.items()}
+    return step
+
+
+def _sendable_tensor(tensor: torch.Tensor | None) -> Any:
+    """A copy the parent can unpickle: no autograd graph, no storage beyond its own values."""
+    import torch
+
+    if not isinstance(tensor, torch.Tensor):
+        return tensor
+    tensor = tensor.detach()
+    needed = tensor.numel() * tensor.element_size()
+    if tensor.is_contiguous() and tensor.untyped_storage().nbytes() > needed:
+        tensor = tensor.clone()  # a row of a big matrix would otherwise send the whole matrix
+    return tensor
+
+
+def _memory_error(error: TracerError, owner: WorkerTrace) -> TracerError:
+    """Say "out of memory" and name the limit, rather than the allocator's own words."""
+    cause = error.__cause__
+    text = str(cause).lower()
+    if isinstance(cause, MemoryError) or "can't allocate memory" in text or "out of memory" in text:
+        return VariantRunError(
+            f"variant '{owner.variant.name}' ran out of memory: it needed more than the "
+            f"{owner.limits.memory_mb:,} MiB it may use ({MEMORY_ENV}=MIB raises the limit)",
+            error.location,
+        )
+    return error
+
+
+def _say_where(connection: Connection, trace: Trace, frame: Any) -> None:
+    """SIGUSR1: send the deepest line of the plugin's own files that is running now."""
+    where = None
+    while frame is not None:
+        if trace._lines.covers(frame.f_code.co_filename):
+            where = (frame.f_code.co_filename, frame.f_lineno, None)
+            break
+        frame = frame.f_back
+    with contextlib.suppress(Exception):
+        connection.send_bytes(pickle.dumps(("where", where)))
+
+
+def _limit_memory(megabytes: int) -> None:
+    """Cap the address space at what the child has now plus ``megabytes``."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as handle:
+            pages = int(handle.read().split()[0])
+        used = pages * os.sysconf("SC_PAGE_SIZE")
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = used + megabytes * 2**20
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, OSError, ValueError):
+        pass  # no /proc or no RLIMIT_AS: the time limit still holds
+
+
+def _die_with_parent() -> None:
+    """Linux: the child is killed if the parent dies, so no variant outlives the tool."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+__all__ = [
+    "WorkerLimits",
+    "WorkerTrace",
+    "isolation_mode",
+    "should_isolate",
+]

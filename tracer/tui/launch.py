@@ -96,8 +96,10 @@ def run_app(app: TracerApp) -> int:
     * SIGTERM (and SIGHUP) close the app like ``q`` does (see ``TracerApp``), so
       the terminal leaves the alternate screen and mouse tracking.
     * A crash (an exception Textual caught and printed) exits 1, never 0.
-    * A plugin stuck in a worker thread cannot be interrupted; once the app has
-      closed and the terminal is restored, the process ends without waiting for it.
+    * A plugin's variant runs in a worker process, stopped when the app closes. A
+      variant running in process (the built-ins, or any with ``ATTN_ISOLATE=off``)
+      cannot be interrupted mid-step; once the app has closed and the terminal is
+      restored, the process ends without waiting for it.
     """
     import threading
 

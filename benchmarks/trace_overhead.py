@@ -10,6 +10,7 @@
 (c) naive-loop peak RSS at T=512: stepping 10,000 sub-steps and running to the end, vs the
     untraced loop (target <= 1.2x); each in its own process, since peak RSS is per process
 (d) whole-process `attn trace trainable` vs `python -c "import torch"`
+(e) the cost of running a variant in a worker process (how third-party plugins run), vs in process
 """
 
 from __future__ import annotations
@@ -113,6 +114,32 @@ def overhead_rows(
     for variant, untraced in (("trainable", untraced_trainable), ("masked", untraced_masked)):
         for tokens in sizes:
             rows.append((variant, tokens, *measure(variant, untraced, tokens, repeats)))
+    return rows
+
+
+def worker_rows(sizes: list[int], repeats: int) -> list[tuple[int, float, float]]:
+    """(T, in process, in a worker) seconds for a whole run of trainable."""
+    import torch
+
+    from tracer.plugin_host import PluginHost
+    from tracer.tracing import Trace
+    from tracer.tracing.worker import WorkerTrace
+    from tracer.variant import RunContext, Weights
+
+    torch.set_num_threads(1)  # the worker runs with one thread; compare like with like
+    found = PluginHost(use_env=False).variant("trainable")
+    rows = []
+    for tokens in sizes:
+        generator = torch.Generator().manual_seed(0)
+        x = torch.rand(tokens, D, generator=generator)
+        w = [torch.rand(D, D, generator=generator) for _ in range(3)]
+        context = RunContext(inputs=x, tokens=tuple(map(str, range(tokens))), weights=Weights(*w))
+        local, remote = best_of(
+            repeats,
+            lambda context=context: Trace(found, context).run_to_end(),
+            lambda context=context: WorkerTrace(found, context).run_to_end(),
+        )
+        rows.append((tokens, local, remote))
     return rows
 
 
@@ -227,6 +254,14 @@ def main() -> None:
     print("|---|---:|---:|")
     print(f"| python -c 'import torch' | {torch_s:.2f} s | 1.00x |")
     print(f"| attn trace trainable | {attn_s:.2f} s | {attn_s / torch_s:.2f}x |")
+
+    print(f"\n(e) trainable, whole run in process vs in a worker process (best of {repeats})")
+    print("| T | in process | in a worker | worker/in process |")
+    print("|---:|---:|---:|---:|")
+    for tokens, local, remote in worker_rows(sizes, repeats):
+        print(
+            f"| {tokens} | {local * 1e3:.2f} ms | {remote * 1e3:.2f} ms | {remote / local:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

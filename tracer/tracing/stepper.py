@@ -148,6 +148,8 @@ class Stepper:
         """The current caller's ``cancelled``: a trace in a worker process polls it mid-step."""
         self._stale = False
         """The trace was stopped in the middle of a step and must be run again to go on."""
+        self._interrupt = threading.Event()
+        """Set when a caller gives up waiting: whatever computes now (a prefetch) stops."""
 
     # Queries -------------------------------------------------------------------
 
@@ -310,6 +312,7 @@ class Stepper:
             return
         if not self.lock.acquire(blocking=False):
             return  # something else is running the variant
+        self._interrupt.clear()
         try:
             if index == self.produced and not self._stale:  # the next step only: never replay
                 self._get(index, None, None)
@@ -325,8 +328,12 @@ class Stepper:
         """Hold the lock, giving up if ``cancelled`` says so while another caller has it."""
         while not self.lock.acquire(timeout=LOCK_POLL_S):
             if cancelled is not None and cancelled():
+                # Whoever holds the lock (a prefetch) is computing what this caller gave up
+                # waiting for: stop it too, so a variant in a worker process stops at once.
+                self._interrupt.set()
                 raise Cancelled()
         try:
+            self._interrupt.clear()
             self._should_stop = cancelled
             yield
         finally:
@@ -354,7 +361,8 @@ class Stepper:
             self._revive()
         if self.total is not None and self.produced >= self.total:
             return False
-        self.trace.should_stop = self._should_stop
+        caller, interrupt = self._should_stop, self._interrupt
+        self.trace.should_stop = lambda: interrupt.is_set() or (caller is not None and caller())
         try:
             step = next(self.trace)
         except Cancelled:

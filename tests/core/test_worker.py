@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
@@ -221,3 +222,21 @@ def test_every_builtin_variant_steps_the_same_in_a_worker_as_in_process(
             assert torch.equal(remote.output, local.output), name
         refused += bool(want_error)
     assert 0 < refused < len(names)
+
+
+def test_a_plugin_that_never_finishes_loading_is_stopped_and_the_others_load(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_IMPORT_TIMEOUT", "0.5")
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "stuck.py").write_text("import time\nwhile True:\n    time.sleep(0.01)\n")
+    (folder / "misbehaving.py").write_text(PLUGIN_FILE.read_text())
+    status, out, err = attn("trace", "misbehaving", "--plugins-dir", str(folder))
+    assert status == 0
+    assert "== stage 2/2: weights" in out
+    assert err.strip() == (
+        "attn: warning: plugin 'stuck' failed: took more than 0.5 s to load and was stopped; if it "
+        "is only slow, raise the limit with ATTN_IMPORT_TIMEOUT=SECONDS "
+        f"({folder / 'stuck.py'}:3) (see 'attn plugins')"
+    )

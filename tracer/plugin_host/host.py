@@ -17,7 +17,9 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -290,7 +292,7 @@ def _describe(exc: BaseException, source: str | None = None, folder: Path | None
     """``ImportError: No module named 'x' (plugin.py:3)``: the error and where, in one line."""
     if isinstance(exc, SystemExit):
         text = f"called sys.exit({exc.code!r})"
-    elif isinstance(exc, PluginExit):
+    elif isinstance(exc, (PluginExit, PluginTimeout)):
         text = str(exc)
     else:
         text = f"{type(exc).__name__}: {_one_line(str(exc))}".rstrip(": ")
@@ -312,11 +314,62 @@ _PLUGIN_ESCAPES = (Exception, SystemExit, GeneratorExit, PluginExit)
 """What a plugin's import or hook may raise that must not end the tool."""
 
 
+IMPORT_TIMEOUT_ENV = "ATTN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT = 30.0
+"""Seconds importing one plugin (or calling its hook) may take."""
+
+
+class PluginTimeout(Exception):
+    """Importing a plugin took longer than the import time limit."""
+
+
+def import_timeout() -> float:
+    text = os.environ.get(IMPORT_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_IMPORT_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise UsageError(f"{IMPORT_TIMEOUT_ENV}={text!r} is not a number") from None
+    if not seconds > 0:
+        raise UsageError(f"{IMPORT_TIMEOUT_ENV} must be above 0 seconds, got {seconds:g}")
+    return seconds
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt plugin code that runs past ``seconds`` (a loop or a sleep at import).
+
+    Only where a signal can interrupt it: on the main thread of a POSIX system. The
+    app loads plugins on a worker thread, where a hang leaves the screen responsive.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "setitimer"
+    ):
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        raise PluginTimeout(
+            f"took more than {seconds:g} s to load and was stopped; "
+            f"if it is only slow, raise the limit with {IMPORT_TIMEOUT_ENV}=SECONDS"
+        )
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 @contextmanager
 def _guarded(record: PluginRecord) -> Iterator[None]:
-    """Plugin code at import: prints go to stderr (never into --json), defaults are put back."""
+    """Plugin code at import: prints go to stderr (never into --json), defaults are put back,
+    and a plugin that never finishes loading is stopped."""
     changed: list[str] = []
-    with contextlib.redirect_stdout(sys.stderr), contained(changed):
+    with contextlib.redirect_stdout(sys.stderr), contained(changed), _time_limit(import_timeout()):
         yield
     if changed:
         record.warnings.append(f"changed torch's {', '.join(changed)} at import; put back")

@@ -231,3 +231,18 @@ def test_operations_on_a_mask_count_its_ones(host: PluginHost) -> None:
     assert check_lesson(lesson, host) == []
     # Your is the first token: every one of the other five is in its future.
     assert LessonRunner(lesson, host).answer(lesson.quizzes[0]) == 5.0
+
+
+def test_two_masks_compare_as_zeros_and_ones(host: PluginHost) -> None:
+    # torch refuses bool - bool; the causal mask against a sliding window's mask must still show.
+    text = (
+        "title: T\nsummary: S\nsteps:\n  - compare:\n      left: {variant: masked, stage: mask}\n"
+        "      right: {variant: sliding-window, stage: mask}\n"
+    )
+    lesson = parse_lesson(text, "masks.yaml", host)
+    left, right, difference = LessonRunner(lesson, host).compare(lesson.steps[0])  # type: ignore[arg-type]
+    assert left.tensor.dtype == right.tensor.dtype == torch.bool
+    assert difference is not None
+    expected = right.tensor.to(torch.int64) - left.tensor.to(torch.int64)
+    assert torch.equal(difference, expected)
+    assert set(difference.unique().tolist()) == {0, 1}  # the window hides more, never less

@@ -235,7 +235,7 @@ class LessonRunner:
         right = self.tensor(step.right)
         if left.tensor.shape != right.tensor.shape:
             return left, right, None
-        return left, right, right.tensor - left.tensor
+        return left, right, _as_numbers(right.tensor) - _as_numbers(left.tensor)
 
     def answer(self, quiz: Quiz) -> Answer:
         """The right answer: a number, a choice's index, the right choices' indices, or the
@@ -436,3 +436,8 @@ def _whole(name: str, tensor: torch.Tensor) -> torch.Tensor:
 
 def _shape(tensor: torch.Tensor) -> str:
     return "×".join(str(n) for n in tensor.shape) or "() (a single value)"
+
+
+def _as_numbers(tensor: torch.Tensor) -> torch.Tensor:
+    """Masks as 0 and 1, so two masks can be subtracted (torch refuses ``bool - bool``)."""
+    return tensor.to(torch.int64) if tensor.dtype == torch.bool else tensor

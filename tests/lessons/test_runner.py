@@ -237,7 +237,7 @@ def test_two_masks_compare_as_zeros_and_ones(host: PluginHost) -> None:
     # torch refuses bool - bool; the causal mask against a sliding window's mask must still show.
     text = (
         "title: T\nsummary: S\nsteps:\n  - compare:\n      left: {variant: masked, stage: mask}\n"
-        "      right: {variant: sliding-window, stage: mask}\n"
+        "      right: {variant: sliding-window, stage: mask, tensor: band}\n"
     )
     lesson = parse_lesson(text, "masks.yaml", host)
     left, right, difference = LessonRunner(lesson, host).compare(lesson.steps[0])  # type: ignore[arg-type]

@@ -463,7 +463,8 @@ def _sendable_tensor(tensor: torch.Tensor | None) -> Any:
     if tensor.is_contiguous() and tensor.untyped_storage().nbytes() > needed:
         tensor = tensor.clone()  # a row of a big matrix would otherwise send the whole matrix
     if tensor.is_contiguous() and tensor.dtype in _NUMPY_DTYPES:
-        return _Packed(tensor.numpy())
+        with contextlib.suppress(Exception):  # named tensors and other oddities pickle as tensors
+            return _Packed(tensor.numpy())
     return tensor  # bfloat16, or an expanded view: torch's own pickling keeps it small
 
 

@@ -9,6 +9,7 @@ process running ``attn`` (here: pytest) unharmed.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import time
@@ -240,3 +241,19 @@ def test_a_plugin_that_never_finishes_loading_is_stopped_and_the_others_load(
         "is only slow, raise the limit with ATTN_IMPORT_TIMEOUT=SECONDS "
         f"({folder / 'stuck.py'}:3) (see 'attn plugins')"
     )
+
+
+def test_a_trace_the_reader_lets_go_of_takes_its_worker_with_it() -> None:
+    # The stepper drops a trace whenever it replays; its child must not wait on forever.
+    host = PluginHost([HOSTILE], use_env=False)
+    children = []
+    for _ in range(3):
+        trace = start_trace("misbehaving", TraceOptions(), host)
+        next(trace)
+        assert isinstance(trace, WorkerTrace)
+        children.append(trace._process)
+        del trace
+    gc.collect()
+    for child in children:
+        child.join(5)
+        assert not child.is_alive()

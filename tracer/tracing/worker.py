@@ -119,6 +119,19 @@ def should_isolate(builtin: bool) -> bool:
     return mode == "all" or (mode == "plugins" and not builtin)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What the child needs to run the variant (never the WorkerTrace itself: the process
+    object would keep it alive, and with it the child, after the reader lets it go)."""
+
+    variant: Variant
+    context: RunContext
+    plugin: str
+    roots: tuple[str, ...]
+    limits: WorkerLimits
+    source_file: str
+
+
 class WorkerTrace(Trace):
     """A :class:`Trace` whose variant runs in a forked child, one step per request."""
 
@@ -144,7 +157,10 @@ class WorkerTrace(Trace):
             if self._connection is None:
                 self._spawn()
             assert self._connection is not None
-            self._connection.send_bytes(b"next")
+            try:
+                self._connection.send_bytes(b"next")
+            except OSError:  # the child is gone already
+                raise self._died(self._process) from None
             message = self._receive()
         except BaseException:
             self.finished = True
@@ -185,14 +201,24 @@ class WorkerTrace(Trace):
                 stream.flush()
         context = multiprocessing.get_context("fork")
         parent_end, child_end = _pipes(context)
+        run = _Run(
+            self.variant, self.context, self.plugin, self._roots, self.limits, self.source_file
+        )
         process = context.Process(
             target=_serve,
-            args=(self, child_end, parent_end),
+            args=(run, child_end, parent_end),
             name=f"attn-variant-{self.variant.name}",
             daemon=True,
         )
-        with _quiet_fork_warning():
-            process.start()
+        try:
+            with _quiet_fork_warning():
+                process.start()
+        except OSError as error:  # out of processes or memory
+            parent_end.close()
+            child_end.close()
+            raise PluginError(
+                f"could not start a worker process for variant '{self.variant.name}': {error}"
+            ) from None
         child_end.close()
         self._connection, self._process = parent_end, process
         self._finalizer = weakref.finalize(self, _stop, process, parent_end)
@@ -326,7 +352,7 @@ class _Printed(io.StringIO):
         return text
 
 
-def _serve(owner: WorkerTrace, connection: Connection, parents_end: Connection) -> None:
+def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None:
     """The child: run the variant one step per ``next`` and send each step back."""
     import torch
 
@@ -343,7 +369,7 @@ def _serve(owner: WorkerTrace, connection: Connection, parents_end: Connection) 
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
     _limit_memory(owner.limits.memory_mb)
-    trace = Trace(owner.variant, owner.context, owner.plugin, owner._roots)
+    trace = Trace(owner.variant, owner.context, owner.plugin, owner.roots)
     signal.signal(signal.SIGUSR1, lambda signum, frame: _say_where(connection, trace, frame))
     reported = 0
 
@@ -468,7 +494,7 @@ def _sendable_tensor(tensor: torch.Tensor | None) -> Any:
     return tensor  # bfloat16, or an expanded view: torch's own pickling keeps it small
 
 
-def _memory_error(error: TracerError, owner: WorkerTrace) -> TracerError:
+def _memory_error(error: TracerError, owner: _Run) -> TracerError:
     """Say "out of memory" and name the limit, rather than the allocator's own words."""
     cause = error.__cause__
     text = str(cause).lower()

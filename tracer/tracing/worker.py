@@ -21,7 +21,7 @@ whose steps are computed in a child process forked for this one run:
 The child is forked, so it starts with the parent's plugins and torch already
 imported (milliseconds, not a second torch import). It runs the ordinary
 :class:`Trace`, so every check and every recorded line is the same as in
-process. Forking needs a POSIX system; elsewhere variants run in process.
+process. Forking is safe on Linux only; elsewhere variants run in process.
 
 Built-in variants are ours and run in process by default (they are the
 reference a learner is checked against, and tracing them must stay cheap);
@@ -105,12 +105,12 @@ def _env_number(name: str, default: float) -> float:
 
 
 def isolation_mode() -> str:
-    """``plugins``, ``all`` or ``off``, from ``ATTN_ISOLATE``; ``off`` where fork is missing."""
+    """``plugins``, ``all`` or ``off``, from ``ATTN_ISOLATE``; always ``off`` off Linux."""
     text = os.environ.get(ISOLATE_ENV, "").strip().lower() or "plugins"
     if text not in ISOLATE_CHOICES:
         raise UsageError(f"{ISOLATE_ENV}={text!r} is not one of {', '.join(ISOLATE_CHOICES)}")
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return "off"
+    if not sys.platform.startswith("linux"):
+        return "off"  # fork is missing on Windows and unsafe with macOS's system libraries
     return text
 
 

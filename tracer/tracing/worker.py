@@ -32,6 +32,7 @@ reference a learner is checked against, and tracing them must stay cheap);
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import multiprocessing
 import os
@@ -474,8 +475,10 @@ def _unpack(array: Any) -> torch.Tensor:
 
 
 def _sendable(step: Step) -> Step:
-    step.tensors = {name: _sendable_tensor(t) for name, t in step.tensors.items()}
-    return step
+    """A shallow copy to send: the child's own step keeps its tensors (copy-on-write holds it)."""
+    sent = copy.copy(step)
+    sent.tensors = {name: _sendable_tensor(t) for name, t in step.tensors.items()}
+    return sent
 
 
 def _sendable_tensor(tensor: torch.Tensor | None) -> Any:

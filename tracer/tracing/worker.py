@@ -14,9 +14,9 @@ whose steps are computed in a child process forked for this one run:
   finished steps;
 * a caller waiting for a step can give up (``should_stop``), which kills the
   child: that is how Esc stops a long step in the app;
-* what the variant prints comes back with its step and is printed by the
-  parent, so it lands wherever the parent's output goes (stderr under
-  ``--json``, nowhere inside the app).
+* what the variant prints comes back with its step and the parent writes it
+  to its standard error (standard output may be a JSON document being
+  written; inside the app, Textual keeps it off the screen).
 
 The child is forked, so it starts with the parent's plugins and torch already
 imported (milliseconds, not a second torch import). It runs the ordinary
@@ -286,8 +286,12 @@ class WorkerTrace(Trace):
 
     @staticmethod
     def _print(printed: str) -> None:
+        # Standard error: standard output may be a document (--json, an export) being written.
         if printed:
-            sys.stdout.write(printed)
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            sys.stderr.write(printed)
+            sys.stderr.flush()
 
 
 class _Duplex:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 from tracer import hookspecs
+from tracer.environment import env_number
 from tracer.errors import Location, PluginError, UsageError
 from tracer.suggest import did_you_mean
 from tracer.tracing.containment import PluginExit, contained
@@ -324,13 +325,7 @@ class PluginTimeout(Exception):
 
 
 def import_timeout() -> float:
-    text = os.environ.get(IMPORT_TIMEOUT_ENV, "").strip()
-    if not text:
-        return DEFAULT_IMPORT_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise UsageError(f"{IMPORT_TIMEOUT_ENV}={text!r} is not a number") from None
+    seconds = env_number(IMPORT_TIMEOUT_ENV, DEFAULT_IMPORT_TIMEOUT)
     if not seconds > 0:
         raise UsageError(f"{IMPORT_TIMEOUT_ENV} must be above 0 seconds, got {seconds:g}")
     return seconds

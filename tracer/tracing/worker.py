@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tracer.environment import env_number
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
 from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, Variant
@@ -86,23 +87,13 @@ class WorkerLimits:
 
     @classmethod
     def from_environment(cls) -> WorkerLimits:
-        timeout = _env_number(TIMEOUT_ENV, DEFAULT_STEP_TIMEOUT)
-        memory = _env_number(MEMORY_ENV, DEFAULT_MEMORY_MB)
+        timeout = env_number(TIMEOUT_ENV, DEFAULT_STEP_TIMEOUT)
+        memory = env_number(MEMORY_ENV, DEFAULT_MEMORY_MB)
         if not timeout > 0:
             raise UsageError(f"{TIMEOUT_ENV} must be above 0 seconds, got {timeout:g}")
         if memory < 64:
             raise UsageError(f"{MEMORY_ENV} must be at least 64 (MiB), got {memory:g}")
         return cls(float(timeout), int(memory))
-
-
-def _env_number(name: str, default: float) -> float:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name}={text!r} is not a number") from None
 
 
 def isolation_mode() -> str:

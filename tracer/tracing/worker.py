@@ -355,6 +355,8 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
     parents_end.close()  # so that the parent going away reads as the end of the requests
 
     _die_with_parent()
+    # Ctrl+C reaches the whole process group; the parent answers it and stops this child.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)  # the parent's OpenMP threads do not survive fork
     _NUMPY_DTYPES.update({torch.float16, torch.float32, torch.float64, torch.bool, torch.uint8})
     _NUMPY_DTYPES.update({torch.int8, torch.int16, torch.int32, torch.int64})
@@ -399,7 +401,7 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
                 printed.take(),
             )
         except BaseException as exc:  # anything else is our own failure
-            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            text = traceback.format_exception_only(type(exc), exc)[-1].strip()
             message = ("error", "PluginError", f"worker failed: {text}", None, [], "")
         try:
             _send(connection, message)

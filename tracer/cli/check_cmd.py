@@ -58,10 +58,11 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.learner.check import check, hidden_scaling_d_out
+    from tracer.learner.check import check, hidden_scaling_d_out, hides_dropout
+    from tracer.learner.dropout import CHECK_RATE
     from tracer.learner.isolation import Limits
     from tracer.learner.loader import LearnerFailure
-    from tracer.learner.report import check_json, format_check, learner_output
+    from tracer.learner.report import check_json, dropout_line, format_check, learner_output
     from tracer.runner import start_trace
 
     if args.query is not None:
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     trace = start_trace(args.against, trace_options(args), host).run_to_end()
     second = None
     wider = None
+    dropped = None
     try:
         result = check(Path(args.file), trace, function=args.function, limits=limits)
         wider = hidden_scaling_d_out(trace) if result.matches else None
@@ -79,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
             options = replace(trace_options(args), d_out=wider)
             wide_trace = start_trace(args.against, options, host).run_to_end()
             second = check(Path(args.file), wide_trace, function=args.function, limits=limits)
+        passed = second if second is not None else result
+        if passed.matches and hides_dropout(trace, result):
+            # Dropout off hides a dropout that is ignored, misplaced or not rescaled.
+            options = replace(trace_options(args), dropout=CHECK_RATE)
+            dropout_trace = start_trace(args.against, options, host).run_to_end()
+            dropped = check(Path(args.file), dropout_trace, function=args.function, limits=limits)
     except LearnerFailure as failure:
         if failure.output and not args.json:
             sys.stderr.write(learner_output(failure.output) + "\n")
@@ -96,11 +104,17 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
         return EXIT_USAGE
     final = second if second is not None else result
+    # A dropout check that could establish nothing says so, and does not overturn the verdict.
+    failed_dropout = dropped is not None and not dropped.matches and bool(dropped.diagnoses)
     if args.json:
         report = check_json(result)
         if second is not None:
             report["matches"] = second.matches
             report["second"] = {"d_out": wider, **check_json(second)}
+        if dropped is not None:
+            report["with_dropout"] = {"dropout": CHECK_RATE, **check_json(dropped)}
+            if failed_dropout:
+                report["matches"] = False
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif second is not None and not second.matches:
@@ -109,6 +123,18 @@ def run(args: argparse.Namespace) -> int:
             f"not show; checked again with --d-out {wider})\n"
         )
         print(format_check(second))
+    elif failed_dropout:
+        assert dropped is not None
+        print(
+            f"(with --dropout 0 your output matches; dropout off would hide a mistake in your "
+            f"dropout, so it was checked again with --dropout {CHECK_RATE:g})\n"
+        )
+        print(format_check(dropped))
     else:
-        print(format_check(result))
+        print(format_check(final))
+        if dropped is not None:
+            print()
+            print(dropout_line(dropped, CHECK_RATE))
+    if failed_dropout:
+        return EXIT_PROBLEMS
     return EXIT_OK if final.matches else EXIT_PROBLEMS

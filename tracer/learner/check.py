@@ -45,6 +45,8 @@ DIFFERS = "differs"
 OTHER_ROUTE = "other route"
 OWN_MASK = "own mask"
 """With dropout on: the learner's tensor has the right structure (its own random mask)."""
+AFTER_DROPOUT = frozenset({"dropout-unused", "dropout-twice"})
+"""Mistakes made after a dropout that is right in itself."""
 NOT_COMPARED = "not compared"
 """With dropout on: a stage after the masks part ways, not compared value by value."""
 
@@ -402,8 +404,20 @@ def _judge_dropout(
         if result.status != MATCH:
             result.status, result.record = NOT_COMPARED, None
     if dropout.diagnosis is not None:
-        stages[at].status, stages[at].record = DIFFERS, dropout.dropped
-        return False, problem, [*mutated, dropout.diagnosis], stages[at]
+        wrong = stages[at]
+        if diverging is not None and names.index(diverging.stage.name) < at:
+            # Dropout moved before the softmax: the weights already differ.
+            return False, problem, [*mutated, dropout.diagnosis], diverging
+        if dropout.diagnosis.code in AFTER_DROPOUT:
+            # The dropout itself was right; what follows it is not.
+            stages[at].status, stages[at].record = OWN_MASK, dropout.dropped
+            wrong = next(
+                (r for r in stages[at + 1 :] if r.stage.name == dropout.context_stage), wrong
+            )
+        wrong.status, wrong.record = DIFFERS, None
+        if wrong is stages[at]:
+            wrong.record = dropout.dropped
+        return False, problem, [*mutated, dropout.diagnosis], wrong
     if diverging is not None and names.index(diverging.stage.name) < at:
         return False, problem, diagnoses, diverging  # an ordinary mistake before dropout
     note = (
@@ -561,6 +575,7 @@ def _shape(tensor: torch.Tensor) -> str:
 
 
 def largest_difference(result: CheckResult) -> float | None:
-    if result.output is None or result.problem is not None:
+    """None when there is nothing to measure, or dropout is on (the masks differ by chance)."""
+    if result.output is None or result.problem is not None or result.dropout is not None:
         return None
     return max_difference(result.output, result.expected_output)

@@ -232,8 +232,30 @@ def check_dropout(
         context = find(record.value @ values, records, record.index + 1)
         if context is not None:
             last = after_stage is stages[-1]
-            if last and (output is None or not close(output, record.value @ values)):
-                return unknown("your output is not the context your dropped weights give")
+            if last and output is not None and not close(output, record.value @ values):
+                made = next(
+                    (
+                        r
+                        for r in reversed(records)
+                        if r.value is not None and close(r.value, output)
+                    ),
+                    None,
+                )
+                if made is None or made.index <= context.index:
+                    return unknown("your output is not the context your dropped weights give")
+                return found(
+                    Diagnosis(
+                        "dropout-twice",
+                        "the context changed again after dropout",
+                        made.line,
+                        f"{_at(made.line)} changes the context that line {context.line} made "
+                        "from your dropped weights; with dropout on, that context is the "
+                        "output (is dropout applied a second time?).",
+                    ),
+                    record,
+                )
+            if last and output is None:
+                return unknown("your function returned no usable output")
             return DropoutCheck(
                 p, True, dropped=record, context=context, context_stage=context_stage
             )

@@ -96,7 +96,7 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
             "diagnosis: none of the common mistakes recognised; compare your tensor with "
             "the expected one below."
         )
-    if diverging is not None and result.dropout is None:
+    if diverging is not None and not _from_dropout_on(result, diverging.stage.name):
         expected = diverging.stage.tensors.get(diverging.stage.name)
         if expected is None:
             expected = next(iter(diverging.stage.tensors.values()))
@@ -109,6 +109,12 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
     out.append("")
     if result.problem is not None:
         out.append(f"result: {result.problem}")
+    elif result.dropout is not None:
+        text = (
+            f"result: with dropout on (p = {result.dropout.rate:g}) your code does not do what "
+            "dropout should (see above); values after dropout are not compared, the masks differ"
+        )
+        out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
     else:
         difference = largest_difference(result)
         if difference is not None and difference > 0:
@@ -119,6 +125,15 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
         else:
             out.append("result: your output matches, but your function changed its arguments")
     return "\n".join(out)
+
+
+def _from_dropout_on(result: CheckResult, name: str) -> bool:
+    """Whether stage ``name`` comes at or after dropout in a check run with dropout on: its
+    reference values hold numpy's mask, which no learner's torch mask can be compared with."""
+    if result.dropout is None:
+        return False
+    names = [stage.name for stage in result.trace.stages]
+    return "dropout" in names and name in names and names.index(name) >= names.index("dropout")
 
 
 def _own_mask(result: CheckResult, stage_result: Any) -> str:

@@ -102,8 +102,8 @@ def run(case: Case) -> Outcome:
 
 def failing_configuration(report: dict) -> dict:
     """The report of the configuration that found the problem: the first, or a second run
-    (a wider head, dropout on) that the defaults would have hidden."""
-    for key in ("second", "with_dropout"):
+    (a wider head, dropout on or off) that the first configuration would have hidden."""
+    for key in ("second", "with_dropout", "without_dropout"):
         if key in report and not report[key]["matches"] and report[key]["diagnoses"]:
             return report[key]
     return report

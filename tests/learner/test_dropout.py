@@ -127,3 +127,37 @@ def test_the_multihead_book_class_passes_with_dropout_on(attn: Attn) -> None:
     assert stages["dropout"] == "own mask" and stages["head_context"] == "own mask"
     # After the heads' context the masks' difference runs on: those stages are not compared.
     assert stages["concat"] == "not compared" and stages["context"] == "not compared"
+    # ...so they are compared value by value with dropout off.
+    assert report["without_dropout"]["matches"] is True and report["matches"] is True
+
+
+def test_stages_after_the_context_are_compared_with_dropout_off(attn: Attn, tmp_path: Path) -> None:
+    # Right dropout, wrong merge of the heads: dropout on cannot see the merge (the masks
+    # differ from there on), so the command compares those stages with dropout off.
+    path = tmp_path / "merge.py"
+    path.write_text(
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "def attention(inputs, W_query, W_key, W_value, W_out, b_out, num_heads, dropout=0.0):\n"
+        "    n, d_out = inputs.shape[0], W_query.shape[1]\n"
+        "    h = d_out // num_heads\n"
+        "    q = (inputs @ W_query).view(n, num_heads, h).transpose(0, 1)\n"
+        "    k = (inputs @ W_key).view(n, num_heads, h).transpose(0, 1)\n"
+        "    v = (inputs @ W_value).view(n, num_heads, h).transpose(0, 1)\n"
+        "    causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)\n"
+        "    s = (q @ k.transpose(-2, -1) / h**0.5).masked_fill(causal, -torch.inf)\n"
+        "    w = F.dropout(torch.softmax(s, dim=-1), p=dropout)\n"
+        "    merged = (w @ v).reshape(n, d_out)\n"
+        "    return merged @ W_out + b_out\n",
+        encoding="utf-8",
+    )
+    options = ("--against", "multihead", "--d-out", "4", "--dropout", "0.5")
+    status, out, _ = attn("check", str(path), *options, "--json")
+    assert status == 1
+    report = json.loads(out)
+    assert report["dropout"]["verified"] is True  # the dropout itself is right
+    assert report["matches"] is False
+    (diagnosis,) = report["without_dropout"]["diagnoses"]
+    assert diagnosis["code"] == "head-merge" and diagnosis["line"] == 12
+    status, out, _ = attn("check", str(path), *options)
+    assert status == 1 and "checked again with --dropout 0)" in out and "[head-merge]" in out

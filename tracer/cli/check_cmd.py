@@ -58,7 +58,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.learner.check import check, hidden_scaling_d_out, hides_dropout
+    from tracer.learner.check import NOT_COMPARED, check, hidden_scaling_d_out, hides_dropout
     from tracer.learner.dropout import CHECK_RATE
     from tracer.learner.isolation import Limits
     from tracer.learner.loader import LearnerFailure
@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     second = None
     wider = None
     dropped = None
+    undropped = None
     try:
         result = check(Path(args.file), trace, function=args.function, limits=limits)
         wider = hidden_scaling_d_out(trace) if result.matches else None
@@ -87,6 +88,14 @@ def run(args: argparse.Namespace) -> int:
             options = replace(trace_options(args), dropout=CHECK_RATE)
             dropout_trace = start_trace(args.against, options, host).run_to_end()
             dropped = check(Path(args.file), dropout_trace, function=args.function, limits=limits)
+        if passed.matches and any(r.status == NOT_COMPARED for r in passed.stages):
+            # Dropout on leaves the stages after the context uncompared (the masks differ):
+            # compare them value by value with dropout off.
+            options = replace(trace_options(args), dropout=0.0)
+            if second is not None:
+                options = replace(options, d_out=wider)
+            plain_trace = start_trace(args.against, options, host).run_to_end()
+            undropped = check(Path(args.file), plain_trace, function=args.function, limits=limits)
     except LearnerFailure as failure:
         if failure.output and not args.json:
             sys.stderr.write(learner_output(failure.output) + "\n")
@@ -106,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     final = second if second is not None else result
     # A dropout check that could establish nothing says so, and does not overturn the verdict.
     failed_dropout = dropped is not None and not dropped.matches and bool(dropped.diagnoses)
+    failed_after = undropped is not None and not undropped.matches
     if args.json:
         report = check_json(result)
         if second is not None:
@@ -114,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
         if dropped is not None:
             report["with_dropout"] = check_json(dropped)  # its "dropout" says the rate
             if failed_dropout:
+                report["matches"] = False
+        if undropped is not None:
+            report["without_dropout"] = check_json(undropped)
+            if failed_after:
                 report["matches"] = False
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -130,11 +144,22 @@ def run(args: argparse.Namespace) -> int:
             f"dropout, so it was checked again with --dropout {CHECK_RATE:g})\n"
         )
         print(format_check(dropped))
+    elif failed_after:
+        assert undropped is not None
+        print(
+            f"(with --dropout {args.dropout:g} your dropout has the right structure, but the "
+            "stages after the context cannot be compared while the masks differ; checked again "
+            "with --dropout 0)\n"
+        )
+        print(format_check(undropped))
     else:
         print(format_check(final))
         if dropped is not None:
             print()
             print(dropout_line(dropped, CHECK_RATE))
-    if failed_dropout:
+        if undropped is not None:
+            print()
+            print("checked again with --dropout 0: the stages after the context match too.")
+    if failed_dropout or failed_after:
         return EXIT_PROBLEMS
     return EXIT_OK if final.matches else EXIT_PROBLEMS

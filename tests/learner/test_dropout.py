@@ -161,3 +161,24 @@ def test_stages_after_the_context_are_compared_with_dropout_off(attn: Attn, tmp_
     assert diagnosis["code"] == "head-merge" and diagnosis["line"] == 12
     status, out, _ = attn("check", str(path), *options)
     assert status == 1 and "checked again with --dropout 0)" in out and "[head-merge]" in out
+
+
+def test_a_dropout_that_cannot_be_found_is_not_judged(attn: Attn, tmp_path: Path) -> None:
+    # Dropout on the values: nothing the structure check knows. It says so, and neither
+    # blames a line nor claims the dropout is right.
+    path = tmp_path / "values.py"
+    text = (REALISTIC / "book_causal_dropout.py").read_text(encoding="utf-8")
+    text = text.replace(
+        "weights = self.dropout(weights)\n        return weights @ v",
+        "return weights @ self.dropout(v)",
+    )
+    assert "self.dropout(v)" in text
+    path.write_text(text, encoding="utf-8")
+    status, out, _ = attn("check", str(path), "--against", "masked", "--json")
+    assert status == 0  # right with dropout off, which is all that could be established
+    extra = json.loads(out)["with_dropout"]
+    assert extra["dropout"]["verified"] is False and extra["diagnoses"] == []
+    assert "scaled by 1/(1-p)" in extra["dropout"]["note"]
+    status, out, _ = attn("check", str(path), "--against", "masked")
+    assert "with --dropout 0.5 your dropout could not be checked" in out
+    assert "Well done" in out

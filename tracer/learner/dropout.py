@@ -353,4 +353,6 @@ def check_dropout(
                     f"{fix}.",
                 )
             )
-    return unknown("your dropout could not be found among your tensors")
+    return unknown(
+        "none of your tensors is the weights with some dropped and the rest scaled by 1/(1-p)"
+    )

@@ -22,7 +22,9 @@ def add_parser(commands: Any) -> None:
             "vectorized: `def attention(inputs)`), or the file's one function or nn.Module "
             "class, on the variant's inputs and weights, compare its output and intermediate "
             "tensors with the variant's stages, and explain the first difference. Your code "
-            "runs in a separate process with a time and a memory limit."
+            "runs in a separate process with a time and a memory limit. Dropout is checked by "
+            "its structure (each weight 0 or w/(1-p)), since your mask is not the reference's; "
+            "code that takes a dropout rate and passes with --dropout 0 is checked again at 0.5."
         ),
         epilog=(
             "Exit status: 0 output matches, 1 it does not, 2 the file itself fails "

@@ -15,6 +15,9 @@ in this process; the learner's code runs in its sandbox as always). Scored:
 - line: the first diagnosis names the labelled line or the one after it;
 - mistake: the first diagnosis has the labelled code;
 - tool errors: exit statuses other than 0 and 1, or a traceback on stderr.
+
+When a file passes and a second configuration finds the mistake (heads wider
+than 1, dropout on), that configuration's diagnosis is the one scored.
 """
 
 from __future__ import annotations
@@ -88,14 +91,22 @@ def run(case: Case) -> Outcome:
         report = json.loads(out.getvalue())
     except json.JSONDecodeError:
         report = {}
-    if "second" in report and not report["second"]["matches"]:
-        report = report["second"]
+    report = failing_configuration(report)
     diagnoses = report.get("diagnoses") or []
     codes = [d["code"] for d in diagnoses]
     if diagnoses:
         line = diagnoses[0]["line"]
     tool_error = status not in (0, 1) or "Traceback" in err.getvalue()
     return Outcome(case, status, codes, line, tool_error)
+
+
+def failing_configuration(report: dict) -> dict:
+    """The report of the configuration that found the problem: the first, or a second run
+    (a wider head, dropout on or off) that the first configuration would have hidden."""
+    for key in ("second", "with_dropout", "without_dropout"):
+        if key in report and not report[key]["matches"] and report[key]["diagnoses"]:
+            return report[key]
+    return report
 
 
 def main() -> int:

@@ -2,9 +2,12 @@
 
 Each checks what it can without torch (inputs files, option values), so a
 typo gets the CLI's one-line error and exit status. Then it makes sure there
-is a terminal to draw on: without one (a pipe, a cron job, ``TERM=dumb``) it
-says what to use instead and exits 2, rather than hanging or painting escape
-codes into a file. ``attn explore --plain`` prints the steps as text.
+is a terminal to draw on: without one (a pipe, a cron job) it says what to use
+instead and exits 2, rather than hanging or painting escape codes into a file.
+A terminal that cannot draw (``TERM=dumb``: Emacs' shell, some IDE consoles)
+gets the plain form instead, with one line on stderr saying so: the lesson as
+text, the explorer's steps as text, and for ``attn`` alone the list of lessons
+with their progress. ``attn explore --plain`` prints the steps as text anywhere.
 """
 
 from __future__ import annotations
@@ -24,28 +27,40 @@ PLAIN_SUBSTEPS = 12
 """Sub-steps of each loop that ``explore --plain`` prints before summing up the rest."""
 
 
-def need_terminal(what: str, instead: str) -> None:
-    """UsageError (exit 2) unless stdin and stdout are a terminal that can draw the app.
+def need_terminal(what: str, instead: str) -> bool:
+    """Whether the app can be drawn (True) or the terminal wants plain text (False, TERM=dumb).
 
-    A driver named in ``TEXTUAL_DRIVER`` draws elsewhere (``attn serve`` runs the app
-    with textual-serve's web driver, on pipes), so it needs no terminal.
+    UsageError (exit 2) when stdin or stdout is not a terminal at all. A driver named
+    in ``TEXTUAL_DRIVER`` draws elsewhere (``attn serve`` runs the app with
+    textual-serve's web driver, on pipes), so it needs no terminal.
     """
     if os.environ.get("TEXTUAL_DRIVER"):
-        return
+        return True
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError(f"{what} needs an interactive terminal; without one, use {instead}")
-    if os.environ.get("TERM") == "dumb":
-        raise UsageError(f"{what} cannot draw on TERM=dumb; use {instead}")
+    return os.environ.get("TERM") != "dumb"
+
+
+def say_plain(what: str) -> None:
+    """One line on stderr: the plain form was chosen because of TERM=dumb, not by mistake."""
+    print(
+        f"attn: TERM=dumb cannot draw the app, so {what} is shown as plain text "
+        "(set TERM, e.g. TERM=xterm-256color, for the app)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def open_picker(args: argparse.Namespace) -> int:
     """``attn`` with no command: choose a lesson (or resume the last one)."""
     from tracer.tui.launch import make_picker_app, run_app
 
-    need_terminal(
+    if not need_terminal(
         "the lesson picker",
         "'attn lessons', 'attn lesson run NAME --plain' or 'attn trace VARIANT'",
-    )
+    ):
+        say_plain("the list of lessons")
+        return plain_picker(list(getattr(args, "lessons_dir", None) or ()))
     app = make_picker_app(
         plugin_dirs=list(getattr(args, "plugins_dir", None) or ()),
         lesson_dirs=list(getattr(args, "lessons_dir", None) or ()),
@@ -61,7 +76,11 @@ def open_lesson(args: argparse.Namespace) -> int:
     spec = getattr(args, "lesson", None) or getattr(args, "name", None)
     lesson_dirs = list(getattr(args, "lessons_dir", None) or ())
     path = resolve_lesson(str(spec), lesson_dirs)
-    need_terminal("the lesson viewer", f"'attn lesson run {spec} --plain'")
+    if not need_terminal("the lesson viewer", f"'attn lesson run {spec} --plain'"):
+        from tracer.cli.lessons_cmd import run_plain
+
+        say_plain("the lesson")
+        return run_plain(str(spec), args)
     app = make_lesson_app(
         path,
         plugin_dirs=list(getattr(args, "plugins_dir", None) or ()),
@@ -86,12 +105,48 @@ def open_explore(args: argparse.Namespace) -> int:
     plugin_dirs = list(args.plugins_dir or ())
     if getattr(args, "plain", False):
         return explore_plain(args.variant, options, plugin_dirs)
-    need_terminal(
+    if not need_terminal(
         "the explorer", f"'attn explore {args.variant} --plain' or 'attn trace {args.variant}'"
-    )
+    ):
+        say_plain("every step of the variant")
+        return explore_plain(args.variant, options, plugin_dirs)
     from tracer.tui.launch import make_explore_app, run_app
 
     return run_app(make_explore_app(args.variant, options, plugin_dirs))
+
+
+def plain_picker(lesson_dirs: list[str]) -> int:
+    """The picker as text: each lesson with its progress, and how to open one."""
+    from tracer.lessons.loader import find_lessons, shipped_dir
+    from tracer.tui.picker_screen import progress_text
+    from tracer.tui.progress import ProgressStore, lesson_key
+
+    refs = find_lessons(lesson_dirs)
+    store = ProgressStore()
+    if store.warning:
+        print(f"attn: warning: {store.warning}", file=sys.stderr)
+    shipped = shipped_dir()
+    width = max((len(ref.title or ref.name) for ref in refs), default=0)
+    print("Lessons:")
+    for ref in refs:
+        if ref.problem:
+            status = f"cannot be opened: {ref.problem}"
+        else:
+            status = progress_text(store.get(lesson_key(ref.path, shipped)))
+        origin = "" if ref.origin == "built-in" else f"  ({ref.origin})"
+        print(f"{ref.number:>3}. {(ref.title or ref.name).ljust(width)}  {status}{origin}")
+    if not refs:
+        print("  No lessons found.")
+        return EXIT_OK
+    last = store.last()
+    resume = next(
+        (r for r in refs if last is not None and lesson_key(r.path, shipped) == last[0]), None
+    )
+    print()
+    if resume is not None and last is not None:
+        print(f"You stopped in lesson {resume.number} at {progress_text(last[1])}.")
+    print("Open a lesson as text: attn lesson NUMBER (or attn lesson run NUMBER --plain)")
+    return EXIT_OK
 
 
 def explore_plain(variant: str, options: object, plugin_dirs: list[str]) -> int:

@@ -22,7 +22,9 @@ def add_parser(commands: Any) -> None:
             "vectorized: `def attention(inputs)`), or the file's one function or nn.Module "
             "class, on the variant's inputs and weights, compare its output and intermediate "
             "tensors with the variant's stages, and explain the first difference. Your code "
-            "runs in a separate process with a time and a memory limit."
+            "runs in a separate process with a time and a memory limit. Dropout is checked by "
+            "its structure (each weight 0 or w/(1-p)), since your mask is not the reference's; "
+            "code that takes a dropout rate and passes with --dropout 0 is checked again at 0.5."
         ),
         epilog=(
             "Exit status: 0 output matches, 1 it does not, 2 the file itself fails "
@@ -58,10 +60,11 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.learner.check import check, hidden_scaling_d_out
+    from tracer.learner.check import NOT_COMPARED, check, hidden_scaling_d_out, hides_dropout
+    from tracer.learner.dropout import CHECK_RATE
     from tracer.learner.isolation import Limits
     from tracer.learner.loader import LearnerFailure
-    from tracer.learner.report import check_json, format_check, learner_output
+    from tracer.learner.report import check_json, dropout_line, format_check, learner_output
     from tracer.runner import start_trace
 
     if args.query is not None:
@@ -71,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     trace = start_trace(args.against, trace_options(args), host).run_to_end()
     second = None
     wider = None
+    dropped = None
+    undropped = None
     try:
         result = check(Path(args.file), trace, function=args.function, limits=limits)
         wider = hidden_scaling_d_out(trace) if result.matches else None
@@ -79,6 +84,20 @@ def run(args: argparse.Namespace) -> int:
             options = replace(trace_options(args), d_out=wider)
             wide_trace = start_trace(args.against, options, host).run_to_end()
             second = check(Path(args.file), wide_trace, function=args.function, limits=limits)
+        passed = second if second is not None else result
+        if passed.matches and hides_dropout(trace, result):
+            # Dropout off hides a dropout that is ignored, misplaced or not rescaled.
+            options = replace(trace_options(args), dropout=CHECK_RATE)
+            dropout_trace = start_trace(args.against, options, host).run_to_end()
+            dropped = check(Path(args.file), dropout_trace, function=args.function, limits=limits)
+        if passed.matches and any(r.status == NOT_COMPARED for r in passed.stages):
+            # Dropout on leaves the stages after the context uncompared (the masks differ):
+            # compare them value by value with dropout off.
+            options = replace(trace_options(args), dropout=0.0)
+            if second is not None:
+                options = replace(options, d_out=wider)
+            plain_trace = start_trace(args.against, options, host).run_to_end()
+            undropped = check(Path(args.file), plain_trace, function=args.function, limits=limits)
     except LearnerFailure as failure:
         if failure.output and not args.json:
             sys.stderr.write(learner_output(failure.output) + "\n")
@@ -96,11 +115,22 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
         return EXIT_USAGE
     final = second if second is not None else result
+    # A dropout check that could establish nothing says so, and does not overturn the verdict.
+    failed_dropout = dropped is not None and not dropped.matches and bool(dropped.diagnoses)
+    failed_after = undropped is not None and not undropped.matches
     if args.json:
         report = check_json(result)
         if second is not None:
             report["matches"] = second.matches
             report["second"] = {"d_out": wider, **check_json(second)}
+        if dropped is not None:
+            report["with_dropout"] = check_json(dropped)  # its "dropout" says the rate
+            if failed_dropout:
+                report["matches"] = False
+        if undropped is not None:
+            report["without_dropout"] = check_json(undropped)
+            if failed_after:
+                report["matches"] = False
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif second is not None and not second.matches:
@@ -109,6 +139,29 @@ def run(args: argparse.Namespace) -> int:
             f"not show; checked again with --d-out {wider})\n"
         )
         print(format_check(second))
+    elif failed_dropout:
+        assert dropped is not None
+        print(
+            f"(with --dropout 0 your output matches; dropout off would hide a mistake in your "
+            f"dropout, so it was checked again with --dropout {CHECK_RATE:g})\n"
+        )
+        print(format_check(dropped))
+    elif failed_after:
+        assert undropped is not None
+        print(
+            f"(with --dropout {args.dropout:g} your dropout has the right structure, but the "
+            "stages after the context cannot be compared while the masks differ; checked again "
+            "with --dropout 0)\n"
+        )
+        print(format_check(undropped))
     else:
-        print(format_check(result))
+        print(format_check(final))
+        if dropped is not None:
+            print()
+            print(dropout_line(dropped, CHECK_RATE))
+        if undropped is not None:
+            print()
+            print("checked again with --dropout 0: the stages after the context match too.")
+    if failed_dropout or failed_after:
+        return EXIT_PROBLEMS
     return EXIT_OK if final.matches else EXIT_PROBLEMS

@@ -96,6 +96,8 @@ class Call:
     prepare: Callable[[bool], tuple[dict[str, torch.Tensor], Thunk]]
     built: nn.Module | None = None
     """The module the last ``prepare`` built (None for a function)."""
+    takes_dropout: bool = False
+    """Whether the check hands it the dropout rate (a constructor or function parameter)."""
 
 
 def expected_signature(arguments: dict[str, Any]) -> str:
@@ -214,10 +216,13 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
             return instance
 
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        return _module_call(f"class {name}({shown})", build, setting)
+        call = _module_call(f"class {name}({shown})", build, setting)
+        call.takes_dropout = any(k.lower() in DROPOUT for k in kwargs)
+        return call
     if callable(value) and not isinstance(value, type):
         function = value
         args, kwargs = bind(function, setting.arguments, filename, name)
+        rate = dropout_parameter(function, args, kwargs)
 
         def prepare_function(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
             copies = {n: _copy(v) for n, v in setting.arguments.items()}
@@ -225,10 +230,12 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
             if batched:
                 copies["inputs"] = copies["inputs"].unsqueeze(0)  # a view: writes still show
             positional = [copies[n] for n in args]
-            keywords = {k: copies[n] for k, n in kwargs.items()}
+            keywords: dict[str, Any] = {k: copies[n] for k, n in kwargs.items()}
+            if rate is not None:
+                keywords[rate] = setting.dropout
             return tensors, lambda: function(*positional, **keywords)
 
-        return Call(f"function {name}", False, prepare_function)
+        return Call(f"function {name}", False, prepare_function, takes_dropout=rate is not None)
     raise UsageError(f"'{name}' is a {type(value).__name__}, not a function or nn.Module", where)
 
 
@@ -275,6 +282,27 @@ def bind(
         f"{name}{signature} does not fit: it should be def {expected_signature(provided)}",
         Location(filename, line),
     )
+
+
+def dropout_parameter(
+    function: Callable[..., Any], args: list[str], kwargs: dict[str, str]
+) -> str | None:
+    """The function's parameter for the dropout rate (``dropout=0.0``), if it has one left free."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    taken = len(args)
+    for position, parameter in enumerate(parameters):
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if position < taken and parameter.kind != parameter.KEYWORD_ONLY:
+            continue  # already given positionally
+        if parameter.name in kwargs or parameter.kind == parameter.POSITIONAL_ONLY:
+            continue
+        if parameter.name.lower() in DROPOUT:
+            return parameter.name
+    return None
 
 
 def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from tracer.errors import UsageError
 from tracer.learner.calling import ARGUMENT_ORDER
 from tracer.learner.compare import close, find, matches_any, max_difference
 from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
+from tracer.learner.dropout import DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.recorder import Mutation, Record
@@ -42,6 +43,12 @@ CREATION_OPS = frozenset(
 MATCH = "match"
 DIFFERS = "differs"
 OTHER_ROUTE = "other route"
+OWN_MASK = "own mask"
+"""With dropout on: the learner's tensor has the right structure (its own random mask)."""
+AFTER_DROPOUT = frozenset({"dropout-unused", "dropout-twice"})
+"""Mistakes made after a dropout that is right in itself."""
+NOT_COMPARED = "not compared"
+"""With dropout on: a stage after the masks part ways, not compared value by value."""
 
 
 @dataclass
@@ -74,6 +81,10 @@ class CheckResult:
     """Why that was picked, when the file has no ``attention``."""
     learner_output: str = ""
     """What the learner's code printed (stdout, then stderr)."""
+    dropout: DropoutCheck | None = None
+    """With dropout on: what the structure of the learner's dropout showed."""
+    takes_dropout: bool = False
+    """Whether the learner's code was handed the dropout rate (so a run with dropout means something)."""
 
     @property
     def expected_output(self) -> torch.Tensor:
@@ -318,6 +329,21 @@ def check(
         arguments=tensors,
     )
     diagnoses = diagnose(evidence)
+    takes_dropout = payload.get("takes_dropout") is True
+    dropout = check_dropout(
+        trace.stages,
+        records,
+        float(trace.context.dropout),
+        output=tensor_output,
+        path=filename,
+        dropout_lines=evidence.dropout_lines,
+        takes_dropout=takes_dropout,
+    )
+    if dropout is not None:
+        # The masks differ (numpy's draws against torch's): judge by structure instead.
+        matches, problem, diagnoses, diverging = _judge_dropout(
+            dropout, stages, diverging, output, tensor_output, problem, diagnoses
+        )
     if matches and not any(d.code == "inputs-mutated" for d in diagnoses):
         diagnoses = []
     elif matches:
@@ -340,7 +366,65 @@ def check(
         called=str(payload.get("called") or ""),
         note=payload.get("note") if isinstance(payload.get("note"), str) else None,
         learner_output=outcome.output,
+        dropout=dropout,
+        takes_dropout=takes_dropout,
     )
+
+
+def _judge_dropout(
+    dropout: DropoutCheck,
+    stages: list[StageResult],
+    diverging: StageResult | None,
+    output: dict[str, Any],
+    tensor_output: torch.Tensor | None,
+    problem: str | None,
+    diagnoses: list[Diagnosis],
+) -> tuple[bool, str | None, list[Diagnosis], StageResult | None]:
+    """(matches, problem, diagnoses, diverging) once the dropout's structure is known."""
+    mutated = [d for d in diagnoses if d.code == "inputs-mutated"]
+    names = [r.stage.name for r in stages]
+    if "dropout" not in names:
+        return False, problem, diagnoses, diverging
+    at = names.index("dropout")
+    returned = output.get("weights")
+    if isinstance(returned, torch.Tensor) and dropout.dropped is not None:
+        mine = dropout.dropped.value
+        if mine is not None and close(returned, mine):
+            problem = None if problem and problem.startswith("the attention weights") else problem
+    if dropout.verified:
+        stages[at].status, stages[at].record = OWN_MASK, dropout.dropped
+        for result in stages[at + 1 :]:
+            if result.stage.name == dropout.context_stage:
+                result.status, result.record = OWN_MASK, dropout.context
+            else:
+                result.status, result.record = NOT_COMPARED, None
+        ok = problem is None and tensor_output is not None
+        return ok, problem, mutated, None
+    for result in stages[at:]:
+        if result.status != MATCH:
+            result.status, result.record = NOT_COMPARED, None
+    if dropout.diagnosis is not None:
+        wrong = stages[at]
+        if diverging is not None and names.index(diverging.stage.name) < at:
+            # Dropout moved before the softmax: the weights already differ.
+            return False, problem, [*mutated, dropout.diagnosis], diverging
+        if dropout.diagnosis.code in AFTER_DROPOUT:
+            # The dropout itself was right; what follows it is not.
+            stages[at].status, stages[at].record = OWN_MASK, dropout.dropped
+            wrong = next(
+                (r for r in stages[at + 1 :] if r.stage.name == dropout.context_stage), wrong
+            )
+        wrong.status, wrong.record = DIFFERS, None
+        if wrong is stages[at]:
+            wrong.record = dropout.dropped
+        return False, problem, [*mutated, dropout.diagnosis], wrong
+    if diverging is not None and names.index(diverging.stage.name) < at:
+        return False, problem, diagnoses, diverging  # an ordinary mistake before dropout
+    note = (
+        f"with dropout on (p = {dropout.rate:g}) nothing after the weights could be checked: "
+        f"{dropout.note}"
+    )
+    return False, problem or note, mutated, None
 
 
 def hidden_scaling_d_out(trace: Trace) -> int | None:
@@ -357,6 +441,13 @@ def hidden_scaling_d_out(trace: Trace) -> int | None:
     if not close(scores, scaled):
         return None
     return int(weights.query.shape[-1]) * 2
+
+
+def hides_dropout(trace: Trace, result: CheckResult) -> bool:
+    """Whether this check ran with dropout off on a variant that has dropout, for code that takes
+    the rate: a second run with dropout on can then show a dropout that is ignored or misplaced."""
+    has_stage = any(stage.name == "dropout" for stage in trace.stages)
+    return has_stage and trace.context.dropout == 0 and result.takes_dropout
 
 
 def _main(trace: Trace, name: str) -> torch.Tensor | None:
@@ -484,6 +575,7 @@ def _shape(tensor: torch.Tensor) -> str:
 
 
 def largest_difference(result: CheckResult) -> float | None:
-    if result.output is None or result.problem is not None:
+    """None when there is nothing to measure, or dropout is on (the masks differ by chance)."""
+    if result.output is None or result.problem is not None or result.dropout is not None:
         return None
     return max_difference(result.output, result.expected_output)

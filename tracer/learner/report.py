@@ -7,11 +7,25 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tracer.learner.check import DIFFERS, MATCH, OTHER_ROUTE, CheckResult, largest_difference
+from tracer.learner.check import (
+    DIFFERS,
+    MATCH,
+    NOT_COMPARED,
+    OTHER_ROUTE,
+    OWN_MASK,
+    CheckResult,
+    largest_difference,
+)
 from tracer.render.text import format_number, format_tensor, plain, shape_text
 
 WIDTH = 88
-STATUS_WORDS = {MATCH: "ok", DIFFERS: "DIFFERS", OTHER_ROUTE: "-"}
+STATUS_WORDS = {
+    MATCH: "ok",
+    DIFFERS: "DIFFERS",
+    OTHER_ROUTE: "-",
+    OWN_MASK: "ok",
+    NOT_COMPARED: "-",
+}
 
 
 def _code(path: str, line: int | None) -> str:
@@ -45,7 +59,15 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
                 where = f"  your line {stage_result.line}"
             elif stage_result.status == OTHER_ROUTE:
                 where = "  (not computed: you took another route)"
+            elif stage_result.status == OWN_MASK:
+                where = f"  your line {stage_result.line} ({_own_mask(result, stage_result)})"
+            elif stage_result.status == NOT_COMPARED:
+                where = "  (not compared: your dropout mask is not the reference's)"
             out.append(f"  {word:<7}  {stage_result.stage.name:<{width}}{where}".rstrip())
+    if result.matches and result.dropout is not None:
+        out.append("")
+        out.append(dropout_summary(result))
+        return "\n".join(out)
     if result.matches:
         out.append("")
         out.append(f"result: your output matches '{trace.variant.name}' (within 1e-5). Well done!")
@@ -74,7 +96,7 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
             "diagnosis: none of the common mistakes recognised; compare your tensor with "
             "the expected one below."
         )
-    if diverging is not None:
+    if diverging is not None and not _from_dropout_on(result, diverging.stage.name):
         expected = diverging.stage.tensors.get(diverging.stage.name)
         if expected is None:
             expected = next(iter(diverging.stage.tensors.values()))
@@ -87,6 +109,12 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
     out.append("")
     if result.problem is not None:
         out.append(f"result: {result.problem}")
+    elif result.dropout is not None:
+        text = (
+            f"result: with dropout on (p = {result.dropout.rate:g}) your code does not do what "
+            "dropout should (see above); values after dropout are not compared, the masks differ"
+        )
+        out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
     else:
         difference = largest_difference(result)
         if difference is not None and difference > 0:
@@ -97,6 +125,54 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
         else:
             out.append("result: your output matches, but your function changed its arguments")
     return "\n".join(out)
+
+
+def _from_dropout_on(result: CheckResult, name: str) -> bool:
+    """Whether stage ``name`` comes at or after dropout in a check run with dropout on: its
+    reference values hold numpy's mask, which no learner's torch mask can be compared with."""
+    if result.dropout is None:
+        return False
+    names = [stage.name for stage in result.trace.stages]
+    return "dropout" in names and name in names and names.index(name) >= names.index("dropout")
+
+
+def _own_mask(result: CheckResult, stage_result: Any) -> str:
+    if stage_result.stage.name == "dropout":
+        p = result.dropout.rate if result.dropout is not None else 0.0
+        return f"your own mask: each weight 0 or ×1/(1-p) = ×{1 / (1 - p):g}"
+    return "from your dropped weights"
+
+
+def dropout_summary(result: CheckResult) -> str:
+    """The verdict of a check with dropout on, whose masks are random on both sides."""
+    assert result.dropout is not None
+    p = result.dropout.rate
+    text = (
+        f"result: with dropout on (p = {p:g}) your weights before dropout match "
+        f"'{result.trace.variant.name}', your dropout zeroes some weights and scales the rest "
+        f"by 1/(1-p) = {1 / (1 - p):g}, and your context uses your dropped weights. (The mask is "
+        "random, and yours comes from torch while the reference's comes from numpy, so the "
+        "values after dropout are not compared one to one.)"
+    )
+    return textwrap.fill(text, WIDTH, subsequent_indent="  ")
+
+
+def dropout_line(result: CheckResult, rate: float) -> str:
+    """What the second run, with dropout on, added to a check that passed with it off."""
+    if result.matches:
+        text = (
+            f"checked again with --dropout {rate:g}: your dropout zeroes some weights and "
+            f"scales the rest by 1/(1-p) = {1 / (1 - rate):g}, and your context uses the "
+            "dropped weights."
+        )
+    else:
+        reason = (
+            result.dropout.note
+            if result.dropout is not None and result.dropout.note
+            else result.problem or "it did not match"
+        )
+        text = f"with --dropout {rate:g} your dropout could not be checked: {reason}."
+    return textwrap.fill(text, WIDTH)
 
 
 def learner_output(text: str) -> str:
@@ -126,4 +202,11 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "max_difference": None if difference is None else plain(difference),
         "called": result.called,
         "output": result.learner_output,
+        "dropout": None
+        if result.dropout is None
+        else {
+            "p": result.dropout.rate,
+            "verified": result.dropout.verified,
+            "note": result.dropout.note,
+        },
     }

@@ -241,7 +241,7 @@ def _rewind_output(marks: list[int | None]) -> None:
 
 
 def dropout_lines(call: Call, path: str) -> list[tuple[float, int]]:
-    """(p, line) for each nn.Dropout with p > 0 in the learner's module: where its rate is set."""
+    """(p, line) for each nn.Dropout in the learner's module: where its rate is set."""
     module = call.built
     if module is None:
         return []
@@ -251,7 +251,7 @@ def dropout_lines(call: Call, path: str) -> list[tuple[float, int]]:
         return []
     found = []
     for name, sub in module.named_modules():
-        if not isinstance(sub, torch.nn.Dropout) or not sub.p > 0:
+        if not isinstance(sub, torch.nn.Dropout):
             continue
         attribute = re.compile(rf"self\.{re.escape(name.rsplit('.', 1)[-1])}\s*=")
         line = next((i + 1 for i, text in enumerate(lines) if attribute.search(text)), None)
@@ -340,6 +340,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             "discarded": discarded,
             "arguments_after": after,
             "dropout_lines": dropout_lines(call, path),
+            "takes_dropout": call.takes_dropout,
         }
     assert first is not None
     return first

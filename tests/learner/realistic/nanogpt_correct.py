@@ -10,6 +10,8 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.c_attn = nn.Linear(d_in, 3 * d_out, bias=False)
         self.c_proj = nn.Linear(d_out, d_out)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
         self.n_head = num_heads
         self.n_embd = d_out
         self.register_buffer("bias", torch.tril(torch.ones(context_length, context_length)))
@@ -23,8 +25,9 @@ class CausalSelfAttention(nn.Module):
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:T, :T] == 0, float("-inf"))
         att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(att)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, self.n_embd)
-        return self.c_proj(y)
+        return self.resid_dropout(self.c_proj(y))
 
 
 # expect: --against multihead --d-out 6 --heads 3 -> ok

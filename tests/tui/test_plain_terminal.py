@@ -1,0 +1,153 @@
+"""Terminals that cannot draw the app: TERM=dumb gets plain text, NO_COLOR a readable screen.
+
+TERM=dumb is a real terminal (Emacs' shell, some IDE consoles) that cannot
+take the app's escape codes: the commands that open the app run their plain
+form there, on a pseudo-terminal here, and say so in one line on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tracer.tui.progress import LessonProgress, ProgressStore
+from tracer.tui.source_view import SourceView
+from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.timeline import Timeline
+
+from .conftest import PLUGINS, press, settle
+
+ATTN = [sys.executable, "-c", "from tracer.cli.main import run; run()"]
+NOTICE = "TERM=dumb cannot draw the app"
+
+
+def on_a_terminal(argv: list[str], term: str = "dumb") -> tuple[int, str]:
+    """Run ``attn ARGV`` on a pseudo-terminal with TERM set; (exit status, all it wrote)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdin, stdout and stderr are the terminal
+        os.environ["TERM"] = term
+        os.environ.pop("NO_COLOR", None)
+        os.execv(sys.executable, [*ATTN, *argv])
+    output = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), output.decode("utf-8", "replace")
+
+
+def plain(argv: list[str]) -> str:
+    """What the plain form prints into a pipe: the independent reference for the dumb terminal."""
+    result = subprocess.run([*ATTN, *argv], capture_output=True, text=True, timeout=120, check=True)
+    return result.stdout
+
+
+def lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.replace("\r\n", "\n").splitlines()]
+
+
+def test_term_dumb_lists_the_lessons_with_their_progress(data_dir: Path) -> None:
+    from tracer.lessons.loader import find_lessons, shipped_dir
+    from tracer.tui.progress import lesson_key
+
+    second = find_lessons()[1]
+    ProgressStore(data_dir).save(
+        lesson_key(second.path, shipped_dir()),
+        LessonProgress(step=2, steps=9, title=second.title, updated=time.time()),
+    )
+    status, out = on_a_terminal([])
+    assert status == 0
+    shown = lines(out)
+    assert sum(NOTICE in line for line in shown) == 1
+    assert "\x1b[" not in out  # no escape codes on a terminal that cannot take them
+    row = next(line for line in shown if line.lstrip().startswith("2. "))
+    assert second.title in row and "step 3 of 9" in row
+    assert any(line.lstrip().startswith("1. ") and "not started" in line for line in shown)
+    assert "You stopped in lesson 2 at step 3 of 9." in shown
+    assert any("attn lesson NUMBER" in line for line in shown)
+
+
+def test_term_dumb_runs_the_plain_lesson() -> None:
+    status, out = on_a_terminal(["lesson", "01_dot_products"])
+    assert status == 0
+    shown = lines(out)
+    assert sum(NOTICE in line and "the lesson" in line for line in shown) == 1
+    assert [line for line in shown if NOTICE not in line] == lines(
+        plain(["lesson", "run", "01_dot_products", "--plain"])
+    )
+
+
+def test_term_dumb_runs_the_plain_explorer() -> None:
+    status, out = on_a_terminal(["explore", "tiny", "--plugins-dir", str(PLUGINS)])
+    assert status == 0
+    shown = lines(out)
+    assert sum(NOTICE in line for line in shown) == 1
+    expected = lines(plain(["explore", "tiny", "--plugins-dir", str(PLUGINS), "--plain"]))
+    assert [line for line in shown if NOTICE not in line] == expected
+
+
+def test_term_dumb_still_refuses_an_unknown_lesson_with_exit_2() -> None:
+    status, out = on_a_terminal(["lesson", "no_such_lesson"])
+    assert status == 2
+    (line,) = [line for line in lines(out) if line]
+    assert "no_such_lesson" in line and "Traceback" not in out
+
+
+def test_term_dumb_without_a_terminal_still_exits_2() -> None:
+    result = subprocess.run(
+        [*ATTN],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TERM": "dumb"},
+        check=False,
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "needs an interactive terminal" in line and "--plain" in line
+
+
+async def test_with_no_color_the_explorer_marks_by_more_than_colour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracer.runner import TraceOptions
+    from tracer.tui.launch import make_explore_app
+
+    monkeypatch.setenv("NO_COLOR", "1")  # read by Textual when the app is made
+    app = make_explore_app("tiny", TraceOptions(), [str(PLUGINS)])
+    assert app.no_color
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "right", "right")  # inside the loop of dot products
+        screen = app.screen
+        view = screen.query_one(TensorPane).view
+        assert view.mode == "numbers"  # never an overview made only of colour
+        current = view._style("current")
+        assert current.underline and current.bold  # the cell being computed
+        source = screen.query_one(SourceView)
+        assert source.marked
+        gutters = [source.render_line(y).text[:1] for y in range(source.size.height)]
+        assert {"▶", "◆"} & set(gutters)  # the lines that ran, marked by a sign
+        timeline = screen.query_one(Timeline)
+        current_items = [w for w in timeline.children if w.has_class("-current")]
+        assert len(current_items) == 1
+        assert current_items[0].styles.text_style.bold  # the step you are on: bold, not a hue

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 import tracer
+from tracer.environment import env_number
 from tracer.errors import Location, UsageError
 from tracer.learner.loader import LearnerFailure
 
@@ -49,24 +50,14 @@ class Limits:
     def from_environment(cls, timeout: float | None = None, memory_mb: int | None = None) -> Limits:
         """Explicit values first, then ATTN_CHECK_TIMEOUT / ATTN_CHECK_MEMORY_MB, then defaults."""
         if timeout is None:
-            timeout = _number(TIMEOUT_ENV, DEFAULT_TIMEOUT)
+            timeout = env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)
         if memory_mb is None:
-            memory_mb = int(_number(MEMORY_ENV, DEFAULT_MEMORY_MB))
+            memory_mb = int(env_number(MEMORY_ENV, DEFAULT_MEMORY_MB))
         if not timeout > 0:
             raise UsageError(f"the time limit must be above 0 seconds, got {timeout:g}")
         if memory_mb < 64:
             raise UsageError(f"the memory limit must be at least 64 MiB, got {memory_mb}")
         return cls(float(timeout), int(memory_mb))
-
-
-def _number(name: str, default: float) -> float:
-    text = os.environ.get(name)
-    if text is None or not text.strip():
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name}={text!r} is not a number") from None
 
 
 @dataclass

@@ -205,10 +205,15 @@ class ExploreScreen(StepScreen):
         )
         done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
         self.query_one(Timeline).set_current(current, done)
+        self.fit_columns()
         if not stepper.finished and not stepper.known(index + 1):
             # After the frame is painted, so the prefetch never competes with drawing it.
             self.call_after_refresh(self._prefetch, stepper, index + 1)
         self._report_stop()
+
+    def fit_columns(self) -> None:
+        source = self.query_one("#source", SourceView)
+        self.give_left(self.query_one("#left"), self.pane.natural_width(), source.natural_width())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="prefetch")
     def _prefetch(self, stepper: Stepper, index: int) -> None:

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
 WATCH_SECONDS = 0.5
+COMPARE_SHARE = 0.40
+"""The left column's share on compare steps (``#left.-compare`` in app.tcss)."""
 COMPARE_SMALL = 12
 """A compared table this many lines high (or less) gets exactly its height."""
 COUNT_STEPS = 2048
@@ -462,6 +464,7 @@ class LessonScreen(StepScreen):
             self.query_one(Timeline).set_current(
                 str(position.step), [str(n) for n in range(position.step)]
             )
+            self.fit_columns()
         self._save()
         return True
 
@@ -490,6 +493,28 @@ class LessonScreen(StepScreen):
         position = self.query_one("#loop-position", TextPane)
         if position.display != isinstance(step, Loop):
             position.display = isinstance(step, Loop)
+
+    def fit_columns(self) -> None:
+        """The code gets the room the step's tensors leave (show and loop steps, compare)."""
+        steps = self._steps()
+        if not steps:
+            return
+        step = steps[self.position.step]
+        left = self.query_one("#left")
+        source = self.query_one("#source", SourceView)
+        if isinstance(step, (Show, Loop)):
+            self.give_left(left, self.pane.natural_width(), source.natural_width())
+        elif isinstance(step, Compare):
+            panes = [
+                p.natural_width() for p in self.query("#compare TensorPane").results(TensorPane)
+            ]
+            right = self.query_one("#source-right", SourceView)
+            need = None if None in panes else max(w for w in panes if w is not None)
+            self.give_left(
+                left, need, max(source.natural_width(), right.natural_width()), COMPARE_SHARE
+            )
+        else:
+            self.give_left(left, None, 0)
 
     def _step_error(self, error: BaseException) -> None:
         self.query_one(ContentSwitcher).current = "tensors"

@@ -186,6 +186,7 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         """Lines of the statement that assigned the tensor on screen (◆)."""
         self.rows: list[Row] = []
         self._wrapped_for = -1
+        self._longest = -1
         self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
         self._colours: tuple[Color, Color, Color] | None = None
 
@@ -217,6 +218,7 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             self.path = path
             self._strips.clear()
             self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
+            self._longest = -1
             self._wrapped_for = -1
             self._wrap()
         name = Path(path).name if path else ""
@@ -241,6 +243,13 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
                 self._reveal()
             else:
                 self.call_after_refresh(self._reveal)
+
+    def natural_width(self) -> int:
+        """Columns that show every line of the file unwrapped (gutter, scrollbar and border included)."""
+        if self._longest < 0:
+            self._longest = max((line.cell_len for line in self.lines), default=0)
+        chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical
+        return self._gutter() + self._longest + chrome
 
     def _text_width(self) -> int:
         return max(self.scrollable_content_region.width - self._gutter(), 10)

@@ -17,6 +17,7 @@ from textual import events, work
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
@@ -35,6 +36,8 @@ PROGRESS_DELAY = 0.3
 """Seconds a step may compute before the screen says it is still running."""
 NARROW = 100
 SHORT = 24
+LEFT_SHARE = 0.45
+"""The left column's share of the width (``#left`` in app.tcss) unless the tensors need less."""
 
 Progress = Callable[[int], None]
 LongJob = Callable[[Callable[[], bool], Progress], Any]
@@ -118,6 +121,29 @@ class StepScreen(Screen[None]):
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW, "-narrow")
         self.set_class(event.size.height < SHORT, "-short")
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Split the width between the code and the tensors for what is on screen now."""
+
+    def give_left(
+        self, left: Widget, tensors: int | None, source: int, share: float = LEFT_SHARE
+    ) -> None:
+        """Widen ``left`` (the code) into the room the tensors do not need, up to ``source``.
+
+        ``tensors`` and ``source`` are the columns each side needs to draw whole;
+        ``tensors`` None means as much as it can get. The left column never gets
+        less than its share from the stylesheet, so a large table keeps its room.
+        """
+        width = self.size.width
+        wanted: int | None = None
+        if tensors is not None and width >= NARROW:
+            room = min(width - tensors, source)
+            if room > width * share:
+                wanted = room
+        current = left.styles.width
+        if (current.cells if current is not None and current.is_cells else None) != wanted:
+            left.styles.width = wanted
 
     # Actions -----------------------------------------------------------------------
 

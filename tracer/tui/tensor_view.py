@@ -155,6 +155,18 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
             return 0
         return self.label_width + 1 + grid.columns * (self.cell_width + 1)
 
+    def natural_width(self) -> int | None:
+        """Columns this view needs to show every number (a scrollbar's room included).
+
+        None when it wants all the room it can get: the learner chose the overview
+        or the token view, whose bars grow with the width.
+        """
+        if self.grid is None:
+            return 0
+        if self.token_view or self.zoomed is False:
+            return None
+        return self.numbers_width() + self.styles.scrollbar_size_vertical
+
     @property
     def mode(self) -> Mode:
         grid = self.grid

@@ -43,6 +43,7 @@ from tracer.lessons.model import (
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
+from tracer.tui.loop_count import loop_noun
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
@@ -1008,7 +1009,7 @@ def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[s
     The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
     x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
     """
-    kind = "pair" if len(step.position) == 2 else "sub-step"
+    kind = loop_noun(step)
     text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
     position = ", ".join(str(p) for p in step.position)
     text.append(f" · position ({position}), counted from 0")

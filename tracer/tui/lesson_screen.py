@@ -262,6 +262,8 @@ class LessonScreen(StepScreen):
         self.progress = LessonProgress()
         self.loops: dict[int, LoopState] = {}
         self._reload_error: ErrorScreen | None = None
+        self._position_lines = (-1, 0)
+        """(loop step, lines): the most lines its position text has taken so far."""
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -565,9 +567,16 @@ class LessonScreen(StepScreen):
                 canvas_axes=loop_axes(self._loop_stage(step)),
                 query=step.query,
             )
-            self.query_one("#loop-position", TextPane).show(
-                loop_position(sub, position.sub, state.count_known(), state.stepper.tokens)
-            )
+            where = self.query_one("#loop-position", TextPane)
+            where.show(loop_position(sub, position.sub, state.count_known(), state.stepper.tokens))
+            # As tall as the tallest position of this loop so far: one line shorter on the
+            # next pair would move the source below it and lay the screen out again.
+            tallest = where.line_count
+            if self._position_lines[0] == position.step:
+                tallest = max(tallest, self._position_lines[1])
+            self._position_lines = (position.step, tallest)
+            if where.styles.min_height is None or where.styles.min_height.value != tallest:
+                where.styles.min_height = tallest
             source.show_file(sub.source_file, sub.lines, files=sub.files)
         elif isinstance(step, Compare):
             switcher.current = "compare"

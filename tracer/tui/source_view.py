@@ -27,7 +27,8 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.color import Color
-from textual.geometry import Region, Size
+from textual.errors import NoWidget
+from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -174,6 +175,10 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
     SourceView {
         height: 1fr;
         background: $surface;
+        /* Lines wrap, so never a horizontal bar; the vertical one always, so the wrap
+           width is known before the first layout and showing a step lays out once. */
+        overflow-x: hidden;
+        overflow-y: scroll;
     }
     """
 
@@ -294,11 +299,21 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             (n for n, r in enumerate(self.rows) if r.number == max(self.marked)), default=first_row
         )
         top = self.scroll_offset.y
-        if top <= first_row and last_row < top + self.size.height:
+        visible = self._visible_rows()
+        if top <= first_row and last_row < top + visible:
             return  # already in view: scrolling would only cost a repaint
-        height = min(last_row - first_row + 1, max(self.size.height - 2, 1))
-        region = Region(0, first_row, 1, height)
-        self.scroll_to_region(region, animate=False, immediate=True, force=True, center=True)
+        # Centred in the rows actually on screen (a parent may clip the pane's last rows).
+        span = min(last_row - first_row + 1, visible)
+        self.scroll_to(y=max(first_row - (visible - span) // 2, 0), animate=False, immediate=True)
+
+    def _visible_rows(self) -> int:
+        """Rows of text on screen: fewer than the pane's height when its parent clips it."""
+        region = self.scrollable_content_region
+        try:
+            clip = self.screen.find_widget(self).clip
+        except NoWidget:
+            return max(region.height, 1)
+        return max(clip.intersection(region).height, 1)
 
     def _gutter(self) -> int:
         return len(str(max(len(self.lines), 1))) + 3

@@ -215,7 +215,10 @@ class TensorPane(Vertical):
                 if view.grid is not None:
                     view.show(None)
                 continue
-            label.update(item.title)
+            if label.content != item.title:
+                label.update(
+                    item.title, layout=False
+                )  # one line high: a new title never resizes it
             height: str | int = "1fr"
             natural = item.grid.rows + 2
             if several and natural <= SMALL:

@@ -336,3 +336,35 @@ async def test_a_loop_that_failed_part_way_gives_no_count() -> None:
         assert screen_of(app).session.stepper.total is not None  # type: ignore[union-attr]
         narration = text_of(app, "#narration")
         assert "pair 2" in narration and "pair 2 of" not in narration
+
+
+def footer_descriptions(app: TracerApp) -> list[str]:
+    """What the footer offers: the shown bindings that are enabled now."""
+    active = app.screen.active_bindings.values()
+    return [item.binding.description for item in active if item.enabled and item.binding.show]
+
+
+async def test_the_footer_offers_pause_while_auto_play_runs() -> None:
+    app = explore()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        assert "Play" in footer_descriptions(app) and "Pause" not in footer_descriptions(app)
+        await press(pilot, "a")
+        assert screen.playing
+        assert "Pause" in footer_descriptions(app) and "Play" not in footer_descriptions(app)
+        await press(pilot, "a")  # the same key pauses
+        assert not screen.playing
+        assert "Play" in footer_descriptions(app) and "Pause" not in footer_descriptions(app)
+
+
+async def test_a_remapped_play_key_also_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_KEYMAP", "attn.autoplay=x")
+    app = explore()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        await press(pilot, "x")
+        assert screen.playing and "Pause" in footer_descriptions(app)
+        await press(pilot, "x")
+        assert not screen.playing and "Play" in footer_descriptions(app)

@@ -110,3 +110,24 @@ async def test_a_narrow_terminal_stacks_the_panes_full_width() -> None:
         # One column: the code and the tensors each take the whole width.
         assert source.outer_size.width == 90
         assert screen.pane.outer_size.width == 90
+
+
+async def test_at_80x24_a_loop_sub_step_keeps_its_arithmetic_whole() -> None:
+    """Lesson 2's weighted sums: every line written out stays on screen; the tables scroll."""
+    app = make_lesson_app("02_normalising", resume=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        assert screen.session is not None
+        loop = next(n for n, s in enumerate(screen.session.lesson.steps) if s.kind == "loop")
+        screen.go_to_step(loop)
+        await settle(pilot)
+        await press(pilot, "right")
+        detail = screen.pane.query_one("#tensor-detail", TextPane)
+        written = [line for line in str(detail.render()).splitlines() if line]
+        assert any(" = " in line and "×" in line for line in written)
+        region = detail.content_region
+        drawn = [strip.text for strip in detail.render_lines(region.reset_offset)]
+        for line in written:
+            assert any(line in text for text in drawn), line

@@ -62,7 +62,9 @@ class StepScreen(Screen[None]):
         Binding("home,g", "start", "Start", id="attn.start", show=False),
         Binding("end,G", "end", "End", id="attn.end", show=False),
         Binding("e", "loop_end", "Loop end", id="attn.loop_end", tooltip="End of loop"),
+        # One key, two bindings: the footer says what "a" does now (Play, or Pause while playing).
         Binding("a", "autoplay", "Play", id="attn.autoplay"),
+        Binding("a", "pause", "Pause", id="attn.autoplay"),
         Binding(
             "plus,equals_sign", "faster", "Faster", key_display="+", id="attn.faster", show=False
         ),
@@ -217,16 +219,33 @@ class StepScreen(Screen[None]):
                 f"Auto-play on: {SPEEDS[self.speed]:g} s per step (+/- to change)", timeout=1.5
             )
 
-    def _start_autoplay(self) -> None:
-        self.stop_autoplay()
-        self._autoplay = self.set_interval(SPEEDS[self.speed], self._tick)
-        self.set_class(True, "-playing")
+    def action_pause(self) -> None:
+        if self.playing:
+            self.action_autoplay()
 
-    def stop_autoplay(self) -> None:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "autoplay":
+            return not self.playing
+        if action == "pause":
+            return self.playing
+        return True
+
+    def _start_autoplay(self) -> None:
+        was_playing = self.playing
         if self._autoplay is not None:
             self._autoplay.stop()
-            self._autoplay = None
+        self._autoplay = self.set_interval(SPEEDS[self.speed], self._tick)
+        self.set_class(True, "-playing")
+        if not was_playing:
+            self.refresh_bindings()  # the footer now offers Pause
+
+    def stop_autoplay(self) -> None:
+        if self._autoplay is None:
+            return
+        self._autoplay.stop()
+        self._autoplay = None
         self.set_class(False, "-playing")
+        self.refresh_bindings()  # the footer offers Play again
 
     def _tick(self) -> None:
         if self.busy:

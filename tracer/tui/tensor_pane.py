@@ -69,6 +69,7 @@ class TensorPane(Vertical):
     }
     TensorPane > #tensor-stack {
         height: 1fr;
+        min-height: 3;
     }
     TensorPane .tensor-title {
         height: 1;
@@ -79,7 +80,8 @@ class TensorPane(Vertical):
     }
     TensorPane > #tensor-detail {
         height: auto;
-        max-height: 45%;
+        /* The written-out arithmetic before the tables: they scroll, it cannot. */
+        max-height: 70%;
         padding: 0 1;
         background: $panel;
     }

@@ -250,7 +250,12 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
                 self.call_after_refresh(self._reveal)
 
     def natural_width(self) -> int:
-        """Columns that show every line of the file unwrapped (gutter, scrollbar and border included)."""
+        """Columns that show every line of the file unwrapped (gutter, scrollbar and border included).
+
+        0 while the pane is hidden (a short terminal drops it): it needs no room then.
+        """
+        if not self.display:
+            return 0
         if self._longest < 0:
             self._longest = max((line.cell_len for line in self.lines), default=0)
         chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical

@@ -324,6 +324,10 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         return len(str(max(len(self.lines), 1))) + 3
 
     def render_line(self, y: int) -> Strip:
+        if self._text_width() != self._wrapped_for:
+            # A new width (the columns were re-shared for this step): fold the lines for it
+            # in this frame, rather than paint the old folding now and repaint it after.
+            self._wrap()
         width = self.size.width
         scroll_y = self.scroll_offset.y
         if self._colours is None:

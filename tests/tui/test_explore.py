@@ -305,3 +305,66 @@ async def test_q_quits_while_a_variant_is_still_computing_a_step(
         assert app.return_code == 0
     finally:
         release.write_text("go", encoding="utf-8")
+
+
+async def test_a_loop_says_how_many_pairs_it_has_only_once_that_is_certain() -> None:
+    pairs = len(load_inputs("your-journey").tokens) ** 2  # every (query, key) pair of 6 tokens
+    app = explore()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "right", "right")  # the loop's second pair; its end not yet run
+        narration = text_of(app, "#narration")
+        assert "pair 2" in narration and "pair 2 of" not in narration
+        await press(pilot, "e")  # runs to the stage that ends the loop
+        assert isinstance(screen_of(app).session.stepper.get(screen_of(app).position), Stage)  # type: ignore[union-attr]
+        await press(pilot, "left")  # back on the loop's last pair
+        assert f"pair {pairs} of {pairs}" in text_of(app, "#narration")
+        await press(pilot, "home", "right", "right")  # the count stays known going back
+        assert f"pair 2 of {pairs}" in text_of(app, "#narration")
+
+
+async def test_a_loop_that_failed_part_way_gives_no_count() -> None:
+    app = explore("fails-in-loop")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "right", "right", "right")  # the third pair never comes
+        await settle(pilot, attribute="error_shown")
+        if not isinstance(app.screen, ExploreScreen):
+            app.screen.dismiss(None)  # the modal that reports the failure
+            await settle(pilot)
+        # The trace ended, but by failing inside the loop: two pairs ran, not "2 of 2".
+        assert screen_of(app).session.stepper.total is not None  # type: ignore[union-attr]
+        narration = text_of(app, "#narration")
+        assert "pair 2" in narration and "pair 2 of" not in narration
+
+
+def footer_descriptions(app: TracerApp) -> list[str]:
+    """What the footer offers: the shown bindings that are enabled now."""
+    active = app.screen.active_bindings.values()
+    return [item.binding.description for item in active if item.enabled and item.binding.show]
+
+
+async def test_the_footer_offers_pause_while_auto_play_runs() -> None:
+    app = explore()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        assert "Play" in footer_descriptions(app) and "Pause" not in footer_descriptions(app)
+        await press(pilot, "a")
+        assert screen.playing
+        assert "Pause" in footer_descriptions(app) and "Play" not in footer_descriptions(app)
+        await press(pilot, "a")  # the same key pauses
+        assert not screen.playing
+        assert "Play" in footer_descriptions(app) and "Pause" not in footer_descriptions(app)
+
+
+async def test_a_remapped_play_key_also_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTN_KEYMAP", "attn.autoplay=x")
+    app = explore()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        await press(pilot, "x")
+        assert screen.playing and "Pause" in footer_descriptions(app)
+        await press(pilot, "x")
+        assert not screen.playing and "Play" in footer_descriptions(app)

@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from tracer.errors import PluginError
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
+from tracer.tui.loop_count import loop_place, loop_total
 from tracer.tui.source_view import SourceView, highlighted
 from tracer.tui.step_screen import StepScreen, freeze_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
@@ -191,7 +192,7 @@ class ExploreScreen(StepScreen):
             except Exception as error:
                 self.pane.show_error(f"cannot show this sub-step: {self.describe(error)}")
             current = step.stage
-            where = f"sub-step {step.index + 1:,} of the loop"
+            where = loop_place(step, loop_total(stepper, index, step))
         if step.formula:
             narration.append("\n" + step.formula)
         total = f"{stepper.total:,}" if stepper.total is not None else "?"
@@ -205,10 +206,15 @@ class ExploreScreen(StepScreen):
         )
         done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
         self.query_one(Timeline).set_current(current, done)
+        self.fit_columns()
         if not stepper.finished and not stepper.known(index + 1):
             # After the frame is painted, so the prefetch never competes with drawing it.
             self.call_after_refresh(self._prefetch, stepper, index + 1)
         self._report_stop()
+
+    def fit_columns(self) -> None:
+        source = self.query_one("#source", SourceView)
+        self.give_left(self.query_one("#left"), self.pane.natural_width(), source.natural_width())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="prefetch")
     def _prefetch(self, stepper: Stepper, index: int) -> None:

@@ -43,6 +43,7 @@ from tracer.lessons.model import (
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
+from tracer.tui.loop_count import loop_noun
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
 WATCH_SECONDS = 0.5
+COMPARE_SHARE = 0.40
+"""The left column's share on compare steps (``#left.-compare`` in app.tcss)."""
 COMPARE_SMALL = 12
 """A compared table this many lines high (or less) gets exactly its height."""
 COUNT_STEPS = 2048
@@ -259,6 +262,8 @@ class LessonScreen(StepScreen):
         self.progress = LessonProgress()
         self.loops: dict[int, LoopState] = {}
         self._reload_error: ErrorScreen | None = None
+        self._position_lines = (-1, 0)
+        """(loop step, lines): the most lines its position text has taken so far."""
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -462,6 +467,7 @@ class LessonScreen(StepScreen):
             self.query_one(Timeline).set_current(
                 str(position.step), [str(n) for n in range(position.step)]
             )
+            self.fit_columns()
         self._save()
         return True
 
@@ -490,6 +496,28 @@ class LessonScreen(StepScreen):
         position = self.query_one("#loop-position", TextPane)
         if position.display != isinstance(step, Loop):
             position.display = isinstance(step, Loop)
+
+    def fit_columns(self) -> None:
+        """The code gets the room the step's tensors leave (show and loop steps, compare)."""
+        steps = self._steps()
+        if not steps:
+            return
+        step = steps[self.position.step]
+        left = self.query_one("#left")
+        source = self.query_one("#source", SourceView)
+        if isinstance(step, (Show, Loop)):
+            self.give_left(left, self.pane.natural_width(), source.natural_width())
+        elif isinstance(step, Compare):
+            panes = [
+                p.natural_width() for p in self.query("#compare TensorPane").results(TensorPane)
+            ]
+            right = self.query_one("#source-right", SourceView)
+            need = None if None in panes else max(w for w in panes if w is not None)
+            self.give_left(
+                left, need, max(source.natural_width(), right.natural_width()), COMPARE_SHARE
+            )
+        else:
+            self.give_left(left, None, 0)
 
     def _step_error(self, error: BaseException) -> None:
         self.query_one(ContentSwitcher).current = "tensors"
@@ -539,9 +567,16 @@ class LessonScreen(StepScreen):
                 canvas_axes=loop_axes(self._loop_stage(step)),
                 query=step.query,
             )
-            self.query_one("#loop-position", TextPane).show(
-                loop_position(sub, position.sub, state.count_known(), state.stepper.tokens)
-            )
+            where = self.query_one("#loop-position", TextPane)
+            where.show(loop_position(sub, position.sub, state.count_known(), state.stepper.tokens))
+            # As tall as the tallest position of this loop so far: one line shorter on the
+            # next pair would move the source below it and lay the screen out again.
+            tallest = where.line_count
+            if self._position_lines[0] == position.step:
+                tallest = max(tallest, self._position_lines[1])
+            self._position_lines = (position.step, tallest)
+            if where.styles.min_height is None or where.styles.min_height.value != tallest:
+                where.styles.min_height = tallest
             source.show_file(sub.source_file, sub.lines, files=sub.files)
         elif isinstance(step, Compare):
             switcher.current = "compare"
@@ -983,7 +1018,7 @@ def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[s
     The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
     x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
     """
-    kind = "pair" if len(step.position) == 2 else "sub-step"
+    kind = loop_noun(step)
     text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
     position = ", ".join(str(p) for p in step.position)
     text.append(f" · position ({position}), counted from 0")

@@ -27,7 +27,8 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.color import Color
-from textual.geometry import Region, Size
+from textual.errors import NoWidget
+from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -174,6 +175,10 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
     SourceView {
         height: 1fr;
         background: $surface;
+        /* Lines wrap, so never a horizontal bar; the vertical one always, so the wrap
+           width is known before the first layout and showing a step lays out once. */
+        overflow-x: hidden;
+        overflow-y: scroll;
     }
     """
 
@@ -186,6 +191,7 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
         """Lines of the statement that assigned the tensor on screen (◆)."""
         self.rows: list[Row] = []
         self._wrapped_for = -1
+        self._longest = -1
         self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
         self._colours: tuple[Color, Color, Color] | None = None
 
@@ -217,6 +223,7 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             self.path = path
             self._strips.clear()
             self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
+            self._longest = -1
             self._wrapped_for = -1
             self._wrap()
         name = Path(path).name if path else ""
@@ -241,6 +248,18 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
                 self._reveal()
             else:
                 self.call_after_refresh(self._reveal)
+
+    def natural_width(self) -> int:
+        """Columns that show every line of the file unwrapped (gutter, scrollbar and border included).
+
+        0 while the pane is hidden (a short terminal drops it): it needs no room then.
+        """
+        if not self.display:
+            return 0
+        if self._longest < 0:
+            self._longest = max((line.cell_len for line in self.lines), default=0)
+        chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical
+        return self._gutter() + self._longest + chrome
 
     def _text_width(self) -> int:
         return max(self.scrollable_content_region.width - self._gutter(), 10)
@@ -285,16 +304,30 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             (n for n, r in enumerate(self.rows) if r.number == max(self.marked)), default=first_row
         )
         top = self.scroll_offset.y
-        if top <= first_row and last_row < top + self.size.height:
+        visible = self._visible_rows()
+        if top <= first_row and last_row < top + visible:
             return  # already in view: scrolling would only cost a repaint
-        height = min(last_row - first_row + 1, max(self.size.height - 2, 1))
-        region = Region(0, first_row, 1, height)
-        self.scroll_to_region(region, animate=False, immediate=True, force=True, center=True)
+        # Centred in the rows actually on screen (a parent may clip the pane's last rows).
+        span = min(last_row - first_row + 1, visible)
+        self.scroll_to(y=max(first_row - (visible - span) // 2, 0), animate=False, immediate=True)
+
+    def _visible_rows(self) -> int:
+        """Rows of text on screen: fewer than the pane's height when its parent clips it."""
+        region = self.scrollable_content_region
+        try:
+            clip = self.screen.find_widget(self).clip
+        except NoWidget:
+            return max(region.height, 1)
+        return max(clip.intersection(region).height, 1)
 
     def _gutter(self) -> int:
         return len(str(max(len(self.lines), 1))) + 3
 
     def render_line(self, y: int) -> Strip:
+        if self._text_width() != self._wrapped_for:
+            # A new width (the columns were re-shared for this step): fold the lines for it
+            # in this frame, rather than paint the old folding now and repaint it after.
+            self._wrap()
         width = self.size.width
         scroll_y = self.scroll_offset.y
         if self._colours is None:

@@ -17,6 +17,7 @@ from textual import events, work
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
@@ -35,6 +36,8 @@ PROGRESS_DELAY = 0.3
 """Seconds a step may compute before the screen says it is still running."""
 NARROW = 100
 SHORT = 24
+LEFT_SHARE = 0.45
+"""The left column's share of the width (``#left`` in app.tcss) unless the tensors need less."""
 
 Progress = Callable[[int], None]
 LongJob = Callable[[Callable[[], bool], Progress], Any]
@@ -59,7 +62,9 @@ class StepScreen(Screen[None]):
         Binding("home,g", "start", "Start", id="attn.start", show=False),
         Binding("end,G", "end", "End", id="attn.end", show=False),
         Binding("e", "loop_end", "Loop end", id="attn.loop_end", tooltip="End of loop"),
+        # One key, two bindings: the footer says what "a" does now (Play, or Pause while playing).
         Binding("a", "autoplay", "Play", id="attn.autoplay"),
+        Binding("a", "pause", "Pause", id="attn.autoplay"),
         Binding(
             "plus,equals_sign", "faster", "Faster", key_display="+", id="attn.faster", show=False
         ),
@@ -118,6 +123,29 @@ class StepScreen(Screen[None]):
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW, "-narrow")
         self.set_class(event.size.height < SHORT, "-short")
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Split the width between the code and the tensors for what is on screen now."""
+
+    def give_left(
+        self, left: Widget, tensors: int | None, source: int, share: float = LEFT_SHARE
+    ) -> None:
+        """Widen ``left`` (the code) into the room the tensors do not need, up to ``source``.
+
+        ``tensors`` and ``source`` are the columns each side needs to draw whole;
+        ``tensors`` None means as much as it can get. The left column never gets
+        less than its share from the stylesheet, so a large table keeps its room.
+        """
+        width = self.size.width
+        wanted: int | None = None
+        if tensors is not None and width >= NARROW:
+            room = min(width - tensors, source)
+            if room > width * share:
+                wanted = room
+        current = left.styles.width
+        if (current.cells if current is not None and current.is_cells else None) != wanted:
+            left.styles.width = wanted
 
     # Actions -----------------------------------------------------------------------
 
@@ -191,16 +219,33 @@ class StepScreen(Screen[None]):
                 f"Auto-play on: {SPEEDS[self.speed]:g} s per step (+/- to change)", timeout=1.5
             )
 
-    def _start_autoplay(self) -> None:
-        self.stop_autoplay()
-        self._autoplay = self.set_interval(SPEEDS[self.speed], self._tick)
-        self.set_class(True, "-playing")
+    def action_pause(self) -> None:
+        if self.playing:
+            self.action_autoplay()
 
-    def stop_autoplay(self) -> None:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "autoplay":
+            return not self.playing
+        if action == "pause":
+            return self.playing
+        return True
+
+    def _start_autoplay(self) -> None:
+        was_playing = self.playing
         if self._autoplay is not None:
             self._autoplay.stop()
-            self._autoplay = None
+        self._autoplay = self.set_interval(SPEEDS[self.speed], self._tick)
+        self.set_class(True, "-playing")
+        if not was_playing:
+            self.refresh_bindings()  # the footer now offers Pause
+
+    def stop_autoplay(self) -> None:
+        if self._autoplay is None:
+            return
+        self._autoplay.stop()
+        self._autoplay = None
         self.set_class(False, "-playing")
+        self.refresh_bindings()  # the footer offers Play again
 
     def _tick(self) -> None:
         if self.busy:

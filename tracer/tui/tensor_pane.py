@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -68,6 +69,7 @@ class TensorPane(Vertical):
     }
     TensorPane > #tensor-stack {
         height: 1fr;
+        min-height: 3;
     }
     TensorPane .tensor-title {
         height: 1;
@@ -78,7 +80,8 @@ class TensorPane(Vertical):
     }
     TensorPane > #tensor-detail {
         height: auto;
-        max-height: 45%;
+        /* The written-out arithmetic before the tables: they scroll, it cannot. */
+        max-height: 70%;
         padding: 0 1;
         background: $panel;
     }
@@ -104,6 +107,8 @@ class TensorPane(Vertical):
         self.shown: list[Shown] = []
         self.grid: Grid | None = None
         """The first tensor on screen (the loop's matrix, or the stage's first tensor)."""
+        self.detail = Text()
+        """The line of detail under the tables (a formula, a written-out equation)."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="tensor-stack"):
@@ -212,7 +217,10 @@ class TensorPane(Vertical):
                 if view.grid is not None:
                     view.show(None)
                 continue
-            label.update(item.title)
+            if label.content != item.title:
+                label.update(
+                    item.title, layout=False
+                )  # one line high: a new title never resizes it
             height: str | int = "1fr"
             natural = item.grid.rows + 2
             if several and natural <= SMALL:
@@ -229,6 +237,27 @@ class TensorPane(Vertical):
         tables = sum(item.grid.rows + 1 + (1 if several else 0) for item in self.shown[:SLOTS])
         detail = self.query_one("#tensor-detail", TextPane)
         return tables + 2 + (detail.line_count if detail.display else 0)
+
+    def natural_width(self) -> int | None:
+        """Columns this pane needs to draw its tables, titles and detail whole (border included).
+
+        Read from what is drawn: each table's numbers, label column and scrollbar,
+        the titles, the longest line of detail. None when the pane wants all the
+        room it can get (a message, an overview or token view the learner chose).
+        """
+        if self.has_class("-message") or not self.shown:
+            return None
+        widths = [cell_len(str(self.border_title or "")) + 4]
+        several = len(self.shown) > 1
+        for item, view in zip(self.shown[:SLOTS], self.views, strict=False):
+            need = view.natural_width()
+            if need is None:
+                return None
+            widths.append(need)
+            if several:
+                widths.append(cell_len(item.title) + 2)  # the title's padding
+        widths.extend(cell_len(line) + 2 for line in self.detail.plain.splitlines())
+        return max(widths) + 2
 
     def _title(self, title: str) -> None:
         if self.border_title != title:
@@ -274,6 +303,7 @@ class TensorPane(Vertical):
             self.border_title = "error" if error else ""
 
     def _detail(self, text: Text) -> None:
+        self.detail = text
         detail = self.query_one("#tensor-detail", TextPane)
         if detail.display != bool(text.plain):
             detail.display = bool(text.plain)

@@ -155,6 +155,18 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
             return 0
         return self.label_width + 1 + grid.columns * (self.cell_width + 1)
 
+    def natural_width(self) -> int | None:
+        """Columns this view needs to show every number (a scrollbar's room included).
+
+        None when it wants all the room it can get: the learner chose the overview
+        or the token view, whose bars grow with the width.
+        """
+        if self.grid is None:
+            return 0
+        if self.token_view or self.zoomed is False:
+            return None
+        return self.numbers_width() + self.styles.scrollbar_size_vertical
+
     @property
     def mode(self) -> Mode:
         grid = self.grid
@@ -390,14 +402,23 @@ class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
         if y == 0:
             per_row = math.ceil(grid.rows / max(shown_rows, 1))
             per_col = math.ceil(grid.columns / max(shown_cols, 1))
+            one = per_row == per_col == 1
             block = (
                 "each block one value"
-                if per_row == per_col == 1
-                else (f"each block the mean of up to {per_row}×{per_col} values")
+                if one
+                else f"each block the mean of up to {per_row}×{per_col} values"
             )
-            header = (
-                f"overview · {block} · {format_number(low)} to {format_number(high)} · z: numbers"
+            short = "one value a block" if one else f"means of ≤{per_row}×{per_col}"
+            scale = f"{format_number(low)} to {format_number(high)}"
+            # The longest header that fits whole: a cut-off range would read as a wrong one.
+            choices = (
+                f"overview · {block} · {scale} · z: numbers",
+                f"overview · {block} · {scale}",
+                f"overview · {short} · {scale}",
+                f"{short} · {scale}",
+                scale,
             )
+            header = next((text for text in choices if len(text) <= width), choices[-1])
             return Strip([Segment(_fit(header, width), self._style("label"))]).adjust_cell_length(
                 width, self._style("blank")
             )

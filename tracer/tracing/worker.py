@@ -239,7 +239,7 @@ class WorkerTrace(Trace):
     def _timed_out(self, connection: Connection, process: Any) -> VariantRunError:
         """Ask the child where it is stuck (its plugin's line), then give up on it."""
         where = Location(self.source_file)
-        with contextlib.suppress(ProcessLookupError, OSError):
+        with contextlib.suppress(OSError, EOFError):  # a child that is gone says nothing
             os.kill(process.pid, signal.SIGUSR1)
             if connection.poll(WHERE_GRACE_S):
                 message = _read(connection)

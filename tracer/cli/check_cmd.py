@@ -60,7 +60,13 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.learner.check import NOT_COMPARED, check, hidden_scaling_d_out, hides_dropout
+    from tracer.learner.check import (
+        NOT_COMPARED,
+        CheckResult,
+        check,
+        hidden_scaling_d_out,
+        hides_dropout,
+    )
     from tracer.learner.dropout import CHECK_RATE
     from tracer.learner.isolation import Limits
     from tracer.learner.loader import LearnerFailure
@@ -76,28 +82,29 @@ def run(args: argparse.Namespace) -> int:
     wider = None
     dropped = None
     undropped = None
+
+    def check_again(**changes: Any) -> CheckResult:
+        """The same file against a fresh run of the variant with some options changed."""
+        again = start_trace(args.against, replace(trace_options(args), **changes), host)
+        return check(Path(args.file), again.run_to_end(), function=args.function, limits=limits)
+
     try:
         result = check(Path(args.file), trace, function=args.function, limits=limits)
         wider = hidden_scaling_d_out(trace) if result.matches else None
         if wider is not None:
             # The defaults hide a missing √d_k (heads 1 wide): run again where they do not.
-            options = replace(trace_options(args), d_out=wider)
-            wide_trace = start_trace(args.against, options, host).run_to_end()
-            second = check(Path(args.file), wide_trace, function=args.function, limits=limits)
+            second = check_again(d_out=wider)
         passed = second if second is not None else result
         if passed.matches and hides_dropout(trace, result):
             # Dropout off hides a dropout that is ignored, misplaced or not rescaled.
-            options = replace(trace_options(args), dropout=CHECK_RATE)
-            dropout_trace = start_trace(args.against, options, host).run_to_end()
-            dropped = check(Path(args.file), dropout_trace, function=args.function, limits=limits)
+            dropped = check_again(dropout=CHECK_RATE)
         if passed.matches and any(r.status == NOT_COMPARED for r in passed.stages):
             # Dropout on leaves the stages after the context uncompared (the masks differ):
             # compare them value by value with dropout off.
-            options = replace(trace_options(args), dropout=0.0)
             if second is not None:
-                options = replace(options, d_out=wider)
-            plain_trace = start_trace(args.against, options, host).run_to_end()
-            undropped = check(Path(args.file), plain_trace, function=args.function, limits=limits)
+                undropped = check_again(dropout=0.0, d_out=wider)
+            else:
+                undropped = check_again(dropout=0.0)
     except LearnerFailure as failure:
         if failure.output and not args.json:
             sys.stderr.write(learner_output(failure.output) + "\n")

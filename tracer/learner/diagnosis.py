@@ -87,7 +87,8 @@ class Evidence:
 Detector = Callable[[Evidence], list[Diagnosis]]
 
 
-def _at(line: int | None) -> str:
+def at_line(line: int | None) -> str:
+    """``line 12`` in a diagnosis, or ``your code`` when the line is unknown."""
     return f"line {line}" if line is not None else "your code"
 
 
@@ -103,7 +104,7 @@ def mutated_inputs(evidence: Evidence) -> list[Diagnosis]:
                 "inputs-mutated",
                 "mutating the inputs in place",
                 mutation.line,
-                f"{_at(mutation.line)} changes `{mutation.argument}` in place ({mutation.op}), so "
+                f"{at_line(mutation.line)} changes `{mutation.argument}` in place ({mutation.op}), so "
                 "the caller's tensor changes too and later steps see altered values. Compute a "
                 f"new tensor instead (`x = x * 2`, not `x *= 2`), or work on `{mutation.argument}.clone()`.",
             )
@@ -128,7 +129,7 @@ def discarded_masked_fill(evidence: Evidence) -> list[Diagnosis]:
             "discarded-masked-fill",
             "a masked_fill whose result is discarded",
             record.line,
-            f"{_at(record.line)} calls masked_fill, which returns a new, masked tensor, and the "
+            f"{at_line(record.line)} calls masked_fill, which returns a new, masked tensor, and the "
             "result is thrown away: the scores themselves stay unmasked. Assign it "
             "(`scores = scores.masked_fill(mask, -torch.inf)`) or use the in-place `masked_fill_`.",
         )
@@ -179,7 +180,7 @@ def mask_with_diagonal(evidence: Evidence) -> list[Diagnosis]:
                     "mask-diagonal",
                     "a mask that includes the diagonal",
                     mask_origin(evidence, mask, record),
-                    f"the mask used on {_at(record.line)} also hides the diagonal, so no token may "
+                    f"the mask used on {at_line(record.line)} also hides the diagonal, so no token may "
                     "attend to itself: the first token has no key left at all, its row is -inf "
                     "everywhere and softmax turns it into NaN. Build the mask with "
                     "`torch.triu(torch.ones(n, n), diagonal=1)` so only later tokens are hidden.",
@@ -209,7 +210,7 @@ def fill_with_zero(evidence: Evidence) -> list[Diagnosis]:
                 "fill-zero",
                 "filling with 0 instead of -inf",
                 record.line,
-                f"{_at(record.line)} fills the hidden scores with 0, but softmax turns a score of "
+                f"{at_line(record.line)} fills the hidden scores with 0, but softmax turns a score of "
                 "0 into exp(0) = 1, so future tokens still get weight. Fill them with -torch.inf: "
                 "exp(-inf) = 0, and the weights of the visible tokens still sum to 1.",
             )
@@ -231,7 +232,7 @@ def softmax_dimension(evidence: Evidence) -> list[Diagnosis]:
                     "softmax-dim",
                     "softmax over the wrong dimension",
                     record.line,
-                    f"softmax on {_at(record.line)} normalises over dim={dim}, down each column "
+                    f"softmax on {at_line(record.line)} normalises over dim={dim}, down each column "
                     "(across queries). Each query's weights must sum to 1 across the keys, the "
                     "last dimension: use `dim=-1`.",
                 )
@@ -282,7 +283,7 @@ def wrong_transpose(evidence: Evidence) -> list[Diagnosis]:
                         "transpose",
                         "transposing the wrong axes",
                         record.line,
-                        f"the product on {_at(record.line)} has the wrong axes transposed (it "
+                        f"the product on {at_line(record.line)} has the wrong axes transposed (it "
                         f"gives {shape}). Scores pair every query row with every key row: "
                         "`queries @ keys.T` (for batched or per-head tensors, transpose only the "
                         "last two axes: `keys.transpose(-2, -1)`).",
@@ -298,7 +299,7 @@ def wrong_transpose(evidence: Evidence) -> list[Diagnosis]:
                     "transpose",
                     "transposing the wrong axes",
                     record.line,
-                    f"the einsum on {_at(record.line)} writes its result with the last two axes "
+                    f"the einsum on {at_line(record.line)} writes its result with the last two axes "
                     "swapped (keys before queries); the output subscripts should list the "
                     "query axis first, e.g. `'qe,ke->qk'`.",
                 )
@@ -380,7 +381,7 @@ def scaling(evidence: Evidence) -> list[Diagnosis]:
                     "scaling",
                     "wrong √d_k scaling",
                     record.line,
-                    f"{_at(record.line)} {how} (d_k = {d_k}, the width of the keys).",
+                    f"{at_line(record.line)} {how} (d_k = {d_k}, the width of the keys).",
                 )
             ]
     for record in evidence.records:
@@ -393,7 +394,7 @@ def scaling(evidence: Evidence) -> list[Diagnosis]:
                     "scaling",
                     "missing √d_k scaling",
                     record.line,
-                    f"softmax on {_at(record.line)} gets the raw scores. Divide them by "
+                    f"softmax on {at_line(record.line)} gets the raw scores. Divide them by "
                     f"√d_k ≈ {root:.4g} first (d_k = {d_k} = keys.shape[-1]); unscaled scores grow "
                     "with the key width and push softmax towards all-or-nothing weights.",
                 )
@@ -421,7 +422,7 @@ def missing_renormalisation(evidence: Evidence) -> list[Diagnosis]:
             "renormalise",
             "masking after softmax without renormalising",
             record.line,
-            f"{_at(record.line)} zeroes the future after the softmax, but the rows no longer sum "
+            f"{at_line(record.line)} zeroes the future after the softmax, but the rows no longer sum "
             f"to 1 (the first rows sum to {sums}, ...). Divide each row by its sum "
             "(`w / w.sum(dim=-1, keepdim=True)`), or fill the scores with -inf before the softmax.",
         )
@@ -473,7 +474,7 @@ def mask_sees_future(evidence: Evidence) -> list[Diagnosis]:
                 "mask-future",
                 "a mask that hides the past instead of the future",
                 line,
-                f"the mask built on {_at(line)} hides earlier tokens and lets every query see "
+                f"the mask built on {at_line(line)} hides earlier tokens and lets every query see "
                 "later ones (tril and triu swapped); hide the future with "
                 "`torch.triu(torch.ones(n, n), diagonal=1).bool()`.",
             )
@@ -500,7 +501,7 @@ def mask_by_multiplying(evidence: Evidence) -> list[Diagnosis]:
                     "mask-multiply",
                     "masking by multiplying the scores with a 0/1 mask",
                     record.line,
-                    f"{_at(record.line)} multiplies the scores by a 0/1 mask, so hidden scores "
+                    f"{at_line(record.line)} multiplies the scores by a 0/1 mask, so hidden scores "
                     "become 0 and softmax still gives them weight exp(0) = 1; use "
                     "`scores.masked_fill(mask, -torch.inf)` before the softmax instead.",
                 )
@@ -533,7 +534,7 @@ def wrong_values(evidence: Evidence) -> list[Diagnosis]:
                         "keys-as-values",
                         "keys used where the values belong",
                         record.line,
-                        f"{_at(record.line)} multiplies the weights by the keys; the context "
+                        f"{at_line(record.line)} multiplies the weights by the keys; the context "
                         "vectors mix the values: `weights @ values`.",
                     )
                 ]
@@ -543,7 +544,7 @@ def wrong_values(evidence: Evidence) -> list[Diagnosis]:
                         "inputs-as-values",
                         "the inputs used where the values belong",
                         record.line,
-                        f"{_at(record.line)} multiplies the weights by the raw inputs; with "
+                        f"{at_line(record.line)} multiplies the weights by the raw inputs; with "
                         "trainable weights the context mixes the values: "
                         "`values = inputs @ W_value`, then `weights @ values`.",
                     )
@@ -558,7 +559,7 @@ def wrong_values(evidence: Evidence) -> list[Diagnosis]:
                     "context-order",
                     "values and weights multiplied the wrong way round",
                     record.line,
-                    f"{_at(record.line)} computes values.T @ weights; the context is "
+                    f"{at_line(record.line)} computes values.T @ weights; the context is "
                     "`weights @ values` (one row per query, the weights on the left).",
                 )
             ]
@@ -593,7 +594,7 @@ def head_layout(evidence: Evidence) -> list[Diagnosis]:
                     "head-split",
                     "heads split without the transpose",
                     record.line,
-                    f"{_at(record.line)} reshapes (tokens, d_out) straight to (heads, tokens, "
+                    f"{at_line(record.line)} reshapes (tokens, d_out) straight to (heads, tokens, "
                     "head_dim), which mixes tokens across heads; use "
                     "`.view(n, heads, head_dim).transpose(0, 1)`.",
                 )
@@ -608,7 +609,7 @@ def head_layout(evidence: Evidence) -> list[Diagnosis]:
                     "head-merge",
                     "heads merged without the transpose",
                     record.line,
-                    f"{_at(record.line)} reshapes (heads, tokens, head_dim) straight to "
+                    f"{at_line(record.line)} reshapes (heads, tokens, head_dim) straight to "
                     "(tokens, d_out), which mixes tokens across heads; use "
                     "`.transpose(0, 1).contiguous().view(n, d_out)`.",
                 )
@@ -634,7 +635,7 @@ def softmax_whole_matrix(evidence: Evidence) -> list[Diagnosis]:
                     "softmax-dim",
                     "softmax over the wrong dimension",
                     record.line,
-                    f"{_at(record.line)} sums exp over dim=0, down each column (across queries), "
+                    f"{at_line(record.line)} sums exp over dim=0, down each column (across queries), "
                     "as a softmax written for one vector does on a matrix; each query's row must "
                     "sum to 1: `.sum(dim=-1, keepdim=True)`.",
                 )
@@ -645,7 +646,7 @@ def softmax_whole_matrix(evidence: Evidence) -> list[Diagnosis]:
                     "softmax-all",
                     "softmax over the whole matrix",
                     record.line,
-                    f"{_at(record.line)} divides by one sum over the whole matrix, so no row sums "
+                    f"{at_line(record.line)} divides by one sum over the whole matrix, so no row sums "
                     "to 1; normalise each query's row: `.sum(dim=-1, keepdim=True)` (or "
                     "`torch.softmax(scores, dim=-1)`).",
                 )
@@ -671,7 +672,7 @@ def dropout_left_on(evidence: Evidence) -> list[Diagnosis]:
                 "dropout-on",
                 "dropout applied when the check has none",
                 line,
-                f"{_at(line)} sets dropout p = {p:g} although this check runs with "
+                f"{at_line(line)} sets dropout p = {p:g} although this check runs with "
                 "--dropout 0; take the rate as the `dropout` argument instead of a fixed number "
                 "(or pass --dropout to compare with dropout on).",
             )
@@ -715,7 +716,7 @@ def skipped_in_loop(evidence: Evidence) -> list[Diagnosis]:
                     "loop-range",
                     "a loop that stops one short",
                     line,
-                    f"the loop on {_at(line)} never reaches the last token, so {name} misses "
+                    f"the loop on {at_line(line)} never reaches the last token, so {name} misses "
                     f"{which}; loop over every token (`range(n)`, not `range(n - 1)`).",
                 )
             ]
@@ -738,7 +739,7 @@ def weights_layout(evidence: Evidence) -> list[Diagnosis]:
                         "weights-layout",
                         "weights transposed as if they were nn.Linear's",
                         record.line,
-                        f"{_at(record.line)} multiplies by {name}.T; attn check passes weights as "
+                        f"{at_line(record.line)} multiplies by {name}.T; attn check passes weights as "
                         f"d_in×d_out, applied as `inputs @ {name}` (nn.Linear stores the "
                         "transpose), so drop the .T.",
                     )
@@ -760,7 +761,7 @@ def mask_unused(evidence: Evidence) -> list[Diagnosis]:
             "mask-unused",
             "a mask that is never applied",
             line,
-            f"{_at(line)} builds the causal mask, but nothing applies it, so every query still "
+            f"{at_line(line)} builds the causal mask, but nothing applies it, so every query still "
             "sees the future; apply it before the softmax: "
             "`scores = scores.masked_fill(mask, -torch.inf)`.",
         )
@@ -807,7 +808,7 @@ def wrong_projection(evidence: Evidence) -> list[Diagnosis]:
                     "projection-weights",
                     "keys computed with the wrong weights",
                     line,
-                    f"the keys made on {_at(line)} equal the {role}: they were computed with "
+                    f"the keys made on {at_line(line)} equal the {role}: they were computed with "
                     f"{weight}'s columns; compute them with W_key (`keys = inputs @ W_key`).",
                 )
             ]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from tracer.learner.compare import close, find, matches_any
-from tracer.learner.diagnosis import Diagnosis
+from tracer.learner.diagnosis import Diagnosis, at_line
 from tracer.learner.recorder import DROPOUT_OPS, Record
 from tracer.variant import Stage
 
@@ -139,10 +139,6 @@ def _source_line(path: str, pattern: re.Pattern[str]) -> int | None:
     return None
 
 
-def _at(line: int | None) -> str:
-    return f"line {line}" if line is not None else "your code"
-
-
 def check_dropout(
     stages: Sequence[Stage],
     records: Sequence[Record],
@@ -193,7 +189,7 @@ def check_dropout(
                         "dropout-scores",
                         "dropout applied to the scores, before the softmax",
                         record.line,
-                        f"{_at(record.line)} applies dropout to the attention scores; dropout "
+                        f"{at_line(record.line)} applies dropout to the attention scores; dropout "
                         "belongs on the weights after the softmax (`weights = "
                         "self.dropout(torch.softmax(scores, dim=-1))`), so each row still "
                         "sums to 1 before some weights are dropped.",
@@ -215,7 +211,7 @@ def check_dropout(
                     "dropout-unscaled",
                     "dropped weights without rescaling the kept ones",
                     record.line,
-                    f"{_at(record.line)} zeroes some weights but leaves the others as they "
+                    f"{at_line(record.line)} zeroes some weights but leaves the others as they "
                     f"were; dropout also divides the kept weights by 1 - p = {1 - p:g}, so "
                     "their expected sum stays the same (`weights * keep / (1 - p)`, or "
                     "nn.Dropout, which does it for you).",
@@ -248,7 +244,7 @@ def check_dropout(
                         "dropout-twice",
                         "the context changed again after dropout",
                         made.line,
-                        f"{_at(made.line)} changes the context that line {context.line} made "
+                        f"{at_line(made.line)} changes the context that line {context.line} made "
                         "from your dropped weights; with dropout on, that context is the "
                         "output (is dropout applied a second time?).",
                     ),
@@ -266,7 +262,7 @@ def check_dropout(
                     "dropout-unused",
                     "the context uses the weights before dropout",
                     undropped.line,
-                    f"{_at(undropped.line)} multiplies the weights from before dropout by the "
+                    f"{at_line(undropped.line)} multiplies the weights from before dropout by the "
                     f"values, so the dropout on line {record.line} changes nothing; use the "
                     "dropped weights (`weights = self.dropout(weights)`, then `weights @ values`).",
                 ),
@@ -284,7 +280,7 @@ def check_dropout(
                     "dropout-eval",
                     "dropout kept in evaluation mode",
                     line,
-                    f"{_at(line)} puts dropout in evaluation mode, where it drops nothing, "
+                    f"{at_line(line)} puts dropout in evaluation mode, where it drops nothing, "
                     f"although this check asks for training with p = {p:g}; leave the module "
                     "in training mode (no `.eval()`), or pass `training=self.training`.",
                 )
@@ -298,7 +294,7 @@ def check_dropout(
                     "dropout-rate",
                     "a dropout rate other than the one asked for",
                     line,
-                    f"{_at(line)} uses dropout p = {rate:g} although this check asks for "
+                    f"{at_line(line)} uses dropout p = {rate:g} although this check asks for "
                     f"p = {p:g}; take the rate from the `dropout` argument.",
                 )
             )
@@ -320,7 +316,7 @@ def check_dropout(
                         "dropout-context",
                         "dropout applied to the context instead of the weights",
                         record.line,
-                        f"{_at(record.line)} applies dropout to the context vectors; it belongs "
+                        f"{at_line(record.line)} applies dropout to the context vectors; it belongs "
                         "on the attention weights, before they mix the values: "
                         "`weights = self.dropout(weights)`, then `weights @ values`.",
                     )
@@ -331,7 +327,7 @@ def check_dropout(
             zero = next((r for r in ops if _rate(r) == 0.0), None)
             if zero is not None:
                 line = next((at for r, at in dropout_lines if r == 0.0), zero.line)
-                where = f"{_at(line)} sets the dropout rate to 0"
+                where = f"{at_line(line)} sets the dropout rate to 0"
                 fix = "take the rate from the `dropout` argument"
             elif not takes_dropout:
                 line = before.line
@@ -339,7 +335,7 @@ def check_dropout(
                 fix = "add a `dropout` parameter and apply it to the weights after the softmax"
             else:
                 line = before.line
-                where = f"nothing after {_at(line)} applies dropout to the weights"
+                where = f"nothing after {at_line(line)} applies dropout to the weights"
                 fix = (
                     "apply it after the softmax: `weights = self.dropout(weights)` "
                     "(or `F.dropout(weights, p)` in a function)"

@@ -173,6 +173,21 @@ class Stepper:
             return index - self.produced + 1
         return index + 1
 
+    def loop_total(self, index: int, step: SubStep) -> int | None:
+        """How many sub-steps the loop holding step ``index`` (which is ``step``) has.
+
+        The tracer numbers a loop's sub-steps from the stage before it, and a stage
+        ends the loop, so the count is exact once the stage after it has been seen
+        (or the trace ended cleanly); before that, None: nothing is estimated.
+        """
+        first = index - step.index
+        after = next((number for number in self.stage_numbers if number > index), None)
+        if after is not None:
+            return after - first
+        if self.total is not None and self.error is None:
+            return self.total - first
+        return None  # not reached yet, or the variant failed inside the loop
+
     def stage_number(self, name: str) -> int | None:
         """The step number of the (first) stage called ``name``, if it has been reached."""
         for number in self.stage_numbers:

@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState
 from tracer.errors import PluginError
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
-from tracer.tui.loop_count import loop_place, loop_total
+from tracer.tui.loop_count import loop_place
 from tracer.tui.source_view import SourceView, highlighted
 from tracer.tui.step_screen import StepScreen, freeze_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
@@ -192,7 +192,7 @@ class ExploreScreen(StepScreen):
             except Exception as error:
                 self.pane.show_error(f"cannot show this sub-step: {self.describe(error)}")
             current = step.stage
-            where = loop_place(step, loop_total(stepper, index, step))
+            where = loop_place(step, stepper.loop_total(index, step))
         if step.formula:
             narration.append("\n" + step.formula)
         total = f"{stepper.total:,}" if stepper.total is not None else "?"

@@ -1,30 +1,16 @@
-"""Where a loop is: what one iteration is called, and how many there are once that is certain.
+"""Where a loop is, in words: what one iteration is called, and its place in the loop.
 
-The tracer numbers a loop's sub-steps from the stage before it, and a stage
-ends the loop, so the count is exact as soon as the stepper has seen the stage
-after it (or the trace ended cleanly). Before that nothing is estimated.
+How many iterations a loop has is the stepper's to say (``Stepper.loop_total``).
 """
 
 from __future__ import annotations
 
-from tracer.tracing.stepper import Stepper
 from tracer.variant import SubStep
 
 
 def loop_noun(step: SubStep) -> str:
     """What one iteration is called: a (query, key) pair, else a sub-step."""
     return "pair" if len(step.position) == 2 else "sub-step"
-
-
-def loop_total(stepper: Stepper, index: int, step: SubStep) -> int | None:
-    """How many sub-steps the loop holding step ``index`` (which is ``step``) has, if certain."""
-    first = index - step.index
-    after = next((number for number in stepper.stage_numbers if number > index), None)
-    if after is not None:
-        return after - first
-    if stepper.total is not None and stepper.error is None:
-        return stepper.total - first
-    return None  # not reached yet, or the variant failed inside the loop
 
 
 def loop_place(step: SubStep, total: int | None) -> str:

@@ -150,6 +150,7 @@ class Stepper:
         """The trace was stopped in the middle of a step and must be run again to go on."""
         self._interrupt = threading.Event()
         """Set when a caller gives up waiting: whatever computes now (a prefetch) stops."""
+        self.trace.should_stop = self._stop_requested
 
     # Queries -------------------------------------------------------------------
 
@@ -355,6 +356,11 @@ class Stepper:
             self._should_stop = None
             self.lock.release()
 
+    def _stop_requested(self) -> bool:
+        """What a trace in a worker process polls mid-step: stop for the caller, or for Esc."""
+        caller = self._should_stop
+        return self._interrupt.is_set() or (caller is not None and caller())
+
     def _revive(self) -> None:
         """Run a fresh trace up to where the stopped one was."""
         target = self.produced
@@ -365,6 +371,7 @@ class Stepper:
 
     def _restart(self) -> None:
         self.trace = self._factory()
+        self.trace.should_stop = self._stop_requested
         self._stale = False
         self.produced = 0
         self._recent.clear()
@@ -376,8 +383,6 @@ class Stepper:
             self._revive()
         if self.total is not None and self.produced >= self.total:
             return False
-        caller, interrupt = self._should_stop, self._interrupt
-        self.trace.should_stop = lambda: interrupt.is_set() or (caller is not None and caller())
         try:
             step = next(self.trace)
         except Cancelled:

@@ -115,6 +115,8 @@ class PluginHost:
         use_env: bool = True,
     ) -> None:
         self.strict = strict_from_env() if strict is None else strict
+        # Read once, before any plugin loads: a bad value is the user's error, not a plugin's.
+        self._import_timeout = import_timeout()
         self.manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.manager.add_hookspecs(hookspecs)
         self.plugins: list[PluginRecord] = []
@@ -185,7 +187,7 @@ class PluginHost:
                 version=dist.version if dist else None,
             )
             try:
-                with _guarded(record):
+                with _guarded(record, self._import_timeout):
                     module = entry_point.load()
             except _PLUGIN_ESCAPES as exc:  # a plugin may even call sys.exit() on import
                 record.error = _describe(exc)
@@ -215,7 +217,7 @@ class PluginHost:
                 assert spec is not None and spec.loader is not None
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[module_name] = module
-                with _guarded(record), _importable(folder):
+                with _guarded(record, self._import_timeout), _importable(folder):
                     spec.loader.exec_module(module)
             except _PLUGIN_ESCAPES as exc:
                 sys.modules.pop(module_name, None)
@@ -269,7 +271,7 @@ class PluginHost:
                 _found.append(variant)
 
             try:
-                with _guarded(record):
+                with _guarded(record, self._import_timeout):
                     impl.function(**{name: register for name in impl.argnames})
             except _PLUGIN_ESCAPES as exc:
                 source = getattr(impl.plugin, "__file__", None)
@@ -360,11 +362,11 @@ def _time_limit(seconds: float) -> Iterator[None]:
 
 
 @contextmanager
-def _guarded(record: PluginRecord) -> Iterator[None]:
+def _guarded(record: PluginRecord, timeout: float) -> Iterator[None]:
     """Plugin code at import: prints go to stderr (never into --json), defaults are put back,
     and a plugin that never finishes loading is stopped."""
     changed: list[str] = []
-    with contextlib.redirect_stdout(sys.stderr), contained(changed), _time_limit(import_timeout()):
+    with contextlib.redirect_stdout(sys.stderr), contained(changed), _time_limit(timeout):
         yield
     if changed:
         record.warnings.append(f"changed torch's {', '.join(changed)} at import; put back")

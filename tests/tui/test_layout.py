@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 
 from tracer.inputs import load_inputs
 from tracer.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.launch import make_explore_app, make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
+from tracer.tui.lesson_screen import LessonScreen, loop_position
 from tracer.tui.source_view import SourceView
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import TextPane
+from tracer.variant import SubStep
 
 from .conftest import LESSON, PLUGINS, press, settle
 
@@ -131,3 +134,26 @@ async def test_at_80x24_a_loop_sub_step_keeps_its_arithmetic_whole() -> None:
         drawn = [strip.text for strip in detail.render_lines(region.reset_offset)]
         for line in written:
             assert any(line in text for text in drawn), line
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(40, 200))
+async def test_a_counted_loop_holds_the_height_of_its_tallest_position(width: int) -> None:
+    """Whatever the width, the held height is exactly the tallest pair's, measured, not guessed."""
+    app = make_lesson_app(LESSON, plugin_dirs=[str(PLUGINS)], resume=False)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        screen.go_to_step(2)
+        await settle(pilot)
+        where = screen.query_one("#loop-position", TextPane)
+        state = screen.loops[2]
+        tokens = state.stepper.tokens
+        wrap = where.content_region.width
+        tallest = max(
+            len(loop_position(sub, n, 8, tokens).wrap(app.console, wrap))
+            for n, sub in enumerate(state.stepper.get(state.first + k) for k in range(8))
+            if isinstance(sub, SubStep)
+        )
+        assert where.size.height == tallest

@@ -168,6 +168,30 @@ async def test_a_loop_says_which_pair_it_is_on_and_how_many_there_are() -> None:
         assert "journey = x[1] here, x_2 in the course" in position
 
 
+async def test_a_loop_keeps_one_layout_from_its_first_pair_to_its_last() -> None:
+    """The position text is held at the loop's tallest from the first pair on.
+
+    One line more or less moves the source below it and costs a second layout
+    (and frame); measured from its first sub-step, where the text had only just
+    become visible, it used to grow over the first pairs.
+    """
+    app = lesson_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        screen.go_to_step(2)
+        await settle(pilot)
+        where = screen.query_one("#loop-position", TextPane)
+        source = screen.query_one("#source")
+        seen = []
+        for _ in range(8):
+            assert where.line_count <= where.size.height  # held, never clipped
+            seen.append((where.size.height, source.region))
+            await press(pilot, "right")
+        assert screen.position.step == 3  # all eight pairs were shown
+        assert len(set(seen)) == 1, seen
+
+
 async def test_a_show_step_without_a_tensor_shows_every_tensor_of_the_stage() -> None:
     app = lesson_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -264,6 +264,8 @@ class LessonScreen(StepScreen):
         self._reload_error: ErrorScreen | None = None
         self._position_lines = (-1, 0)
         """(loop step, lines): the most lines its position text has taken so far."""
+        self._reserves: dict[tuple[int, int], int] = {}
+        """(loop step, width) -> lines held for its position text (``_position_reserve``)."""
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -425,6 +427,7 @@ class LessonScreen(StepScreen):
         old = self.position
         self.session = session
         self.loops = dict(session.loops)
+        self._reserves.clear()
         self.progress.steps = len(session.lesson.steps)
         self.progress.title = session.lesson.title
         self._fill_timeline()
@@ -506,7 +509,9 @@ class LessonScreen(StepScreen):
         left = self.query_one("#left")
         source = self.query_one("#source", SourceView)
         if isinstance(step, (Show, Loop)):
-            self.give_left(left, self.pane.natural_width(), source.natural_width())
+            columns = self.give_left(left, self.pane.natural_width(), source.natural_width())
+            if isinstance(step, Loop):
+                self._hold_position_height(step, columns)
         elif isinstance(step, Compare):
             panes = [
                 p.natural_width() for p in self.query("#compare TensorPane").results(TensorPane)
@@ -518,6 +523,59 @@ class LessonScreen(StepScreen):
             )
         else:
             self.give_left(left, None, 0)
+
+    def _hold_position_height(self, step: Loop, columns: int) -> None:
+        """Keep the loop's position text one height for the whole loop.
+
+        A position one line taller or shorter than the last moves the source
+        below it, and Textual lays the whole screen out again (a second frame).
+        So the text gets, from the loop's first sub-step, the height of the
+        tallest position the loop shows, measured at the width the column is
+        given (just made visible, the pane itself still measures 0 columns),
+        and never less than any position it has shown.
+        """
+        state = self.loops.get(self.position.step)
+        if state is None:
+            return
+        where = self.query_one("#loop-position", TextPane)
+        text_box = self.query_one("#lesson-text")
+        width = columns - text_box.styles.gutter.width - where.styles.gutter.width
+        tallest = max(where.line_count, self._position_reserve(state, width))
+        if self._position_lines[0] == self.position.step:
+            tallest = max(tallest, self._position_lines[1])
+        self._position_lines = (self.position.step, tallest)
+        if where.styles.min_height is None or where.styles.min_height.value != tallest:
+            where.styles.min_height = tallest
+
+    def _position_reserve(self, state: LoopState, width: int) -> int:
+        """Lines to hold for the loop's position text at ``width``.
+
+        When every sub-step of the loop is at hand (the loading worker runs loops
+        of up to ``COUNT_STEPS`` to count them), the tallest of their positions,
+        cached per loop and width. Otherwise only the position on screen, measured
+        at the width it is given; the height then grows as taller ones come (word
+        wrapping is not monotonic, so no bound is guessed from the longest names).
+        """
+        stepper, console = state.stepper, self.app.console
+        count = state.count_known()
+        key = (self.position.step, width)
+        cached = self._reserves.get(key)
+        if cached is not None:
+            return cached
+        everything = range(state.first, state.last + 1) if state.last is not None else range(0)
+        if everything and all(stepper.known(index) for index in everything):
+            lines = max(
+                len(loop_position(sub, n, count, stepper.tokens).wrap(console, width))
+                for n, sub in enumerate(stepper.get(index) for index in everything)
+                if isinstance(sub, SubStep)
+            )
+            self._reserves[key] = lines
+            return lines
+        sub = stepper.get(state.first + self.position.sub)
+        assert isinstance(sub, SubStep)
+        return len(
+            loop_position(sub, self.position.sub, count, stepper.tokens).wrap(console, width)
+        )
 
     def _step_error(self, error: BaseException) -> None:
         self.query_one(ContentSwitcher).current = "tensors"
@@ -569,14 +627,6 @@ class LessonScreen(StepScreen):
             )
             where = self.query_one("#loop-position", TextPane)
             where.show(loop_position(sub, position.sub, state.count_known(), state.stepper.tokens))
-            # As tall as the tallest position of this loop so far: one line shorter on the
-            # next pair would move the source below it and lay the screen out again.
-            tallest = where.line_count
-            if self._position_lines[0] == position.step:
-                tallest = max(tallest, self._position_lines[1])
-            self._position_lines = (position.step, tallest)
-            if where.styles.min_height is None or where.styles.min_height.value != tallest:
-                where.styles.min_height = tallest
             source.show_file(sub.source_file, sub.lines, files=sub.files)
         elif isinstance(step, Compare):
             switcher.current = "compare"
@@ -1018,17 +1068,22 @@ def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[s
     The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
     x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
     """
-    kind = loop_noun(step)
-    text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
-    position = ", ".join(str(p) for p in step.position)
-    text.append(f" · position ({position}), counted from 0")
-    named = [
-        f"{tokens[p]} = x[{p}] here, x_{p + 1} in the course"
-        for p in dict.fromkeys(step.position)
-        if 0 <= p < len(tokens)
-    ]
-    if len(step.position) == 2 and named:
-        text.append("\n" + "; ".join(named), style="dim")
+    named = [(tokens[p], p) for p in dict.fromkeys(step.position) if 0 <= p < len(tokens)]
+    return _position_text(loop_noun(step), sub, count, step.position, named)
+
+
+def _position_text(
+    noun: str,
+    sub: int,
+    count: int | None,
+    position: Sequence[int],
+    named: Sequence[tuple[str, int]],
+) -> Text:
+    text = Text(f"{noun} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
+    text.append(f" · position ({', '.join(str(p) for p in position)}), counted from 0")
+    if len(position) == 2 and named:
+        names = (f"{name} = x[{p}] here, x_{p + 1} in the course" for name, p in named)
+        text.append("\n" + "; ".join(names), style="dim")
     return text
 
 

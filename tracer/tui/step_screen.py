@@ -130,12 +130,13 @@ class StepScreen(Screen[None]):
 
     def give_left(
         self, left: Widget, tensors: int | None, source: int, share: float = LEFT_SHARE
-    ) -> None:
+    ) -> int:
         """Widen ``left`` (the code) into the room the tensors do not need, up to ``source``.
 
         ``tensors`` and ``source`` are the columns each side needs to draw whole;
         ``tensors`` None means as much as it can get. The left column never gets
         less than its share from the stylesheet, so a large table keeps its room.
+        Returns the columns ``left`` is given (the whole width on a narrow screen).
         """
         width = self.size.width
         wanted: int | None = None
@@ -146,6 +147,9 @@ class StepScreen(Screen[None]):
         current = left.styles.width
         if (current.cells if current is not None and current.is_cells else None) != wanted:
             left.styles.width = wanted
+        if width < NARROW:
+            return width
+        return wanted if wanted is not None else int(width * share)
 
     # Actions -----------------------------------------------------------------------
 

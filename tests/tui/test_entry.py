@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,26 @@ def test_importing_the_app_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(("chosen", "expected"), [(None, "240"), ("30", "30")])
+def test_the_app_raises_textuals_frame_cap_unless_the_user_chose_one(
+    chosen: str | None, expected: str
+) -> None:
+    """A step's second frame (Textual's second layout pass) goes out within ~4 ms, not 16.7."""
+    code = (
+        "from tracer.tui.launch import make_picker_app\n"
+        "make_picker_app()\n"
+        "import textual.constants, textual.screen\n"
+        "print(textual.constants.MAX_FPS, round(1 / textual.screen.UPDATE_PERIOD))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"}
+    if chosen is not None:
+        env["TEXTUAL_FPS"] = chosen
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert result.stdout.split() == [expected, expected]
 
 
 def test_attn_alone_opens_the_lesson_picker(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -65,6 +65,8 @@ COMPARE_SMALL = 12
 """A compared table this many lines high (or less) gets exactly its height."""
 COUNT_STEPS = 2048
 """Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
+HELD_POSITIONS = 256
+"""Loops up to this long hold their tallest position's height from the first sub-step."""
 STEP_ICONS = {
     "narration": "¶",
     "show": "▦",
@@ -511,7 +513,7 @@ class LessonScreen(StepScreen):
         if isinstance(step, (Show, Loop)):
             columns = self.give_left(left, self.pane.natural_width(), source.natural_width())
             if isinstance(step, Loop):
-                self._hold_position_height(step, columns)
+                self._hold_position_height(columns)
         elif isinstance(step, Compare):
             panes = [
                 p.natural_width() for p in self.query("#compare TensorPane").results(TensorPane)
@@ -524,7 +526,7 @@ class LessonScreen(StepScreen):
         else:
             self.give_left(left, None, 0)
 
-    def _hold_position_height(self, step: Loop, columns: int) -> None:
+    def _hold_position_height(self, columns: int) -> None:
         """Keep the loop's position text one height for the whole loop.
 
         A position one line taller or shorter than the last moves the source
@@ -550,11 +552,12 @@ class LessonScreen(StepScreen):
     def _position_reserve(self, state: LoopState, width: int) -> int:
         """Lines to hold for the loop's position text at ``width``.
 
-        When every sub-step of the loop is at hand (the loading worker runs loops
-        of up to ``COUNT_STEPS`` to count them), the tallest of their positions,
-        cached per loop and width. Otherwise only the position on screen, measured
-        at the width it is given; the height then grows as taller ones come (word
+        For a loop of at most ``HELD_POSITIONS`` sub-steps, all at hand (the
+        loading worker runs loops to count them), the tallest of their positions,
+        cached per loop and width. Otherwise the position on screen, measured at
+        the width it is given; the height then grows as taller ones come (word
         wrapping is not monotonic, so no bound is guessed from the longest names).
+        Only sub-steps already computed are read: nothing runs here.
         """
         stepper, console = state.stepper, self.app.console
         count = state.count_known()
@@ -562,17 +565,19 @@ class LessonScreen(StepScreen):
         cached = self._reserves.get(key)
         if cached is not None:
             return cached
-        everything = range(state.first, state.last + 1) if state.last is not None else range(0)
-        if everything and all(stepper.known(index) for index in everything):
+        every = range(state.first, state.last + 1) if state.last is not None else range(0)
+        if 0 < len(every) <= HELD_POSITIONS and all(stepper.known(i) for i in every):
             lines = max(
                 len(loop_position(sub, n, count, stepper.tokens).wrap(console, width))
-                for n, sub in enumerate(stepper.get(index) for index in everything)
+                for n, sub in enumerate(stepper.get(i) for i in every)
                 if isinstance(sub, SubStep)
             )
             self._reserves[key] = lines
             return lines
-        sub = stepper.get(state.first + self.position.sub)
-        assert isinstance(sub, SubStep)
+        index = state.first + self.position.sub
+        sub = stepper.get(index) if stepper.known(index) else None
+        if not isinstance(sub, SubStep):
+            return 0
         return len(
             loop_position(sub, self.position.sub, count, stepper.tokens).wrap(console, width)
         )
@@ -1068,22 +1073,17 @@ def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[s
     The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
     x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
     """
-    named = [(tokens[p], p) for p in dict.fromkeys(step.position) if 0 <= p < len(tokens)]
-    return _position_text(loop_noun(step), sub, count, step.position, named)
-
-
-def _position_text(
-    noun: str,
-    sub: int,
-    count: int | None,
-    position: Sequence[int],
-    named: Sequence[tuple[str, int]],
-) -> Text:
-    text = Text(f"{noun} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
-    text.append(f" · position ({', '.join(str(p) for p in position)}), counted from 0")
-    if len(position) == 2 and named:
-        names = (f"{name} = x[{p}] here, x_{p + 1} in the course" for name, p in named)
-        text.append("\n" + "; ".join(names), style="dim")
+    kind = loop_noun(step)
+    text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
+    position = ", ".join(str(p) for p in step.position)
+    text.append(f" · position ({position}), counted from 0")
+    named = [
+        f"{tokens[p]} = x[{p}] here, x_{p + 1} in the course"
+        for p in dict.fromkeys(step.position)
+        if 0 <= p < len(tokens)
+    ]
+    if len(step.position) == 2 and named:
+        text.append("\n" + "; ".join(named), style="dim")
     return text
 
 

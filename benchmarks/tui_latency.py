@@ -21,11 +21,14 @@ Run it (not a test; numbers depend on the machine)::
 
     .venv/bin/python benchmarks/tui_latency.py            # all measurements
     .venv/bin/python benchmarks/tui_latency.py --runs 3   # fewer launches
+    .venv/bin/python benchmarks/tui_latency.py --only lesson,vectorized --fps 60,240
 
 It writes temporary 1,024- and 4,096-token inputs files and a fresh temporary
 ATTN_DATA_DIR for every launch (a lesson never resumes an earlier run's place),
 so your own progress is never touched. ``--only TEXT`` runs the
-key-press cases whose title contains TEXT (and skips the first-frame runs).
+key-press cases whose title contains TEXT (and skips the first-frame runs);
+``--fps 60,240`` runs each key-press case at each of those Textual frame caps in
+turn (the app's own default is 240), so the two are compared in one run.
 """
 
 from __future__ import annotations
@@ -244,8 +247,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="launches per app (default 5)")
     parser.add_argument("--presses", type=int, default=25, help="key presses per case (default 25)")
-    parser.add_argument("--only", default="", help="only the key-press cases whose title has this")
+    parser.add_argument(
+        "--only", default="", help="only the key-press cases whose title has one of these (a,b)"
+    )
+    parser.add_argument(
+        "--fps",
+        default="",
+        help="run the key-press cases at each of these TEXTUAL_FPS values, side by side (60,240)",
+    )
     args = parser.parse_args()
+    only = [text for text in args.only.split(",") if text]
+    rates = [rate.strip() for rate in args.fps.split(",") if rate.strip()] or [None]
     python = sys.executable
     right, left = b"\x1b[C", b"\x1b[D"
     with tempfile.TemporaryDirectory() as folder:
@@ -257,7 +269,7 @@ def main() -> int:
         big = big_inputs(Path(folder))
         huge = big_inputs(Path(folder), 4096)
         explore = [python, "-m", "tracer", "explore", "naive-loop"]
-        launches = 0 if args.only else args.runs
+        launches = 0 if only else args.runs
 
         bare_times = [
             first_frame([python, str(bare)], b"BareAppReady", env) for _ in range(launches)
@@ -297,9 +309,11 @@ def main() -> int:
             ),
         ]
         rows = []
-        for title, argv, marker, key in cases:
-            if args.only and args.only not in title and title != FLOOR:
+        runs = [(rate, case) for case in cases for rate in rates]  # each case at each rate, in turn
+        for rate, (title, argv, marker, key) in runs:
+            if only and title != FLOOR and not any(text in title for text in only):
                 continue
+            run_env = env if rate is None else {**env, "TEXTUAL_FPS": rate}
             presses = args.presses
             if "lesson" in title:
                 presses = min(presses, 12)  # the lesson has a fixed number of steps
@@ -307,12 +321,12 @@ def main() -> int:
                 presses = min(presses, 8)
             keys = key if isinstance(key, list) else [key] * presses
             presses = len(keys)
-            times = key_latency(argv, marker, keys, env)
+            times = key_latency(argv, marker, keys, run_env)
             firsts = [t[0] for t in times]
             settled = [t[1] for t in times]
             rows.append(
                 (
-                    title,
+                    title if rate is None else f"{title} at {rate} fps",
                     statistics.median(firsts),
                     statistics.median(settled),
                     max(settled),
@@ -322,9 +336,9 @@ def main() -> int:
 
     print(f"terminal {COLUMNS}×{ROWS}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print()
-    if not args.only:
+    if not only:
         first_frames(bare_times, ours, picker, ready)
-    floor = next(median for title, _, median, _, _ in rows if title == FLOOR)
+    floor = next(median for title, _, median, _, _ in rows if title.startswith(FLOOR))
     print(
         "| key press → repainted frame | median, first repaint | median, settled | "
         "settled vs floor | max, settled | presses |"

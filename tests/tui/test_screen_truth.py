@@ -267,6 +267,36 @@ async def test_the_source_is_never_cut_off_and_marks_what_made_the_tensor() -> N
         assert not any("dim" in str(span.style) for span in torch_row.text.spans)
 
 
+async def test_the_drawn_source_marks_exactly_the_lines_of_each_step() -> None:
+    """Drawn lines are cached across steps: none keeps the marker of a step before."""
+    app = lesson_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        source = screen.query_one("#source", SourceView)
+        screen.go_to_step(1)
+        await settle(pilot)
+        keys = ["right"] * 9 + ["left"] * 9
+        checked = 0
+        for key in keys:
+            if source.display and source.size.height and source.marked:
+                top = source.scroll_offset.y
+                for y in range(min(source.size.height, len(source.rows) - top)):
+                    row = source.rows[top + y]
+                    marker = source.render_line(y).text[0]
+                    expected = (
+                        "◆"
+                        if row.number in source.produced
+                        else "▶"
+                        if row.number in source.marked
+                        else " "
+                    )
+                    assert marker == expected, (screen.position, row.number)
+                checked += 1
+            await press(pilot, key)
+        assert checked >= 8  # show and loop steps, forwards and back
+
+
 @pytest.mark.parametrize("theme", ["textual-light", "solarized-light", "textual-dark"])
 async def test_labels_and_marked_lines_are_readable_in_every_theme(theme: str) -> None:
     app = lesson_app()

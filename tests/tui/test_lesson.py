@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from textual.widgets import Button, Static
 
 from tracer.inputs import load_inputs
 from tracer.tui.app import TracerApp
@@ -377,3 +378,43 @@ async def test_a_variant_failing_inside_a_loop_is_reported_and_the_lesson_goes_o
         assert "the loop broke after two sub-steps" in message
         await press(pilot, "left")
         assert screen.position == Position(0, 0)
+
+
+async def test_choice_buttons_are_reused_from_quiz_to_quiz(tmp_path: Path) -> None:
+    """A quiz after an answered one gets its own choices, all live; going back shows the answer.
+
+    Removing and mounting buttons raced (DuplicateIds: the second quiz showed no choices and
+    the first one's verdict), so the buttons are reused.
+    """
+    lesson = tmp_path / "choices.yaml"
+    lesson.write_text(
+        "title: Two choice quizzes\n"
+        "summary: One quiz with four choices, then one with two.\n"
+        "inputs: your-journey\n"
+        "steps:\n"
+        "  - quiz: {id: four, question: Pick b, choices: [a, b, c, d], answer: b}\n"
+        "  - quiz: {id: two, question: Pick y, choices: [x, y], answer: y}\n",
+        encoding="utf-8",
+    )
+    app = make_lesson_app(lesson, plugin_dirs=[str(PLUGINS)], resume=False)
+
+    def buttons() -> list[tuple[str, bool]]:
+        view = app.screen.query_one(QuizView)
+        return [
+            (str(button.label), button.disabled)
+            for button in view.query("#quiz-choices Button").results(Button)
+            if button.display
+        ]
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert buttons() == [("1. a", False), ("2. b", False), ("3. c", False), ("4. d", False)]
+        await press(pilot, "2")
+        assert all(disabled for _, disabled in buttons())  # answered: no second answer
+        await press(pilot, "right")
+        assert buttons() == [("1. x", False), ("2. y", False)]
+        feedback = app.screen.query_one("#quiz-feedback", Static)
+        assert str(feedback.content) == ""  # the first quiz's verdict does not linger
+        await press(pilot, "left")
+        assert [label for label, _ in buttons()] == ["1. a", "2. b", "3. c", "4. d"]
+        assert all(disabled for _, disabled in buttons())

@@ -85,7 +85,6 @@ class QuizView(VerticalScroll):
         self.picked = set()
         self.query_one("#quiz-question", Static).update(Text(self.text(quiz.question)))
         choices = self.query_one("#quiz-choices", Vertical)
-        choices.remove_children()
         field = self.query_one("#quiz-input", Input)
         hint = self.query_one("#quiz-hint", Static)
         submit = self.query_one("#quiz-submit", Button)
@@ -93,10 +92,7 @@ class QuizView(VerticalScroll):
         if quiz.quiz_kind in ("choice", "multiple"):
             field.display = False
             choices.display = True
-            choices.mount_all(
-                Button(Content(self._choice_label(number)), id=f"choice-{number}", compact=True)
-                for number in range(1, len(quiz.choices) + 1)
-            )
+            self._show_choices(choices, len(quiz.choices))
             if quiz.quiz_kind == "choice":
                 hint.update(Text(f"Press 1–{len(quiz.choices)} or click a choice.", style="dim"))
             else:
@@ -108,6 +104,7 @@ class QuizView(VerticalScroll):
                     )
                 )
         else:
+            self._show_choices(choices, 0)
             choices.display = False
             field.display = True
             field.value = ""
@@ -136,6 +133,22 @@ class QuizView(VerticalScroll):
             self.feedback(previous[0], previous[1], answer)
         else:
             self._clear_feedback()
+
+    def _show_choices(self, choices: Vertical, count: int) -> None:
+        """One button per choice, reused from quiz to quiz (mounting new ones costs frames)."""
+        buttons = list(choices.query(Button))
+        for number, button in enumerate(buttons, start=1):
+            shown = number <= count
+            if shown:
+                button.label = Content(self._choice_label(number))
+                button.disabled = False
+            if button.display != shown:
+                button.display = shown
+        if count > len(buttons):
+            choices.mount_all(
+                Button(Content(self._choice_label(number)), id=f"choice-{number}", compact=True)
+                for number in range(len(buttons) + 1, count + 1)
+            )
 
     def _choice_label(self, number: int) -> str:
         assert self.quiz is not None

@@ -13,7 +13,7 @@ Each app runs in a pseudo-terminal (120 × 40). We time
   (about a screenful), measured the same way in the same run.
 
 An app is ready for key presses once its footer is drawn and the terminal has
-then been quiet for a second (the loading indicator moves until torch is in);
+then been quiet for two seconds (the loading indicator moves until torch is in);
 text markers are not waited for, because a partial repaint may write a line
 in pieces.
 
@@ -98,8 +98,11 @@ BARE_KEYS_APP = textwrap.dedent(
     BareKeys().run()
     """
 )
-READY_QUIET = 1.0
-"""Seconds of silence after the footer that mean an app has finished loading."""
+READY_QUIET = 2.0
+"""Seconds of silence after the footer that mean an app has finished loading.
+
+Importing torch in the loading worker can hold the GIL long enough to stop the
+loading indicator for about a second, so a shorter silence can come too early."""
 
 
 class Terminal:
@@ -206,11 +209,16 @@ def first_frame(argv: Sequence[str], marker: bytes, env: dict[str, str]) -> floa
         terminal.close()
 
 
-def loaded(argv: Sequence[str], footer: bytes, env: dict[str, str]) -> float:
-    """Launch → the last frame of loading (the tensors on screen)."""
-    terminal = Terminal(argv, fresh(env))
+def loaded(argv: Sequence[str], marker: bytes, env: dict[str, str]) -> float:
+    """Launch → ``marker`` (drawn once the tensors are on screen).
+
+    At Textual's default 60 frames a second, where a new title arrives whole (a
+    faster repaint may write it in pieces); the frame cap does not change how
+    long torch and the plugins take to load.
+    """
+    terminal = Terminal(argv, fresh({**env, "TEXTUAL_FPS": "60"}))
     try:
-        return terminal.ready(footer)
+        return terminal.wait_for(marker)
     finally:
         terminal.close()
 
@@ -276,7 +284,7 @@ def main() -> int:
         ]
         ours = [first_frame(explore, b"Loading", env) for _ in range(launches)]
         picker = [first_frame([python, "-m", "tracer"], b"Choose", env) for _ in range(launches)]
-        ready = [loaded(explore, b"Quit", env) for _ in range(launches // 2 or 1)]
+        ready = [loaded(explore, b"Token embeddings", env) for _ in range(launches // 2 or 1)]
 
         cases: list[tuple[str, list[str], bytes, bytes | list[bytes]]] = [
             (FLOOR, [python, str(bare_keys)], b"Next", right),

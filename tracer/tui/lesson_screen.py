@@ -559,28 +559,25 @@ class LessonScreen(StepScreen):
         wrapping is not monotonic, so no bound is guessed from the longest names).
         Only sub-steps already computed are read: nothing runs here.
         """
-        stepper, console = state.stepper, self.app.console
-        count = state.count_known()
+        stepper, count = state.stepper, state.count_known()
+
+        def lines(sub: object, number: int) -> int:
+            if not isinstance(sub, SubStep):
+                return 0
+            text = loop_position(sub, number, count, stepper.tokens)
+            return len(text.wrap(self.app.console, width))
+
         key = (self.position.step, width)
         cached = self._reserves.get(key)
         if cached is not None:
             return cached
         every = range(state.first, state.last + 1) if state.last is not None else range(0)
         if 0 < len(every) <= HELD_POSITIONS and all(stepper.known(i) for i in every):
-            lines = max(
-                len(loop_position(sub, n, count, stepper.tokens).wrap(console, width))
-                for n, sub in enumerate(stepper.get(i) for i in every)
-                if isinstance(sub, SubStep)
-            )
-            self._reserves[key] = lines
-            return lines
+            tallest = max(lines(stepper.get(i), n) for n, i in enumerate(every))
+            self._reserves[key] = tallest
+            return tallest
         index = state.first + self.position.sub
-        sub = stepper.get(index) if stepper.known(index) else None
-        if not isinstance(sub, SubStep):
-            return 0
-        return len(
-            loop_position(sub, self.position.sub, count, stepper.tokens).wrap(console, width)
-        )
+        return lines(stepper.get(index), self.position.sub) if stepper.known(index) else 0
 
     def _step_error(self, error: BaseException) -> None:
         self.query_one(ContentSwitcher).current = "tensors"

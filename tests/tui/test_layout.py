@@ -140,7 +140,7 @@ async def test_at_80x24_a_loop_sub_step_keeps_its_arithmetic_whole() -> None:
 @given(st.integers(40, 200))
 async def test_a_counted_loop_holds_the_height_of_its_tallest_position(width: int) -> None:
     """Whatever the width, the held height is exactly the tallest pair's, measured, not guessed."""
-    app = make_lesson_app(LESSON, plugin_dirs=[str(PLUGINS)], resume=False)
+    app = lesson_app()
     async with app.run_test(size=(width, 40)) as pilot:
         await settle(pilot)
         screen = app.screen

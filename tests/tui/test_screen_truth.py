@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from textual.color import Color
+from textual.pilot import Pilot
 
 from tracer.inputs import load_inputs
 from tracer.runner import TraceOptions
@@ -43,6 +44,15 @@ def explore(variant: str, **options: object) -> TracerApp:
 def lesson_screen(app: TracerApp) -> LessonScreen:
     assert isinstance(app.screen, LessonScreen)
     return app.screen
+
+
+async def at_step(pilot: Pilot[int], number: int) -> LessonScreen:
+    """The loaded lesson screen, moved to step ``number`` and settled there."""
+    await settle(pilot)
+    screen = lesson_screen(pilot.app)
+    screen.go_to_step(number)
+    await settle(pilot)
+    return screen
 
 
 def shown(pane: TensorPane) -> list[str]:
@@ -141,10 +151,7 @@ async def test_the_end_of_a_lesson_sums_it_up_and_offers_the_next(
 async def test_auto_play_stops_at_a_quiz() -> None:
     app = lesson_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        screen = lesson_screen(app)
-        screen.go_to_step(3)
-        await settle(pilot)
+        screen = await at_step(pilot, 3)
         screen.action_autoplay()
         screen._tick()  # what the auto-play timer does
         await settle(pilot)
@@ -157,10 +164,7 @@ async def test_auto_play_stops_at_a_quiz() -> None:
 async def test_a_loop_says_which_pair_it_is_on_and_how_many_there_are() -> None:
     app = lesson_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = lesson_screen(app)
-        screen.go_to_step(2)
-        await settle(pilot)
+        screen = await at_step(pilot, 2)
         await press(pilot, "right")
         position = str(screen.query_one("#loop-position", TextPane).render())
         assert position.startswith("pair 2 of 8")
@@ -177,10 +181,7 @@ async def test_a_loop_keeps_one_layout_from_its_first_pair_to_its_last() -> None
     """
     app = lesson_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = lesson_screen(app)
-        screen.go_to_step(2)
-        await settle(pilot)
+        screen = await at_step(pilot, 2)
         where = screen.query_one("#loop-position", TextPane)
         source = screen.query_one("#source")
         seen = []
@@ -195,10 +196,7 @@ async def test_a_loop_keeps_one_layout_from_its_first_pair_to_its_last() -> None
 async def test_a_show_step_without_a_tensor_shows_every_tensor_of_the_stage() -> None:
     app = lesson_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = lesson_screen(app)
-        screen.go_to_step(8)
-        await settle(pilot)
+        screen = await at_step(pilot, 8)
         assert shown(screen.pane) == ["weights", "weights.scores"]
         scores = INPUTS @ INPUTS[1]
         views = [view for view in screen.pane.views if view.display]
@@ -211,10 +209,7 @@ async def test_a_show_step_without_a_tensor_shows_every_tensor_of_the_stage() ->
 async def test_a_derived_value_is_titled_as_what_it_is() -> None:
     app = lesson_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = lesson_screen(app)
-        screen.go_to_step(7)
-        await settle(pilot)
+        screen = await at_step(pilot, 7)
         pane = screen.pane
         assert "derived from scores.scores" in str(pane.border_title)
         detail = str(pane.query_one("#tensor-detail", TextPane).render())
@@ -230,10 +225,7 @@ async def test_a_derived_value_is_titled_as_what_it_is() -> None:
 async def test_a_quiz_keeps_its_table_on_screen_with_the_answer_hidden() -> None:
     app = lesson_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = lesson_screen(app)
-        screen.go_to_step(9)
-        await settle(pilot)
+        screen = await at_step(pilot, 9)
         assert screen.query_one(QuizView).display
         assert shown(screen.pane) == ["weights", "weights.scores"]
         assert screen.pane.grid is not None
@@ -247,10 +239,7 @@ async def test_a_quiz_keeps_its_table_on_screen_with_the_answer_hidden() -> None
 async def test_the_source_is_never_cut_off_and_marks_what_made_the_tensor() -> None:
     app = lesson_app()
     async with app.run_test(size=(80, 40)) as pilot:
-        await settle(pilot)
-        screen = lesson_screen(app)
-        screen.go_to_step(1)
-        await settle(pilot)
+        screen = await at_step(pilot, 1)
         source = screen.query_one("#source", SourceView)
         assert source.path is not None
         lines = Path(source.path).read_text(encoding="utf-8").splitlines()

@@ -16,7 +16,7 @@ yield is checked as it would be in the app) and returns the trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,12 +42,16 @@ def run_variant(
     dropout: float = 0.0,
     query: int | str | None = None,
     plugins_dir: Sequence[str | Path] = (),
-    **options: Any,
+    options: Mapping[str, Any] | Any = None,
+    **named_options: Any,
 ) -> Trace:
-    """Run ``variant`` to the end with these trace options and the variant's own ``options``.
+    """Run ``variant`` to the end with these trace options and the variant's own options.
 
-    Options are checked exactly as ``attn trace -o NAME=VALUE`` checks them, so a
-    test can also assert that a bad value raises :class:`tracer.errors.UsageError`.
+    The variant's options come as keywords (``window=2``) or, for a name Python
+    cannot take as a keyword (``lambda``) or one that clashes with a parameter
+    here, in ``options={"lambda": 0.5}``; both may be given. Options are checked
+    exactly as ``attn trace -o NAME=VALUE`` checks them, so a test can also assert
+    that a bad value raises :class:`tracer.errors.UsageError`.
     """
     from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
@@ -60,7 +64,7 @@ def run_variant(
         d_out=d_out,
         dropout=dropout,
         query=query,
-        options=dict(options),
+        options=_variant_options(options, named_options),
     )
     input_set = inputs if isinstance(inputs, InputSet) else load_inputs(inputs)
     if isinstance(variant, Variant):
@@ -70,6 +74,16 @@ def run_variant(
     found = host.variant(variant)
     context = build_context(input_set, trace_options, variant=found)
     return host.start(variant, context).run_to_end()
+
+
+def _variant_options(options: Any, named: dict[str, Any]) -> dict[str, Any]:
+    """The keywords merged with the ``options`` mapping; a non-mapping ``options=`` is what
+    it was before the mapping existed: the value of a variant option called ``options``."""
+    if options is None:
+        return dict(named)
+    if not isinstance(options, Mapping):
+        return {**named, "options": options}
+    return {**named, **options}
 
 
 def sdpa_reference(trace: Trace, *, causal: bool = False) -> torch.Tensor:

@@ -15,10 +15,15 @@ This module must not import torch at runtime: ``import tracer`` stays fast.
 
 from __future__ import annotations
 
+import keyword
 import re
+import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from tracer.errors import Location
+from tracer.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import torch
@@ -27,9 +32,22 @@ STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VARIANT_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
-TOKEN_AXES = frozenset({"token", "query", "key"})
-"""Axis names whose positions are tokens: only these are labelled with the tokens' text."""
-COMMON_AXES = ("token", "query", "key", "feature", "head", "kv_head", "step", "tile", "batch")
+TOKEN_AXES = frozenset({"token", "query", "key", "source"})
+"""Axis names whose positions are tokens: only these are labelled with the tokens' text.
+
+``source`` (and ``key``, when the run has a source sequence) label with the source's tokens."""
+COMMON_AXES = (
+    "token",
+    "query",
+    "key",
+    "source",
+    "feature",
+    "head",
+    "kv_head",
+    "step",
+    "tile",
+    "batch",
+)
 """The axis names the built-in variants use; any other lower-case name is allowed too."""
 OPTION_TYPES: tuple[type, ...] = (int, float, bool, str)
 
@@ -59,13 +77,49 @@ class Option:
 
     def __post_init__(self) -> None:
         if not OPTION_NAME.match(self.name):
+            fixed = re.sub(r"[^a-z0-9_]+", "_", self.name.lower()).strip("_")
+            hint = f" (did you mean '{fixed}'?)" if OPTION_NAME.match(fixed) else ""
             raise ValueError(
-                f"option name {self.name!r} must be lower-case letters, digits and underscores"
+                f"option name {self.name!r} must be lower-case letters, digits and "
+                f"underscores{hint}"
             )
         if self.type not in OPTION_TYPES:
             raise ValueError(
                 f"option {self.name!r} has type {self.type!r}; use int, float, bool or str"
             )
+        number = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
+        if number and self.min is not None and self.default < self.min:
+            raise ValueError(
+                f"option {self.name!r} has default {self.default!r}, below its own min={self.min!r}"
+            )
+        if number and self.max is not None and self.default > self.max:
+            raise ValueError(
+                f"option {self.name!r} has default {self.default!r}, above its own max={self.max!r}"
+            )
+
+    @property
+    def is_identifier(self) -> bool:
+        """Whether the name can be a Python keyword argument (``lambda`` cannot)."""
+        return not keyword.iskeyword(self.name)
+
+
+class UnknownOption(KeyError):
+    """``run.options["windw"]``: a name the variant did not declare, with a did-you-mean."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class OptionValues(dict[str, Any]):
+    """``run.options``: a plain dict whose missing keys name the declared ones."""
+
+    def __missing__(self, name: str) -> Any:
+        known = sorted(self)
+        listed = ", ".join(known) if known else "none"
+        raise UnknownOption(
+            f"run.options has no option {name!r}{did_you_mean(str(name), known)}; "
+            f"the variant declares: {listed}"
+        )
 
 
 @dataclass(frozen=True)
@@ -94,15 +148,22 @@ class RunContext:
     """How the weights were made (``rand``, ``randn``, ``linear``); None when an inputs file gave them."""
     padding: tuple[bool, ...] | None = None
     """True for tokens that are padding and must never be attended to."""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=OptionValues)
     """The variant's declared options, checked, with defaults filled in (also ``run.options``).
 
     The name ``extra`` is the original spelling and keeps working."""
 
     @property
     def options(self) -> Mapping[str, Any]:
-        """The variant's declared options by name: ``run.options["window"]``."""
+        """The variant's declared options by name: ``run.options["window"]``.
+
+        A name the variant did not declare raises :class:`UnknownOption` (a ``KeyError``)
+        that suggests the closest declared one."""
         return self.extra
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.extra, OptionValues):
+            object.__setattr__(self, "extra", OptionValues(self.extra))
 
     def focus(self, tensor: torch.Tensor) -> torch.Tensor:
         """Row ``query`` of a per-query tensor when one query is focused; the tensor otherwise."""
@@ -265,12 +326,22 @@ class Variant:
     """Stages built by a loop that yields sub-steps."""
     options: tuple[Option, ...] = ()
     """Options the variant accepts (``-o NAME=VALUE``, a lesson's ``options:``)."""
+    optional_stages: tuple[str, ...] = ()
+    """Stages among ``stages`` that ``run`` may leave out; every other one must be yielded."""
+    declared_at: Location | None = field(default=None, compare=False, repr=False)
+    """Where the plugin wrote ``Variant(...)`` (filled in when the variant is made)."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""
         return next((option for option in self.options if option.name == name), None)
 
     def __post_init__(self) -> None:
+        if self.declared_at is None:
+            # The caller of the dataclass __init__ that called us: the plugin's own line.
+            caller = sys._getframe(2)
+            object.__setattr__(
+                self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
+            )
         if not VARIANT_NAME.match(self.name):
             raise ValueError(
                 f"variant name {self.name!r} must be lower-case letters, digits and hyphens"
@@ -283,7 +354,16 @@ class Variant:
                 )
         unknown = [loop for loop in self.loops if loop not in self.stages]
         if unknown:
-            raise ValueError(f"loops {unknown} of variant {self.name!r} are not among its stages")
+            raise ValueError(
+                f"loops {unknown} of variant {self.name!r} are not among its stages"
+                f"{did_you_mean(unknown[0], self.stages)}"
+            )
+        unknown = [name for name in self.optional_stages if name not in self.stages]
+        if unknown:
+            raise ValueError(
+                f"optional_stages {unknown} of variant {self.name!r} are not among its stages"
+                f"{did_you_mean(unknown[0], self.stages)}"
+            )
         names = [option.name for option in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"variant {self.name!r} declares an option twice: {names}")

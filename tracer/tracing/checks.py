@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from tracer.errors import Location
-from tracer.variant import Accumulate, Dot, Stage, SubStep, parse_axis
+from tracer.variant import COMMON_AXES, TOKEN_AXES, Accumulate, Dot, Stage, SubStep, parse_axis
 
 if TYPE_CHECKING:
     from tracer.tracing.trace import Trace, VariantRunError
@@ -113,6 +113,15 @@ def _check_axes(trace: Trace, subject: str, step: Stage | SubStep, where: Locati
                     "letters, digits and underscores, optionally ':N' for a token offset",
                     where,
                 )
+            slip = _token_axis_slip(parse_axis(axis)[0])
+            if slip is not None:
+                raise _error(
+                    trace,
+                    f"{subject}: axis '{axis}' of tensor '{name}' is not a token axis (did you "
+                    f"mean '{slip}'?); only {', '.join(sorted(TOKEN_AXES))} are labelled with "
+                    "tokens",
+                    where,
+                )
         rank = step.tensors[name].dim()
         names = [parse_axis(a)[0] for a in axes]
         fits = len(axes) == rank or (focused and "query" in names and len(axes) == rank + 1)
@@ -123,6 +132,20 @@ def _check_axes(trace: Trace, subject: str, step: Stage | SubStep, where: Locati
                 f"{tuple(step.tensors[name].shape)} but its axes name {len(axes)}: {tuple(axes)}",
                 where,
             )
+
+
+def _token_axis_slip(axis: str) -> str | None:
+    """The token axis ``axis`` is a typo of (``kye`` -> ``key``), or None.
+
+    Any lower-case axis name is allowed, so only a near miss of a token axis is
+    refused: it would silently lose the token labels. Names a built-in uses are fine.
+    """
+    import difflib
+
+    if axis in COMMON_AXES:
+        return None
+    close = difflib.get_close_matches(axis, sorted(TOKEN_AXES), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) -> None:

@@ -190,6 +190,20 @@ class Trace:
 
         if not isinstance(output, torch.Tensor):
             raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
+        yielded = {stage.name for stage in self.stages}
+        skipped = [
+            name
+            for name in self.variant.stages
+            if name not in yielded and name not in self.variant.optional_stages
+        ]
+        if skipped:
+            # Reported where the stages were declared: that is the line to fix (or to mark
+            # the stage optional_stages=).
+            raise self._error(
+                f"declares stage '{skipped[0]}' in stages= but never yielded it; yield it, "
+                "remove it, or list it in optional_stages=",
+                self.variant.declared_at,
+            )
         self.output = output
 
     def _error(self, message: str, where: Location | None = None) -> VariantRunError:
@@ -207,7 +221,7 @@ class Trace:
             summary = f"called sys.exit({exc.code!r})"
         elif isinstance(exc, GeneratorExit):
             summary = "raised GeneratorExit"
-        elif type(exc).__name__ == "PluginExit":
+        elif type(exc).__name__ in ("PluginExit", "UnknownOption"):
             summary = str(exc)
         else:
             text = f"{type(exc).__name__}: {exc}".strip().splitlines()

@@ -195,6 +195,8 @@ class Stage:
     """Axis names per tensor, e.g. ``{"scores": ("query", "key")}``; missing means unnamed."""
     files: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Every plugin file that ran for this stage and its lines (filled in by the tracer)."""
+    guessed_axes: tuple[str, ...] = ()
+    """Tensors that named no axes and were taken as ``("query", "key")`` by the tracer."""
 
     def _repr_html_(self) -> str:
         """Jupyter's view of a stage (see tracer.notebook); alone it knows no tokens: indices."""
@@ -222,6 +224,8 @@ class SubStep:
     equation: Equation | None = None
     """What this iteration computed, checked by the tracer before anything shows it."""
     files: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    guessed_axes: tuple[str, ...] = ()
+    """As for :class:`Stage`."""
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,16 @@ def label_axes(
     return tuple(result)
 
 
+def axes_hint(name: str, guessed: Sequence[str]) -> str:
+    """The one-line hint under a table whose token labels the tracer inferred (see checks)."""
+    if name not in guessed:
+        return ""
+    return (
+        f"(tensor '{name}' names no axes; labelled with the tokens because it is a tokens × "
+        f'tokens table: declare axes=("query", "key") in its stage)'
+    )
+
+
 def effective_axes(
     shape: Sequence[int], axes: Sequence[str] | None, query: int | None
 ) -> tuple[str, ...] | None:

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.render.labels import axis_labels, effective_axes, label_axes
+from tracer.render.labels import axes_hint, axis_labels, effective_axes, label_axes
 from tracer.variant import Stage, SubStep, parse_axis
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ def format_tensors(step: Stage | SubStep, tokens: tuple[str, ...], query: int | 
         out.append("")
         out.append(f"{name} ({shape_text(tensor, axes, query)})")
         out.append(format_tensor(tensor, tokens, query, axes))
+        hint = axes_hint(name, step.guessed_axes)
+        if hint:
+            out.append(hint)
     return out
 
 

@@ -55,6 +55,7 @@ def check_step(trace: Trace, step: Stage | SubStep, where: Location) -> None:
     for name in list(step.tensors):
         step.tensors[name] = _tensor(trace, subject, name, step.tensors[name], where)
     _check_axes(trace, subject, step, where)
+    _guess_token_tables(trace, step)
     if isinstance(step, SubStep) and step.equation is not None:
         _check_equation(trace, subject, step, where)
 
@@ -132,6 +133,29 @@ def _check_axes(trace: Trace, subject: str, step: Stage | SubStep, where: Locati
                 f"{tuple(step.tensors[name].shape)} but its axes name {len(axes)}: {tuple(axes)}",
                 where,
             )
+
+
+TOKEN_TABLE = re.compile(r"score|weight|mask|attn|attention|logit|prob|alpha")
+"""Names under which plugins that predate axes yield their tokens × tokens tables."""
+
+
+def _guess_token_tables(trace: Trace, step: Stage | SubStep) -> None:
+    """Label a score or weight table that names no axes as ``(query, key)``.
+
+    Plugins written before axes existed named none and lost every token label.
+    Only a 2-d tokens × tokens tensor whose name says it is such a table is
+    taken (a 3 × 3 projection beside 3 tokens is not), and the step records it
+    so that every front end can say the labels were inferred.
+    """
+    n = len(trace.tokens)
+    guessed = []
+    for name, tensor in step.tensors.items():
+        if name in step.axes or n < 2 or tuple(tensor.shape) != (n, n):
+            continue
+        if TOKEN_TABLE.search(name):
+            step.axes[name] = ("query", "key")
+            guessed.append(name)
+    step.guessed_axes = tuple(guessed)
 
 
 def _token_axis_slip(axis: str) -> str | None:

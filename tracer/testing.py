@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions, build_context
-from tracer.variant import Variant
+from tracer.variant import SubStep, Variant
 
 if TYPE_CHECKING:
     import torch
@@ -29,7 +29,13 @@ if TYPE_CHECKING:
     from tracer.inputs import InputSet
     from tracer.tracing import Trace
 
-__all__ = ["assert_close", "assert_stages_in_order", "run_variant", "sdpa_reference"]
+__all__ = [
+    "assert_close",
+    "assert_stages_in_order",
+    "run_variant",
+    "sdpa_reference",
+    "substeps_of",
+]
 
 
 def run_variant(
@@ -43,6 +49,7 @@ def run_variant(
     query: int | str | None = None,
     plugins_dir: Sequence[str | Path] = (),
     options: Mapping[str, Any] | Any = None,
+    keep_substeps: bool = False,
     **named_options: Any,
 ) -> Trace:
     """Run ``variant`` to the end with these trace options and the variant's own options.
@@ -52,6 +59,9 @@ def run_variant(
     here, in ``options={"lambda": 0.5}``; both may be given. Options are checked
     exactly as ``attn trace -o NAME=VALUE`` checks them, so a test can also assert
     that a bad value raises :class:`tracer.errors.UsageError`.
+
+    With ``keep_substeps=True`` every loop iteration is kept in ``trace.substeps``
+    (see :func:`substeps_of`).
     """
     from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
@@ -69,11 +79,11 @@ def run_variant(
     input_set = inputs if isinstance(inputs, InputSet) else load_inputs(inputs)
     if isinstance(variant, Variant):
         context = build_context(input_set, trace_options, variant=variant)
-        return Trace(variant, context).run_to_end()
+        return Trace(variant, context).run_to_end(keep_substeps)
     host = PluginHost(plugins_dir, strict=True)
     found = host.variant(variant)
     context = build_context(input_set, trace_options, variant=found)
-    return host.start(variant, context).run_to_end()
+    return host.start(variant, context).run_to_end(keep_substeps)
 
 
 def _variant_options(options: Any, named: dict[str, Any]) -> dict[str, Any]:
@@ -118,3 +128,18 @@ def assert_stages_in_order(trace: Trace) -> None:
         raise AssertionError(
             f"variant '{trace.variant.name}' yielded stages {yielded}, declared {declared}"
         )
+
+
+def substeps_of(trace: Trace, stage: str) -> list[SubStep]:
+    """The sub-steps of the loop that built ``stage``, in order.
+
+    The trace must come from ``run_variant(..., keep_substeps=True)``.
+    """
+    if stage not in trace.variant.loops:
+        raise ValueError(
+            f"variant '{trace.variant.name}' builds no stage '{stage}' in a loop; its loops: "
+            f"{', '.join(trace.variant.loops) or 'none'}"
+        )
+    if not trace.kept_substeps:
+        raise ValueError("no sub-steps were kept: run the variant with keep_substeps=True")
+    return [step for step in trace.substeps if step.stage == stage]

@@ -165,9 +165,28 @@ class RunContext:
         if not isinstance(self.extra, OptionValues):
             object.__setattr__(self, "extra", OptionValues(self.extra))
 
-    def focus(self, tensor: torch.Tensor) -> torch.Tensor:
-        """Row ``query`` of a per-query tensor when one query is focused; the tensor otherwise."""
-        return tensor if self.query is None else tensor[self.query]
+    def focus(
+        self, tensor: torch.Tensor, axis: int | str = 0, *, axes: Sequence[str] | None = None
+    ) -> torch.Tensor:
+        """Row ``query`` of a per-query tensor when one query is focused; the tensor otherwise.
+
+        The query dimension is the first unless ``axis`` says otherwise: its index, or its
+        name among ``axes`` (the names you yield the tensor with), so a tensor that puts the
+        head first is focused as ``run.focus(w, axes=("head", "query", "key"))``.
+        """
+        if axes is not None and axis == 0:
+            axis = "query"
+        if isinstance(axis, str):
+            names = [parse_axis(a)[0] for a in axes or ()]
+            if axis not in names:
+                raise ValueError(
+                    f"run.focus: axis '{axis}' is not among the axes {tuple(axes or ())}"
+                    f"{did_you_mean(axis, names)}"
+                )
+            axis = names.index(axis)
+        if self.query is None:
+            return tensor
+        return tensor.select(axis, self.query)
 
     @property
     def query_indices(self) -> range:
@@ -222,10 +241,19 @@ class SubStep:
     axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Axis names per tensor, as for :class:`Stage`."""
     equation: Equation | None = None
-    """What this iteration computed, checked by the tracer before anything shows it."""
+    """What this iteration computed, checked by the tracer before anything shows it
+    (the first of ``equations`` when it declares several)."""
     files: dict[str, tuple[int, ...]] = field(default_factory=dict)
     guessed_axes: tuple[str, ...] = ()
     """As for :class:`Stage`."""
+    equations: tuple[Equation, ...] = ()
+    """Every equation the iteration declares, each checked (``equation`` is the first)."""
+
+    def __post_init__(self) -> None:
+        if self.equation is not None and not self.equations:
+            self.equations = (self.equation,)
+        elif self.equations and self.equation is None:
+            self.equation = self.equations[0]
 
 
 @dataclass(frozen=True)
@@ -243,7 +271,13 @@ class Dot:
 
 @dataclass(frozen=True)
 class Accumulate:
-    """The sub-step computed ``after = before + weight * value`` (a running weighted sum)."""
+    """The sub-step computed ``after = before + weight * value`` (a running weighted sum).
+
+    ``weight`` is a single number, or a tensor: when ``weight.shape + value.shape`` is
+    the shape of ``before``, the update is their outer product (``S += φ(k) vᵀ`` of
+    linear attention: ``Accumulate("S_before", "phi_k", "v", "S")``); otherwise
+    ``weight * value`` broadcast to the shape of ``before`` (element by element).
+    """
 
     before: str
     weight: str
@@ -295,21 +329,25 @@ def substep(
     formula: str | None = None,
     axes: AxesSpec = None,
     equation: Equation | None = None,
+    equations: Sequence[Equation] = (),
     **tensors: torch.Tensor,
 ) -> SubStep:
     """Describe one loop iteration: ``yield substep("scores", (i, j), score=s)``.
 
     Tensors may have any rank (a growing cache, a tile of scores). ``equation``
     (:class:`Dot` or :class:`Accumulate`) says what the iteration computed, so a
-    viewer can write the arithmetic out; the tracer checks it holds.
+    viewer can write the arithmetic out; the tracer checks it holds. An iteration
+    that computes several things declares them all: ``equations=(Dot(...), Accumulate(...))``.
     """
+    declared = ((equation,) if equation is not None else ()) + tuple(equations)
     return SubStep(
         stage=stage,
         position=tuple(position),
         tensors=dict(tensors),
         formula=formula,
         axes=_axes(axes, tensors),
-        equation=equation,
+        equation=declared[0] if declared else None,
+        equations=declared,
     )
 
 

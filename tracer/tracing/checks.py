@@ -56,8 +56,9 @@ def check_step(trace: Trace, step: Stage | SubStep, where: Location) -> None:
         step.tensors[name] = _tensor(trace, subject, name, step.tensors[name], where)
     _check_axes(trace, subject, step, where)
     _guess_token_tables(trace, step)
-    if isinstance(step, SubStep) and step.equation is not None:
-        _check_equation(trace, subject, step, where)
+    if isinstance(step, SubStep):
+        for equation in step.equations or ((step.equation,) if step.equation else ()):
+            _check_equation(trace, subject, step, equation, where)
 
 
 def _tensor(trace: Trace, subject: str, name: str, value: object, where: Location) -> torch.Tensor:
@@ -172,8 +173,28 @@ def _token_axis_slip(axis: str) -> str | None:
     return close[0] if close else None
 
 
-def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) -> None:
-    equation = step.equation
+def accumulated(
+    before: torch.Tensor, weight: torch.Tensor, value: torch.Tensor
+) -> torch.Tensor | None:
+    """``before + weight * value`` as :class:`~tracer.variant.Accumulate` defines it, or None
+    when the shapes fit neither a single weight, an outer product nor element-wise."""
+    if weight.numel() == 1 and value.shape == before.shape:
+        return before + weight.reshape(()) * value
+    if weight.dim() > 0 and tuple(weight.shape) + tuple(value.shape) == tuple(before.shape):
+        outer = weight.reshape(*weight.shape, *([1] * value.dim())) * value
+        return before + outer
+    try:
+        product = weight * value
+    except RuntimeError:  # shapes that do not broadcast
+        return None
+    if product.shape != before.shape:
+        return None
+    return before + product
+
+
+def _check_equation(
+    trace: Trace, subject: str, step: SubStep, equation: object, where: Location
+) -> None:
     names: tuple[str, ...]
     if isinstance(equation, Dot):
         names = (equation.a, equation.b, equation.result)
@@ -205,15 +226,18 @@ def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) 
     else:
         before, weight, value = t[equation.before], t[equation.weight], t[equation.value]
         actual = t[equation.after]
-        if weight.numel() != 1 or before.shape != value.shape or before.shape != actual.shape:
+        update = accumulated(before, weight, value)
+        if update is None or before.shape != actual.shape:
             raise _error(
                 trace,
-                f"{subject}: Accumulate needs a single weight and before, value and after of one "
-                f"shape, got {tuple(weight.shape)}, {tuple(before.shape)}, {tuple(value.shape)} "
-                f"and {tuple(actual.shape)}",
+                f"{subject}: Accumulate needs before and after of one shape and a weight that is "
+                "a single number, one whose shape followed by the value's is theirs (an outer "
+                "product) or one that broadcasts with the value to it; got weight "
+                f"{tuple(weight.shape)}, before {tuple(before.shape)}, value "
+                f"{tuple(value.shape)} and after {tuple(actual.shape)}",
                 where,
             )
-        expected = before + weight.reshape(()) * value
+        expected = update
         claim = f"{equation.before} + {equation.weight} × {equation.value} is not {equation.after}"
     if not torch.allclose(expected, actual, rtol=1e-4, atol=1e-5, equal_nan=True):
         raise _error(trace, f"{subject}: its equation does not hold: {claim}", where)

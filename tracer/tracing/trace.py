@@ -50,6 +50,9 @@ class Trace:
         self.source_file = inspect.getsourcefile(variant.run) or variant.run.__code__.co_filename
         """The file that defines the variant's ``run`` function."""
         self.stages: list[Stage] = []
+        self.substeps: list[SubStep] = []
+        """Sub-steps kept by ``run_to_end(keep_substeps=True)``; empty otherwise."""
+        self.kept_substeps = False
         self.output: torch.Tensor | None = None
         self.finished = False
         self.substeps_in_current_loop = 0
@@ -100,10 +103,16 @@ class Trace:
             self.finished = True
             raise self._failure(exc) from exc
 
-    def run_to_end(self) -> Trace:
-        """Run the rest of the variant, keeping stages and discarding sub-steps."""
-        for _ in self:
-            pass
+    def run_to_end(self, keep_substeps: bool = False) -> Trace:
+        """Run the rest of the variant, keeping stages and discarding sub-steps.
+
+        With ``keep_substeps`` the sub-steps are kept too, in ``self.substeps`` (for
+        tests: a long loop holds every iteration in memory).
+        """
+        self.kept_substeps = self.kept_substeps or keep_substeps
+        for step in self:
+            if keep_substeps and isinstance(step, SubStep):
+                self.substeps.append(step)
         return self
 
     def stage(self, name: str) -> Stage:

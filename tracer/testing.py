@@ -47,6 +47,7 @@ def run_variant(
     d_out: int | None = None,
     dropout: float = 0.0,
     query: int | str | None = None,
+    source: str | InputSet | None = None,
     plugins_dir: Sequence[str | Path] = (),
     options: Mapping[str, Any] | Any = None,
     keep_substeps: bool = False,
@@ -60,6 +61,7 @@ def run_variant(
     exactly as ``attn trace -o NAME=VALUE`` checks them, so a test can also assert
     that a bad value raises :class:`tracer.errors.UsageError`.
 
+    ``source`` is a second sequence (``--source``), for variants that read ``run.source``.
     With ``keep_substeps=True`` every loop iteration is kept in ``trace.substeps``
     (see :func:`substeps_of`).
     """
@@ -75,6 +77,7 @@ def run_variant(
         dropout=dropout,
         query=query,
         options=_variant_options(options, named_options),
+        source=source,
     )
     input_set = inputs if isinstance(inputs, InputSet) else load_inputs(inputs)
     if isinstance(variant, Variant):

@@ -132,6 +132,46 @@ class Weights:
 
 
 @dataclass(frozen=True)
+class SourceWeights:
+    """Key and value projections for the source sequence, each (source width, d_out)."""
+
+    key: torch.Tensor
+    value: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Source:
+    """A second sequence: ``run.source`` in cross-attention (keys and values come from it)."""
+
+    inputs: torch.Tensor
+    """Its embeddings, shape (source tokens, source width); the width may differ from ``run.inputs``."""
+    tokens: tuple[str, ...]
+    weights: SourceWeights | None
+    """Its key and value projections, for variants with ``uses_weights=True``; None otherwise."""
+
+
+class Tokens(tuple[str, ...]):
+    """The tokens of a trace, and the source sequence's tokens (``.source``) when it has one.
+
+    A plain tuple of the main sequence's tokens wherever a tuple is expected; the
+    renderers read ``.source`` to label ``source`` axes (and ``key`` axes, whose
+    positions are then source tokens).
+    """
+
+    source: tuple[str, ...] | None
+
+    def __new__(cls, tokens: Sequence[str], source: Sequence[str] | None = None) -> Tokens:
+        made = super().__new__(cls, tokens)
+        made.source = tuple(source) if source is not None else None
+        return made
+
+
+def source_tokens(tokens: Sequence[str]) -> tuple[str, ...] | None:
+    """The source sequence's tokens carried by ``tokens`` (a :class:`Tokens`), if any."""
+    return getattr(tokens, "source", None)
+
+
+@dataclass(frozen=True)
 class RunContext:
     """Everything a variant's ``run`` function receives."""
 
@@ -152,6 +192,8 @@ class RunContext:
     """The variant's declared options, checked, with defaults filled in (also ``run.options``).
 
     The name ``extra`` is the original spelling and keeps working."""
+    source: Source | None = None
+    """A second sequence (cross-attention's keys and values), when the inputs give one."""
 
     @property
     def options(self) -> Mapping[str, Any]:

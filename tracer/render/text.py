@@ -139,7 +139,9 @@ def format_trace(
     # Run to the first step before printing anything: a variant that rejects its
     # options fails here, and the user sees only the error line.
     first = next(trace, None)
-    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}\n"
+    source = trace.context.source
+    second = f"\nsource: {' '.join(source.tokens)}" if source is not None else ""
+    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}{second}\n"
     for step in itertools.chain([first] if first is not None else [], trace):
         if isinstance(step, StageType):
             if stages is None or step.name in stages:
@@ -221,6 +223,8 @@ def trace_json(
         "options": {k: v for k, v in trace.context.options.items() if _is_json(v)},
         "stages": kept,
     }
+    if trace.context.source is not None:
+        document["source_tokens"] = list(trace.context.source.tokens)
     if substeps:
         document["substeps"] = loops
     document["output"] = tensor_json(trace.output) if trace.output is not None else None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import Location, PluginError, TracerError
 from tracer.tracing.lines import LineRecorder, statement_lines
-from tracer.variant import RunContext, Stage, Step, SubStep, Variant
+from tracer.variant import RunContext, Stage, Step, SubStep, Tokens, Variant
 
 if TYPE_CHECKING:
     import torch
@@ -69,7 +69,9 @@ class Trace:
 
     @property
     def tokens(self) -> tuple[str, ...]:
-        return self.context.tokens
+        """The tokens (a :class:`~tracer.variant.Tokens`: ``.source`` holds a second sequence's)."""
+        source = self.context.source
+        return Tokens(self.context.tokens, source.tokens if source is not None else None)
 
     def __iter__(self) -> Iterator[Step]:
         return self

@@ -176,3 +176,24 @@ def test_a_bad_source_section_is_reported_at_its_line(
     with pytest.raises(InputError) as caught:
         load_inputs(str(path))
     assert str(caught.value) == f"{path}:{message}"
+
+
+def test_the_lesson_runs_headless_in_a_pipe(attn: Attn) -> None:
+    status, out, err = attn("lesson", "run", "12_cross_attention", "--plain")
+    assert (status, err) == (0, "")
+    assert out.count("Quiz: ") == out.count("Answer: ") == 3
+    weights = out.splitlines().index("weights (3×4: query × key)")
+    assert out.splitlines()[weights + 2].split() == ["The", "cat", "is", "sleeping"]
+
+
+def test_a_lesson_names_source_tokens_in_cells(tmp_path: Path) -> None:
+    from tracer.lessons.loader import LessonError, parse_lesson
+
+    lesson = (Path(__file__).parents[2] / "lessons" / "12_cross_attention.yaml").read_text()
+    assert "cell: [chat, cat]" in lesson  # a target row and a source column, by name
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(lesson.replace("cell: [chat, cat]}", "cell: [chat, cta]}"), "l.yaml")
+    assert (
+        "cell index 'cta' is not one of the tokens (did you mean 'cat'?); tokens: Le chat dort; "
+        "source: The cat is sleeping"
+    ) in str(caught.value)

@@ -102,6 +102,7 @@ def _variant_options(options: Any, named: dict[str, Any]) -> dict[str, Any]:
 def sdpa_reference(trace: Trace, *, causal: bool = False) -> torch.Tensor:
     """torch's own scaled dot-product attention on the trace's inputs and weights.
 
+    With a second sequence (``run.source``), keys and values come from it: cross-attention.
     The focused query's row when the trace has one; needs ``uses_weights=True``.
     """
     import torch.nn.functional as F
@@ -110,7 +111,11 @@ def sdpa_reference(trace: Trace, *, causal: bool = False) -> torch.Tensor:
     if context.weights is None:
         raise ValueError(f"variant '{trace.variant.name}' runs without query/key/value weights")
     x, W = context.inputs, context.weights
-    out = F.scaled_dot_product_attention(x @ W.query, x @ W.key, x @ W.value, is_causal=causal)
+    keys, values = x @ W.key, x @ W.value
+    source = context.source
+    if source is not None and source.weights is not None:  # cross-attention: keys from it
+        keys, values = source.inputs @ source.weights.key, source.inputs @ source.weights.value
+    out = F.scaled_dot_product_attention(x @ W.query, keys, values, is_causal=causal)
     return context.focus(out)
 
 

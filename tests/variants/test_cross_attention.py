@@ -197,3 +197,43 @@ def test_a_lesson_names_source_tokens_in_cells(tmp_path: Path) -> None:
         "cell index 'cta' is not one of the tokens (did you mean 'cat'?); tokens: Le chat dort; "
         "source: The cat is sleeping"
     ) in str(caught.value)
+
+
+async def test_the_app_steps_through_it_with_source_labels() -> None:
+    from tests.tui.conftest import press, settle
+    from tracer.tui.explore_screen import ExploreScreen
+    from tracer.tui.grid import TensorGrid
+    from tracer.tui.launch import make_explore_app
+    from tracer.tui.tensor_pane import TensorPane
+
+    app = make_explore_app("cross-attention", TraceOptions(inputs=CROSS), [])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ExploreScreen) and screen.session is not None
+        seen = {}
+        for _ in range(9):
+            pane = screen.query_one(TensorPane)
+            assert not pane.has_class("-error"), screen.position
+            grid = pane.view.grid
+            if isinstance(grid, TensorGrid):
+                seen[grid.name] = (list(grid.row_labels), list(grid.column_labels))
+            await press(pilot, "w")  # the token view, where it applies, must draw too
+            assert not pane.has_class("-error"), screen.position
+            await press(pilot, "w", "right")
+        assert screen.position == 8 and screen.failure is None
+    assert seen["weights"] == (
+        ["Le", "chat", "est", "noir"],
+        ["The", "black", "cat", "sat", "down"],
+    )
+    assert seen["keys"][0] == ["The", "black", "cat", "sat", "down"]
+
+
+def test_sdpa_reference_takes_keys_and_values_from_the_source() -> None:
+    from tracer.testing import sdpa_reference
+
+    trace = run_variant("cross-attention", inputs=CROSS, query=2)
+    assert trace.output is not None
+    assert_close(sdpa_reference(trace), trace.output)
+    x, s, wq, wk, wv = (torch.from_numpy(m).float() for m in file_matrices())
+    assert_close(sdpa_reference(trace), F.scaled_dot_product_attention(x @ wq, s @ wk, s @ wv)[2])

@@ -559,3 +559,29 @@ def test_testing_helpers_run_a_variant_like_attn_does() -> None:
     torch.testing.assert_close(trace.output, sdpa_reference(trace), atol=1e-5, rtol=1e-5)
     with pytest.raises(UsageError, match="heads must be at least 1"):
         run_variant("multihead", heads=0)
+
+
+async def test_the_app_says_when_token_labels_come_from_the_shape(tmp_path: Path) -> None:
+    from tests.tui.conftest import settle
+    from tracer.tui.explore_screen import ExploreScreen
+    from tracer.tui.launch import make_explore_app
+    from tracer.tui.text_pane import TextPane
+
+    folder = plugin(
+        tmp_path / "p",
+        "old",
+        """
+        def old(run):
+            x = run.inputs
+            yield stage("scores", "S", scores=x @ x.T)
+            return x
+        """
+        + register("old", "old", '("scores",)'),
+    )
+    app = make_explore_app("old", TraceOptions(), [str(folder)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ExploreScreen)
+        narration = str(screen.query_one("#narration", TextPane).render())
+        assert "tensor 'scores' names no axes; labelled with the tokens" in narration

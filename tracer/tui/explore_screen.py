@@ -21,6 +21,7 @@ from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tracer.errors import PluginError
+from tracer.render.labels import axes_hint
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
@@ -216,6 +217,8 @@ class ExploreScreen(StepScreen):
         narration.append(f"\nstep {index + 1:,} of {total} · {where}", style="dim")
         if index == 0 and variant.description:
             narration.append("\n\n" + variant.description)
+        for name in step.guessed_axes:  # token labels inferred from the shape: say so
+            narration.append("\n" + axes_hint(name, step.guessed_axes), style="dim")
         self.query_one("#narration", TextPane).show(narration)
         produced = next(iter(step.tensors), None) if isinstance(step, Stage) else None
         self.query_one("#source", SourceView).show_file(

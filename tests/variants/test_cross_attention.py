@@ -237,3 +237,15 @@ def test_sdpa_reference_takes_keys_and_values_from_the_source() -> None:
     assert_close(sdpa_reference(trace), trace.output)
     x, s, wq, wk, wv = (torch.from_numpy(m).float() for m in file_matrices())
     assert_close(sdpa_reference(trace), F.scaled_dot_product_attention(x @ wq, s @ wk, s @ wv)[2])
+
+
+def test_source_flag_takes_another_input_set(attn: Attn) -> None:
+    status, out, err = attn(
+        "trace", "cross-attention", "--source", "four-words", "--stages", "weights", "--json"
+    )
+    assert status == 0, err
+    document = json.loads(out)
+    assert document["source_tokens"] == ["word_1", "word_2", "word_3", "word_4"]
+    weights = np.array(document["stages"][0]["tensors"]["weights"])
+    assert weights.shape == (6, 4)
+    np.testing.assert_allclose(weights.sum(axis=1), np.ones(6), rtol=1e-6)

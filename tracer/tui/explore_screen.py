@@ -21,6 +21,7 @@ from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tracer.errors import PluginError
+from tracer.render.labels import axes_hint
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
@@ -69,6 +70,8 @@ class ExploreScreen(StepScreen):
         self.session: ExploreSession | None = None
         self.position = -1
         self.error_shown = False
+        self.failure: str | None = None
+        """The error shown in place of the step the variant could not produce, if any."""
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -140,10 +143,24 @@ class ExploreScreen(StepScreen):
 
     def _failed(self, error: BaseException) -> None:
         self.set_exit_status(error)
+        self.error_shown = True
+        self._show_failure("Could not run the variant.", error)
+
+    def _show_failure(self, heading: str, error: BaseException, where: str = "") -> None:
+        """The error in place of the step it stopped, with its plugin line in the source pane.
+
+        Not a pop-up: q, ← and the rest of the keys keep working as on any step.
+        """
         message = self.describe(error)
+        self.failure = message
         self.pane.show_error(message)
-        self.query_one("#narration", TextPane).show(Text("Could not run the variant."))
-        self.app.show_error("The variant could not run", message)  # type: ignore[attr-defined]
+        narration = Text(heading, style="bold")
+        if where:
+            narration.append("\n" + where, style="dim")
+        self.query_one("#narration", TextPane).show(narration)
+        location = getattr(error, "location", None)
+        if location is not None and location.line is not None:
+            self.query_one("#source", SourceView).show_file(location.path, (location.line,))
 
     # Showing a step -----------------------------------------------------------------
 
@@ -158,6 +175,7 @@ class ExploreScreen(StepScreen):
             self._report_stop()
             return
         self.position = index
+        self.failure = None
         tokens = stepper.tokens
         variant = session.variant
         # Three lines: what this is, its formula, where we are (fits narrow terminals).
@@ -199,6 +217,8 @@ class ExploreScreen(StepScreen):
         narration.append(f"\nstep {index + 1:,} of {total} · {where}", style="dim")
         if index == 0 and variant.description:
             narration.append("\n\n" + variant.description)
+        for name in step.guessed_axes:  # token labels inferred from the shape: say so
+            narration.append("\n" + axes_hint(name, step.guessed_axes), style="dim")
         self.query_one("#narration", TextPane).show(narration)
         produced = next(iter(step.tensors), None) if isinstance(step, Stage) else None
         self.query_one("#source", SourceView).show_file(
@@ -210,7 +230,6 @@ class ExploreScreen(StepScreen):
         if not stepper.finished and not stepper.known(index + 1):
             # After the frame is painted, so the prefetch never competes with drawing it.
             self.call_after_refresh(self._prefetch, stepper, index + 1)
-        self._report_stop()
 
     def fit_columns(self) -> None:
         source = self.query_one("#source", SourceView)
@@ -221,18 +240,29 @@ class ExploreScreen(StepScreen):
         """Compute the next step while the learner reads this one, so → shows it at once."""
         stepper.prefetch(index)
 
-    def _report_stop(self) -> None:
-        """The trace ended early: say so once, in a modal and in the pane."""
+    def _report_stop(self) -> bool:
+        """The trace ended early and the learner stepped past its last step: show the error
+        in place of the step that failed (one past the last good one). False otherwise."""
         session = self.session
-        if session is None or session.stepper.error is None or self.error_shown:
-            return
+        if session is None:
+            return False
         stepper = session.stepper
         error = stepper.error
-        if error is not None and stepper.total is not None and self.position == stepper.total - 1:
-            self.error_shown = True
-            self.set_exit_status(error)  # quitting now says a plugin failed
-            message = str(stepper.error)
-            self.app.show_error("The variant stopped with an error", message)  # type: ignore[attr-defined]
+        if error is None or stepper.total is None or self.position < stepper.total - 1:
+            return False
+        self.error_shown = True
+        self.set_exit_status(error)  # quitting now says a plugin failed
+        moved = self.position != stepper.total
+        self.position = stepper.total
+        self._show_failure(
+            "The variant stopped with an error",
+            error,
+            f"step {stepper.total + 1:,} · ← goes back to the last step it produced",
+        )
+        self.query_one(Timeline).set_current(
+            None, [stepper.stages[n].name for n in stepper.stage_numbers]
+        )
+        return moved
 
     # Moving -------------------------------------------------------------------------
 
@@ -243,8 +273,7 @@ class ExploreScreen(StepScreen):
             return False
         stepper = session.stepper
         if stepper.total is not None and index >= stepper.total:
-            self._report_stop()
-            return False
+            return self._report_stop()
         if stepper.known(index):
             self.show_step(index)
             return True
@@ -324,7 +353,8 @@ class ExploreScreen(StepScreen):
         self.query_one("#narration", TextPane).show(Text(message))
 
     def job_failed(self, error: BaseException) -> None:
-        self.show_step(self.position)
+        if not self._report_stop():
+            self.show_step(self.position)
 
     def job_cancelled(self) -> None:
         self.show_step(self.position)

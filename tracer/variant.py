@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
+    from tracer.inputs import InputSet
+
 STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VARIANT_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -265,6 +267,11 @@ class Variant:
     """Stages built by a loop that yields sub-steps."""
     options: tuple[Option, ...] = ()
     """Options the variant accepts (``-o NAME=VALUE``, a lesson's ``options:``)."""
+    inputs: InputSet | None = None
+    """The variant's own inputs when the user names none (otherwise: ``your-journey``)."""
+    uses_embeddings: bool = True
+    """False when ``run`` reads only the tokens (a model with its own embeddings): inputs may
+    then give tokens alone, and ``run.inputs`` is (tokens, 0)."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""

@@ -98,10 +98,11 @@ def open_explore(args: argparse.Namespace) -> int:
     from tracer.runner import resolve_query
 
     options = trace_options(args)
-    assert isinstance(options.inputs, str)
-    inputs = load_inputs(options.inputs)
-    resolve_query(options.query, inputs.tokens)
-    options = replace(options, inputs=inputs)
+    if options.inputs is not None:  # None: the variant's own inputs, found once it is loaded
+        assert isinstance(options.inputs, str)
+        inputs = load_inputs(options.inputs)
+        resolve_query(options.query, inputs.tokens)
+        options = replace(options, inputs=inputs)
     plugin_dirs = list(args.plugins_dir or ())
     if getattr(args, "plain", False):
         return explore_plain(args.variant, options, plugin_dirs)

@@ -43,6 +43,7 @@ EXPECTED_NAMES = [
     "09_kv_cache",
     "10_online_softmax",
     "11_training",
+    "13_induction_heads",
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 

@@ -17,43 +17,15 @@ import numpy as np
 import pytest
 import torch
 
+from tests.variants.induction_oracle import DEFAULT, LETTERS, WEIGHTS, numpy_forward
 from tests.variants.problems import HOST
 from tracer.errors import UsageError
 from tracer.inputs import InputSet, load_inputs
 from tracer.runner import TraceOptions, start_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-WEIGHTS = ROOT / "plugins" / "induction_weights.pt"
-LETTERS = "ABCDEFGHIJKLMNOPQRST"
 
 Attn = Callable[..., tuple[int, str, str]]
-
-
-def numpy_forward(letters: str) -> dict[str, Any]:
-    """The model, one head at a time in float64 numpy: per-head weights and outputs, logits."""
-    model = {name: t.double().numpy() for name, t in torch.load(WEIGHTS, weights_only=True).items()}
-    ids = [LETTERS.index(c) for c in letters]
-    n = len(ids)
-    x = model["W_E"][ids] + model["W_pos"][:n]
-    found: dict[str, Any] = {"embed": x.copy()}
-    for layer in range(2):
-        weights, outputs = [], []
-        for h in range(model[f"{layer}.W_Q"].shape[0]):
-            q = x @ model[f"{layer}.W_Q"][h]
-            k = x @ model[f"{layer}.W_K"][h]
-            v = x @ model[f"{layer}.W_V"][h]
-            scores = q @ k.T / np.sqrt(k.shape[1])
-            scores[np.triu_indices(n, 1)] = -np.inf
-            e = np.exp(scores - scores.max(axis=1, keepdims=True))
-            w = e / e.sum(axis=1, keepdims=True)
-            weights.append(w)
-            outputs.append(w @ v @ model[f"{layer}.W_O"][h])
-        x = x + sum(outputs)
-        found[f"layer{layer}_weights"] = np.stack(weights)
-        found[f"layer{layer}_outputs"] = np.stack(outputs)
-        found[f"layer{layer}_residual"] = x.copy()
-    found["logits"] = x @ model["W_U"]
-    return found
 
 
 def stages(inputs: str | InputSet | None = None, **options: int) -> dict[str, dict[str, Any]]:
@@ -72,7 +44,7 @@ def close(got: torch.Tensor, expected: np.ndarray) -> None:
 @pytest.mark.parametrize("letters", [None, "ABCDEABCDE", "QPKTQPKTQ", "H", "ABCABCPQR"])
 def test_every_stage_equals_the_numpy_forward_pass(letters: str | None) -> None:
     got = stages(letters_set(letters) if letters else None)
-    expected = numpy_forward(letters or "RJOSBIMLNG" * 2)
+    expected = numpy_forward(letters or DEFAULT)
     close(got["embed"]["residual"], expected["embed"])
     for layer in range(2):
         scores = got[f"layer{layer}_scores"]["scores"]
@@ -88,7 +60,7 @@ def test_every_stage_equals_the_numpy_forward_pass(letters: str | None) -> None:
 
 
 def test_focus_keeps_one_layer_and_one_head() -> None:
-    expected = numpy_forward("RJOSBIMLNG" * 2)
+    expected = numpy_forward(DEFAULT)
     got = stages(layer=1, head=2)
     close(got["layer1_weights"]["weights"], expected["layer1_weights"][2])
     assert got["layer0_weights"] == {}  # out of focus: computed, not shown
@@ -226,3 +198,45 @@ def test_the_training_script_still_trains(tmp_path: Path) -> None:
     out = tmp_path / "w.pt"
     digest = script.save(params, out)
     assert out.with_suffix(".sha256").read_text() == f"{digest}  w.pt\n"
+
+
+def test_lesson_13_claims() -> None:
+    """What the captions of lessons/13_induction_heads.yaml say about the numbers."""
+    import yaml
+    from tracer.builtin_plugins.induction import REPEATED
+
+    from tracer.lessons.loader import shipped_dir
+
+    lesson = yaml.safe_load((shipped_dir() / "13_induction_heads.yaml").read_text())
+    # "the induction variant's own inputs": ten distinct letters, then the same ten again.
+    assert tuple(lesson["inputs"]["tokens"]) == REPEATED.tokens
+    assert "".join(REPEATED.tokens) == DEFAULT
+    expected = numpy_forward(DEFAULT)
+    rows = range(1, 20)
+    layer0 = expected["layer0_weights"]
+    # "Head 2 puts most of every row's weight (after the first) ... on the previous token."
+    assert all(layer0[2, i, i - 1] > 0.5 for i in rows)
+    # "Head 1 does the same on most rows, not all."; no other head does it on most rows.
+    on_previous = [sum(layer0[h, i, i - 1] > 0.5 for i in rows) for h in range(4)]
+    assert 10 <= on_previous[1] < 19
+    assert on_previous[0] < 10 and on_previous[3] < 10
+    # Layer 1: from position 10 on, most weight nine places left of the diagonal, in all
+    # four heads, "head 3 puts less than half its weight there in one row".
+    layer1 = expected["layer1_weights"]
+    on_stripe = [sum(layer1[h, i, i - 9] > 0.5 for i in range(10, 20)) for h in range(4)]
+    assert on_stripe == [10, 10, 10, 9]
+    # The cells quiz: from position 14 (the second B) every head of layer 1 puts over half
+    # its weight on position 5 ("for every head"), the I after the first B.
+    assert DEFAULT[14] == DEFAULT[4] == "B" and DEFAULT[5] == "I"
+    assert [set(np.flatnonzero(layer1[h, 14] > 0.5)) for h in range(4)] == [{5}] * 4
+    predicted = expected["logits"].argmax(axis=1)
+    actual = [LETTERS.index(c) for c in DEFAULT[1:]]
+    correct = [int(p == a) for p, a in zip(predicted, actual, strict=False)]
+    # "The first ten are all wrong ... From position 10 on, every prediction is right."
+    assert correct == [0] * 10 + [1] * 9
+    assert LETTERS[predicted[14]] == "I"  # the choice quiz's answer
+    assert LETTERS[predicted[19]] == "R" == DEFAULT[10]  # the last G: what followed G before
+    # "two layers of attention, four heads each", "letters A to T"
+    model = torch.load(WEIGHTS, weights_only=True)
+    assert model["0.W_Q"].shape[0] == model["1.W_Q"].shape[0] == 4
+    assert model["W_E"].shape[0] == len(LETTERS) == 20

@@ -36,7 +36,7 @@ MAX_D_OUT = 4096
 class TraceOptions:
     """The options of ``attn trace``; ``d_out=None`` means "from the weights, else 2"."""
 
-    inputs: str | InputSet | None = DEFAULT_INPUTS
+    inputs: str | InputSet | None = None
     """A built-in set's name, a file, or an :class:`InputSet`; None: the variant's own inputs
     if it has them (``induction``), else ``your-journey``."""
     seed: int = DEFAULT_SEED

@@ -17,6 +17,7 @@ CASES = [
     ("kv-cache", {}),
     ("online-softmax", {"causal": True}),
     ("training", {"steps": 3}),
+    ("induction", {"head": 1}),
 ]
 
 

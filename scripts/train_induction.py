@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import math
 import time
 from pathlib import Path
@@ -134,9 +135,15 @@ def train(
 
 
 def save(params: dict[str, torch.Tensor], out: Path) -> str:
-    """Write the tensors and ``<out>.sha256`` beside them; return the checksum."""
-    torch.save({name: p.contiguous() for name, p in params.items()}, out)
-    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    """Write the tensors and ``<out>.sha256`` beside them; return the checksum.
+
+    Saved through a buffer: ``torch.save`` to a path names the archive after the file, so
+    the bytes (and the checksum) would depend on where they were written.
+    """
+    buffer = io.BytesIO()
+    torch.save({name: p.contiguous() for name, p in params.items()}, buffer)
+    out.write_bytes(buffer.getvalue())
+    digest = hashlib.sha256(buffer.getvalue()).hexdigest()
     out.with_suffix(".sha256").write_text(f"{digest}  {out.name}\n")
     return digest
 

@@ -198,6 +198,7 @@ def test_the_training_script_still_trains(tmp_path: Path) -> None:
     out = tmp_path / "w.pt"
     digest = script.save(params, out)
     assert out.with_suffix(".sha256").read_text() == f"{digest}  w.pt\n"
+    assert script.save(params, tmp_path / "elsewhere.pt") == digest  # bytes not tied to a name
 
 
 def test_lesson_13_claims() -> None:

@@ -80,6 +80,12 @@ def token_ids(tokens, context: int) -> torch.Tensor:
 
 
 def induction(run: RunContext):
+    if run.dropout > 0:
+        raise UsageError(
+            "variant 'induction' runs a trained model as it predicts; leave --dropout at 0"
+        )
+    if run.padding is not None and any(run.padding):
+        raise UsageError("variant 'induction' reads every token; its inputs cannot have padding")
     model = load_model()
     ids = token_ids(run.tokens, model["W_pos"].shape[0])
     n = len(ids)

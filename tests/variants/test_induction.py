@@ -127,6 +127,10 @@ def test_an_inputs_file_of_letters_alone(tmp_path: Path, attn: Attn) -> None:
         ),
         (["-o", "head=4"], "attn: -o head must be at most 3, got 4"),
         (["-o", "layer=2"], "attn: -o layer must be at most 1, got 2"),
+        (
+            ["--dropout", "0.1"],
+            "attn: variant 'induction' runs a trained model as it predicts; leave --dropout at 0",
+        ),
     ],
 )
 def test_bad_inputs_are_one_line(attn: Attn, argv: list[str], message: str) -> None:
@@ -241,3 +245,13 @@ def test_lesson_13_claims() -> None:
     model = torch.load(WEIGHTS, weights_only=True)
     assert model["0.W_Q"].shape[0] == model["1.W_Q"].shape[0] == 4
     assert model["W_E"].shape[0] == len(LETTERS) == 20
+
+
+def test_padding_is_refused(tmp_path: Path, attn: Attn) -> None:
+    path = tmp_path / "padded.yaml"
+    path.write_text("tokens: [A, B, A]\npadding: [false, false, true]\n")
+    assert attn("trace", "induction", "--inputs", str(path)) == (
+        2,
+        "",
+        "attn: variant 'induction' reads every token; its inputs cannot have padding\n",
+    )

@@ -36,6 +36,7 @@ WEIGHTS = Path(__file__).with_name("induction_weights.pt")
 VOCAB = tuple("ABCDEFGHIJKLMNOPQRST")
 """Token id i is the letter VOCAB[i]."""
 LAYERS = 2
+SUBSCRIPTS = "₀₁₂"
 
 # Ten letters drawn once at random (random.Random(2022).sample(VOCAB, 10)), then repeated.
 REPEATED = InputSet(
@@ -152,7 +153,7 @@ def induction(run: RunContext):
         yield stage(
             f"layer{layer}_residual",
             f"Layer {layer}: the residual stream, with every head's output added",
-            formula=f"x{layer + 1} = x{layer} + Σ_h out_h",
+            formula=f"x{SUBSCRIPTS[layer + 1]} = x{SUBSCRIPTS[layer]} + Σ_h out_h",
             axes=("token", "feature"),
             residual=residual,
         )

@@ -37,7 +37,9 @@ MAX_D_OUT = 4096
 class TraceOptions:
     """The options of ``attn trace``; ``d_out=None`` means "from the weights, else 2"."""
 
-    inputs: str | InputSet = DEFAULT_INPUTS
+    inputs: str | InputSet | None = None
+    """A built-in set's name, a file, or an :class:`InputSet`; None: the variant's own inputs
+    if it has them (``induction``), else ``your-journey``."""
     seed: int = DEFAULT_SEED
     init: str = DEFAULT_INIT
     d_out: int | None = None
@@ -111,15 +113,20 @@ def build_context(
     if not 0.0 <= options.dropout < 1.0:
         raise UsageError(f"--dropout must be at least 0 and below 1, got {options.dropout:g}")
     if input_set.d_out is not None and options.d_out not in (None, input_set.d_out):
-        source = (
-            input_set.source if input_set.source != "built-in" else f"input set '{input_set.name}'"
-        )
         raise UsageError(
-            f"--d-out {options.d_out} disagrees with the weights of {source}, "
+            f"--d-out {options.d_out} disagrees with the weights of {_described(input_set)}, "
             f"which have d_out = {input_set.d_out}"
         )
+    if not input_set.embeddings and (uses_weights or (variant and variant.uses_embeddings)):
+        name = f"variant '{variant.name}'" if variant is not None else "this variant"
+        raise UsageError(
+            f"{_described(input_set)} gives tokens but no embeddings, which {name} needs"
+        )
     query = resolve_query(options.query, input_set.tokens)
-    inputs = torch.tensor(input_set.embeddings, dtype=torch.float32)
+    if input_set.embeddings:
+        inputs = torch.tensor(input_set.embeddings, dtype=torch.float32)
+    else:  # tokens alone: the variant embeds them itself
+        inputs = torch.zeros(len(input_set.tokens), 0)
     weights = None
     d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
     if uses_weights:
@@ -165,6 +172,23 @@ def build_source(
     )
 
 
+def _described(input_set: InputSet) -> str:
+    if input_set.source != "built-in":
+        return input_set.source
+    return f"input set '{input_set.name}'"
+
+
+def resolve_inputs(spec: str | InputSet | None, variant: Variant | None = None) -> InputSet:
+    """The input set of ``spec``; None means ``variant``'s own inputs, else ``your-journey``."""
+    if isinstance(spec, InputSet):
+        return spec
+    if spec is None:
+        if variant is not None and variant.inputs is not None:
+            return variant.inputs
+        spec = DEFAULT_INPUTS
+    return load_inputs(spec)
+
+
 def start_trace(
     variant: str,
     options: TraceOptions | None = None,
@@ -180,8 +204,6 @@ def start_trace(
     options = options or TraceOptions()
     host = host or PluginHost()
     found = host.variant(variant)
-    input_set = (
-        options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
-    )
+    input_set = resolve_inputs(options.inputs, found)
     context = build_context(input_set, options, variant=found, where=where)
     return host.start(variant, context)

@@ -28,6 +28,8 @@ from tracer.suggest import did_you_mean
 if TYPE_CHECKING:
     import torch
 
+    from tracer.inputs import InputSet
+
 STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VARIANT_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -414,6 +416,11 @@ class Variant:
     """Stages among ``stages`` that ``run`` may leave out; every other one must be yielded."""
     declared_at: Location | None = field(default=None, compare=False, repr=False)
     """Where the plugin wrote ``Variant(...)`` (filled in when the variant is made)."""
+    inputs: InputSet | None = None
+    """The variant's own inputs when the user names none (otherwise: ``your-journey``)."""
+    uses_embeddings: bool = True
+    """False when ``run`` reads only the tokens (a model with its own embeddings): inputs may
+    then give tokens alone, and ``run.inputs`` is (tokens, 0)."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""

@@ -77,6 +77,9 @@ def test_wheel_adds_no_generic_top_level_names(wheel: Path) -> None:
     assert "tracer/builtin_lessons/01_dot_products.yaml" in names
     assert "tracer/lessons/schema.json" in names
     assert "tracer/py.typed" in names
+    # The induction variant's trained weights and the checksum it checks them against.
+    assert "tracer/builtin_plugins/induction_weights.pt" in names
+    assert "tracer/builtin_plugins/induction_weights.sha256" in names
 
 
 @pytest.mark.slow
@@ -182,3 +185,10 @@ def test_installed_wheel_behaves_like_the_editable_install(wheel: Path, tmp_path
             source["file"] = Path(source.pop("file")).name  # the wheel's copy, or the checkout's
             source["files"] = {Path(path).name: lines for path, lines in source["files"].items()}
     assert installed == reference
+
+    # The trained model loads from the wheel, its checksum holds, and it predicts the same.
+    predicted = [
+        json.loads(run("trace", "induction", "--json", "--stages", "prediction"))["stages"]
+        for run in (attn, editable)
+    ]
+    assert predicted[0][0]["tensors"] == predicted[1][0]["tensors"]

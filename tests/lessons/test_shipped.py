@@ -45,6 +45,7 @@ EXPECTED_NAMES = [
     "10_online_softmax",
     "11_training",
     "12_cross_attention",
+    "13_induction_heads",
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from tests.data import seeds
+from tests.variants.induction_oracle import DEFAULT, numpy_forward
 
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -109,7 +110,7 @@ def trained(steps: int = 50, lr: float = 2.0) -> tuple[list[float], torch.Tensor
     return [*losses, float(loss.detach())], weights.detach()
 
 
-MODERN_ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
+MODERN_ORACLES: dict[tuple[str, str], Callable[[], float | str | frozenset[tuple[int, ...]]]] = {
     ("08_windows_and_groups", "keys-seen-step"): lambda: float((band_weights(3)[5] > 0).sum()),
     ("08_windows_and_groups", "step-with"): lambda: float(band_weights(3)[5, 3]),
     # One key and one value head of 8 / 4 columns, against one per query head.
@@ -126,4 +127,15 @@ MODERN_ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
     ("11_training", "loss-start"): lambda: trained(steps=0)[0][0],
     ("11_training", "loss-end"): lambda: trained()[0][-1],
     ("11_training", "step-your-after"): lambda: float(trained()[1][5, 0]),
+    # The induction model, by the numpy forward pass: the previous-token head's weight from
+    # the second B to the S before it, and where the induction head puts over half its weight.
+    ("13_induction_heads", "prev-weight-14"): lambda: float(
+        numpy_forward(DEFAULT)["layer0_weights"][2, 14, 13]
+    ),
+    ("13_induction_heads", "look-14"): lambda: frozenset(
+        (int(h), int(k))
+        for h, k in zip(
+            *(numpy_forward(DEFAULT)["layer1_weights"][:, 14] > 0.5).nonzero(), strict=True
+        )
+    ),
 }

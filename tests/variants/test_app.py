@@ -17,6 +17,7 @@ CASES = [
     ("kv-cache", {}),
     ("online-softmax", {"causal": True}),
     ("training", {"steps": 3}),
+    ("induction", {"head": 1}),
 ]
 
 
@@ -36,3 +37,20 @@ async def test_step_through_every_step(variant: str, options: dict[str, object])
             assert not screen.query_one(TensorPane).has_class("-error"), screen.position
         stepper = session.stepper
         assert stepper.finished and screen.position == stepper.total - 1
+
+
+async def test_the_induction_lesson_steps_through_in_the_app() -> None:
+    """Lesson 13 in the app: every step shows without an error, four-head tables included."""
+    from tracer.tui.launch import make_lesson_app
+    from tracer.tui.lesson_screen import LessonScreen
+
+    app = make_lesson_app("13_induction_heads", resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        for step in range(len(screen.session.lesson.steps)):
+            screen.go_to_step(step)
+            await settle(pilot)
+            assert not isinstance(app.screen, ErrorScreen), step
+            assert not screen.pane.has_class("-error"), step

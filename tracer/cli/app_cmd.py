@@ -98,11 +98,20 @@ def open_explore(args: argparse.Namespace) -> int:
     from tracer.runner import resolve_query
 
     options = trace_options(args)
-    assert isinstance(options.inputs, str)
-    inputs = load_inputs(options.inputs)
-    resolve_query(options.query, inputs.tokens)
-    options = replace(options, inputs=inputs)
     plugin_dirs = list(args.plugins_dir or ())
+    if options.inputs is not None:
+        assert isinstance(options.inputs, str)
+        inputs = load_inputs(options.inputs)
+        resolve_query(options.query, inputs.tokens)
+        options = replace(options, inputs=inputs)
+    elif options.query is not None:
+        # The variant's own inputs (else your-journey) hold the tokens --query names.
+        from tracer.plugin_host import PluginHost
+        from tracer.runner import resolve_inputs
+
+        inputs = resolve_inputs(None, PluginHost(plugin_dirs).variant(args.variant))
+        resolve_query(options.query, inputs.tokens)
+        options = replace(options, inputs=inputs)
     if getattr(args, "plain", False):
         return explore_plain(args.variant, options, plugin_dirs)
     if not need_terminal(

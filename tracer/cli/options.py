@@ -14,9 +14,10 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("trace options")
     group.add_argument(
         "--inputs",
-        default=DEFAULT_INPUTS,
+        default=None,
         metavar="NAME|FILE",
-        help=f"a built-in input set or a YAML/JSON file (default: {DEFAULT_INPUTS})",
+        help="a built-in input set or a YAML/JSON file "
+        f"(default: the variant's own inputs, else {DEFAULT_INPUTS})",
     )
     group.add_argument(
         "--source",

@@ -3,7 +3,7 @@
 An inputs file is YAML or JSON::
 
     tokens: [Your, journey, starts]
-    embeddings:
+    embeddings:         # optional for a variant with its own embeddings (induction)
       - [0.43, 0.15, 0.89]
       - [0.55, 0.87, 0.66]
       - [0.57, 0.85, 0.64]
@@ -68,7 +68,9 @@ class SourceSequence:
 
 @dataclass(frozen=True)
 class InputSet:
-    """Tokens and their embeddings, validated: rectangular, finite, one row per token."""
+    """Tokens and their embeddings, validated: rectangular, finite, one row per token.
+
+    ``embeddings`` is empty when the inputs give tokens alone."""
 
     name: str
     tokens: tuple[str, ...]
@@ -83,7 +85,7 @@ class InputSet:
 
     @property
     def d_in(self) -> int:
-        return len(self.embeddings[0])
+        return len(self.embeddings[0]) if self.embeddings else 0
 
     @property
     def d_out(self) -> int | None:
@@ -156,15 +158,20 @@ def parse_input_node(
             message = f"unknown key '{key}'{hint}; expected one of {', '.join(KEYS)}"
             problems.append(problem_at(key_node, message, path))
         entries[key] = value_node
-    for required in ("tokens", "embeddings"):
-        if required not in entries:
-            problems.append(problem_at(node, f"missing '{required}'", path))
+    if "tokens" not in entries:
+        problems.append(problem_at(node, "missing 'tokens'", path))
+    if "embeddings" not in entries and "weights" in entries:
+        problems.append(problem_at(node, "missing 'embeddings' (the weights apply to them)", path))
     if problems:
         return None, problems
 
     tokens = _tokens(entries["tokens"], path, problems)
-    embeddings = _matrix(entries["embeddings"], "embeddings", path, problems)
-    if tokens is not None and embeddings is not None and len(tokens) != len(embeddings):
+    # Tokens alone are enough for a variant with its own embeddings (a trained model);
+    # a variant that needs embeddings says so when it is given such inputs.
+    embeddings: Matrix | None = ()
+    if "embeddings" in entries:
+        embeddings = _matrix(entries["embeddings"], "embeddings", path, problems)
+    if tokens is not None and embeddings and len(tokens) != len(embeddings):
         message = (
             f"{len(tokens)} tokens but {len(embeddings)} embedding rows; give one row per token"
         )

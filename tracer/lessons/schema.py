@@ -261,7 +261,8 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
     matrix = {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}
     inline_inputs: dict[str, Any] = {
         "type": "object",
-        "description": "inline inputs: tokens and their embeddings, optionally weights",
+        "description": "inline inputs: tokens and their embeddings, optionally weights; "
+        "tokens alone for a variant with its own embeddings (induction)",
         "properties": {
             "tokens": {"type": "array", "items": {"type": "string"}, "minItems": 1},
             "embeddings": matrix,
@@ -290,7 +291,8 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                 "additionalProperties": False,
             },
         },
-        "required": ["tokens", "embeddings"],
+        "required": ["tokens"],
+        "dependencies": {"weights": ["embeddings"]},
         "additionalProperties": False,
     }
     assert set(inline_inputs["properties"]) == set(INPUT_KEYS)

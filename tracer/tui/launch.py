@@ -40,16 +40,15 @@ def explore_loader(
     host: PluginHost | None = None,
 ) -> ExploreSession:
     """Load the plugins (unless ``host`` has) and start ``variant`` (in a worker: imports torch)."""
-    from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
-    from tracer.runner import build_context
+    from tracer.runner import build_context, resolve_inputs
     from tracer.tracing.stepper import Stepper
     from tracer.tui.explore_screen import ExploreSession
 
     if host is None:
         host = PluginHost(plugin_dirs)
     found = host.variant(variant)
-    inputs = options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
+    inputs = resolve_inputs(options.inputs, found)
     context = build_context(inputs, options, variant=found)
     stepper = Stepper(lambda: host.start(variant, context))
     warnings = tuple(

@@ -353,3 +353,45 @@ def test_source_flag_takes_another_input_set(attn: Attn) -> None:
     weights = np.array(document["stages"][0]["tensors"]["weights"])
     assert weights.shape == (6, 4)
     np.testing.assert_allclose(weights.sum(axis=1), np.ones(6), rtol=1e-6)
+
+
+DEFAULT_LESSON = """\
+title: Cross-attention on the default source
+summary: Its keys and values come from the built-in ton-voyage.
+steps:
+  - show:
+      variant: cross-attention
+      stage: weights
+      focus: {cell: [journey, voyage]}
+      caption: The default source's tokens name the columns.
+  - quiz:
+      id: journey-voyage
+      question: What weight does "journey" give to "voyage"?
+      answer: {variant: cross-attention, stage: weights, cell: [journey, voyage]}
+      tolerance: 0.005
+      explanation: "{{answer}}"
+"""
+
+
+def test_a_lesson_names_the_default_sources_tokens_in_cells() -> None:
+    from tracer.lessons.loader import LessonError, parse_lesson
+    from tracer.lessons.model import Quiz
+
+    lesson = parse_lesson(DEFAULT_LESSON, "l.yaml")
+    (quiz,) = [step for step in lesson.steps if isinstance(step, Quiz)]
+    assert quiz.answer.cell == (1, 1)  # type: ignore[union-attr]
+    # The answer is read from a run on the default source: numpy's weight of journey for voyage.
+    from tracer.lessons.runner import LessonRunner
+    from tracer.plugin_host import PluginHost
+
+    x, s, wq, wk, _ = default_matrices(run_variant("cross-attention"))
+    scores = (x @ wq) @ (s @ wk).T / np.sqrt(wk.shape[1])
+    weights = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    answer = LessonRunner(lesson, PluginHost()).value(quiz.answer)  # type: ignore[arg-type]
+    assert answer == pytest.approx(weights[1, 1], rel=1e-5)
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(DEFAULT_LESSON.replace("voyage]}\n      tol", "voyag]}\n      tol"), "l.yaml")
+    assert (
+        "cell index 'voyag' is not one of the tokens (did you mean 'voyage'?); tokens: Your "
+        "journey starts with one step; source: Ton voyage commence d'un pas"
+    ) in str(caught.value)

@@ -10,6 +10,9 @@ W_key and W_value map the source's width to the same d_out.
 
 The second sequence is the ``source:`` section of an inputs file (with its own
 tokens, embeddings and, optionally, key and value weights), or ``--source``.
+With neither, ``source="required"`` has the tracer give the default source
+(the built-in ``ton-voyage``: five tokens of width 4 beside the default inputs'
+six of width 3), so the variant runs as it comes and the shapes differ.
 Weights not given in the file are drawn after ``trainable``'s for the same
 ``--seed``, ``--init`` and ``--d-out``, so the queries are ``trainable``'s.
 """
@@ -107,9 +110,10 @@ def register_variants(register):
         Variant(
             name="cross-attention",
             title="Cross-attention: target queries over source keys and values",
-            description="Needs a second sequence: a 'source:' section in the inputs file, "
-            "or --source NAME|FILE.",
+            description="Reads a second sequence: a 'source:' section in the inputs file, "
+            "--source NAME|FILE, or else the built-in 'ton-voyage'.",
             run=cross_attention,
+            source="required",
             stages=(
                 "inputs",
                 "source",

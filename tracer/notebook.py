@@ -190,6 +190,11 @@ def trace_html(trace: Trace) -> str:
     header = f"{trace.variant.title} ({trace.variant.name}) on: {' '.join(tokens)}"
     if query is not None:
         header += f" · query {query} ({tokens[query]})"
+    source = trace.context.source
+    if source is not None:
+        header += f" · source: {' '.join(source.tokens)}"
+        if source.default is not None:
+            header += f" (the default source, input set '{source.default}')"
     parts = [
         f'<div style="{BOX}">',
         f'<div style="font-size: 15px; font-weight: bold">{escape(header)}</div>',
@@ -201,7 +206,7 @@ def trace_html(trace: Trace) -> str:
     return "".join(parts)
 
 
-TRACE_FIELDS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query"})
+TRACE_FIELDS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query", "source"})
 
 
 def trace(variant: str, *, plugin_dirs: Sequence[str] = (), **options: Any) -> Trace:
@@ -209,7 +214,7 @@ def trace(variant: str, *, plugin_dirs: Sequence[str] = (), **options: Any) -> T
 
     In a notebook the result shows itself: every stage as a token-labelled
     heatmap with the code that ran. ``inputs``, ``seed``, ``init``, ``d_out``,
-    ``dropout`` and ``query`` are the options of ``attn trace``; any other
+    ``dropout``, ``query`` and ``source`` are the options of ``attn trace``; any other
     keyword is one of the variant's own options (``trace("multihead", heads=3)``).
     """
     from tracer.plugin_host import PluginHost

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from tracer.tracing import Trace
 
 DEFAULT_INPUTS = "your-journey"
+DEFAULT_SOURCE = "ton-voyage"
+"""The source of a variant with ``source="required"`` and no ``default_source`` of its own,
+when neither the inputs (``source:``) nor ``--source`` give one."""
 DEFAULT_SEED = 123
 DEFAULT_INIT = "rand"
 DEFAULT_D_OUT = 2
@@ -131,7 +134,7 @@ def build_context(
     d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
     if uses_weights:
         weights = make_weights(options.init, input_set.d_in, d_out, options.seed, input_set.weights)
-    second = build_source(input_set, options, d_out, uses_weights)
+    second = build_source(input_set, options, d_out, uses_weights, variant)
     return RunContext(
         inputs=inputs,
         tokens=input_set.tokens,
@@ -147,17 +150,26 @@ def build_context(
 
 
 def build_source(
-    input_set: InputSet, options: TraceOptions, d_out: int, uses_weights: bool
+    input_set: InputSet,
+    options: TraceOptions,
+    d_out: int,
+    uses_weights: bool,
+    variant: Variant | None = None,
 ) -> Source | None:
-    """``run.source``: ``--source`` (its tokens and embeddings) or the inputs' ``source:``."""
+    """``run.source``: ``--source`` (its tokens and embeddings) or the inputs' ``source:``;
+    for a variant with ``source="required"`` and neither, its default source."""
     import torch
 
     sequence = input_set.source_sequence
+    default = None
     if options.source is not None:
         given = (
             options.source if isinstance(options.source, InputSet) else load_inputs(options.source)
         )
         sequence = SourceSequence(given.tokens, given.embeddings)
+    elif sequence is None and variant is not None and variant.source == "required":
+        default = default_source(variant)
+        sequence = SourceSequence(default.tokens, default.embeddings)
     if sequence is None:
         return None
     weights = None
@@ -169,6 +181,7 @@ def build_source(
         inputs=torch.tensor(sequence.embeddings, dtype=torch.float32),
         tokens=sequence.tokens,
         weights=weights,
+        default=default.name if default is not None else None,
     )
 
 
@@ -187,6 +200,14 @@ def resolve_inputs(spec: str | InputSet | None, variant: Variant | None = None) 
             return variant.inputs
         spec = DEFAULT_INPUTS
     return load_inputs(spec)
+
+
+def default_source(variant: Variant) -> InputSet:
+    """The input set that serves as ``variant``'s source when none is given."""
+    chosen = variant.default_source
+    if isinstance(chosen, InputSet):
+        return chosen
+    return load_inputs(chosen or DEFAULT_SOURCE)
 
 
 def start_trace(

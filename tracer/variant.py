@@ -150,6 +150,9 @@ class Source:
     tokens: tuple[str, ...]
     weights: SourceWeights | None
     """Its key and value projections, for variants with ``uses_weights=True``; None otherwise."""
+    default: str | None = None
+    """The name of the input set that served as the variant's default source (``ton-voyage``);
+    None when the inputs' ``source:`` section or ``--source`` gave it."""
 
 
 class Tokens(tuple[str, ...]):
@@ -421,6 +424,14 @@ class Variant:
     uses_embeddings: bool = True
     """False when ``run`` reads only the tokens (a model with its own embeddings): inputs may
     then give tokens alone, and ``run.inputs`` is (tokens, 0)."""
+    source: str | None = None
+    """``"required"`` when ``run`` reads a second sequence (``run.source``, cross-attention's
+    keys and values). The tracer then always gives one, so ``run.source`` is never None: the
+    inputs' ``source:`` section, ``--source``, or else ``default_source``."""
+    default_source: str | InputSet | None = field(default=None, compare=False)
+    """The source used when none is given, for ``source="required"``: a built-in input set's
+    name or an :class:`~tracer.inputs.InputSet`; None means the tracer's default source
+    (``ton-voyage``: five tokens of width 4). Its tokens and embeddings are used, not its weights."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""
@@ -455,6 +466,7 @@ class Variant:
                 f"optional_stages {unknown} of variant {self.name!r} are not among its stages"
                 f"{did_you_mean(unknown[0], self.stages)}"
             )
+        self._check_source()
         names = [option.name for option in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"variant {self.name!r} declares an option twice: {names}")
@@ -465,6 +477,37 @@ class Variant:
                 "read it from the RunContext instead"
             )
 
+    def _check_source(self) -> None:
+        if self.source not in SOURCE_NEEDS:
+            raise ValueError(
+                f"source={self.source!r} of variant {self.name!r} must be 'required' or None"
+                f"{did_you_mean(str(self.source), [n for n in SOURCE_NEEDS if n])}"
+            )
+        if self.default_source is None:
+            return
+        if self.source is None:
+            raise ValueError(
+                f"variant {self.name!r} gives default_source= but not source='required'"
+            )
+        from tracer.inputs.builtin import BUILTIN_INPUTS
+        from tracer.inputs.input_set import InputSet
+
+        if isinstance(self.default_source, str):
+            if self.default_source not in BUILTIN_INPUTS:
+                raise ValueError(
+                    f"default_source {self.default_source!r} of variant {self.name!r} is not a "
+                    f"built-in input set{did_you_mean(self.default_source, BUILTIN_INPUTS)}; "
+                    f"built-in sets: {', '.join(sorted(BUILTIN_INPUTS))}"
+                )
+        elif not isinstance(self.default_source, InputSet):
+            raise ValueError(
+                f"default_source of variant {self.name!r} must be a built-in input set's name "
+                f"or an InputSet, got {type(self.default_source).__name__}"
+            )
+
+
+SOURCE_NEEDS = (None, "required")
+"""What ``Variant(source=...)`` may say: nothing, or that ``run`` needs a second sequence."""
 
 RESERVED_OPTIONS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query"})
 """Options every variant shares; a variant reads them from :class:`RunContext` fields."""

@@ -585,3 +585,110 @@ async def test_the_app_says_when_token_labels_come_from_the_shape(tmp_path: Path
         assert isinstance(screen, ExploreScreen)
         narration = str(screen.query_one("#narration", TextPane).render())
         assert "tensor 'scores' names no axes; labelled with the tokens" in narration
+
+
+# A second sequence by default ----------------------------------------------------------------
+
+READS_SOURCE = """
+    def reads(run):
+        source = run.source
+        yield stage("src", "Source", axes=("source", "feature"), src=source.inputs)
+        return source.inputs.sum(dim=0)
+
+    def ignores(run):
+        yield stage("has", "Has a source", axes=(), has=torch.tensor(float(run.source is not None)))
+        return run.inputs
+    """
+
+
+def source_plugin(tmp_path: Path, extra: str) -> Path:
+    return plugin(
+        tmp_path / "p",
+        "reads",
+        READS_SOURCE
+        + register("reads", "reads", '("src",)', extra)
+        + "    register(Variant(name='ignores', title='T', run=ignores, stages=('has',)))\n",
+    )
+
+
+def test_a_variant_that_requires_a_source_gets_the_default_one(attn: Attn, tmp_path: Path) -> None:
+    from tracer.inputs import load_inputs
+
+    folder = source_plugin(tmp_path, ', source="required"')
+    status, out, err = attn("trace", "reads", "--json", "--plugins-dir", str(folder))
+    assert status == 0, err
+    document = json.loads(out)
+    default = load_inputs("ton-voyage")
+    assert document["source_tokens"] == list(default.tokens)
+    assert document["source_default"] == "ton-voyage"
+    np.testing.assert_allclose(
+        document["stages"][0]["tensors"]["src"], default.embeddings, rtol=1e-6
+    )
+    # A variant that does not say so runs as before: no source unless the inputs give one.
+    ignores = run_variant("ignores", plugins_dir=[folder])
+    assert ignores.context.source is None and ignores.stage("has").tensors["has"].item() == 0.0
+    given = run_variant("ignores", plugins_dir=[folder], source="four-words")
+    assert given.stage("has").tensors["has"].item() == 1.0
+
+
+def test_a_variant_names_its_own_default_source(tmp_path: Path) -> None:
+    folder = source_plugin(tmp_path, ', source="required", default_source="four-words"')
+    source = run_variant("reads", plugins_dir=[folder]).context.source
+    assert source is not None and source.default == "four-words"
+    assert source.tokens == ("word_1", "word_2", "word_3", "word_4")
+    assert source.weights is None  # uses_weights=False: only the tokens and embeddings
+
+    from tracer.inputs import InputSet
+
+    own = InputSet(name="mine", tokens=("a", "b"), embeddings=((1.0, 2.0), (3.0, 4.0)))
+
+    def reads(run):  # type: ignore[no-untyped-def]
+        yield stage("src", "Source", axes=("source", "feature"), src=run.source.inputs)
+        return run.source.inputs
+
+    variant = Variant(
+        name="own",
+        title="T",
+        run=reads,
+        stages=("src",),
+        source="required",
+        default_source=own,
+    )
+    trace = run_variant(variant)
+    assert trace.context.source is not None and trace.context.source.tokens == ("a", "b")
+    assert trace.context.source.weights is not None  # drawn, (source width 2, d_out 2)
+    assert trace.context.source.weights.key.shape == (2, 2)
+    assert trace.stage("src").tensors["src"].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ', source="requried"',
+            "source='requried' of variant 'reads' must be 'required' or None "
+            "(did you mean 'required'?)",
+        ),
+        (
+            ', default_source="four-words"',
+            "variant 'reads' gives default_source= but not source='required'",
+        ),
+        (
+            ', source="required", default_source="four-word"',
+            "default_source 'four-word' of variant 'reads' is not a built-in input set "
+            "(did you mean 'four-words'?); built-in sets: four-words, ton-voyage, your-journey",
+        ),
+    ],
+)
+def test_a_source_slip_is_refused_at_the_variant_line(
+    attn: Attn, tmp_path: Path, extra: str, message: str
+) -> None:
+    folder = source_plugin(tmp_path, extra)
+    status, _, err = attn("trace", "reads", "--plugins-dir", str(folder))
+    line = next(
+        n
+        for n, text in enumerate((folder / "reads.py").read_text().splitlines(), 1)
+        if 'name="reads"' in text
+    )
+    assert status != 0
+    assert f"{message} ({folder / 'reads.py'}:{line})" in err

@@ -27,7 +27,15 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
 
 # The modern variants (sliding windows onwards) have lessons but no exercises yet; induction
 # runs a trained model rather than a function a learner writes.
-MODERN = {"sliding-window", "grouped-query", "kv-cache", "online-softmax", "training", "induction"}
+MODERN = {
+    "sliding-window",
+    "grouped-query",
+    "kv-cache",
+    "online-softmax",
+    "training",
+    "cross-attention",
+    "induction",
+}
 
 
 def test_one_exercise_per_lesson_idea_and_per_variant(host: PluginHost) -> None:

@@ -295,7 +295,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "inputs_unknown_set",
         "title: T\nsummary: S\ninputs: your-jorney\nsteps:\n  - narration: hi\n",
         [
-            "3:9: unknown input set 'your-jorney' (did you mean 'your-journey'?); built-in sets: four-words, your-journey, or give a .yaml/.json file"
+            "3:9: unknown input set 'your-jorney' (did you mean 'your-journey'?); built-in sets: four-words, ton-voyage, your-journey, or give a .yaml/.json file"
         ],
     ),
     (

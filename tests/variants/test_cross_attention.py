@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from tracer.errors import InputError, UsageError
+from tracer.errors import InputError
 from tracer.inputs import load_inputs
-from tracer.runner import TraceOptions, start_trace
+from tracer.runner import TraceOptions
 from tracer.testing import assert_close, run_variant
+from tracer.tracing import Trace
 
 Attn = Callable[..., tuple[int, str, str]]
 CROSS = str(Path(__file__).parents[1] / "data" / "cross_inputs.yaml")
@@ -119,15 +121,77 @@ def test_keys_and_source_axes_are_labelled_with_the_source_tokens(attn: Attn) ->
     assert document["source_tokens"] == ["The", "black", "cat", "sat", "down"]
 
 
-def test_without_a_source_it_says_how_to_give_one(attn: Attn) -> None:
-    status, out, err = attn("trace", "cross-attention")
-    assert (status, out) == (2, "")
-    assert err.strip() == (
-        "attn: variant 'cross-attention' needs a second sequence: give an inputs file with a "
-        "'source:' section, or --source NAME|FILE"
+def default_matrices(trace: Trace) -> tuple[np.ndarray, ...]:
+    """Target and default source as the built-in sets list them; the weights the run drew."""
+    run = trace.context
+    assert run.source is not None and run.source.weights is not None and run.weights is not None
+    embeddings = (load_inputs("your-journey").embeddings, load_inputs("ton-voyage").embeddings)
+    drawn = (run.weights.query, run.source.weights.key, run.source.weights.value)
+    return tuple(np.array(m, dtype=np.float64) for m in embeddings) + tuple(
+        w.double().numpy() for w in drawn
     )
-    with pytest.raises(UsageError):
-        start_trace("cross-attention", TraceOptions()).run_to_end()
+
+
+def test_without_a_source_it_runs_on_the_default_source_of_another_length_and_width() -> None:
+    trace = run_variant("cross-attention")
+    source = trace.context.source
+    assert source is not None and source.default == "ton-voyage"
+    assert source.tokens == load_inputs("ton-voyage").tokens
+    x, s, wq, wk, wv = default_matrices(trace)
+    assert x.shape == (6, 3) and s.shape == (5, 4)  # the lesson of shapes, by default
+    assert wq.shape == (3, 2) and wk.shape == wv.shape == (4, 2)
+    assert trace.output is not None and trace.output.shape == (6, 2)
+    assert_close(trace.output.double(), torch.from_numpy(numpy_cross_attention(x, s, wq, wk, wv)))
+    xt, st, wqt, wkt, wvt = (torch.from_numpy(m) for m in (x, s, wq, wk, wv))
+    sdpa = F.scaled_dot_product_attention(xt @ wqt, st @ wkt, st @ wvt)
+    assert_close(trace.output.double(), sdpa)
+    assert trace.stage("weights").tensors["weights"].shape == (6, 5)
+    trainable = run_variant("trainable").context.weights
+    assert trainable is not None and torch.equal(trace.context.weights.query, trainable.query)  # type: ignore[union-attr]
+
+
+def test_a_given_source_wins_over_the_default() -> None:
+    from_file = run_variant("cross-attention", inputs=CROSS).context.source
+    assert from_file is not None and from_file.default is None
+    assert from_file.tokens == ("The", "black", "cat", "sat", "down")
+    flag = run_variant("cross-attention", source="four-words").context.source
+    assert flag is not None and flag.default is None and flag.tokens[0] == "word_1"
+
+
+def test_without_a_source_attn_trace_says_which_default_it_used(attn: Attn) -> None:
+    status, out, err = attn("trace", "cross-attention", "--stages", "weights")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[2] == (
+        "source: Ton voyage commence d'un pas "
+        "(the default source, input set 'ton-voyage'; --source gives another)"
+    )
+    table = lines.index("weights (6×5: query × key)")
+    assert lines[table + 1].split() == ["Ton", "voyage", "commence", "d'un", "pas"]
+    assert lines[table + 2].split()[0] == "Your"
+    status, out, err = attn("trace", "cross-attention", "--json")
+    assert status == 0, err
+    document = json.loads(out)
+    assert document["source_tokens"] == ["Ton", "voyage", "commence", "d'un", "pas"]
+    assert document["source_default"] == "ton-voyage"
+    weights = np.array(
+        next(s for s in document["stages"] if s["name"] == "weights")["tensors"]["weights"]
+    )
+    expected = numpy_cross_attention(*default_matrices(run_variant("cross-attention")))
+    np.testing.assert_allclose(np.array(document["output"]), expected, rtol=1e-5, atol=1e-6)
+    assert weights.shape == (6, 5)
+    np.testing.assert_allclose(weights.sum(axis=1), np.ones(6), rtol=1e-6)
+
+
+def test_explore_plain_and_the_notebook_name_the_default_source(attn: Attn) -> None:
+    from tracer.notebook import trace
+
+    status, out, err = attn("explore", "cross-attention", "--plain")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[2].startswith("source: Ton voyage commence d'un pas (the default")
+    html = trace("cross-attention")._repr_html_()
+    assert "source: Ton voyage commence d&#x27;un pas (the default source" in html
+    assert trace("cross-attention", source="four-words").context.source.tokens[0] == "word_1"  # type: ignore[union-attr]
 
 
 def test_self_attention_variants_still_run_on_a_file_with_a_source() -> None:
@@ -199,34 +263,74 @@ def test_a_lesson_names_source_tokens_in_cells(tmp_path: Path) -> None:
     ) in str(caught.value)
 
 
-async def test_the_app_steps_through_it_with_source_labels() -> None:
-    from tests.tui.conftest import press, settle
-    from tracer.tui.explore_screen import ExploreScreen
-    from tracer.tui.grid import TensorGrid
-    from tracer.tui.launch import make_explore_app
-    from tracer.tui.tensor_pane import TensorPane
+FILE_LABELS = (["Le", "chat", "est", "noir"], ["The", "black", "cat", "sat", "down"])
+DEFAULT_LABELS = (
+    ["Your", "journey", "starts", "with", "one", "step"],
+    ["Ton", "voyage", "commence", "d'un", "pas"],
+)
 
-    app = make_explore_app("cross-attention", TraceOptions(inputs=CROSS), [])
+
+@pytest.mark.parametrize(
+    ("options", "labels"),
+    [(TraceOptions(inputs=CROSS), FILE_LABELS), (TraceOptions(), DEFAULT_LABELS)],
+    ids=["source-section", "default-source"],
+)
+async def test_the_app_steps_through_it_with_source_labels(
+    options: TraceOptions, labels: tuple[list[str], list[str]]
+) -> None:
+    from tests.tui.conftest import settle
+    from tracer.tui.launch import make_explore_app
+
+    app = make_explore_app("cross-attention", options, [])
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ExploreScreen) and screen.session is not None
-        seen = {}
-        for _ in range(9):
-            pane = screen.query_one(TensorPane)
-            assert not pane.has_class("-error"), screen.position
-            grid = pane.view.grid
-            if isinstance(grid, TensorGrid):
-                seen[grid.name] = (list(grid.row_labels), list(grid.column_labels))
-            await press(pilot, "w")  # the token view, where it applies, must draw too
-            assert not pane.has_class("-error"), screen.position
-            await press(pilot, "w", "right")
-        assert screen.position == 8 and screen.failure is None
-    assert seen["weights"] == (
-        ["Le", "chat", "est", "noir"],
-        ["The", "black", "cat", "sat", "down"],
-    )
-    assert seen["keys"][0] == ["The", "black", "cat", "sat", "down"]
+        seen = await step_through(app, pilot)
+    assert seen["weights"] == labels
+    assert seen["keys"][0] == labels[1]
+
+
+async def test_the_palette_opens_it_on_the_default_source() -> None:
+    # What a newcomer does in the app: pick "Explore variant: cross-attention".
+    from tests.tui.conftest import settle
+    from tracer.tui.explore_screen import ExploreScreen
+    from tracer.tui.launch import make_explore_app
+
+    app = make_explore_app("trainable", TraceOptions(), [])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        first = app.screen
+        (command,) = [
+            c for c in app.palette_commands() if c.title == "Explore variant: cross-attention"
+        ]
+        command.run()
+        await pilot.pause()
+        assert app.screen is not first and isinstance(app.screen, ExploreScreen)
+        await settle(pilot)
+        seen = await step_through(app, pilot)
+    assert seen["weights"] == DEFAULT_LABELS
+
+
+async def step_through(app: Any, pilot: Any) -> dict[str, tuple[list[str], list[str]]]:
+    """Every stage of the explorer, each with the token view too; the labels of each table."""
+    from tests.tui.conftest import press
+    from tracer.tui.explore_screen import ExploreScreen
+    from tracer.tui.grid import TensorGrid
+    from tracer.tui.tensor_pane import TensorPane
+
+    screen = app.screen
+    assert isinstance(screen, ExploreScreen) and screen.session is not None
+    seen = {}
+    for _ in range(9):
+        pane = screen.query_one(TensorPane)
+        assert not pane.has_class("-error"), screen.position
+        grid = pane.view.grid
+        if isinstance(grid, TensorGrid):
+            seen[grid.name] = (list(grid.row_labels), list(grid.column_labels))
+        await press(pilot, "w")  # the token view, where it applies, must draw too
+        assert not pane.has_class("-error"), screen.position
+        await press(pilot, "w", "right")
+    assert screen.position == 8 and screen.failure is None
+    return seen
 
 
 def test_sdpa_reference_takes_keys_and_values_from_the_source() -> None:
@@ -249,3 +353,45 @@ def test_source_flag_takes_another_input_set(attn: Attn) -> None:
     weights = np.array(document["stages"][0]["tensors"]["weights"])
     assert weights.shape == (6, 4)
     np.testing.assert_allclose(weights.sum(axis=1), np.ones(6), rtol=1e-6)
+
+
+DEFAULT_LESSON = """\
+title: Cross-attention on the default source
+summary: Its keys and values come from the built-in ton-voyage.
+steps:
+  - show:
+      variant: cross-attention
+      stage: weights
+      focus: {cell: [journey, voyage]}
+      caption: The default source's tokens name the columns.
+  - quiz:
+      id: journey-voyage
+      question: What weight does "journey" give to "voyage"?
+      answer: {variant: cross-attention, stage: weights, cell: [journey, voyage]}
+      tolerance: 0.005
+      explanation: "{{answer}}"
+"""
+
+
+def test_a_lesson_names_the_default_sources_tokens_in_cells() -> None:
+    from tracer.lessons.loader import LessonError, parse_lesson
+    from tracer.lessons.model import Quiz
+
+    lesson = parse_lesson(DEFAULT_LESSON, "l.yaml")
+    (quiz,) = [step for step in lesson.steps if isinstance(step, Quiz)]
+    assert quiz.answer.cell == (1, 1)  # type: ignore[union-attr]
+    # The answer is read from a run on the default source: numpy's weight of journey for voyage.
+    from tracer.lessons.runner import LessonRunner
+    from tracer.plugin_host import PluginHost
+
+    x, s, wq, wk, _ = default_matrices(run_variant("cross-attention"))
+    scores = (x @ wq) @ (s @ wk).T / np.sqrt(wk.shape[1])
+    weights = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    answer = LessonRunner(lesson, PluginHost()).value(quiz.answer)  # type: ignore[arg-type]
+    assert answer == pytest.approx(weights[1, 1], rel=1e-5)
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(DEFAULT_LESSON.replace("voyage]}\n      tol", "voyag]}\n      tol"), "l.yaml")
+    assert (
+        "cell index 'voyag' is not one of the tokens (did you mean 'voyage'?); tokens: Your "
+        "journey starts with one step; source: Ton voyage commence d'un pas"
+    ) in str(caught.value)

@@ -176,13 +176,13 @@ def explore_plain(variant: str, options: object, plugin_dirs: list[str]) -> int:
 
 def plain_steps(stepper: Stepper) -> Iterator[str]:
     """The text of each stage, and of a loop's first sub-steps, in the order they ran."""
-    from tracer.render.text import format_number, format_stage, shape_text
+    from tracer.render.text import format_number, format_stage, shape_text, source_line
     from tracer.tui.equations import equation_text
     from tracer.variant import Stage
 
     trace = stepper.trace
     variant = trace.variant
-    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}\n"
+    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{source_line(trace)}\n"
     shown_in_loop = 0
     skipped = 0
     index = 0

@@ -33,4 +33,20 @@ FOUR_WORDS = InputSet(
     },
 )
 
-BUILTIN_INPUTS: dict[str, InputSet] = {s.name: s for s in (YOUR_JOURNEY, FOUR_WORDS)}
+# Not from the course notes: invented for cross-attention, whose keys and values come from a
+# second sequence. "Your journey starts with one step" in French, five tokens of width 4, so that
+# by default the weights are target × source (6×5) and the two projections have different widths.
+TON_VOYAGE = InputSet(
+    name="ton-voyage",
+    description="\"Ton voyage commence d'un pas\", 4-d embeddings (cross-attention's default source)",
+    tokens=("Ton", "voyage", "commence", "d'un", "pas"),
+    embeddings=(
+        (0.38, 0.21, 0.84, 0.12),
+        (0.61, 0.79, 0.58, 0.27),
+        (0.52, 0.88, 0.41, 0.66),
+        (0.17, 0.46, 0.29, 0.93),
+        (0.09, 0.74, 0.62, 0.35),
+    ),
+)
+
+BUILTIN_INPUTS: dict[str, InputSet] = {s.name: s for s in (YOUR_JOURNEY, FOUR_WORDS, TON_VOYAGE)}

@@ -55,6 +55,7 @@ from tracer.yamldoc import position as node_position
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
+    from tracer.variant import Variant
 
 DEFAULT_TOLERANCE = 0.01
 
@@ -705,6 +706,11 @@ class Reader:
             return self.loop(body, entries, scope, line, column)
         return self.compare(body, entries, scope, line, column)
 
+    def _tokens(self, ref: TensorRef) -> tuple[str, ...]:
+        """Tokens a ``cell``/``focus`` of ``ref`` may name, with those of the source it reads."""
+        assert ref.options.inputs is not None
+        return _tokens(ref.options.inputs, self.host.variants.get(ref.variant))
+
     def ref(
         self,
         node: yaml.Node,
@@ -958,7 +964,7 @@ class Reader:
         ref = self.ref(node, entries, scope, "'show'")
         focus = None
         if "focus" in entries:
-            tokens = _tokens(ref.options.inputs) if ref and ref.options.inputs else scope.tokens
+            tokens = self._tokens(ref) if ref and ref.options.inputs else scope.tokens
             focus = self.focus(entries["focus"][1], tokens)
         caption = self.caption(entries)
         if ref is None or caption is None or ("focus" in entries and focus is None):
@@ -1324,7 +1330,7 @@ class Reader:
         ref = self.ref(node, entries, scope, what)
         cell: tuple[int, ...] | None = None
         if "cell" in entries:
-            tokens = _tokens(ref.options.inputs) if ref and ref.options.inputs else scope.tokens
+            tokens = self._tokens(ref) if ref and ref.options.inputs else scope.tokens
             cell_node = entries["cell"][1]
             if isinstance(cell_node, yaml.SequenceNode):
                 if not cell_node.value:
@@ -1455,7 +1461,14 @@ def _listing(names: Sequence[str] | dict[str, str]) -> str:
     return ", ".join(names)
 
 
-def _tokens(inputs: InputSet) -> tuple[str, ...]:
-    """The inputs' tokens, carrying a second sequence's (``source:``) for cells that name them."""
+def _tokens(inputs: InputSet, variant: Variant | None = None) -> tuple[str, ...]:
+    """The inputs' tokens, carrying a second sequence's (``source:``, or else the default
+    source of a variant with ``source="required"``) for cells that name them."""
+    from tracer.runner import default_source
+
     second = inputs.source_sequence
-    return Tokens(inputs.tokens, second.tokens if second is not None else None)
+    if second is not None:
+        return Tokens(inputs.tokens, second.tokens)
+    if variant is not None and variant.source == "required":
+        return Tokens(inputs.tokens, default_source(variant).tokens)
+    return Tokens(inputs.tokens)

@@ -132,6 +132,12 @@ def catalog(host: PluginHost, *, builtin_only: bool = False) -> list[VariantInfo
     return found
 
 
+def usual_title(titles: list[str]) -> str:
+    """The title most variants give a stage (the first seen among equals); "" for none, so
+    one variant's own wording (cross-attention's "Target tokens") does not speak for all."""
+    return max(titles, key=titles.count) if titles else ""
+
+
 def _text(description: str, **extra: Any) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "description": description, **extra}
 
@@ -218,13 +224,14 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
     from tracer.inputs.builtin import BUILTIN_INPUTS
 
     stage_owners: dict[str, list[str]] = {}
-    stage_titles: dict[str, str] = {}
+    stage_titles: dict[str, list[str]] = {}
     tensor_owners: dict[str, list[str]] = {}
     declared: dict[str, list[tuple[str, Option]]] = {}
     for info in variants:
         for stage in info.stages:
             stage_owners.setdefault(stage, []).append(info.name)
-            stage_titles.setdefault(stage, info.stage_titles.get(stage, ""))
+            if info.stage_titles.get(stage):
+                stage_titles.setdefault(stage, []).append(info.stage_titles[stage])
         for stage, tensors in info.tensors.items():
             for tensor in tensors:
                 tensor_owners.setdefault(tensor, []).append(f"{info.name}.{stage}")
@@ -243,7 +250,10 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         r"^[a-z0-9][a-z0-9-]*$",
     )
     stage_names = _named(
-        {stage: owned(stage_titles[stage], owners) for stage, owners in stage_owners.items()},
+        {
+            stage: owned(usual_title(stage_titles.get(stage, [])), owners)
+            for stage, owners in stage_owners.items()
+        },
         "a stage of a plugin's variant",
     )
     tensor_names = _named(

@@ -139,9 +139,8 @@ def format_trace(
     # Run to the first step before printing anything: a variant that rejects its
     # options fails here, and the user sees only the error line.
     first = next(trace, None)
-    source = trace.context.source
-    second = f"\nsource: {' '.join(source.tokens)}" if source is not None else ""
-    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}{second}\n"
+    header = f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}"
+    yield f"{header}{source_line(trace)}\n"
     for step in itertools.chain([first] if first is not None else [], trace):
         if isinstance(step, StageType):
             if stages is None or step.name in stages:
@@ -155,6 +154,18 @@ def format_trace(
             f"output ({shape_text(trace.output, axes, query)})\n"
             + format_tensor(trace.output, trace.tokens, query, axes)
         )
+
+
+def source_line(trace: Trace) -> str:
+    """``\nsource: ...`` under the tokens when the run has a second sequence, saying so when
+    it is the variant's default source; empty otherwise."""
+    source = trace.context.source
+    if source is None:
+        return ""
+    line = f"\nsource: {' '.join(source.tokens)}"
+    if source.default is not None:
+        line += f" (the default source, input set '{source.default}'; --source gives another)"
+    return line
 
 
 def output_axes(trace: Trace) -> tuple[str, ...] | None:
@@ -225,6 +236,8 @@ def trace_json(
     }
     if trace.context.source is not None:
         document["source_tokens"] = list(trace.context.source.tokens)
+        if trace.context.source.default is not None:
+            document["source_default"] = trace.context.source.default
     if substeps:
         document["substeps"] = loops
     document["output"] = tensor_json(trace.output) if trace.output is not None else None

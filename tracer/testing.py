@@ -20,7 +20,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions, build_context
+from tracer.runner import (
+    DEFAULT_INIT,
+    DEFAULT_SEED,
+    TraceOptions,
+    build_context,
+    resolve_inputs,
+)
 from tracer.variant import SubStep, Variant
 
 if TYPE_CHECKING:
@@ -41,7 +47,7 @@ __all__ = [
 def run_variant(
     variant: str | Variant,
     *,
-    inputs: str | InputSet = DEFAULT_INPUTS,
+    inputs: str | InputSet | None = None,
     seed: int = DEFAULT_SEED,
     init: str = DEFAULT_INIT,
     d_out: int | None = None,
@@ -61,11 +67,12 @@ def run_variant(
     exactly as ``attn trace -o NAME=VALUE`` checks them, so a test can also assert
     that a bad value raises :class:`tracer.errors.UsageError`.
 
+    ``inputs`` defaults, as ``attn trace`` does, to the variant's own inputs if it has them
+    (``induction``'s repeated letters), else ``your-journey``.
     ``source`` is a second sequence (``--source``), for variants that read ``run.source``.
     With ``keep_substeps=True`` every loop iteration is kept in ``trace.substeps``
     (see :func:`substeps_of`).
     """
-    from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
     from tracer.tracing import Trace
 
@@ -79,13 +86,12 @@ def run_variant(
         options=_variant_options(options, named_options),
         source=source,
     )
-    input_set = inputs if isinstance(inputs, InputSet) else load_inputs(inputs)
     if isinstance(variant, Variant):
-        context = build_context(input_set, trace_options, variant=variant)
+        context = build_context(resolve_inputs(inputs, variant), trace_options, variant=variant)
         return Trace(variant, context).run_to_end(keep_substeps)
     host = PluginHost(plugins_dir, strict=True)
     found = host.variant(variant)
-    context = build_context(input_set, trace_options, variant=found)
+    context = build_context(resolve_inputs(inputs, found), trace_options, variant=found)
     return host.start(variant, context).run_to_end(keep_substeps)
 
 

@@ -59,6 +59,17 @@ def test_every_stage_equals_the_numpy_forward_pass(letters: str | None) -> None:
     assert prediction["predicted"].tolist() == expected["logits"].argmax(axis=1).tolist()
 
 
+def test_run_variant_uses_the_variants_own_inputs() -> None:
+    # tracer.testing is what plugin authors test with: like attn trace, it must fall back to
+    # the variant's own repeated letters, not to your-journey (whose words are not in its vocabulary).
+    from tracer.testing import run_variant
+
+    trace = run_variant("induction")
+    assert trace.context.tokens == tuple(DEFAULT)
+    expected = numpy_forward(DEFAULT)
+    close(trace.stage("logits").tensors["logits"], expected["logits"])
+
+
 def test_focus_keeps_one_layer_and_one_head() -> None:
     expected = numpy_forward(DEFAULT)
     got = stages(layer=1, head=2)

@@ -114,7 +114,7 @@ def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield Block("markdown", f"## Step {number} of {total}: {_heading(step)}")
-        yield from _step(step, runner)
+        yield from _step(step, runner, number - 1)
 
 
 def _heading(step: LessonStep) -> str:
@@ -127,7 +127,7 @@ def _heading(step: LessonStep) -> str:
     return step.kind
 
 
-def _step(step: LessonStep, runner: LessonRunner) -> Iterator[Block]:
+def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block]:
     from tracer.lessons.plain import focus_lines, loop_lines
 
     if isinstance(step, Narration):
@@ -156,19 +156,27 @@ def _step(step: LessonStep, runner: LessonRunner) -> Iterator[Block]:
             yield Block("markdown", escape("Difference, right minus left"))
             yield Block("output", format_tensor(difference, left.tokens, left.query, left.axes))
     elif isinstance(step, Quiz):
-        yield from _quiz(step, runner)
+        yield from _quiz(step, runner, number)
     else:
         assert isinstance(step, Checkpoint)
         yield Block("markdown", "\n".join(f"- {escape(runner.text(p))}" for p in step.points))
 
 
-def _tensor_block(resolved: Resolved, extra: str, *, code: bool = True) -> Block:
+def _tensor_block(
+    resolved: Resolved,
+    extra: str,
+    *,
+    code: bool = True,
+    hidden: frozenset[tuple[int, int]] = frozenset(),
+) -> Block:
     from tracer.render.text import format_tensor, shape_text
 
     lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
     if resolved.stage.formula:
         lines.append(f"formula: {resolved.stage.formula}")
-    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes))
+    lines.append(
+        format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden)
+    )
     if extra:
         lines.append(extra)
     source = code_that_ran(resolved.stage) if code else ""
@@ -177,17 +185,18 @@ def _tensor_block(resolved: Resolved, extra: str, *, code: bool = True) -> Block
     return Block("output", "\n".join(lines))
 
 
-def _quiz(step: Quiz, runner: LessonRunner) -> Iterator[Block]:
+def _quiz(step: Quiz, runner: LessonRunner, number: int) -> Iterator[Block]:
+    from tracer.lessons.walk import quiz_tables
+
     lines = [f"**Quiz:** {escape(runner.text(step.question))}"]
-    if step.shown is not None:
-        yield Block("markdown", lines[0])
-        yield _tensor_block(runner.tensor(step.shown), "", code=False)
+    view = quiz_tables(runner.lesson, runner, number)
+    if view.tables:
+        yield Block("markdown", lines[0] + (f"\n\n{escape(view.caption)}" if view.caption else ""))
         lines = []
-    if step.cells is not None:
-        if lines:
-            yield Block("markdown", lines[0])
-        lines = []
-        yield _tensor_block(runner.tensor(step.cells), "", code=False)
+        for table in view.tables:
+            yield _tensor_block(table.resolved, "", code=False, hidden=table.hidden)
+        if view.hidden:
+            lines.append(escape("(? = a cell that shows the answer, under Answer below)"))
     lines += [
         f"{chr(ord('a') + i)}) {escape(runner.text(choice))}"
         for i, choice in enumerate(step.choices)

@@ -46,7 +46,7 @@ def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield f"--- Step {number} of {total}: {_heading(step)}"
-        yield "\n".join(_step_lines(step, runner, lesson)) + "\n"
+        yield "\n".join(_step_lines(step, runner, number - 1)) + "\n"
     yield "--- End of the lesson."
 
 
@@ -70,7 +70,7 @@ def _query_words(ref: TensorRef) -> str:
     return f", query {ref.query} ({ref.options.inputs.tokens[ref.query]})"
 
 
-def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[str]:
+def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str]:
     if isinstance(step, Narration):
         return [runner.text(step.text).rstrip()]
     if isinstance(step, Show):
@@ -80,7 +80,7 @@ def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[
     if isinstance(step, Compare):
         return _compare(step, runner)
     if isinstance(step, Quiz):
-        return _quiz(step, runner)
+        return _quiz(step, runner, number)
     assert isinstance(step, Checkpoint)
     return [f"- {runner.text(point).strip()}" for point in step.points]
 
@@ -180,16 +180,25 @@ def _compare(step: Compare, runner: LessonRunner) -> list[str]:
     return lines
 
 
-def _quiz(step: Quiz, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_tensor
+def _quiz(step: Quiz, runner: LessonRunner, number: int) -> list[str]:
+    from tracer.lessons.walk import quiz_tables
+    from tracer.render.text import format_tensor, shape_text
 
     lines = [f"Quiz: {runner.text(step.question).strip()}"]
-    if step.shown is not None:
-        lines.extend(_table(runner.tensor(step.shown), formula=False))
-    if step.cells is not None:
-        shown = runner.tensor(step.cells)
-        lines.append(f"Select cells of {shown.name}:")
-        lines.append(format_tensor(shown.tensor, shown.tokens, shown.query, shown.axes))
+    view = quiz_tables(runner.lesson, runner, number)
+    if view.caption:
+        lines.append(view.caption)
+    for table in view.tables:
+        shown = table.resolved
+        if table.role == "cells":
+            lines.append(f"Select cells of {shown.name}:")
+        else:
+            lines.append(f"{shown.name} ({shape_text(shown.tensor, shown.axes, shown.query)})")
+        lines.append(
+            format_tensor(shown.tensor, shown.tokens, shown.query, shown.axes, table.hidden)
+        )
+    if view.hidden:
+        lines.append("(? = a cell that shows the answer, printed below)")
     lines.extend(
         f"  {chr(ord('a') + i)}) {runner.text(choice)}" for i, choice in enumerate(step.choices)
     )

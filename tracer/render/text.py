@@ -38,21 +38,36 @@ def format_tensor(
     tokens: tuple[str, ...],
     query: int | None = None,
     axes: Sequence[str] | None = None,
+    hidden: frozenset[tuple[int, int]] = frozenset(),
 ) -> str:
-    """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index."""
+    """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index.
+
+    ``hidden``: cells (row, column of the tensor folded to two dimensions) printed as "?".
+    """
     data = tensor.detach().cpu()
     if data.dim() > 2:
         names = effective_axes(tuple(data.shape), axes, query)
         leading = label_axes(tuple(data.shape), names, tokens)[0]
         inner = names[1:] if names is not None else None
         title = f"{leading.name} " if leading.name and not leading.tokens else ""
+        rows = data[0].reshape(-1, data.shape[-1]).shape[0] if data.shape[0] else 0
         return "\n".join(
-            f"[{title}{label}]\n{format_tensor(data[index], tokens, None, inner)}"
+            f"[{title}{label}]\n"
+            + format_tensor(
+                data[index],
+                tokens,
+                None,
+                inner,
+                frozenset((r - index * rows, c) for r, c in hidden),
+            )
             for index, label in enumerate(leading.labels)
         )
     labels = axis_labels(tuple(data.shape), tokens, query, axes)
     values = data.reshape(len(labels.rows), len(labels.columns)).tolist()
-    cells = [[format_number(v) for v in row] for row in values]
+    cells = [
+        ["?" if (r, c) in hidden else format_number(v) for c, v in enumerate(row)]
+        for r, row in enumerate(values)
+    ]
     width = max([len(c) for row in cells for c in row] + [len(c) for c in labels.columns])
     label_width = max(len(r) for r in labels.rows)
     lines = []

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -40,6 +40,7 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
+from tracer.lessons.walk import QuizTables, quiz_has_tables, quiz_tables
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
@@ -484,7 +485,9 @@ class LessonScreen(StepScreen):
         """
         left = self.query_one("#left")
         wanted = not isinstance(step, (Narration, Checkpoint)) and not (
-            isinstance(step, Quiz) and self._quiz_context(step) is None
+            isinstance(step, Quiz)
+            and self.session is not None
+            and not quiz_has_tables(self.session.lesson, self.position.step)
         )
         if left.display != wanted:
             left.display = wanted
@@ -682,25 +685,45 @@ class LessonScreen(StepScreen):
             previous = self.progress.answers.get(self._quiz_id(position.step, step))
             answer = answer_text(step, runner.answer(step)) if previous else None
             quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
-            context = self._quiz_context(step)
-            if context is None:
+            view = quiz_tables(self.session.lesson, runner, position.step)
+            if not view.tables:
                 body.display = False
             else:
                 switcher.current = "tensors"
-                shown = self._steps()[context]
-                assert isinstance(shown, Show)
-                hidden = None if previous else _answer_cell(step, shown)
-                self._markdown("#caption", f"(the table from step {context + 1})")
-                self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
-                resolved = runner.tensor(shown.ref)
-                source.show_file(resolved.stage.source_file, resolved.stage.lines)
+                self._markdown("#caption", view.caption)
+                self._show_quiz_tables(view, answered=previous is not None)
+                stage = view.tables[0].resolved.stage
+                source.show_file(stage.source_file, stage.lines, files=stage.files)
+
+    def _show_quiz_tables(self, view: QuizTables, *, answered: bool) -> None:
+        """The tables the walk gives a quiz, with the answer's cells hidden until it is answered."""
+        if view.context is not None:
+            shown = self._steps()[view.context]
+            assert isinstance(shown, Show)
+            hidden = {t.resolved.name: frozenset() if answered else t.hidden for t in view.tables}
+            self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
+            return
+        tensors, axes, hide = {}, {}, {}
+        for table in view.tables:
+            name = table.resolved.name
+            while name in tensors:
+                name += "'"
+            tensors[name] = table.resolved.tensor
+            axes.update(_derived_axes(table.resolved, name))
+            hide[name] = frozenset() if answered else table.hidden
+        main = view.tables[0].resolved
+        title = main.stage.title if len(tensors) > 1 else next(iter(tensors))
+        stage = Stage(name=main.stage.name, title=title, tensors=tensors, axes=axes)
+        self.pane.show_stage(
+            stage, main.tokens, main.query, formula=False, title=title, hidden=hide
+        )
 
     def _show_tensors(
         self,
         pane: TensorPane,
         ref: TensorRef,
         focus: Focus | None,
-        hidden: tuple[int, int] | None = None,
+        hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
     ) -> None:
         """A show step's tensors: the one it names, or all of its stage's; derived values titled."""
         assert self.session is not None
@@ -715,9 +738,6 @@ class LessonScreen(StepScreen):
             axes.update(derived)
         rows = main.tensor.shape[0] if main.tensor.dim() == 2 else 1
         highlight = focus_highlight(focus, rows)
-        if hidden is not None:
-            cell = (0, hidden[1]) if rows == 1 else hidden
-            highlight = replace(highlight, hidden=frozenset({cell}))
         if ref.then:
             title = f"{main.name} (derived from {ref.stage}.{ref.tensor or main.stage.name})"
             formula = "computed by the lesson after the run: " + " then ".join(
@@ -729,21 +749,7 @@ class LessonScreen(StepScreen):
         stage = Stage(
             name=main.stage.name, title=title, tensors=tensors, formula=formula, axes=axes
         )
-        pane.show_stage(stage, main.tokens, main.query, highlight, title=title)
-
-    def _quiz_context(self, quiz: Quiz) -> int | None:
-        """The show step a quiz is about: the nearest one before it (None if there is none)."""
-        steps = self._steps()
-        number = next((n for n, s in enumerate(steps) if s is quiz), None)
-        if number is None:
-            return None
-        for earlier in range(number - 1, -1, -1):
-            candidate = steps[earlier]
-            if isinstance(candidate, Show):
-                return earlier
-            if isinstance(candidate, (Narration, Checkpoint, Loop, Compare)):
-                return None
-        return None
+        pane.show_stage(stage, main.tokens, main.query, highlight, title=title, hidden=hidden)
 
     def _loop_stage(self, step: Loop) -> Stage | None:
         """The stage a loop builds, from the runner's trace (for its axis names)."""
@@ -983,11 +989,9 @@ class LessonScreen(StepScreen):
         )
         self.query_one(QuizView).feedback(event.response, right, answer)
         self._save()
-        context = self._quiz_context(step)
-        if context is not None:  # answered: the hidden cell of its table may show now
-            shown = self._steps()[context]
-            assert isinstance(shown, Show)
-            self._show_tensors(self.pane, shown.ref, shown.focus)
+        view = quiz_tables(self.session.lesson, runner, self.position.step)
+        if view.tables:  # answered: the hidden cells of its tables show now
+            self._show_quiz_tables(view, answered=True)
 
     # Progress ---------------------------------------------------------------------------------
 
@@ -1088,21 +1092,6 @@ def _derived_axes(resolved: Resolved, name: str) -> dict[str, tuple[str, ...]]:
     """Axis names of a resolved tensor after the lesson's operations; none if unsure."""
     axes = resolved.axes
     return {name: axes} if axes is not None else {}
-
-
-def _answer_cell(quiz: Quiz, shown: Show) -> tuple[int, int] | None:
-    """The cell of the shown table that holds a quiz's answer, kept hidden until answered."""
-    answer = quiz.answer
-    if not isinstance(answer, TensorRef) or answer.cell is None:
-        return None
-    if (answer.variant, answer.stage) != (shown.ref.variant, shown.ref.stage):
-        return None
-    cell = answer.cell
-    if len(cell) == 2:
-        return (cell[0], cell[1])
-    if len(cell) == 1:
-        return (0, cell[0])
-    return None
 
 
 def describe_operation(operation: object) -> str:

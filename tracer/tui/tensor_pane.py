@@ -11,8 +11,8 @@ Errors and the "loading torch" wait are shown here too, never as a crash.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -137,23 +137,28 @@ class TensorPane(Vertical):
         tensor: str | None = None,
         formula: bool = True,
         title: str | None = None,
+        hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
     ) -> None:
-        """Show every tensor of ``stage`` (``tensor`` first, if given), labelled by its axes."""
+        """Show every tensor of ``stage`` (``tensor`` first, if given), labelled by its axes.
+
+        ``hidden``: per tensor, the cells drawn as "?" (a quiz's answer); it replaces
+        ``focus.hidden`` for the tensors it names.
+        """
         names = list(stage.tensors)
         if tensor in names:
             names.remove(tensor)
             names.insert(0, tensor)
         shown = []
         for number, name in enumerate(names):
-            grid = TensorGrid(
-                name,
-                stage.tensors[name],
-                tokens,
-                query,
+            highlight = (
                 (focus or Highlight())
                 if number == 0
-                else Highlight(hidden=focus.hidden if focus else frozenset()),
-                axes=stage.axes.get(name),
+                else Highlight(hidden=focus.hidden if focus else frozenset())
+            )
+            if hidden is not None and name in hidden:
+                highlight = replace(highlight, hidden=hidden[name])
+            grid = TensorGrid(
+                name, stage.tensors[name], tokens, query, highlight, axes=stage.axes.get(name)
             )
             shown.append(Shown(f"{name} · {grid.shape}", grid))
         if title is not None and len(shown) == 1:

@@ -1,0 +1,73 @@
+"""The lesson walk decides once what a quiz shows and hides; every front end draws that."""
+
+from __future__ import annotations
+
+import torch
+
+from tracer.inputs import load_inputs
+from tracer.lessons.export import export_text
+from tracer.lessons.loader import load_lesson, resolve_lesson
+from tracer.lessons.model import Lesson
+from tracer.lessons.plain import plain_lines
+from tracer.lessons.runner import LessonRunner
+from tracer.lessons.walk import grid_cell, quiz_tables
+from tracer.plugin_host import PluginHost
+
+INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
+TOKENS = ("Your", "journey", "starts", "with", "one", "step")
+
+
+def lesson_and_runner(name: str) -> tuple[Lesson, LessonRunner, PluginHost]:
+    host = PluginHost(())
+    lesson = load_lesson(resolve_lesson(name, ()), host)
+    return lesson, LessonRunner(lesson, host), host
+
+
+def step_text(text: str, number: int) -> str:
+    """One step of ``--plain`` output (1-based)."""
+    start = text.index(f"--- Step {number} of ")
+    return text[start : text.index("--- ", start + 4)]
+
+
+def test_grid_cells_fold_leading_axes_into_rows() -> None:
+    assert grid_cell((6, 6), (4, 5)) == (4, 5)
+    assert grid_cell((6,), (2,)) == (0, 2)
+    assert grid_cell((2, 3, 4), (1, 2, 3)) == (5, 3)
+    assert grid_cell((), ()) == (0, 0)
+    assert grid_cell((6, 6), (6, 0)) is None
+
+
+def test_the_answer_and_its_symmetric_twin_are_hidden() -> None:
+    lesson, runner, _ = lesson_and_runner("01_dot_products")
+    view = quiz_tables(lesson, runner, 11)  # step 12: the score of "one" with "step"
+    one, step = TOKENS.index("one"), TOKENS.index("step")
+    (table,) = view.tables
+    assert table.role == "context" and view.context is not None
+    assert {(one, step), (step, one)} <= table.hidden
+    # Nothing else: every hidden cell reads the answer (the table is X Xᵀ, from the inputs file).
+    scores = INPUTS @ INPUTS.T
+    answer = round(float(scores[one, step]), 4)
+    assert all(round(float(scores[r, c]), 4) == answer for r, c in table.hidden)
+
+
+def test_a_quiz_with_its_own_table_borrows_no_other() -> None:
+    lesson, runner, _ = lesson_and_runner("01_dot_products")
+    view = quiz_tables(lesson, runner, 3)  # step 4: dot product of Your and journey
+    (table,) = view.tables
+    assert table.role == "show" and view.context is None
+    assert torch.equal(table.resolved.tensor, INPUTS)
+    assert table.hidden == frozenset()  # no input reads the answer
+
+
+def test_plain_and_markdown_hide_the_same_cells_as_the_app() -> None:
+    lesson, _, host = lesson_and_runner("01_dot_products")
+    answer = f"{float(INPUTS[4] @ INPUTS[5]):.4f}"
+    plain = "\n".join(plain_lines(lesson, host))
+    quiz = step_text(plain, 12)
+    table, _, after = quiz.partition("Answer:")
+    assert answer not in table and table.count("?") >= 2
+    assert answer in after
+    markdown = export_text(lesson, host, "md")
+    start = markdown.index("## Step 12 of")
+    part = markdown[start : markdown.index("<summary>Answer", start)]
+    assert answer not in part and "(the table from step 11)" in part

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import torch
 
 from tracer.inputs import load_inputs
@@ -13,6 +16,7 @@ from tracer.lessons.runner import LessonRunner
 from tracer.lessons.walk import grid_cell, quiz_tables
 from tracer.plugin_host import PluginHost
 
+Attn = Callable[..., tuple[int, str, str]]
 INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -71,3 +75,41 @@ def test_plain_and_markdown_hide_the_same_cells_as_the_app() -> None:
     start = markdown.index("## Step 12 of")
     part = markdown[start : markdown.index("<summary>Answer", start)]
     assert answer not in part and "(the table from step 11)" in part
+
+
+def test_markdown_in_prose_is_a_warning_at_its_position(tmp_path: Path, attn: Attn) -> None:
+    lesson = tmp_path / "marked.yaml"
+    lesson.write_text(
+        "title: Marked\n"
+        "summary: s\n"
+        "steps:\n"
+        "  - narration: |\n"
+        "      ## A heading\n"
+        "\n"
+        "      A **bold** word and the `__init__` method.\n"
+        "  - quiz:\n"
+        "      question: Is it [linked](http://x)?\n"
+        "      choices: [yes, no]\n"
+        '      answer: "yes"\n',
+        encoding="utf-8",
+    )
+    status, out, err = attn("lesson", "check", str(lesson))
+    assert (status, err) == (0, "")  # a warning: the lesson is still sound
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{lesson}:5:7: warning: '## A heading' in the narration is Markdown (heading), which is "
+        "shown as written: prose is plain text; write it without the markup"
+    )
+    assert lines[1].startswith(f"{lesson}:7:9: warning: '**bold**' in the narration")
+    assert lines[2].startswith(f"{lesson}:9:23: warning: '[linked](http://x)' in the question")
+    assert lines[3] == f"{lesson}: ok (2 steps)"
+    assert "__init__" not in out  # code in backticks is not markup
+
+
+def test_the_shipped_lessons_write_plain_text() -> None:
+    from tracer.lessons.check import markup_warnings
+    from tracer.lessons.loader import find_lessons
+
+    host = PluginHost(())
+    for ref in find_lessons(()):
+        assert markup_warnings(load_lesson(ref.path, host)) == [], ref.name

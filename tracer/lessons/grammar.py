@@ -29,6 +29,7 @@ from tracer.lessons.model import (
     Lesson,
     LessonStep,
     Loop,
+    Markup,
     NamedValue,
     Narration,
     Operation,
@@ -44,6 +45,7 @@ from tracer.lessons.prose import (
     ANSWER,
     VALUE_NAME,
     format_problem,
+    markup,
     placeholders,
     typed_numbers,
 )
@@ -148,6 +150,7 @@ class Reader:
         self.value_names: set[str] = set()
         """Every name under 'values:', even one whose definition has a problem (reported once)."""
         self.typed: list[TypedNumber] = []
+        self.markup: list[Markup] = []
         # Lesson-wide options apply only to the variants that declare them; one no variant
         # in the lesson declares is reported at the end (a misspelling, or a missing plugin).
         self.shared_values: list[OptionValue] = []
@@ -221,6 +224,13 @@ class Reader:
             counted[number] = nth + 1
             line, column = self.locate(node, number, nth)
             self.typed.append(TypedNumber(number, what, line, column))
+        marks: dict[str, int] = {}
+        for _, written, kind in markup(text):
+            first = written.split("\n")[0]  # a folded text is found by its first line
+            nth = marks.get(first, 0)
+            marks[first] = nth + 1
+            line, column = self.locate(node, first, nth)
+            self.markup.append(Markup(written, kind, what, line, column))
         self.cut_comment(node, what)
         return text
 
@@ -383,6 +393,7 @@ class Reader:
             name=name,
             values=tuple(self.values.values()),
             typed_numbers=tuple(self.typed),
+            markup=tuple(self.markup),
         )
         self.partial = lesson
         if self.problems or title is None or summary is None:

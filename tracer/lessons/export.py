@@ -50,7 +50,8 @@ class Block:
     """One piece of the document: prose (already Markdown), code that ran, or an output."""
 
     kind: str
-    """``markdown``, ``code`` (with ``output``) or ``output`` (text alone)."""
+    """``markdown``; ``source`` (a variant's lines that ran, to read; ``output``: its files);
+    ``code`` (a cell that runs, with the ``output`` it prints); ``output`` (text alone)."""
     text: str
     output: str = ""
 
@@ -109,8 +110,11 @@ def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
     runner = LessonRunner(lesson, host)
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
     yield Block(
-        "markdown", f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}"
+        "markdown",
+        f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}\n\n"
+        f"{escape(NOTE)}",
     )
+    yield Block("code", SETUP, "")
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield Block("markdown", f"## Step {number} of {total}: {_heading(step)}")
@@ -137,9 +141,9 @@ def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block
             yield Block("markdown", escape(runner.text(step.caption)))
         main, *others = runner.tensors(step.ref)
         focus = focus_lines(step.focus, main) if step.focus is not None else []
-        yield _tensor_block(main, "\n".join(focus))
+        yield from _tensor_block(main, "\n".join(focus), runner=runner)
         for other in others:
-            yield _tensor_block(other, "", code=False)
+            yield from _tensor_block(other, "", code=False, runner=runner)
     elif isinstance(step, Loop):
         yield Block("output", "\n".join(loop_lines(step, runner)))
     elif isinstance(step, Compare):
@@ -151,7 +155,7 @@ def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block
         for side, resolved in (("Left", left), ("Right", right)):
             label = resolved.ref.label or resolved.ref.variant
             yield Block("markdown", escape(f"{side}: {label}"))
-            yield _tensor_block(resolved, "")
+            yield from _tensor_block(resolved, "", runner=runner)
         if difference is not None:
             yield Block("markdown", escape("Difference, right minus left"))
             yield Block("output", format_tensor(difference, left.tokens, left.query, left.axes))
@@ -168,21 +172,95 @@ def _tensor_block(
     *,
     code: bool = True,
     hidden: frozenset[tuple[int, int]] = frozenset(),
-) -> Block:
+    runner: LessonRunner | None = None,
+) -> Iterator[Block]:
+    """A tensor: the variant's lines that ran (to read), then the table, recomputed by a
+    runnable cell where the run can be written as one ``trace(...)`` call."""
     from tracer.render.text import format_tensor, shape_text
 
-    lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
-    if resolved.stage.formula:
-        lines.append(f"formula: {resolved.stage.formula}")
-    lines.append(
-        format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden)
-    )
-    if extra:
-        lines.append(extra)
     source = code_that_ran(resolved.stage) if code else ""
     if source:
-        return Block("code", source, "\n".join(lines))
-    return Block("output", "\n".join(lines))
+        yield Block("source", source, _file_names(resolved.stage))
+    heading = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
+    if resolved.stage.formula:
+        heading.append(f"formula: {resolved.stage.formula}")
+    table = format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden)
+    program = _program(resolved, runner) if runner is not None and not hidden else None
+    if program is None:
+        yield Block("output", "\n".join([*heading, table, *([extra] if extra else [])]))
+        return
+    yield Block("output", "\n".join(heading))
+    yield Block("code", program, table)
+    if extra:
+        yield Block("output", extra)
+
+
+def _file_names(stage: Stage) -> str:
+    from pathlib import Path
+
+    files = dict(stage.files) or ({stage.source_file: ()} if stage.source_file else {})
+    return ", ".join(Path(path).name for path in files)
+
+
+def _inputs_spec(resolved: Resolved) -> str | None:
+    """How ``trace(inputs=...)`` names the run's inputs: a built-in name or an inputs file."""
+    from pathlib import Path
+
+    inputs = resolved.ref.options.inputs
+    if inputs is None:
+        return None
+    if inputs.source == "built-in":
+        return inputs.name
+    path = Path(inputs.source)
+    if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
+        return str(path.resolve())
+    return None  # inputs written inside the lesson: no file a notebook could load
+
+
+def _program(resolved: Resolved, runner: LessonRunner) -> str | None:
+    """A cell that recomputes ``resolved`` with ``tracer.trace`` and prints the table the
+    lesson shows; None when the tensor is the lesson's own derivation (``then:``)."""
+    ref = resolved.ref
+    spec = _inputs_spec(resolved)
+    if ref.then or spec is None:
+        return None
+    options = ref.options
+    inputs = options.inputs
+    assert inputs is not None
+    arguments = [repr(ref.variant), f"inputs={spec!r}"]
+    arguments.append(f"seed={options.seed if options.seed is not None else 123!r}")
+    arguments.append(f"init={options.init or 'rand'!r}")
+    if options.d_out is not None and inputs.d_out is None:
+        arguments.append(f"d_out={options.d_out!r}")
+    if options.dropout:
+        arguments.append(f"dropout={options.dropout!r}")
+    if ref.query is not None:
+        arguments.append(f"query={ref.query!r}")
+    arguments.extend(
+        f"{name}={value!r}"
+        for name, value in runner.variant_options(ref.variant, options).items()
+        if name.isidentifier() and name not in TRACE_ARGUMENTS
+    )
+    if any(not n.isidentifier() for n in runner.variant_options(ref.variant, options)):
+        return None
+    name = ref.tensor or next(iter(resolved.stage.tensors))
+    return (
+        f"run = trace({', '.join(arguments)})\n"
+        f"stage = run.stage({ref.stage!r})\n"
+        f"print(format_tensor(stage.tensors[{name!r}], run.tokens, {ref.query!r}, "
+        f"stage.axes.get({name!r})))"
+    )
+
+
+TRACE_ARGUMENTS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query", "plugin_dirs"})
+SETUP = "from tracer import trace\nfrom tracer.render.text import format_tensor"
+"""The notebook's first code cell: what the cells that recompute a table need."""
+NOTE = (
+    "How to read this: the code of each variant is shown as text, the lines that "
+    "ran to compute each table; it is part of a plugin and does not run on its own. The code "
+    "cells recompute each table with tracer.trace(...) and print it as the lesson shows it; "
+    "run them top to bottom (attention-tracer must be installed in the kernel)."
+)
 
 
 def _quiz(step: Quiz, runner: LessonRunner, number: int) -> Iterator[Block]:
@@ -194,7 +272,9 @@ def _quiz(step: Quiz, runner: LessonRunner, number: int) -> Iterator[Block]:
         yield Block("markdown", lines[0] + (f"\n\n{escape(view.caption)}" if view.caption else ""))
         lines = []
         for table in view.tables:
-            yield _tensor_block(table.resolved, "", code=False, hidden=table.hidden)
+            yield from _tensor_block(
+                table.resolved, "", code=False, hidden=table.hidden, runner=runner
+            )
         if view.hidden:
             lines.append(escape("(? = a cell that shows the answer, under Answer below)"))
     lines += [
@@ -218,28 +298,51 @@ def markdown(lesson: Lesson, host: PluginHost) -> str:
     for block in blocks(lesson, host):
         if block.kind == "markdown":
             parts.append(block.text)
+        elif block.kind == "source":
+            files = f" of {block.output}" if block.output else ""
+            parts.append(
+                f"The lines{escape(files)} that ran (to read; not runnable on their own):"
+                f"\n\n```python\n{block.text}\n```"
+            )
         elif block.kind == "code":
-            parts.append(f"```python\n{block.text}\n```\n\n```text\n{block.output}\n```")
+            output = f"\n\n```text\n{block.output}\n```" if block.output else ""
+            parts.append(f"```python\n{block.text}\n```{output}")
         else:
             parts.append(f"```text\n{block.text}\n```")
     return "\n\n".join(parts) + "\n"
 
 
 def notebook(lesson: Lesson, host: PluginHost) -> Any:
-    """An nbformat-4 notebook node: Markdown cells and code cells with their outputs."""
+    """An nbformat-4 notebook node: Markdown cells, the variants' code as text, and code cells
+    that recompute each table (with the output they print, so it reads before it is run)."""
     nbformat = _nbformat()
     new = nbformat.v4
     cells = []
     for block in blocks(lesson, host):
         if block.kind == "markdown":
             cells.append(new.new_markdown_cell(block.text))
+        elif block.kind == "source":
+            files = f" of {block.output}" if block.output else ""
+            cells.append(
+                new.new_markdown_cell(
+                    f"The lines{escape(files)} that ran (to read; not runnable on their own):"
+                    f"\n\n```python\n{block.text}\n```"
+                )
+            )
         elif block.kind == "code":
-            output = new.new_output("stream", name="stdout", text=block.output + "\n")
-            cells.append(new.new_code_cell(block.text, outputs=[output]))
+            outputs = []
+            if block.output:
+                outputs.append(new.new_output("stream", name="stdout", text=block.output + "\n"))
+            cells.append(new.new_code_cell(block.text, outputs=outputs))
         else:
             cells.append(new.new_markdown_cell(f"```text\n{block.text}\n```"))
     document = new.new_notebook(cells=cells)
     document.metadata["language_info"] = {"name": "python"}
+    document.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     document.metadata["attention_tracer"] = {"lesson": lesson.name}
     nbformat.validate(document)
     return document

@@ -113,3 +113,37 @@ def test_the_shipped_lessons_write_plain_text() -> None:
     host = PluginHost(())
     for ref in find_lessons(()):
         assert markup_warnings(load_lesson(ref.path, host)) == [], ref.name
+
+
+def plain_text(name: str) -> str:
+    lesson, _, host = lesson_and_runner(name)
+    return "\n".join(plain_lines(lesson, host))
+
+
+def test_a_sub_steps_table_keeps_its_shape_and_labels_in_plain_text() -> None:
+    text = step_text(plain_text("10_online_softmax"), 6)  # the tiles loop
+    lines = text.split("\n")
+    start = lines.index("  scaled (6×2: query × key):")
+    header, *rows = lines[start + 1 : start + 8]
+    assert header.split() == ["Your", "journey"]  # the first tile's two keys
+    assert [row.split()[0] for row in rows] == list(TOKENS)  # one row per query
+    assert all(len(row.split()) == 3 for row in rows)
+
+
+def test_wide_tables_wrap_into_blocks_of_columns() -> None:
+    from tracer.lessons.walk import TABLE_WIDTH
+
+    text = plain_text("11_training")
+    shown = step_text(text, 5) + step_text(text, 6)  # the training loop and the loss table
+    tables = [line for line in shown.split("\n") if line.startswith(" ")]
+    assert tables and max(len(line) for line in tables) <= TABLE_WIDTH
+    # Lesson 11's loss (51 values) comes in blocks, every step labelled once.
+    loss = step_text(text, 6)
+    headers = [line.split() for line in loss.split("\n") if line.strip().startswith("0 ")]
+    labels = [
+        label
+        for line in loss.split("\n")
+        if line.strip() and all(part.isdigit() for part in line.split())
+        for label in line.split()
+    ]
+    assert headers and labels == [str(n) for n in range(51)]

@@ -32,6 +32,7 @@ from tracer.lessons.model import (
     Quiz,
     Show,
 )
+from tracer.lessons.walk import TABLE_WIDTH
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
@@ -158,7 +159,10 @@ def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block
             yield from _tensor_block(resolved, "", runner=runner)
         if difference is not None:
             yield Block("markdown", escape("Difference, right minus left"))
-            yield Block("output", format_tensor(difference, left.tokens, left.query, left.axes))
+            yield Block(
+                "output",
+                format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH),
+            )
     elif isinstance(step, Quiz):
         yield from _quiz(step, runner, number)
     else:
@@ -184,7 +188,9 @@ def _tensor_block(
     heading = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
     if resolved.stage.formula:
         heading.append(f"formula: {resolved.stage.formula}")
-    table = format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden)
+    table = format_tensor(
+        resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden, TABLE_WIDTH
+    )
     program = _program(resolved, runner) if runner is not None and not hidden else None
     if program is None:
         yield Block("output", "\n".join([*heading, table, *([extra] if extra else [])]))
@@ -248,7 +254,7 @@ def _program(resolved: Resolved, runner: LessonRunner) -> str | None:
         f"run = trace({', '.join(arguments)})\n"
         f"stage = run.stage({ref.stage!r})\n"
         f"print(format_tensor(stage.tensors[{name!r}], run.tokens, {ref.query!r}, "
-        f"stage.axes.get({name!r})))"
+        f"stage.axes.get({name!r}), wrap={TABLE_WIDTH}))"
     )
 
 

@@ -28,6 +28,7 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
+from tracer.lessons.walk import TABLE_WIDTH
 
 if TYPE_CHECKING:
     import torch
@@ -91,7 +92,11 @@ def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
     lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
     if formula and resolved.stage.formula:
         lines.append(f"formula: {resolved.stage.formula}")
-    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes))
+    lines.append(
+        format_tensor(
+            resolved.tensor, resolved.tokens, resolved.query, resolved.axes, wrap=TABLE_WIDTH
+        )
+    )
     return lines
 
 
@@ -142,7 +147,7 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
 
 
 def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_number
+    from tracer.render.text import format_number, format_tensor, shape_text
 
     lines = [runner.text(step.caption).strip()] if step.caption else []
     count = 0
@@ -151,9 +156,14 @@ def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
         where = ", ".join(str(i) for i in sub.position)
         lines.append(f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip())
         for name, tensor in sub.tensors.items():
-            values = tensor.detach().reshape(-1).tolist()
-            shown = ", ".join(format_number(v) for v in values)
-            lines.append(f"  {name} = {shown if tensor.dim() == 0 else '[' + shown + ']'}")
+            if tensor.dim() == 0:
+                lines.append(f"  {name} = {format_number(float(tensor))}")
+                continue
+            # A row or a table keeps its shape and its labels, as in the app.
+            axes = sub.axes.get(name)
+            lines.append(f"  {name} ({shape_text(tensor, axes, step.query)}):")
+            table = format_tensor(tensor, runner.tokens, step.query, axes, wrap=TABLE_WIDTH - 4)
+            lines.extend(f"    {line}".rstrip() for line in table.split("\n"))
     lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
     return lines
 
@@ -176,7 +186,7 @@ def _compare(step: Compare, runner: LessonRunner) -> list[str]:
         return lines
     largest = float(difference.abs().max()) if difference.numel() else 0.0
     lines.append(f"Difference, right minus left (largest size {format_number(largest)})")
-    lines.append(format_tensor(difference, left.tokens, left.query, left.axes))
+    lines.append(format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH))
     return lines
 
 
@@ -195,7 +205,9 @@ def _quiz(step: Quiz, runner: LessonRunner, number: int) -> list[str]:
         else:
             lines.append(f"{shown.name} ({shape_text(shown.tensor, shown.axes, shown.query)})")
         lines.append(
-            format_tensor(shown.tensor, shown.tokens, shown.query, shown.axes, table.hidden)
+            format_tensor(
+                shown.tensor, shown.tokens, shown.query, shown.axes, table.hidden, TABLE_WIDTH
+            )
         )
     if view.hidden:
         lines.append("(? = a cell that shows the answer, printed below)")

@@ -37,6 +37,10 @@ from tracer.lessons.model import (
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
 
+TABLE_WIDTH = 80
+"""Text front ends (``--plain``, md, ipynb) print tables at most this wide: wider ones are
+printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap``)."""
+
 Cell = tuple[int, int]
 """A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
 

@@ -39,10 +39,13 @@ def format_tensor(
     query: int | None = None,
     axes: Sequence[str] | None = None,
     hidden: frozenset[tuple[int, int]] = frozenset(),
+    wrap: int | None = None,
 ) -> str:
     """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index.
 
     ``hidden``: cells (row, column of the tensor folded to two dimensions) printed as "?".
+    ``wrap``: a table wider than this many characters is printed as blocks of columns, one
+    under the other, each with its row labels (None: one block, however wide).
     """
     data = tensor.detach().cpu()
     if data.dim() > 2:
@@ -59,6 +62,7 @@ def format_tensor(
                 None,
                 inner,
                 frozenset((r - index * rows, c) for r, c in hidden),
+                wrap,
             )
             for index, label in enumerate(leading.labels)
         )
@@ -70,14 +74,29 @@ def format_tensor(
     ]
     width = max([len(c) for row in cells for c in row] + [len(c) for c in labels.columns])
     label_width = max(len(r) for r in labels.rows)
+    step = len(labels.columns)
+    if wrap is not None and label_width + 2 + step * (width + 2) - 2 > wrap:
+        step = max(1, (wrap - label_width) // (width + 2))
     lines = []
-    if data.dim() > 0:
-        header = " " * label_width + "  " + "  ".join(c.rjust(width) for c in labels.columns)
-        lines.append(header.rstrip())
-    for label, row in zip(labels.rows, cells, strict=True):
-        lines.append(
-            (label.ljust(label_width) + "  " + "  ".join(c.rjust(width) for c in row)).rstrip()
-        )
+    for start in range(0, len(labels.columns), step):
+        if start:
+            lines.append("")  # a block of further columns
+        columns = slice(start, start + step)
+        if data.dim() > 0:
+            header = (
+                " " * label_width
+                + "  "
+                + "  ".join(c.rjust(width) for c in labels.columns[columns])
+            )
+            lines.append(header.rstrip())
+        for label, row in zip(labels.rows, cells, strict=True):
+            lines.append(
+                (
+                    label.ljust(label_width)
+                    + "  "
+                    + "  ".join(c.rjust(width) for c in row[columns])
+                ).rstrip()
+            )
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
 
 

@@ -147,3 +147,44 @@ def test_wide_tables_wrap_into_blocks_of_columns() -> None:
         for label in line.split()
     ]
     assert headers and labels == [str(n) for n in range(51)]
+
+
+def caption_of(lesson: Lesson, variant: str, stage: str, tensor: str | None) -> str:
+    from tracer.lessons.model import Show
+
+    return next(
+        step.caption
+        for step in lesson.steps
+        if isinstance(step, Show)
+        and (step.ref.variant, step.ref.stage, step.ref.tensor) == (variant, stage, tensor)
+    )
+
+
+def test_lesson_08s_caption_names_exactly_the_keys_step_gives_zero_weight() -> None:
+    from tracer.lessons.model import TensorRef
+
+    lesson, runner, _ = lesson_and_runner("08_windows_and_groups")
+    caption = caption_of(lesson, "sliding-window", "weights", "weights")
+    ref = TensorRef("sliding-window", "weights", "weights", options=lesson.options)
+    row = runner.tensor(ref).tensor[TOKENS.index("step")]
+    zero = {token for token, weight in zip(TOKENS, row.tolist(), strict=True) if weight == 0.0}
+    assert zero == {"Your", "journey", "starts"}  # a window of 3 from the end
+    named = {token for token in TOKENS if f'"{token}"' in caption.split(";")[1]}
+    assert named == zero
+
+
+def test_lesson_05s_caption_names_exactly_the_keys_starts_may_see() -> None:
+    from tracer.lessons.model import TensorRef
+
+    lesson, runner, _ = lesson_and_runner("05_causal_masking")
+    caption = caption_of(lesson, "masked", "mask", None)
+    ref = TensorRef("masked", "mask", options=lesson.options)
+    row = runner.tensor(ref).tensor[TOKENS.index("starts")]
+    seen = {token for token, hidden in zip(TOKENS, row.tolist(), strict=True) if not hidden}
+    assert seen == {"Your", "journey", "starts"}
+    assert "may see Your, journey and itself" in caption
+
+
+def test_no_explanation_refers_to_a_table_the_lesson_never_shows() -> None:
+    lesson, _, _ = lesson_and_runner("08_windows_and_groups")
+    assert not any("keys_seen" in step.explanation for step in lesson.quizzes)

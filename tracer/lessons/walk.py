@@ -19,6 +19,7 @@ screen before it is given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,15 +28,23 @@ from tracer.lessons.model import (
     Compare,
     Focus,
     Lesson,
+    LessonStep,
     Loop,
     Narration,
     Quiz,
     Show,
     TensorRef,
 )
+from tracer.tracing.stepper import Cancelled, Stepper
+from tracer.variant import Stage, SubStep
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
+
+COUNT_STEPS = 2048
+"""Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
+CHEAP_STEPS = 200
+"""A loop's end is found without a worker only if it takes at most this many sub-steps."""
 
 TABLE_WIDTH = 80
 """Text front ends (``--plain``, md, ipynb) print tables at most this wide: wider ones are
@@ -176,3 +185,142 @@ def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:
     """Which tensor ``ref`` names, as computed (an unnamed tensor is the stage's first)."""
     first = next(iter(resolved.stage.tensors), None)
     return (ref.variant, ref.stage, ref.tensor or first, ref.then, ref.query, ref.options)
+
+
+# Step labels ----------------------------------------------------------------------
+
+STEP_ICONS = {
+    "narration": "¶",
+    "show": "▦",
+    "loop": "⟳",
+    "compare": "⇄",
+    "quiz": "?",
+    "checkpoint": "✓",
+}
+
+
+def step_label(number: int, step: LessonStep) -> tuple[str, str]:
+    """Timeline label and tooltip for a lesson step."""
+    icon = STEP_ICONS.get(step.kind, "·")
+    if isinstance(step, (Show, Loop)):
+        stage = step.ref.stage if isinstance(step, Show) else step.stage
+        return f"{number} {icon} {stage}", f"{step.kind}: {stage}"
+    if isinstance(step, Compare):
+        return f"{number} {icon}", f"compare: {step.left.stage} and {step.right.stage}"
+    if isinstance(step, Quiz):
+        return f"{number} {icon}", f"quiz: {step.question}"
+    if isinstance(step, Checkpoint):
+        return f"{number} {icon}", f"checkpoint: {step.title}"
+    return f"{number} {icon}", "narration"
+
+
+# Loops --------------------------------------------------------------------------------
+
+
+@dataclass
+class LoopState:
+    """One loop step's stepper and where its sub-steps start in it."""
+
+    stepper: Stepper
+    first: int
+    limit: int | None
+    last: int | None = None
+    """Global number of the loop's last sub-step shown, once known."""
+
+    def count_known(self) -> int | None:
+        return None if self.last is None else self.last - self.first + 1
+
+    def count_within(self, steps: int) -> int | None:
+        """Run the loop to its end if that takes at most ``steps`` sub-steps (loading worker)."""
+        if self.last is not None or self.limit is not None:
+            return self.count_known()
+        stepper = self.stepper
+        bound = self.first + steps
+
+        def too_long() -> bool:
+            return stepper.produced > bound
+
+        try:
+            end = stepper.next_stage(self.first, cancelled=too_long)
+        except Cancelled:
+            return None
+        if end is None and stepper.error is not None:
+            return None  # the variant failed inside the loop: stepping there reports it
+        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
+        return self.count_known()
+
+    def find_end(self, *, cheap_only: bool) -> int | None:
+        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
+        if self.last is not None:
+            return self.last
+        stepper = self.stepper
+        if self.limit is not None:
+            candidate = self.first + self.limit - 1
+            if cheap_only and stepper.cost(candidate) > CHEAP_STEPS:
+                return None
+            try:
+                item = stepper.get(candidate)
+            except IndexError:
+                item = None
+            if isinstance(item, SubStep):
+                self.last = candidate
+                return candidate
+        if cheap_only:
+            return None
+        end = stepper.next_stage(self.first)
+        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
+        return self.last
+
+
+def start_loop(runner: LessonRunner, step: Loop) -> LoopState | None:
+    """A stepper for a loop step, run up to the loop's first sub-step; None if there is no loop."""
+    stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
+    index = 0
+    while True:
+        try:
+            item = stepper.get(index)
+        except IndexError:
+            if stepper.error is not None:
+                raise stepper.error from None
+            return None
+        if isinstance(item, SubStep) and item.stage == step.stage:
+            break
+        if isinstance(item, Stage) and item.name == step.stage:
+            return None  # the stage is not built by a loop
+        index += 1
+    state = LoopState(stepper, index, step.limit)
+    if step.limit is not None:
+        state.find_end(cheap_only=True)
+    return state
+
+
+def warm_up(
+    lesson: Lesson, runner: LessonRunner, *, highlight: Callable[[str], object] | None = None
+) -> dict[int, LoopState]:
+    """Compute every step's tensors once (a loading worker), so stepping only draws.
+
+    The runner caches its traces, so the main thread later finds them done. A
+    step that fails here fails again when shown, where its error is displayed.
+    ``highlight``: called with each shown stage's source file (a viewer prepares it).
+    """
+    loops: dict[int, LoopState] = {}
+    for number, step in enumerate(lesson.steps):
+        try:
+            if isinstance(step, Loop):
+                state = start_loop(runner, step)
+                if state is not None:
+                    loops[number] = state
+                    state.count_within(COUNT_STEPS)  # "pair 8 of 36" needs the 36
+                    # The stage the loop builds names the axes of the matrix it fills.
+                    runner.trace(step.variant, step.options, step.query).stage(step.stage)
+            elif isinstance(step, Show):
+                source = runner.tensor(step.ref).stage.source_file
+                if source and highlight is not None:
+                    highlight(source)
+            elif isinstance(step, Compare):
+                runner.compare(step)
+            elif isinstance(step, Quiz):
+                runner.answer(step)
+        except Exception:  # reported when the step is shown
+            continue
+    return loops

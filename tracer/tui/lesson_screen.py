@@ -40,8 +40,21 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
-from tracer.lessons.walk import QuizTables, quiz_has_tables, quiz_tables
-from tracer.tracing.stepper import Cancelled, Stepper
+from tracer.lessons.walk import (
+    COUNT_STEPS as COUNT_STEPS,
+)
+from tracer.lessons.walk import (
+    STEP_ICONS as STEP_ICONS,
+)
+from tracer.lessons.walk import (
+    LoopState,
+    QuizTables,
+    quiz_has_tables,
+    quiz_tables,
+    start_loop,
+    step_label,
+)
+from tracer.lessons.walk import warm_up as walk_warm_up
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
 from tracer.tui.loop_count import loop_noun
@@ -49,7 +62,7 @@ from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
 from tracer.tui.source_view import SourceView, highlighted
-from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
+from tracer.tui.step_screen import StepScreen, freeze_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
@@ -64,33 +77,8 @@ COMPARE_SHARE = 0.40
 """The left column's share on compare steps (``#left.-compare`` in app.tcss)."""
 COMPARE_SMALL = 12
 """A compared table this many lines high (or less) gets exactly its height."""
-COUNT_STEPS = 2048
-"""Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
 HELD_POSITIONS = 256
 """Loops up to this long hold their tallest position's height from the first sub-step."""
-STEP_ICONS = {
-    "narration": "¶",
-    "show": "▦",
-    "loop": "⟳",
-    "compare": "⇄",
-    "quiz": "?",
-    "checkpoint": "✓",
-}
-
-
-def step_label(number: int, step: LessonStep) -> tuple[str, str]:
-    """Timeline label and tooltip for a lesson step."""
-    icon = STEP_ICONS.get(step.kind, "·")
-    if isinstance(step, (Show, Loop)):
-        stage = step.ref.stage if isinstance(step, Show) else step.stage
-        return f"{number} {icon} {stage}", f"{step.kind}: {stage}"
-    if isinstance(step, Compare):
-        return f"{number} {icon}", f"compare: {step.left.stage} and {step.right.stage}"
-    if isinstance(step, Quiz):
-        return f"{number} {icon}", f"quiz: {step.question}"
-    if isinstance(step, Checkpoint):
-        return f"{number} {icon}", f"checkpoint: {step.title}"
-    return f"{number} {icon}", "narration"
 
 
 def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
@@ -126,83 +114,6 @@ class LessonSession:
     mtime: float = 0.0
     loops: dict[int, LoopState] = field(default_factory=dict)
     """Loop steps' steppers, prepared by the loading worker."""
-
-
-@dataclass
-class LoopState:
-    """One loop step's stepper and where its sub-steps start in it."""
-
-    stepper: Stepper
-    first: int
-    limit: int | None
-    last: int | None = None
-    """Global number of the loop's last sub-step shown, once known."""
-
-    def count_known(self) -> int | None:
-        return None if self.last is None else self.last - self.first + 1
-
-    def count_within(self, steps: int) -> int | None:
-        """Run the loop to its end if that takes at most ``steps`` sub-steps (loading worker)."""
-        if self.last is not None or self.limit is not None:
-            return self.count_known()
-        stepper = self.stepper
-        bound = self.first + steps
-
-        def too_long() -> bool:
-            return stepper.produced > bound
-
-        try:
-            end = stepper.next_stage(self.first, cancelled=too_long)
-        except Cancelled:
-            return None
-        if end is None and stepper.error is not None:
-            return None  # the variant failed inside the loop: stepping there reports it
-        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
-        return self.count_known()
-
-    def find_end(self, *, cheap_only: bool) -> int | None:
-        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
-        if self.last is not None:
-            return self.last
-        stepper = self.stepper
-        if self.limit is not None:
-            candidate = self.first + self.limit - 1
-            if cheap_only and stepper.cost(candidate) > SYNC_STEPS:
-                return None
-            try:
-                item = stepper.get(candidate)
-            except IndexError:
-                item = None
-            if isinstance(item, SubStep):
-                self.last = candidate
-                return candidate
-        if cheap_only:
-            return None
-        end = stepper.next_stage(self.first)
-        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
-        return self.last
-
-
-def start_loop(runner: LessonRunner, step: Loop) -> LoopState | None:
-    """A stepper for a loop step, run up to the loop's first sub-step; None if there is no loop."""
-    stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
-    index = 0
-    while True:
-        try:
-            item = stepper.get(index)
-        except IndexError:
-            if stepper.error is not None:
-                raise stepper.error from None
-            return None
-        if isinstance(item, SubStep) and item.stage == step.stage:
-            break
-        if isinstance(item, Stage) and item.name == step.stage:
-            return None  # the stage is not built by a loop
-        index += 1
-    state = LoopState(stepper, index, step.limit)
-    if step.limit is not None:
-        state.find_end(cheap_only=True)
-    return state
 
 
 @dataclass
@@ -1025,36 +936,13 @@ class LessonScreen(StepScreen):
 
 
 def warm_up(lesson: Lesson, runner: LessonRunner) -> dict[int, LoopState]:
-    """Compute every step's tensors once, in the loading worker, so stepping only draws.
-
-    The runner caches its traces, so the main thread later finds them done. A
-    step that fails here fails again when shown, where its error is displayed.
-    """
+    """The walk's warm-up (every step computed once, in the loading worker), and the app's:
+    the Markdown parser and the Python lexer loaded, each shown stage's source highlighted."""
     from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
     from rich.syntax import Syntax
 
     Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once
-    loops: dict[int, LoopState] = {}
-    for number, step in enumerate(lesson.steps):
-        try:
-            if isinstance(step, Loop):
-                state = start_loop(runner, step)
-                if state is not None:
-                    loops[number] = state
-                    state.count_within(COUNT_STEPS)  # "pair 8 of 36" needs the 36
-                    # The stage the loop builds names the axes of the matrix it fills.
-                    runner.trace(step.variant, step.options, step.query).stage(step.stage)
-            elif isinstance(step, Show):
-                source = runner.tensor(step.ref).stage.source_file
-                if source:
-                    highlighted(source)
-            elif isinstance(step, Compare):
-                runner.compare(step)
-            elif isinstance(step, Quiz):
-                runner.answer(step)
-        except Exception:  # reported when the step is shown
-            continue
-    return loops
+    return walk_warm_up(lesson, runner, highlight=highlighted)
 
 
 def _mtime(path: Path) -> float:

@@ -134,17 +134,19 @@ def _heading(step: LessonStep) -> str:
 
 def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block]:
     from tracer.lessons.plain import focus_lines, loop_lines
+    from tracer.lessons.walk import step_view
 
     if isinstance(step, Narration):
-        yield Block("markdown", escape(runner.text(step.text)))
+        yield Block("markdown", escape(step_view(runner.lesson, runner, number).text))
     elif isinstance(step, Show):
-        if step.caption:
-            yield Block("markdown", escape(runner.text(step.caption)))
-        main, *others = runner.tensors(step.ref)
-        focus = focus_lines(step.focus, main) if step.focus is not None else []
-        yield from _tensor_block(main, "\n".join(focus), runner=runner)
+        view = step_view(runner.lesson, runner, number)
+        if view.text:
+            yield Block("markdown", escape(view.text))
+        main, *others = view.tables
+        focus = focus_lines(main.focus, main.resolved) if main.focus is not None else []
+        yield from _tensor_block(main.resolved, "\n".join(focus), runner=runner)
         for other in others:
-            yield from _tensor_block(other, "", code=False, runner=runner)
+            yield from _tensor_block(other.resolved, "", code=False, runner=runner)
     elif isinstance(step, Loop):
         yield Block("output", "\n".join(loop_lines(step, runner)))
     elif isinstance(step, Compare):

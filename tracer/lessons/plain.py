@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import torch
 
     from tracer.lessons.runner import LessonRunner, Resolved
+    from tracer.lessons.walk import StepView
     from tracer.plugin_host import PluginHost
 
 
@@ -72,10 +73,12 @@ def _query_words(ref: TensorRef) -> str:
 
 
 def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str]:
+    from tracer.lessons.walk import step_view
+
     if isinstance(step, Narration):
-        return [runner.text(step.text).rstrip()]
+        return [step_view(runner.lesson, runner, number).text.rstrip()]
     if isinstance(step, Show):
-        return _show(step, runner)
+        return _show(step_view(runner.lesson, runner, number))
     if isinstance(step, Loop):
         return loop_lines(step, runner)
     if isinstance(step, Compare):
@@ -100,16 +103,17 @@ def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
     return lines
 
 
-def _show(step: Show, runner: LessonRunner) -> list[str]:
-    resolved, *others = runner.tensors(step.ref)
-    lines = [runner.text(step.caption).strip()] if step.caption else []
+def _show(view: StepView) -> list[str]:
+    main, *others = view.tables
+    resolved = main.resolved
+    lines = [view.text.strip()] if view.text else []
     lines.append(f"{resolved.stage.title}")
     lines.extend(_table(resolved))
-    if step.focus is not None:
-        lines.extend(focus_lines(step.focus, resolved))
+    if main.focus is not None:
+        lines.extend(focus_lines(main.focus, resolved))
     for other in others:
         lines.append("")
-        lines.extend(_table(other, formula=False))
+        lines.extend(_table(other.resolved, formula=False))
     return lines
 
 

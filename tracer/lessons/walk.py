@@ -187,6 +187,73 @@ def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:
     return (ref.variant, ref.stage, ref.tensor or first, ref.then, ref.query, ref.options)
 
 
+# One view per step -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What one step shows, for every front end: its prose and its tables.
+
+    ``text`` is the step's prose as shown (live values filled in): a narration's
+    text, a show, loop or compare step's caption, a quiz's question, a
+    checkpoint's title and points. ``tables`` are the tensors it shows, in order
+    (a loop's change from sub-step to sub-step: see :class:`LoopState`).
+    """
+
+    number: int
+    step: LessonStep
+    text: str
+    tables: tuple[Table, ...] = ()
+    quiz: QuizTables | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.step.kind
+
+
+def live(runner: LessonRunner, text: str, quiz: Quiz | None = None) -> str:
+    """Prose as shown; a value that cannot be computed stays as the author wrote it."""
+    from tracer.errors import TracerError
+
+    if "{{" not in text:
+        return text
+    try:
+        return runner.text(text, quiz)
+    except TracerError:
+        return text
+
+
+def checkpoint_text(title: str, points: tuple[str, ...]) -> str:
+    return title + "\n\n" + "\n".join(f"• {point}" for point in points)
+
+
+def step_view(lesson: Lesson, runner: LessonRunner, number: int) -> StepView:
+    """The view of step ``number``: the one place that decides what each kind of step shows."""
+    step = lesson.steps[number]
+    if isinstance(step, Narration):
+        return StepView(number, step, live(runner, step.text))
+    if isinstance(step, Checkpoint):
+        points = tuple(live(runner, point) for point in step.points)
+        return StepView(number, step, checkpoint_text(step.title, points))
+    if isinstance(step, Show):
+        resolved = runner.tensors(step.ref)
+        first, *others = resolved
+        tables = (
+            Table(step.ref, first, "show", step.focus),
+            *(Table(other.ref, other, "show") for other in others),
+        )
+        return StepView(number, step, live(runner, step.caption), tables)
+    if isinstance(step, Compare):
+        left, right, _ = runner.compare(step)
+        tables = (Table(step.left, left, "left"), Table(step.right, right, "right"))
+        return StepView(number, step, live(runner, step.caption), tables)
+    if isinstance(step, Loop):
+        return StepView(number, step, live(runner, step.caption))
+    assert isinstance(step, Quiz)
+    view = quiz_tables(lesson, runner, number)
+    return StepView(number, step, live(runner, step.question, step), view.tables, view)
+
+
 # Step labels ----------------------------------------------------------------------
 
 STEP_ICONS = {

@@ -53,6 +53,7 @@ from tracer.lessons.walk import (
     quiz_tables,
     start_loop,
     step_label,
+    step_view,
 )
 from tracer.lessons.walk import warm_up as walk_warm_up
 from tracer.tui.commands import PaletteCommand
@@ -508,16 +509,17 @@ class LessonScreen(StepScreen):
             body.display = True
         if not isinstance(step, Compare) and str(source.border_title).startswith("source:"):
             source.border_title = "source"  # a compare step's side title no longer applies
+        # The walk's view of the step: its prose as shown and, for a quiz, its tables.
+        view = step_view(self.session.lesson, runner, position.step)
         if isinstance(step, Narration):
             switcher.current = "narration-body"
-            self._markdown("#narration-text", step.text)
+            self._prose("#narration-text", view.text)
         elif isinstance(step, Checkpoint):
             switcher.current = "checkpoint"
-            text = step.title + "\n\n" + "\n".join(f"• {point}" for point in step.points)
-            self._markdown("#checkpoint-text", text)
+            self._prose("#checkpoint-text", view.text)
         elif isinstance(step, Show):
             switcher.current = "tensors"
-            self._markdown("#caption", step.caption)
+            self._prose("#caption", view.text)
             self._show_tensors(self.pane, step.ref, step.focus)
             resolved = runner.tensor(step.ref)
             source.show_file(
@@ -528,7 +530,7 @@ class LessonScreen(StepScreen):
             )
         elif isinstance(step, Loop):
             switcher.current = "tensors"
-            self._markdown("#caption", step.caption)
+            self._prose("#caption", view.text)
             state = self._loop(position.step, step)
             if state is None:
                 raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
@@ -546,7 +548,7 @@ class LessonScreen(StepScreen):
             source.show_file(sub.source_file, sub.lines, files=sub.files)
         elif isinstance(step, Compare):
             switcher.current = "compare"
-            self._markdown("#caption", step.caption)
+            self._prose("#caption", view.text)
             left, right, difference = runner.compare(step)
             for pane_id, resolved, label in (
                 ("#compare-left", left, step.left.label),
@@ -596,14 +598,16 @@ class LessonScreen(StepScreen):
             previous = self.progress.answers.get(self._quiz_id(position.step, step))
             answer = answer_text(step, runner.answer(step)) if previous else None
             quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
-            view = quiz_tables(self.session.lesson, runner, position.step)
-            if not view.tables:
+            tables = view.quiz
+            assert tables is not None
+            if not tables.tables:
                 body.display = False
+                self._prose("#caption", "")  # no stale caption from the step before
             else:
                 switcher.current = "tensors"
-                self._markdown("#caption", view.caption)
-                self._show_quiz_tables(view, answered=previous is not None)
-                stage = view.tables[0].resolved.stage
+                self._prose("#caption", tables.caption)
+                self._show_quiz_tables(tables, answered=previous is not None)
+                stage = tables.tables[0].resolved.stage
                 source.show_file(stage.source_file, stage.lines, files=stage.files)
 
     def _show_quiz_tables(self, view: QuizTables, *, answered: bool) -> None:
@@ -668,6 +672,10 @@ class LessonScreen(StepScreen):
         # Only a stage already computed (the loading worker runs to it): never run here.
         trace = self.session.runner.trace(step.variant, step.options, step.query)
         return next((stage for stage in trace.stages if stage.name == step.stage), None)
+
+    def _prose(self, selector: str, text: str) -> None:
+        """Prose the walk has already filled in, shown as written."""
+        self.query_one(selector, ProsePane).show(text)
 
     def _markdown(self, selector: str, text: str) -> None:
         """Show the author's prose as written, its ``{{live values}}`` filled in from the run."""

@@ -52,8 +52,10 @@ def test_plain_and_markdown_show_what_the_walk_decided(name: str) -> None:
         where = f"{name} step {view.number + 1}"
         prose = view.text.strip()
         if isinstance(view.step, Checkpoint):
-            for point in prose.split("\n")[2:]:
-                assert point.removeprefix("• ") in text, where
+            assert view.points and prose.split("\n")[2:] == [f"• {p}" for p in view.points]
+            for point in view.points:
+                assert f"- {point.strip()}" in text, where
+                assert f"- {escape(point)}" in document, where
         elif prose:
             for line in prose.split("\n"):
                 assert line.strip() in text, where

@@ -152,8 +152,9 @@ def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block
     elif isinstance(step, Compare):
         from tracer.render.text import format_tensor
 
-        if step.caption:
-            yield Block("markdown", escape(runner.text(step.caption)))
+        caption = step_view(runner.lesson, runner, number).text
+        if caption:
+            yield Block("markdown", escape(caption))
         left, right, difference = runner.compare(step)
         for side, resolved in (("Left", left), ("Right", right)):
             label = resolved.ref.label or resolved.ref.variant
@@ -169,7 +170,8 @@ def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block
         yield from _quiz(step, runner, number)
     else:
         assert isinstance(step, Checkpoint)
-        yield Block("markdown", "\n".join(f"- {escape(runner.text(p))}" for p in step.points))
+        points = step_view(runner.lesson, runner, number).points
+        yield Block("markdown", "\n".join(f"- {escape(point)}" for point in points))
 
 
 def _tensor_block(

@@ -82,11 +82,11 @@ def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str
     if isinstance(step, Loop):
         return loop_lines(step, runner)
     if isinstance(step, Compare):
-        return _compare(step, runner)
+        return _compare(step, runner, step_view(runner.lesson, runner, number).text)
     if isinstance(step, Quiz):
         return _quiz(step, runner, number)
     assert isinstance(step, Checkpoint)
-    return [f"- {runner.text(point).strip()}" for point in step.points]
+    return [f"- {point.strip()}" for point in step_view(runner.lesson, runner, number).points]
 
 
 def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
@@ -172,11 +172,11 @@ def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
     return lines
 
 
-def _compare(step: Compare, runner: LessonRunner) -> list[str]:
+def _compare(step: Compare, runner: LessonRunner, caption: str) -> list[str]:
     from tracer.render.text import format_number, format_tensor, shape_text
 
     left, right, difference = runner.compare(step)
-    lines = [runner.text(step.caption).strip()] if step.caption else []
+    lines = [caption.strip()] if caption else []
     for side, resolved in (("Left", left), ("Right", right)):
         label = resolved.ref.label or f"{resolved.ref.variant}"
         lines.append(f"{side}: {label} ({resolved.ref.variant}, stage {resolved.ref.stage})")

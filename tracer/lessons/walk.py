@@ -205,6 +205,8 @@ class StepView:
     text: str
     tables: tuple[Table, ...] = ()
     quiz: QuizTables | None = None
+    points: tuple[str, ...] = ()
+    """A checkpoint's points, as shown (live values filled in)."""
 
     @property
     def kind(self) -> str:
@@ -234,7 +236,7 @@ def step_view(lesson: Lesson, runner: LessonRunner, number: int) -> StepView:
         return StepView(number, step, live(runner, step.text))
     if isinstance(step, Checkpoint):
         points = tuple(live(runner, point) for point in step.points)
-        return StepView(number, step, checkpoint_text(step.title, points))
+        return StepView(number, step, checkpoint_text(step.title, points), points=points)
     if isinstance(step, Show):
         resolved = runner.tensors(step.ref)
         first, *others = resolved

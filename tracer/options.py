@@ -16,6 +16,21 @@ from tracer.errors import UsageError
 from tracer.suggest import did_you_mean
 from tracer.variant import Option, Variant
 
+MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
+"""What ``torch.manual_seed`` accepts."""
+MAX_D_OUT = 4096
+INITS = ("rand", "randn", "linear")
+"""How trainable weights are made (:func:`tracer.inputs.weights.make_weights`)."""
+
+TRACE_OPTIONS = (
+    Option("seed", int, 123, "the random seed of the weights and dropout", MIN_SEED, MAX_SEED),
+    Option("init", str, "rand", "how the weights are made", choices=INITS),
+    Option("d_out", int, 2, "columns of the query, key and value weights", 1, MAX_D_OUT),
+    Option("dropout", float, 0.0, "the share of weights dropped (at least 0, below 1)", 0.0),
+)
+"""The options every trace takes, declared like a variant's: one set of bounds for the
+command line (``--d-out``), lessons (``options: {d_out: ...}``) and ``tracer.trace(...)``."""
+
 LEGACY_OPTIONS = frozenset({"heads"})
 """Options passed to every variant before variants declared theirs."""
 TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
@@ -37,6 +52,28 @@ def flag_where(flags: tuple[str, ...]) -> Where:
         return flag if flag in flags else cli_where(name)
 
     return where
+
+
+def check_trace_option(name: str, value: Any, where: str) -> Any:
+    """A trace option (seed, init, d_out, dropout) as its type, within its bounds.
+
+    The one validator of these options: ``where`` is how the user wrote the name
+    (``--d-out`` on the command line, ``d_out`` in a lesson), so the same rule
+    reads in the user's own words wherever it is broken.
+    """
+    option = next(option for option in TRACE_OPTIONS if option.name == name)
+    if name == "init" and value not in INITS:
+        raise UsageError(
+            f"unknown {where} '{value}'{did_you_mean(str(value), INITS)}; "
+            f"choose one of {', '.join(INITS)}"
+        )
+    if name == "seed" and isinstance(value, int) and not MIN_SEED <= value <= MAX_SEED:
+        raise UsageError(
+            f"{where} must be a 64-bit integer, between {MIN_SEED} and {MAX_SEED}, got {value}"
+        )
+    if name == "dropout" and isinstance(value, (int, float)) and not 0.0 <= value < 1.0:
+        raise UsageError(f"{where} must be at least 0 and below 1, got {value:g}")
+    return convert(option, value, where)
 
 
 def parse_assignments(pairs: list[str]) -> dict[str, str]:

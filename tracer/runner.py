@@ -15,8 +15,18 @@ from typing import TYPE_CHECKING, Any
 from tracer.errors import UsageError
 from tracer.inputs import InputSet, load_inputs
 from tracer.inputs.input_set import SourceSequence
-from tracer.inputs.weights import INITS, make_source_weights, make_weights
-from tracer.options import Where, check_options, flag_where
+from tracer.inputs.weights import make_source_weights, make_weights
+
+# Re-exported: the bounds are declared with the trace options, in tracer.options.
+from tracer.options import MAX_D_OUT as MAX_D_OUT
+from tracer.options import MAX_SEED as MAX_SEED
+from tracer.options import MIN_SEED as MIN_SEED
+from tracer.options import (
+    Where,
+    check_options,
+    check_trace_option,
+    flag_where,
+)
 from tracer.suggest import did_you_mean
 from tracer.variant import RunContext, Source, Variant
 
@@ -31,9 +41,6 @@ when neither the inputs (``source:``) nor ``--source`` give one."""
 DEFAULT_SEED = 123
 DEFAULT_INIT = "rand"
 DEFAULT_D_OUT = 2
-MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
-"""What ``torch.manual_seed`` accepts."""
-MAX_D_OUT = 4096
 
 
 @dataclass(frozen=True)
@@ -100,21 +107,16 @@ def build_context(
             variant, variant_options, where or flag_where(options.option_flags)
         )
 
-    if options.init not in INITS:
-        raise UsageError(
-            f"unknown --init '{options.init}'{did_you_mean(options.init, INITS)}; "
-            f"choose one of {', '.join(INITS)}"
-        )
-    if not MIN_SEED <= options.seed <= MAX_SEED:
-        raise UsageError(
-            f"--seed must be a 64-bit integer, between {MIN_SEED} and {MAX_SEED}, got {options.seed}"
-        )
-    if options.d_out is not None and options.d_out < 1:
-        raise UsageError(f"--d-out must be at least 1, got {options.d_out}")
-    if options.d_out is not None and options.d_out > MAX_D_OUT:
-        raise UsageError(f"--d-out must be at most {MAX_D_OUT}, got {options.d_out}")
-    if not 0.0 <= options.dropout < 1.0:
-        raise UsageError(f"--dropout must be at least 0 and below 1, got {options.dropout:g}")
+    # The trace options, checked by the one validator lessons use too, named as the user
+    # wrote them: a flag (--d-out) by default, a keyword in tracer.trace(...).
+    def named(name: str) -> str:
+        return where(name) if where is not None else "--" + name.replace("_", "-")
+
+    check_trace_option("init", options.init, named("init"))
+    check_trace_option("seed", options.seed, named("seed"))
+    if options.d_out is not None:
+        check_trace_option("d_out", options.d_out, named("d_out"))
+    check_trace_option("dropout", options.dropout, named("dropout"))
     if input_set.d_out is not None and options.d_out not in (None, input_set.d_out):
         raise UsageError(
             f"--d-out {options.d_out} disagrees with the weights of {_described(input_set)}, "

@@ -238,29 +238,34 @@ def watch(targets: list[str], args: argparse.Namespace) -> int:
 
 def check(targets: list[str], args: argparse.Namespace) -> int:
     from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson
+    from tracer.lessons.check import check_lesson, markup_warnings
     from tracer.lessons.loader import LessonError, load_lesson, one_line, preflight
 
     host = None
     status = EXIT_OK
     for target in targets:
+        warnings = []
         try:
             # YAML-level problems first: a hostile file is refused before torch loads.
             path = preflight(target, args.lessons_dir)
             host = host or load_host(args)
             lesson = load_lesson(path, host)
             problems = check_lesson(lesson, host)
+            warnings = markup_warnings(lesson)
         except LessonError as error:
             problems = error.problems
             if error.partial is not None and host is not None:
                 # All problems at once: the steps that could be read are run too.
                 problems = one_line(problems + check_lesson(error.partial, host))
+                warnings = markup_warnings(error.partial)
         except TracerError as error:
             prefix = "" if error.location is not None else "attn: "
             print(f"{prefix}{error}", file=sys.stderr)
             status = max(status, error.exit_status)
             continue
-        for problem in problems:
+        # Warnings (Markdown markup in prose) are said, in file order with the problems,
+        # but do not fail the check: the lesson loads and runs as it is.
+        for problem in sorted([*problems, *warnings], key=lambda p: (p.line, p.column)):
             print(problem, flush=True)
         if problems:
             status = max(status, EXIT_PROBLEMS)

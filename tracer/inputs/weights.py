@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tracer.options import INITS as INITS  # one list, declared with the trace options
 from tracer.variant import SourceWeights, Weights
-
-INITS = ("rand", "randn", "linear")
 
 
 def make_weights(

@@ -87,6 +87,31 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
     return one_line(problems)
 
 
+def markup_warnings(lesson: Lesson) -> list[Problem]:
+    """A warning for each piece of Markdown markup in the lesson's prose.
+
+    Prose is plain text: the app, ``--plain`` and the exports show it exactly
+    as written, so ``**bold**`` would reach the learner as asterisks. A warning,
+    not a problem: the lesson still loads and runs.
+    """
+    path = str(lesson.path) if lesson.path is not None else "<lesson>"
+    return [
+        Problem(
+            mark.line,
+            mark.column,
+            f"warning: '{_short(mark.text)}' in the {mark.where} is Markdown ({mark.kind}), "
+            "which is shown as written: prose is plain text; write it without the markup",
+            path,
+        )
+        for mark in lesson.markup
+    ]
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _problem(exc: Exception, ref: TensorRef, line: int, column: int, path: str) -> Problem:
     if isinstance(exc, TracerError):
         message = exc.message

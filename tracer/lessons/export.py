@@ -32,6 +32,7 @@ from tracer.lessons.model import (
     Quiz,
     Show,
 )
+from tracer.lessons.walk import TABLE_WIDTH
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
@@ -50,7 +51,8 @@ class Block:
     """One piece of the document: prose (already Markdown), code that ran, or an output."""
 
     kind: str
-    """``markdown``, ``code`` (with ``output``) or ``output`` (text alone)."""
+    """``markdown``; ``source`` (a variant's lines that ran, to read; ``output``: its files);
+    ``code`` (a cell that runs, with the ``output`` it prints); ``output`` (text alone)."""
     text: str
     output: str = ""
 
@@ -109,12 +111,15 @@ def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
     runner = LessonRunner(lesson, host)
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
     yield Block(
-        "markdown", f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}"
+        "markdown",
+        f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}\n\n"
+        f"{escape(NOTE)}",
     )
+    yield Block("code", SETUP, "")
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield Block("markdown", f"## Step {number} of {total}: {_heading(step)}")
-        yield from _step(step, runner)
+        yield from _step(step, runner, number - 1)
 
 
 def _heading(step: LessonStep) -> str:
@@ -127,67 +132,161 @@ def _heading(step: LessonStep) -> str:
     return step.kind
 
 
-def _step(step: LessonStep, runner: LessonRunner) -> Iterator[Block]:
+def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block]:
     from tracer.lessons.plain import focus_lines, loop_lines
+    from tracer.lessons.walk import step_view
 
     if isinstance(step, Narration):
-        yield Block("markdown", escape(runner.text(step.text)))
+        yield Block("markdown", escape(step_view(runner.lesson, runner, number).text))
     elif isinstance(step, Show):
-        if step.caption:
-            yield Block("markdown", escape(runner.text(step.caption)))
-        main, *others = runner.tensors(step.ref)
-        focus = focus_lines(step.focus, main) if step.focus is not None else []
-        yield _tensor_block(main, "\n".join(focus))
+        view = step_view(runner.lesson, runner, number)
+        if view.text:
+            yield Block("markdown", escape(view.text))
+        main, *others = view.tables
+        focus = focus_lines(main.focus, main.resolved) if main.focus is not None else []
+        yield from _tensor_block(main.resolved, "\n".join(focus), runner=runner)
         for other in others:
-            yield _tensor_block(other, "", code=False)
+            yield from _tensor_block(other.resolved, "", code=False, runner=runner)
     elif isinstance(step, Loop):
         yield Block("output", "\n".join(loop_lines(step, runner)))
     elif isinstance(step, Compare):
         from tracer.render.text import format_tensor
 
-        if step.caption:
-            yield Block("markdown", escape(runner.text(step.caption)))
+        caption = step_view(runner.lesson, runner, number).text
+        if caption:
+            yield Block("markdown", escape(caption))
         left, right, difference = runner.compare(step)
         for side, resolved in (("Left", left), ("Right", right)):
             label = resolved.ref.label or resolved.ref.variant
             yield Block("markdown", escape(f"{side}: {label}"))
-            yield _tensor_block(resolved, "")
+            yield from _tensor_block(resolved, "", runner=runner)
         if difference is not None:
             yield Block("markdown", escape("Difference, right minus left"))
-            yield Block("output", format_tensor(difference, left.tokens, left.query, left.axes))
+            yield Block(
+                "output",
+                format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH),
+            )
     elif isinstance(step, Quiz):
-        yield from _quiz(step, runner)
+        yield from _quiz(step, runner, number)
     else:
         assert isinstance(step, Checkpoint)
-        yield Block("markdown", "\n".join(f"- {escape(runner.text(p))}" for p in step.points))
+        points = step_view(runner.lesson, runner, number).points
+        yield Block("markdown", "\n".join(f"- {escape(point)}" for point in points))
 
 
-def _tensor_block(resolved: Resolved, extra: str, *, code: bool = True) -> Block:
+def _tensor_block(
+    resolved: Resolved,
+    extra: str,
+    *,
+    code: bool = True,
+    hidden: frozenset[tuple[int, int]] = frozenset(),
+    runner: LessonRunner | None = None,
+) -> Iterator[Block]:
+    """A tensor: the variant's lines that ran (to read), then the table, recomputed by a
+    runnable cell where the run can be written as one ``trace(...)`` call."""
     from tracer.render.text import format_tensor, shape_text
 
-    lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
-    if resolved.stage.formula:
-        lines.append(f"formula: {resolved.stage.formula}")
-    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes))
-    if extra:
-        lines.append(extra)
     source = code_that_ran(resolved.stage) if code else ""
     if source:
-        return Block("code", source, "\n".join(lines))
-    return Block("output", "\n".join(lines))
+        yield Block("source", source, _file_names(resolved.stage))
+    heading = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
+    if resolved.stage.formula:
+        heading.append(f"formula: {resolved.stage.formula}")
+    table = format_tensor(
+        resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden, TABLE_WIDTH
+    )
+    program = _program(resolved, runner) if runner is not None and not hidden else None
+    if program is None:
+        yield Block("output", "\n".join([*heading, table, *([extra] if extra else [])]))
+        return
+    yield Block("output", "\n".join(heading))
+    yield Block("code", program, table)
+    if extra:
+        yield Block("output", extra)
 
 
-def _quiz(step: Quiz, runner: LessonRunner) -> Iterator[Block]:
+def _file_names(stage: Stage) -> str:
+    from pathlib import Path
+
+    files = dict(stage.files) or ({stage.source_file: ()} if stage.source_file else {})
+    return ", ".join(Path(path).name for path in files)
+
+
+def _inputs_spec(resolved: Resolved) -> str | None:
+    """How ``trace(inputs=...)`` names the run's inputs: a built-in name or an inputs file."""
+    from pathlib import Path
+
+    inputs = resolved.ref.options.inputs
+    if inputs is None:
+        return None
+    if inputs.source == "built-in":
+        return inputs.name
+    path = Path(inputs.source)
+    if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
+        return str(path.resolve())
+    return None  # inputs written inside the lesson: no file a notebook could load
+
+
+def _program(resolved: Resolved, runner: LessonRunner) -> str | None:
+    """A cell that recomputes ``resolved`` with ``tracer.trace`` and prints the table the
+    lesson shows; None when the tensor is the lesson's own derivation (``then:``)."""
+    ref = resolved.ref
+    spec = _inputs_spec(resolved)
+    if ref.then or spec is None:
+        return None
+    options = ref.options
+    inputs = options.inputs
+    assert inputs is not None
+    arguments = [repr(ref.variant), f"inputs={spec!r}"]
+    arguments.append(f"seed={options.seed if options.seed is not None else 123!r}")
+    arguments.append(f"init={options.init or 'rand'!r}")
+    if options.d_out is not None and inputs.d_out is None:
+        arguments.append(f"d_out={options.d_out!r}")
+    if options.dropout:
+        arguments.append(f"dropout={options.dropout!r}")
+    if ref.query is not None:
+        arguments.append(f"query={ref.query!r}")
+    arguments.extend(
+        f"{name}={value!r}"
+        for name, value in runner.variant_options(ref.variant, options).items()
+        if name.isidentifier() and name not in TRACE_ARGUMENTS
+    )
+    if any(not n.isidentifier() for n in runner.variant_options(ref.variant, options)):
+        return None
+    name = ref.tensor or next(iter(resolved.stage.tensors))
+    return (
+        f"run = trace({', '.join(arguments)})\n"
+        f"stage = run.stage({ref.stage!r})\n"
+        f"print(format_tensor(stage.tensors[{name!r}], run.tokens, {ref.query!r}, "
+        f"stage.axes.get({name!r}), wrap={TABLE_WIDTH}))"
+    )
+
+
+TRACE_ARGUMENTS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query", "plugin_dirs"})
+SETUP = "from tracer import trace\nfrom tracer.render.text import format_tensor"
+"""The notebook's first code cell: what the cells that recompute a table need."""
+NOTE = (
+    "How to read this: the code of each variant is shown as text, the lines that "
+    "ran to compute each table; it is part of a plugin and does not run on its own. The code "
+    "cells recompute each table with tracer.trace(...) and print it as the lesson shows it; "
+    "run them top to bottom (attention-tracer must be installed in the kernel)."
+)
+
+
+def _quiz(step: Quiz, runner: LessonRunner, number: int) -> Iterator[Block]:
+    from tracer.lessons.walk import quiz_tables
+
     lines = [f"**Quiz:** {escape(runner.text(step.question))}"]
-    if step.shown is not None:
-        yield Block("markdown", lines[0])
-        yield _tensor_block(runner.tensor(step.shown), "", code=False)
+    view = quiz_tables(runner.lesson, runner, number)
+    if view.tables:
+        yield Block("markdown", lines[0] + (f"\n\n{escape(view.caption)}" if view.caption else ""))
         lines = []
-    if step.cells is not None:
-        if lines:
-            yield Block("markdown", lines[0])
-        lines = []
-        yield _tensor_block(runner.tensor(step.cells), "", code=False)
+        for table in view.tables:
+            yield from _tensor_block(
+                table.resolved, "", code=False, hidden=table.hidden, runner=runner
+            )
+        if view.hidden:
+            lines.append(escape("(? = a cell that shows the answer, under Answer below)"))
     lines += [
         f"{chr(ord('a') + i)}) {escape(runner.text(choice))}"
         for i, choice in enumerate(step.choices)
@@ -209,28 +308,51 @@ def markdown(lesson: Lesson, host: PluginHost) -> str:
     for block in blocks(lesson, host):
         if block.kind == "markdown":
             parts.append(block.text)
+        elif block.kind == "source":
+            files = f" of {block.output}" if block.output else ""
+            parts.append(
+                f"The lines{escape(files)} that ran (to read; not runnable on their own):"
+                f"\n\n```python\n{block.text}\n```"
+            )
         elif block.kind == "code":
-            parts.append(f"```python\n{block.text}\n```\n\n```text\n{block.output}\n```")
+            output = f"\n\n```text\n{block.output}\n```" if block.output else ""
+            parts.append(f"```python\n{block.text}\n```{output}")
         else:
             parts.append(f"```text\n{block.text}\n```")
     return "\n\n".join(parts) + "\n"
 
 
 def notebook(lesson: Lesson, host: PluginHost) -> Any:
-    """An nbformat-4 notebook node: Markdown cells and code cells with their outputs."""
+    """An nbformat-4 notebook node: Markdown cells, the variants' code as text, and code cells
+    that recompute each table (with the output they print, so it reads before it is run)."""
     nbformat = _nbformat()
     new = nbformat.v4
     cells = []
     for block in blocks(lesson, host):
         if block.kind == "markdown":
             cells.append(new.new_markdown_cell(block.text))
+        elif block.kind == "source":
+            files = f" of {block.output}" if block.output else ""
+            cells.append(
+                new.new_markdown_cell(
+                    f"The lines{escape(files)} that ran (to read; not runnable on their own):"
+                    f"\n\n```python\n{block.text}\n```"
+                )
+            )
         elif block.kind == "code":
-            output = new.new_output("stream", name="stdout", text=block.output + "\n")
-            cells.append(new.new_code_cell(block.text, outputs=[output]))
+            outputs = []
+            if block.output:
+                outputs.append(new.new_output("stream", name="stdout", text=block.output + "\n"))
+            cells.append(new.new_code_cell(block.text, outputs=outputs))
         else:
             cells.append(new.new_markdown_cell(f"```text\n{block.text}\n```"))
     document = new.new_notebook(cells=cells)
     document.metadata["language_info"] = {"name": "python"}
+    document.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     document.metadata["attention_tracer"] = {"lesson": lesson.name}
     nbformat.validate(document)
     return document

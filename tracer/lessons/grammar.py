@@ -10,16 +10,15 @@ with its position instead of stopping at the first; nothing is computed here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from tracer.errors import TracerError, UsageError
 from tracer.inputs import InputSet, parse_input_node
-from tracer.inputs.weights import INITS
 from tracer.lessons.model import (
     OPERATIONS,
     STEP_KINDS,
@@ -29,6 +28,7 @@ from tracer.lessons.model import (
     Lesson,
     LessonStep,
     Loop,
+    Markup,
     NamedValue,
     Narration,
     Operation,
@@ -44,6 +44,7 @@ from tracer.lessons.prose import (
     ANSWER,
     VALUE_NAME,
     format_problem,
+    markup,
     placeholders,
     typed_numbers,
 )
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
     from tracer.variant import Variant
 
+_T = TypeVar("_T")
 DEFAULT_TOLERANCE = 0.01
 
 LESSON_KEYS = (
@@ -150,6 +152,7 @@ class Reader:
         self.value_names: set[str] = set()
         """Every name under 'values:', even one whose definition has a problem (reported once)."""
         self.typed: list[TypedNumber] = []
+        self.markup: list[Markup] = []
         # Lesson-wide options apply only to the variants that declare them; one no variant
         # in the lesson declares is reported at the end (a misspelling, or a missing plugin).
         self.shared_values: list[OptionValue] = []
@@ -223,6 +226,13 @@ class Reader:
             counted[number] = nth + 1
             line, column = self.locate(node, number, nth)
             self.typed.append(TypedNumber(number, what, line, column))
+        marks: dict[str, int] = {}
+        for _, written, kind in markup(text):
+            first = written.split("\n")[0]  # a folded text is found by its first line
+            nth = marks.get(first, 0)
+            marks[first] = nth + 1
+            line, column = self.locate(node, first, nth)
+            self.markup.append(Markup(written, kind, what, line, column))
         self.cut_comment(node, what)
         return text
 
@@ -389,6 +399,7 @@ class Reader:
             name=name,
             values=tuple(self.values.values()),
             typed_numbers=tuple(self.typed),
+            markup=tuple(self.markup),
         )
         self.partial = lesson
         if self.problems or title is None or summary is None:
@@ -570,28 +581,16 @@ class Reader:
                 values.append(option_value)
                 if shared:
                     self.shared_values.append(option_value)
+            # The trace options: read as their type here, then checked by the one validator
+            # the command line uses too, and reported at the value in the lesson's own words.
             if "seed" in fields:
-                seed = self.integer(fields["seed"][1], "seed")
+                seed = self.trace_option(fields["seed"][1], "seed", self.integer)
             if "init" in fields:
-                value = self.text(fields["init"][1], "init")
-                if value is not None and value not in INITS:
-                    self.problem(
-                        fields["init"][1],
-                        f"unknown init '{value}'{did_you_mean(value, INITS)}; "
-                        f"choose one of {', '.join(INITS)}",
-                    )
-                else:
-                    init = value
+                init = self.trace_option(fields["init"][1], "init", self.text)
             if "d_out" in fields:
-                d_out = self.integer(fields["d_out"][1], "d_out", minimum=1)
+                d_out = self.trace_option(fields["d_out"][1], "d_out", self.integer)
             if "dropout" in fields:
-                dropout = self.number(fields["dropout"][1], "dropout")
-                if dropout is not None and not 0.0 <= dropout < 1.0:
-                    self.problem(
-                        fields["dropout"][1],
-                        f"dropout must be at least 0 and below 1, got {dropout:g}",
-                    )
-                    dropout = None
+                dropout = self.trace_option(fields["dropout"][1], "dropout", self.number)
             if "heads" in fields:
                 heads = self.integer(fields["heads"][1], "heads", minimum=1)
         merged = Options(inputs, seed, init, d_out, dropout, heads, tuple(values)).over(base)
@@ -609,6 +608,24 @@ class Reader:
                 f"which have d_out = {explicit}",
             )
         return merged
+
+    def trace_option(
+        self, node: yaml.Node, name: str, read: Callable[[yaml.Node, str], _T | None]
+    ) -> _T | None:
+        """A trace option (seed, init, d_out, dropout) checked by
+        :func:`tracer.options.check_trace_option`, or None after reporting it at ``node``."""
+        from tracer.errors import UsageError
+        from tracer.options import check_trace_option
+
+        value = read(node, name)
+        if value is None:
+            return None
+        try:
+            check_trace_option(name, value, name)
+        except UsageError as error:
+            self.problem(node, error.message)
+            return None
+        return value
 
     def inputs(self, node: yaml.Node) -> InputSet | None:
         from tracer.inputs import load_inputs

@@ -275,6 +275,19 @@ class TypedNumber:
 
 
 @dataclass(frozen=True)
+class Markup:
+    """Markdown markup written into prose (``**bold**``, ``## heading``): prose is plain text,
+    so every front end would show the asterisks; ``attn lesson check`` warns about it."""
+
+    text: str
+    kind: str
+    """What the markup is: bold, a heading, a link, italics."""
+    where: str
+    line: int = 0
+    column: int = 0
+
+
+@dataclass(frozen=True)
 class NamedValue:
     """A live value (``values:`` in a lesson): one number, computed from a run."""
 
@@ -302,6 +315,8 @@ class Lesson:
     """Live values prose may embed as ``{{name}}``, computed when the lesson runs."""
 
     typed_numbers: tuple[TypedNumber, ...] = ()
+    markup: tuple[Markup, ...] = ()
+    """Markdown markup in prose, which ``attn lesson check`` warns about (it is shown as written)."""
 
     def value(self, name: str) -> NamedValue | None:
         return next((value for value in self.values if value.name == name), None)

@@ -28,11 +28,13 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
+from tracer.lessons.walk import TABLE_WIDTH
 
 if TYPE_CHECKING:
     import torch
 
     from tracer.lessons.runner import LessonRunner, Resolved
+    from tracer.lessons.walk import StepView
     from tracer.plugin_host import PluginHost
 
 
@@ -46,7 +48,7 @@ def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield f"--- Step {number} of {total}: {_heading(step)}"
-        yield "\n".join(_step_lines(step, runner, lesson)) + "\n"
+        yield "\n".join(_step_lines(step, runner, number - 1)) + "\n"
     yield "--- End of the lesson."
 
 
@@ -70,19 +72,21 @@ def _query_words(ref: TensorRef) -> str:
     return f", query {ref.query} ({ref.options.inputs.tokens[ref.query]})"
 
 
-def _step_lines(step: LessonStep, runner: LessonRunner, lesson: Lesson) -> list[str]:
+def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str]:
+    from tracer.lessons.walk import step_view
+
     if isinstance(step, Narration):
-        return [runner.text(step.text).rstrip()]
+        return [step_view(runner.lesson, runner, number).text.rstrip()]
     if isinstance(step, Show):
-        return _show(step, runner)
+        return _show(step_view(runner.lesson, runner, number))
     if isinstance(step, Loop):
         return loop_lines(step, runner)
     if isinstance(step, Compare):
-        return _compare(step, runner)
+        return _compare(step, runner, step_view(runner.lesson, runner, number).text)
     if isinstance(step, Quiz):
-        return _quiz(step, runner)
+        return _quiz(step, runner, number)
     assert isinstance(step, Checkpoint)
-    return [f"- {runner.text(point).strip()}" for point in step.points]
+    return [f"- {point.strip()}" for point in step_view(runner.lesson, runner, number).points]
 
 
 def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
@@ -91,20 +95,25 @@ def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
     lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
     if formula and resolved.stage.formula:
         lines.append(f"formula: {resolved.stage.formula}")
-    lines.append(format_tensor(resolved.tensor, resolved.tokens, resolved.query, resolved.axes))
+    lines.append(
+        format_tensor(
+            resolved.tensor, resolved.tokens, resolved.query, resolved.axes, wrap=TABLE_WIDTH
+        )
+    )
     return lines
 
 
-def _show(step: Show, runner: LessonRunner) -> list[str]:
-    resolved, *others = runner.tensors(step.ref)
-    lines = [runner.text(step.caption).strip()] if step.caption else []
+def _show(view: StepView) -> list[str]:
+    main, *others = view.tables
+    resolved = main.resolved
+    lines = [view.text.strip()] if view.text else []
     lines.append(f"{resolved.stage.title}")
     lines.extend(_table(resolved))
-    if step.focus is not None:
-        lines.extend(focus_lines(step.focus, resolved))
+    if main.focus is not None:
+        lines.extend(focus_lines(main.focus, resolved))
     for other in others:
         lines.append("")
-        lines.extend(_table(other, formula=False))
+        lines.extend(_table(other.resolved, formula=False))
     return lines
 
 
@@ -142,7 +151,7 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
 
 
 def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_number
+    from tracer.render.text import format_number, format_tensor, shape_text
 
     lines = [runner.text(step.caption).strip()] if step.caption else []
     count = 0
@@ -151,18 +160,23 @@ def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
         where = ", ".join(str(i) for i in sub.position)
         lines.append(f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip())
         for name, tensor in sub.tensors.items():
-            values = tensor.detach().reshape(-1).tolist()
-            shown = ", ".join(format_number(v) for v in values)
-            lines.append(f"  {name} = {shown if tensor.dim() == 0 else '[' + shown + ']'}")
+            if tensor.dim() == 0:
+                lines.append(f"  {name} = {format_number(float(tensor))}")
+                continue
+            # A row or a table keeps its shape and its labels, as in the app.
+            axes = sub.axes.get(name)
+            lines.append(f"  {name} ({shape_text(tensor, axes, step.query)}):")
+            table = format_tensor(tensor, runner.tokens, step.query, axes, wrap=TABLE_WIDTH - 4)
+            lines.extend(f"    {line}".rstrip() for line in table.split("\n"))
     lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
     return lines
 
 
-def _compare(step: Compare, runner: LessonRunner) -> list[str]:
+def _compare(step: Compare, runner: LessonRunner, caption: str) -> list[str]:
     from tracer.render.text import format_number, format_tensor, shape_text
 
     left, right, difference = runner.compare(step)
-    lines = [runner.text(step.caption).strip()] if step.caption else []
+    lines = [caption.strip()] if caption else []
     for side, resolved in (("Left", left), ("Right", right)):
         label = resolved.ref.label or f"{resolved.ref.variant}"
         lines.append(f"{side}: {label} ({resolved.ref.variant}, stage {resolved.ref.stage})")
@@ -176,20 +190,31 @@ def _compare(step: Compare, runner: LessonRunner) -> list[str]:
         return lines
     largest = float(difference.abs().max()) if difference.numel() else 0.0
     lines.append(f"Difference, right minus left (largest size {format_number(largest)})")
-    lines.append(format_tensor(difference, left.tokens, left.query, left.axes))
+    lines.append(format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH))
     return lines
 
 
-def _quiz(step: Quiz, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_tensor
+def _quiz(step: Quiz, runner: LessonRunner, number: int) -> list[str]:
+    from tracer.lessons.walk import quiz_tables
+    from tracer.render.text import format_tensor, shape_text
 
     lines = [f"Quiz: {runner.text(step.question).strip()}"]
-    if step.shown is not None:
-        lines.extend(_table(runner.tensor(step.shown), formula=False))
-    if step.cells is not None:
-        shown = runner.tensor(step.cells)
-        lines.append(f"Select cells of {shown.name}:")
-        lines.append(format_tensor(shown.tensor, shown.tokens, shown.query, shown.axes))
+    view = quiz_tables(runner.lesson, runner, number)
+    if view.caption:
+        lines.append(view.caption)
+    for table in view.tables:
+        shown = table.resolved
+        if table.role == "cells":
+            lines.append(f"Select cells of {shown.name}:")
+        else:
+            lines.append(f"{shown.name} ({shape_text(shown.tensor, shown.axes, shown.query)})")
+        lines.append(
+            format_tensor(
+                shown.tensor, shown.tokens, shown.query, shown.axes, table.hidden, TABLE_WIDTH
+            )
+        )
+    if view.hidden:
+        lines.append("(? = a cell that shows the answer, printed below)")
     lines.extend(
         f"  {chr(ord('a') + i)}) {runner.text(choice)}" for i, choice in enumerate(step.choices)
     )

@@ -136,3 +136,25 @@ def typed_numbers(text: str) -> Iterator[tuple[int, str]]:
     masked = _QUOTED_CODE.sub(lambda m: " " * len(m.group()), masked)
     for match in _TYPED_NUMBER.finditer(masked):
         yield match.start(), match.group()
+
+
+MARKUP: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("bold", re.compile(r"\*\*(?:[^*\n]|\n(?![ \t]*\n))+?\*\*")),
+    ("heading", re.compile(r"^[ \t]*#{1,6}[ \t]+\S[^\n]*", re.MULTILINE)),
+    ("link", re.compile(r"\[[^\]\n]+\]\([^)\n]*\)")),
+    ("italics", re.compile(r"(?<![*\w])\*[^*\s][^*\n]*(?<!\s)\*(?![*\w])")),
+)
+"""Markdown that prose does not render: it would show as asterisks and hashes in the app and
+``--plain``. Code in backticks is not flagged: quoting code that way reads well as plain text."""
+
+
+def markup(text: str) -> Iterator[tuple[int, str, str]]:
+    """(offset, what was written, what it is) for each piece of Markdown markup in ``text``."""
+    masked = PLACEHOLDER.sub(lambda m: " " * len(m.group()), text)
+    masked = _QUOTED_CODE.sub(lambda m: " " * len(m.group()), masked)
+    found = []
+    for kind, pattern in MARKUP:
+        for match in pattern.finditer(masked):
+            written = match.group().strip()
+            found.append((match.start() + match.group().index(written[0]), written, kind))
+    yield from sorted(found)

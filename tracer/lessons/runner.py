@@ -121,11 +121,12 @@ class LessonRunner:
             d_out=options.d_out if options.inputs.d_out is None else None,
             dropout=options.dropout or 0.0,
             query=query,
-            options=self._variant_options(variant, options),
+            options=self.variant_options(variant, options),
         )
         return start_trace(variant, trace_options, self.host)
 
-    def _variant_options(self, variant: str, options: Options) -> dict[str, object]:
+    def variant_options(self, variant: str, options: Options) -> dict[str, object]:
+        """The variant's own options a run of ``variant`` under ``options`` is given."""
         values = options.variant_options()
         found = self.host.variants.get(variant)
         if found is not None and found.options and found.option("heads") is None:
@@ -140,7 +141,7 @@ class LessonRunner:
             options.init,
             options.d_out or DEFAULT_D_OUT,
             options.dropout,
-            tuple(sorted((k, repr(v)) for k, v in self._variant_options(variant, options).items())),
+            tuple(sorted((k, repr(v)) for k, v in self.variant_options(variant, options).items())),
             query,
         )
         if key not in self._traces:

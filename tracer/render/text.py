@@ -38,31 +38,65 @@ def format_tensor(
     tokens: tuple[str, ...],
     query: int | None = None,
     axes: Sequence[str] | None = None,
+    hidden: frozenset[tuple[int, int]] = frozenset(),
+    wrap: int | None = None,
 ) -> str:
-    """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index."""
+    """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index.
+
+    ``hidden``: cells (row, column of the tensor folded to two dimensions) printed as "?".
+    ``wrap``: a table wider than this many characters is printed as blocks of columns, one
+    under the other, each with its row labels (None: one block, however wide).
+    """
     data = tensor.detach().cpu()
     if data.dim() > 2:
         names = effective_axes(tuple(data.shape), axes, query)
         leading = label_axes(tuple(data.shape), names, tokens)[0]
         inner = names[1:] if names is not None else None
         title = f"{leading.name} " if leading.name and not leading.tokens else ""
+        rows = data[0].reshape(-1, data.shape[-1]).shape[0] if data.shape[0] else 0
         return "\n".join(
-            f"[{title}{label}]\n{format_tensor(data[index], tokens, None, inner)}"
+            f"[{title}{label}]\n"
+            + format_tensor(
+                data[index],
+                tokens,
+                None,
+                inner,
+                frozenset((r - index * rows, c) for r, c in hidden),
+                wrap,
+            )
             for index, label in enumerate(leading.labels)
         )
     labels = axis_labels(tuple(data.shape), tokens, query, axes)
     values = data.reshape(len(labels.rows), len(labels.columns)).tolist()
-    cells = [[format_number(v) for v in row] for row in values]
+    cells = [
+        ["?" if (r, c) in hidden else format_number(v) for c, v in enumerate(row)]
+        for r, row in enumerate(values)
+    ]
     width = max([len(c) for row in cells for c in row] + [len(c) for c in labels.columns])
     label_width = max(len(r) for r in labels.rows)
+    step = len(labels.columns)
+    if wrap is not None and label_width + 2 + step * (width + 2) - 2 > wrap:
+        step = max(1, (wrap - label_width) // (width + 2))
     lines = []
-    if data.dim() > 0:
-        header = " " * label_width + "  " + "  ".join(c.rjust(width) for c in labels.columns)
-        lines.append(header.rstrip())
-    for label, row in zip(labels.rows, cells, strict=True):
-        lines.append(
-            (label.ljust(label_width) + "  " + "  ".join(c.rjust(width) for c in row)).rstrip()
-        )
+    for start in range(0, len(labels.columns), step):
+        if start:
+            lines.append("")  # a block of further columns
+        columns = slice(start, start + step)
+        if data.dim() > 0:
+            header = (
+                " " * label_width
+                + "  "
+                + "  ".join(c.rjust(width) for c in labels.columns[columns])
+            )
+            lines.append(header.rstrip())
+        for label, row in zip(labels.rows, cells, strict=True):
+            lines.append(
+                (
+                    label.ljust(label_width)
+                    + "  "
+                    + "  ".join(c.rjust(width) for c in row[columns])
+                ).rstrip()
+            )
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -40,7 +40,22 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
-from tracer.tracing.stepper import Cancelled, Stepper
+from tracer.lessons.walk import (
+    COUNT_STEPS as COUNT_STEPS,
+)
+from tracer.lessons.walk import (
+    STEP_ICONS as STEP_ICONS,
+)
+from tracer.lessons.walk import (
+    LoopState,
+    QuizTables,
+    quiz_has_tables,
+    quiz_tables,
+    start_loop,
+    step_label,
+    step_view,
+)
+from tracer.lessons.walk import warm_up as walk_warm_up
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
 from tracer.tui.loop_count import loop_noun
@@ -48,7 +63,7 @@ from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView, answer_text
 from tracer.tui.source_view import SourceView, highlighted
-from tracer.tui.step_screen import SYNC_STEPS, StepScreen, freeze_heap
+from tracer.tui.step_screen import StepScreen, freeze_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
@@ -63,33 +78,8 @@ COMPARE_SHARE = 0.40
 """The left column's share on compare steps (``#left.-compare`` in app.tcss)."""
 COMPARE_SMALL = 12
 """A compared table this many lines high (or less) gets exactly its height."""
-COUNT_STEPS = 2048
-"""Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
 HELD_POSITIONS = 256
 """Loops up to this long hold their tallest position's height from the first sub-step."""
-STEP_ICONS = {
-    "narration": "¶",
-    "show": "▦",
-    "loop": "⟳",
-    "compare": "⇄",
-    "quiz": "?",
-    "checkpoint": "✓",
-}
-
-
-def step_label(number: int, step: LessonStep) -> tuple[str, str]:
-    """Timeline label and tooltip for a lesson step."""
-    icon = STEP_ICONS.get(step.kind, "·")
-    if isinstance(step, (Show, Loop)):
-        stage = step.ref.stage if isinstance(step, Show) else step.stage
-        return f"{number} {icon} {stage}", f"{step.kind}: {stage}"
-    if isinstance(step, Compare):
-        return f"{number} {icon}", f"compare: {step.left.stage} and {step.right.stage}"
-    if isinstance(step, Quiz):
-        return f"{number} {icon}", f"quiz: {step.question}"
-    if isinstance(step, Checkpoint):
-        return f"{number} {icon}", f"checkpoint: {step.title}"
-    return f"{number} {icon}", "narration"
 
 
 def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
@@ -125,83 +115,6 @@ class LessonSession:
     mtime: float = 0.0
     loops: dict[int, LoopState] = field(default_factory=dict)
     """Loop steps' steppers, prepared by the loading worker."""
-
-
-@dataclass
-class LoopState:
-    """One loop step's stepper and where its sub-steps start in it."""
-
-    stepper: Stepper
-    first: int
-    limit: int | None
-    last: int | None = None
-    """Global number of the loop's last sub-step shown, once known."""
-
-    def count_known(self) -> int | None:
-        return None if self.last is None else self.last - self.first + 1
-
-    def count_within(self, steps: int) -> int | None:
-        """Run the loop to its end if that takes at most ``steps`` sub-steps (loading worker)."""
-        if self.last is not None or self.limit is not None:
-            return self.count_known()
-        stepper = self.stepper
-        bound = self.first + steps
-
-        def too_long() -> bool:
-            return stepper.produced > bound
-
-        try:
-            end = stepper.next_stage(self.first, cancelled=too_long)
-        except Cancelled:
-            return None
-        if end is None and stepper.error is not None:
-            return None  # the variant failed inside the loop: stepping there reports it
-        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
-        return self.count_known()
-
-    def find_end(self, *, cheap_only: bool) -> int | None:
-        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
-        if self.last is not None:
-            return self.last
-        stepper = self.stepper
-        if self.limit is not None:
-            candidate = self.first + self.limit - 1
-            if cheap_only and stepper.cost(candidate) > SYNC_STEPS:
-                return None
-            try:
-                item = stepper.get(candidate)
-            except IndexError:
-                item = None
-            if isinstance(item, SubStep):
-                self.last = candidate
-                return candidate
-        if cheap_only:
-            return None
-        end = stepper.next_stage(self.first)
-        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
-        return self.last
-
-
-def start_loop(runner: LessonRunner, step: Loop) -> LoopState | None:
-    """A stepper for a loop step, run up to the loop's first sub-step; None if there is no loop."""
-    stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
-    index = 0
-    while True:
-        try:
-            item = stepper.get(index)
-        except IndexError:
-            if stepper.error is not None:
-                raise stepper.error from None
-            return None
-        if isinstance(item, SubStep) and item.stage == step.stage:
-            break
-        if isinstance(item, Stage) and item.name == step.stage:
-            return None  # the stage is not built by a loop
-        index += 1
-    state = LoopState(stepper, index, step.limit)
-    if step.limit is not None:
-        state.find_end(cheap_only=True)
-    return state
 
 
 @dataclass
@@ -484,7 +397,9 @@ class LessonScreen(StepScreen):
         """
         left = self.query_one("#left")
         wanted = not isinstance(step, (Narration, Checkpoint)) and not (
-            isinstance(step, Quiz) and self._quiz_context(step) is None
+            isinstance(step, Quiz)
+            and self.session is not None
+            and not quiz_has_tables(self.session.lesson, self.position.step)
         )
         if left.display != wanted:
             left.display = wanted
@@ -594,16 +509,17 @@ class LessonScreen(StepScreen):
             body.display = True
         if not isinstance(step, Compare) and str(source.border_title).startswith("source:"):
             source.border_title = "source"  # a compare step's side title no longer applies
+        # The walk's view of the step: its prose as shown and, for a quiz, its tables.
+        view = step_view(self.session.lesson, runner, position.step)
         if isinstance(step, Narration):
             switcher.current = "narration-body"
-            self._markdown("#narration-text", step.text)
+            self._prose("#narration-text", view.text)
         elif isinstance(step, Checkpoint):
             switcher.current = "checkpoint"
-            text = step.title + "\n\n" + "\n".join(f"• {point}" for point in step.points)
-            self._markdown("#checkpoint-text", text)
+            self._prose("#checkpoint-text", view.text)
         elif isinstance(step, Show):
             switcher.current = "tensors"
-            self._markdown("#caption", step.caption)
+            self._prose("#caption", view.text)
             self._show_tensors(self.pane, step.ref, step.focus)
             resolved = runner.tensor(step.ref)
             source.show_file(
@@ -614,7 +530,7 @@ class LessonScreen(StepScreen):
             )
         elif isinstance(step, Loop):
             switcher.current = "tensors"
-            self._markdown("#caption", step.caption)
+            self._prose("#caption", view.text)
             state = self._loop(position.step, step)
             if state is None:
                 raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
@@ -632,7 +548,7 @@ class LessonScreen(StepScreen):
             source.show_file(sub.source_file, sub.lines, files=sub.files)
         elif isinstance(step, Compare):
             switcher.current = "compare"
-            self._markdown("#caption", step.caption)
+            self._prose("#caption", view.text)
             left, right, difference = runner.compare(step)
             for pane_id, resolved, label in (
                 ("#compare-left", left, step.left.label),
@@ -682,25 +598,47 @@ class LessonScreen(StepScreen):
             previous = self.progress.answers.get(self._quiz_id(position.step, step))
             answer = answer_text(step, runner.answer(step)) if previous else None
             quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
-            context = self._quiz_context(step)
-            if context is None:
+            tables = view.quiz
+            assert tables is not None
+            if not tables.tables:
                 body.display = False
+                self._prose("#caption", "")  # no stale caption from the step before
             else:
                 switcher.current = "tensors"
-                shown = self._steps()[context]
-                assert isinstance(shown, Show)
-                hidden = None if previous else _answer_cell(step, shown)
-                self._markdown("#caption", f"(the table from step {context + 1})")
-                self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
-                resolved = runner.tensor(shown.ref)
-                source.show_file(resolved.stage.source_file, resolved.stage.lines)
+                self._prose("#caption", tables.caption)
+                self._show_quiz_tables(tables, answered=previous is not None)
+                stage = tables.tables[0].resolved.stage
+                source.show_file(stage.source_file, stage.lines, files=stage.files)
+
+    def _show_quiz_tables(self, view: QuizTables, *, answered: bool) -> None:
+        """The tables the walk gives a quiz, with the answer's cells hidden until it is answered."""
+        if view.context is not None:
+            shown = self._steps()[view.context]
+            assert isinstance(shown, Show)
+            hidden = {t.resolved.name: frozenset() if answered else t.hidden for t in view.tables}
+            self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
+            return
+        tensors, axes, hide = {}, {}, {}
+        for table in view.tables:
+            name = table.resolved.name
+            while name in tensors:
+                name += "'"
+            tensors[name] = table.resolved.tensor
+            axes.update(_derived_axes(table.resolved, name))
+            hide[name] = frozenset() if answered else table.hidden
+        main = view.tables[0].resolved
+        title = main.stage.title if len(tensors) > 1 else next(iter(tensors))
+        stage = Stage(name=main.stage.name, title=title, tensors=tensors, axes=axes)
+        self.pane.show_stage(
+            stage, main.tokens, main.query, formula=False, title=title, hidden=hide
+        )
 
     def _show_tensors(
         self,
         pane: TensorPane,
         ref: TensorRef,
         focus: Focus | None,
-        hidden: tuple[int, int] | None = None,
+        hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
     ) -> None:
         """A show step's tensors: the one it names, or all of its stage's; derived values titled."""
         assert self.session is not None
@@ -715,9 +653,6 @@ class LessonScreen(StepScreen):
             axes.update(derived)
         rows = main.tensor.shape[0] if main.tensor.dim() == 2 else 1
         highlight = focus_highlight(focus, rows)
-        if hidden is not None:
-            cell = (0, hidden[1]) if rows == 1 else hidden
-            highlight = replace(highlight, hidden=frozenset({cell}))
         if ref.then:
             title = f"{main.name} (derived from {ref.stage}.{ref.tensor or main.stage.name})"
             formula = "computed by the lesson after the run: " + " then ".join(
@@ -729,21 +664,7 @@ class LessonScreen(StepScreen):
         stage = Stage(
             name=main.stage.name, title=title, tensors=tensors, formula=formula, axes=axes
         )
-        pane.show_stage(stage, main.tokens, main.query, highlight, title=title)
-
-    def _quiz_context(self, quiz: Quiz) -> int | None:
-        """The show step a quiz is about: the nearest one before it (None if there is none)."""
-        steps = self._steps()
-        number = next((n for n, s in enumerate(steps) if s is quiz), None)
-        if number is None:
-            return None
-        for earlier in range(number - 1, -1, -1):
-            candidate = steps[earlier]
-            if isinstance(candidate, Show):
-                return earlier
-            if isinstance(candidate, (Narration, Checkpoint, Loop, Compare)):
-                return None
-        return None
+        pane.show_stage(stage, main.tokens, main.query, highlight, title=title, hidden=hidden)
 
     def _loop_stage(self, step: Loop) -> Stage | None:
         """The stage a loop builds, from the runner's trace (for its axis names)."""
@@ -751,6 +672,10 @@ class LessonScreen(StepScreen):
         # Only a stage already computed (the loading worker runs to it): never run here.
         trace = self.session.runner.trace(step.variant, step.options, step.query)
         return next((stage for stage in trace.stages if stage.name == step.stage), None)
+
+    def _prose(self, selector: str, text: str) -> None:
+        """Prose the walk has already filled in, shown as written."""
+        self.query_one(selector, ProsePane).show(text)
 
     def _markdown(self, selector: str, text: str) -> None:
         """Show the author's prose as written, its ``{{live values}}`` filled in from the run."""
@@ -983,11 +908,9 @@ class LessonScreen(StepScreen):
         )
         self.query_one(QuizView).feedback(event.response, right, answer)
         self._save()
-        context = self._quiz_context(step)
-        if context is not None:  # answered: the hidden cell of its table may show now
-            shown = self._steps()[context]
-            assert isinstance(shown, Show)
-            self._show_tensors(self.pane, shown.ref, shown.focus)
+        view = quiz_tables(self.session.lesson, runner, self.position.step)
+        if view.tables:  # answered: the hidden cells of its tables show now
+            self._show_quiz_tables(view, answered=True)
 
     # Progress ---------------------------------------------------------------------------------
 
@@ -1021,36 +944,13 @@ class LessonScreen(StepScreen):
 
 
 def warm_up(lesson: Lesson, runner: LessonRunner) -> dict[int, LoopState]:
-    """Compute every step's tensors once, in the loading worker, so stepping only draws.
-
-    The runner caches its traces, so the main thread later finds them done. A
-    step that fails here fails again when shown, where its error is displayed.
-    """
+    """The walk's warm-up (every step computed once, in the loading worker), and the app's:
+    the Markdown parser and the Python lexer loaded, each shown stage's source highlighted."""
     from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
     from rich.syntax import Syntax
 
     Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once
-    loops: dict[int, LoopState] = {}
-    for number, step in enumerate(lesson.steps):
-        try:
-            if isinstance(step, Loop):
-                state = start_loop(runner, step)
-                if state is not None:
-                    loops[number] = state
-                    state.count_within(COUNT_STEPS)  # "pair 8 of 36" needs the 36
-                    # The stage the loop builds names the axes of the matrix it fills.
-                    runner.trace(step.variant, step.options, step.query).stage(step.stage)
-            elif isinstance(step, Show):
-                source = runner.tensor(step.ref).stage.source_file
-                if source:
-                    highlighted(source)
-            elif isinstance(step, Compare):
-                runner.compare(step)
-            elif isinstance(step, Quiz):
-                runner.answer(step)
-        except Exception:  # reported when the step is shown
-            continue
-    return loops
+    return walk_warm_up(lesson, runner, highlight=highlighted)
 
 
 def _mtime(path: Path) -> float:
@@ -1088,21 +988,6 @@ def _derived_axes(resolved: Resolved, name: str) -> dict[str, tuple[str, ...]]:
     """Axis names of a resolved tensor after the lesson's operations; none if unsure."""
     axes = resolved.axes
     return {name: axes} if axes is not None else {}
-
-
-def _answer_cell(quiz: Quiz, shown: Show) -> tuple[int, int] | None:
-    """The cell of the shown table that holds a quiz's answer, kept hidden until answered."""
-    answer = quiz.answer
-    if not isinstance(answer, TensorRef) or answer.cell is None:
-        return None
-    if (answer.variant, answer.stage) != (shown.ref.variant, shown.ref.stage):
-        return None
-    cell = answer.cell
-    if len(cell) == 2:
-        return (cell[0], cell[1])
-    if len(cell) == 1:
-        return (0, cell[0])
-    return None
 
 
 def describe_operation(operation: object) -> str:

@@ -11,8 +11,8 @@ Errors and the "loading torch" wait are shown here too, never as a crash.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -28,7 +28,8 @@ from tracer.tui.text_pane import TextPane
 from tracer.variant import Stage, SubStep
 
 SLOTS = 6
-"""Tensors shown at once; a stage with more lists the rest by name."""
+"""Tables composed up front; a step with more tensors gets more, mounted when first needed
+(every tensor of a step is on screen: the stack scrolls, and ``t`` moves to each)."""
 SMALL = 10
 """A table this many lines high (or less) gets exactly its height; larger ones share the rest."""
 
@@ -118,6 +119,10 @@ class TensorPane(Vertical):
         yield TextPane(id="tensor-detail")
         yield Static(id="tensor-message", markup=False)
 
+    def on_mount(self) -> None:
+        stack = self.query_one("#tensor-stack", VerticalScroll)
+        self.watch(stack, "scroll_y", lambda _value: self.say_hidden(), init=False)
+
     @property
     def view(self) -> TensorView:
         return self.query_one("#tensor-view", TensorView)
@@ -137,23 +142,28 @@ class TensorPane(Vertical):
         tensor: str | None = None,
         formula: bool = True,
         title: str | None = None,
+        hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
     ) -> None:
-        """Show every tensor of ``stage`` (``tensor`` first, if given), labelled by its axes."""
+        """Show every tensor of ``stage`` (``tensor`` first, if given), labelled by its axes.
+
+        ``hidden``: per tensor, the cells drawn as "?" (a quiz's answer); it replaces
+        ``focus.hidden`` for the tensors it names.
+        """
         names = list(stage.tensors)
         if tensor in names:
             names.remove(tensor)
             names.insert(0, tensor)
         shown = []
         for number, name in enumerate(names):
-            grid = TensorGrid(
-                name,
-                stage.tensors[name],
-                tokens,
-                query,
+            highlight = (
                 (focus or Highlight())
                 if number == 0
-                else Highlight(hidden=focus.hidden if focus else frozenset()),
-                axes=stage.axes.get(name),
+                else Highlight(hidden=focus.hidden if focus else frozenset())
+            )
+            if hidden is not None and name in hidden:
+                highlight = replace(highlight, hidden=hidden[name])
+            grid = TensorGrid(
+                name, stage.tensors[name], tokens, query, highlight, axes=stage.axes.get(name)
             )
             shown.append(Shown(f"{name} · {grid.shape}", grid))
         if title is not None and len(shown) == 1:
@@ -194,18 +204,28 @@ class TensorPane(Vertical):
         where = ", ".join(str(p) for p in step.position)
         self._show(shown, f"{step.stage} loop · ({where})", detail)
 
+    def _slots(self, count: int) -> list[TensorView]:
+        """At least ``count`` table views (titles before them), mounting more when needed."""
+        views = self.views
+        if count > len(views):
+            stack = self.query_one("#tensor-stack", VerticalScroll)
+            for n in range(len(views), count):
+                stack.mount(
+                    Static(id=f"tensor-title-{n}", classes="tensor-title", markup=False),
+                    TensorView(id=f"tensor-view-{n}"),
+                )
+            views = self.views
+        return views
+
     def _show(self, shown: list[Shown], title: str, detail: Text) -> None:
         self._message(None)
         self.shown = shown
         self.tensor_names = [item.grid.name for item in shown]
         self.grid = shown[0].grid if shown else None
         several = len(shown) > 1
-        if len(shown) > SLOTS:
-            rest = ", ".join(item.grid.name for item in shown[SLOTS:])
-            detail.append(f"\nNot shown (the pane holds {SLOTS}): {rest}", style="dim")
         one = shown[0].title if len(shown) == 1 else title
         self._title(one)
-        for n, view in enumerate(self.views):
+        for n, view in enumerate(self._slots(len(shown))):
             label = self.query_one(f"#tensor-title-{n}", Static)
             item = shown[n] if n < len(shown) else None
             visible = item is not None
@@ -230,11 +250,41 @@ class TensorPane(Vertical):
             view.styles.min_height = 3 if several else None
             view.show(item.grid)
         self._detail(detail)
+        self.call_after_refresh(self.say_hidden)
+
+    def hidden_tables(self) -> list[str]:
+        """Names of the tables on screen that the stack does not show (scrolled out of sight)."""
+        stack = self.query_one("#tensor-stack", VerticalScroll)
+        seen = stack.content_region
+        if seen.height <= 0:
+            return []
+        out = []
+        for item, view in zip(self.shown, self.views, strict=False):
+            region = view.region
+            if region.height <= 0 or region.y >= seen.bottom or region.bottom <= seen.y:
+                out.append(item.grid.name)
+        return out
+
+    def say_hidden(self) -> None:
+        """How many tables are out of sight, under the pane (``t`` or scrolling reaches them)."""
+        if not self.is_attached:
+            return
+        hidden = self.hidden_tables()
+        text = ""
+        if hidden:
+            names = ", ".join(hidden)
+            noun = "table" if len(hidden) == 1 else "tables"
+            text = f"{len(hidden)} more {noun} out of sight: {names} (t or scroll)"
+        if self.border_subtitle != text:
+            self.border_subtitle = text
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.say_hidden)
 
     def natural_height(self) -> int:
         """Lines this pane needs to show all its tables without scrolling (border included)."""
         several = len(self.shown) > 1
-        tables = sum(item.grid.rows + 1 + (1 if several else 0) for item in self.shown[:SLOTS])
+        tables = sum(item.grid.rows + 1 + (1 if several else 0) for item in self.shown)
         detail = self.query_one("#tensor-detail", TextPane)
         return tables + 2 + (detail.line_count if detail.display else 0)
 
@@ -249,7 +299,7 @@ class TensorPane(Vertical):
             return None
         widths = [cell_len(str(self.border_title or "")) + 4]
         several = len(self.shown) > 1
-        for item, view in zip(self.shown[:SLOTS], self.views, strict=False):
+        for item, view in zip(self.shown, self.views, strict=False):
             need = view.natural_width()
             if need is None:
                 return None

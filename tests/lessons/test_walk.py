@@ -1,0 +1,190 @@
+"""The lesson walk decides once what a quiz shows and hides; every front end draws that."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from tracer.inputs import load_inputs
+from tracer.lessons.export import export_text
+from tracer.lessons.loader import load_lesson, resolve_lesson
+from tracer.lessons.model import Lesson
+from tracer.lessons.plain import plain_lines
+from tracer.lessons.runner import LessonRunner
+from tracer.lessons.walk import grid_cell, quiz_tables
+from tracer.plugin_host import PluginHost
+
+Attn = Callable[..., tuple[int, str, str]]
+INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
+TOKENS = ("Your", "journey", "starts", "with", "one", "step")
+
+
+def lesson_and_runner(name: str) -> tuple[Lesson, LessonRunner, PluginHost]:
+    host = PluginHost(())
+    lesson = load_lesson(resolve_lesson(name, ()), host)
+    return lesson, LessonRunner(lesson, host), host
+
+
+def step_text(text: str, number: int) -> str:
+    """One step of ``--plain`` output (1-based)."""
+    start = text.index(f"--- Step {number} of ")
+    return text[start : text.index("--- ", start + 4)]
+
+
+def test_grid_cells_fold_leading_axes_into_rows() -> None:
+    assert grid_cell((6, 6), (4, 5)) == (4, 5)
+    assert grid_cell((6,), (2,)) == (0, 2)
+    assert grid_cell((2, 3, 4), (1, 2, 3)) == (5, 3)
+    assert grid_cell((), ()) == (0, 0)
+    assert grid_cell((6, 6), (6, 0)) is None
+
+
+def test_the_answer_and_its_symmetric_twin_are_hidden() -> None:
+    lesson, runner, _ = lesson_and_runner("01_dot_products")
+    view = quiz_tables(lesson, runner, 11)  # step 12: the score of "one" with "step"
+    one, step = TOKENS.index("one"), TOKENS.index("step")
+    (table,) = view.tables
+    assert table.role == "context" and view.context is not None
+    assert {(one, step), (step, one)} <= table.hidden
+    # Nothing else: every hidden cell reads the answer (the table is X Xᵀ, from the inputs file).
+    scores = INPUTS @ INPUTS.T
+    answer = round(float(scores[one, step]), 4)
+    assert all(round(float(scores[r, c]), 4) == answer for r, c in table.hidden)
+
+
+def test_a_quiz_with_its_own_table_borrows_no_other() -> None:
+    lesson, runner, _ = lesson_and_runner("01_dot_products")
+    view = quiz_tables(lesson, runner, 3)  # step 4: dot product of Your and journey
+    (table,) = view.tables
+    assert table.role == "show" and view.context is None
+    assert torch.equal(table.resolved.tensor, INPUTS)
+    assert table.hidden == frozenset()  # no input reads the answer
+
+
+def test_plain_and_markdown_hide_the_same_cells_as_the_app() -> None:
+    lesson, _, host = lesson_and_runner("01_dot_products")
+    answer = f"{float(INPUTS[4] @ INPUTS[5]):.4f}"
+    plain = "\n".join(plain_lines(lesson, host))
+    quiz = step_text(plain, 12)
+    table, _, after = quiz.partition("Answer:")
+    assert answer not in table and table.count("?") >= 2
+    assert answer in after
+    markdown = export_text(lesson, host, "md")
+    start = markdown.index("## Step 12 of")
+    part = markdown[start : markdown.index("<summary>Answer", start)]
+    assert answer not in part and "(the table from step 11)" in part
+
+
+def test_markdown_in_prose_is_a_warning_at_its_position(tmp_path: Path, attn: Attn) -> None:
+    lesson = tmp_path / "marked.yaml"
+    lesson.write_text(
+        "title: Marked\n"
+        "summary: s\n"
+        "steps:\n"
+        "  - narration: |\n"
+        "      ## A heading\n"
+        "\n"
+        "      A **bold** word and the `__init__` method.\n"
+        "  - quiz:\n"
+        "      question: Is it [linked](http://x)?\n"
+        "      choices: [yes, no]\n"
+        '      answer: "yes"\n',
+        encoding="utf-8",
+    )
+    status, out, err = attn("lesson", "check", str(lesson))
+    assert (status, err) == (0, "")  # a warning: the lesson is still sound
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{lesson}:5:7: warning: '## A heading' in the narration is Markdown (heading), which is "
+        "shown as written: prose is plain text; write it without the markup"
+    )
+    assert lines[1].startswith(f"{lesson}:7:9: warning: '**bold**' in the narration")
+    assert lines[2].startswith(f"{lesson}:9:23: warning: '[linked](http://x)' in the question")
+    assert lines[3] == f"{lesson}: ok (2 steps)"
+    assert "__init__" not in out  # code in backticks is not markup
+
+
+def test_the_shipped_lessons_write_plain_text() -> None:
+    from tracer.lessons.check import markup_warnings
+    from tracer.lessons.loader import find_lessons
+
+    host = PluginHost(())
+    for ref in find_lessons(()):
+        assert markup_warnings(load_lesson(ref.path, host)) == [], ref.name
+
+
+def plain_text(name: str) -> str:
+    lesson, _, host = lesson_and_runner(name)
+    return "\n".join(plain_lines(lesson, host))
+
+
+def test_a_sub_steps_table_keeps_its_shape_and_labels_in_plain_text() -> None:
+    text = step_text(plain_text("10_online_softmax"), 6)  # the tiles loop
+    lines = text.split("\n")
+    start = lines.index("  scaled (6×2: query × key):")
+    header, *rows = lines[start + 1 : start + 8]
+    assert header.split() == ["Your", "journey"]  # the first tile's two keys
+    assert [row.split()[0] for row in rows] == list(TOKENS)  # one row per query
+    assert all(len(row.split()) == 3 for row in rows)
+
+
+def test_wide_tables_wrap_into_blocks_of_columns() -> None:
+    from tracer.lessons.walk import TABLE_WIDTH
+
+    text = plain_text("11_training")
+    shown = step_text(text, 5) + step_text(text, 6)  # the training loop and the loss table
+    tables = [line for line in shown.split("\n") if line.startswith(" ")]
+    assert tables and max(len(line) for line in tables) <= TABLE_WIDTH
+    # Lesson 11's loss (51 values) comes in blocks, every step labelled once.
+    loss = step_text(text, 6)
+    headers = [line.split() for line in loss.split("\n") if line.strip().startswith("0 ")]
+    labels = [
+        label
+        for line in loss.split("\n")
+        if line.strip() and all(part.isdigit() for part in line.split())
+        for label in line.split()
+    ]
+    assert headers and labels == [str(n) for n in range(51)]
+
+
+def caption_of(lesson: Lesson, variant: str, stage: str, tensor: str | None) -> str:
+    from tracer.lessons.model import Show
+
+    return next(
+        step.caption
+        for step in lesson.steps
+        if isinstance(step, Show)
+        and (step.ref.variant, step.ref.stage, step.ref.tensor) == (variant, stage, tensor)
+    )
+
+
+def test_lesson_08s_caption_names_exactly_the_keys_step_gives_zero_weight() -> None:
+    from tracer.lessons.model import TensorRef
+
+    lesson, runner, _ = lesson_and_runner("08_windows_and_groups")
+    caption = caption_of(lesson, "sliding-window", "weights", "weights")
+    ref = TensorRef("sliding-window", "weights", "weights", options=lesson.options)
+    row = runner.tensor(ref).tensor[TOKENS.index("step")]
+    zero = {token for token, weight in zip(TOKENS, row.tolist(), strict=True) if weight == 0.0}
+    assert zero == {"Your", "journey", "starts"}  # a window of 3 from the end
+    named = {token for token in TOKENS if f'"{token}"' in caption.split(";")[1]}
+    assert named == zero
+
+
+def test_lesson_05s_caption_names_exactly_the_keys_starts_may_see() -> None:
+    from tracer.lessons.model import TensorRef
+
+    lesson, runner, _ = lesson_and_runner("05_causal_masking")
+    caption = caption_of(lesson, "masked", "mask", None)
+    ref = TensorRef("masked", "mask", options=lesson.options)
+    row = runner.tensor(ref).tensor[TOKENS.index("starts")]
+    seen = {token for token, hidden in zip(TOKENS, row.tolist(), strict=True) if not hidden}
+    assert seen == {"Your", "journey", "starts"}
+    assert "may see Your, journey and itself" in caption
+
+
+def test_no_explanation_refers_to_a_table_the_lesson_never_shows() -> None:
+    lesson, _, _ = lesson_and_runner("08_windows_and_groups")
+    assert not any("keys_seen" in step.explanation for step in lesson.quizzes)

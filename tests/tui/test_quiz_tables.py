@@ -1,0 +1,70 @@
+"""A quiz shows its own table in the app, and nothing on screen gives its answer away."""
+
+from __future__ import annotations
+
+import torch
+from textual.pilot import Pilot
+
+from tracer.inputs import load_inputs
+from tracer.tui.launch import make_lesson_app
+from tracer.tui.lesson_screen import LessonScreen
+from tracer.tui.quiz_view import QuizView
+from tracer.tui.tensor_pane import TensorPane
+
+from .conftest import press, settle
+
+INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
+TOKENS = ("Your", "journey", "starts", "with", "one", "step")
+
+
+async def at_step(pilot: Pilot[int], number: int) -> LessonScreen:
+    """The lesson screen at 1-based step ``number``, settled."""
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, LessonScreen)
+    screen.go_to_step(number - 1)
+    await settle(pilot)
+    return screen
+
+
+def grids(pane: TensorPane) -> list[object]:
+    return [view.grid for view in pane.views if view.display and view.grid is not None]
+
+
+async def test_a_quiz_with_show_draws_its_own_table_not_an_earlier_steps() -> None:
+    app = make_lesson_app("01_dot_products", resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await at_step(pilot, 4)  # "work out the dot product of Your and journey"
+        assert screen.query_one(QuizView).display
+        (grid,) = grids(screen.pane)
+        # The embeddings themselves, from the inputs file, not a table of scores.
+        assert grid.rows == 6 and grid.columns == INPUTS.shape[1]  # type: ignore[attr-defined]
+        for row in range(6):
+            assert grid.row(row, 0, 3) == INPUTS[row].tolist()  # type: ignore[attr-defined]
+
+
+async def test_a_cells_quiz_draws_the_table_its_cells_are_chosen_from() -> None:
+    app = make_lesson_app("05_causal_masking", resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await at_step(pilot, 3)  # "which cells of the scaled scores will the mask hide?"
+        (grid,) = grids(screen.pane)
+        assert grid.name.startswith("scaled")  # type: ignore[attr-defined]
+        # The scaled scores, not the mask, whose 1s would be the answer.
+        values = [grid.row(r, 0, 6) for r in range(6)]  # type: ignore[attr-defined]
+        assert any(v not in (0.0, 1.0) for row in values for v in row)
+
+
+async def test_a_quiz_hides_its_answer_and_the_symmetric_twin() -> None:
+    app = make_lesson_app("01_dot_products", resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await at_step(pilot, 12)  # "what is the score of one with step?"
+        one, step = TOKENS.index("one"), TOKENS.index("step")
+        (grid,) = grids(screen.pane)
+        hidden = grid.highlight.hidden  # type: ignore[attr-defined]
+        assert (one, step) in hidden and (step, one) in hidden
+        answer = f"{float(INPUTS[one] @ INPUTS[step]):.4f}"
+        for line in range(grid.rows + 1):  # type: ignore[attr-defined]
+            assert answer not in screen.pane.view.render_line(line).text
+        await press(pilot, *[("full_stop" if ch == "." else ch) for ch in answer], "enter")
+        (grid,) = grids(screen.pane)
+        assert grid.highlight.hidden == frozenset()  # type: ignore[attr-defined]

@@ -1,0 +1,395 @@
+"""The lesson walk: what each step of a lesson shows, decided once for every front end.
+
+The app, ``--plain`` and the exports draw what the walk gives them and never
+decide again what a step shows. No Textual here: the walk is plain data built
+from the lesson's runner::
+
+    from tracer.lessons.walk import quiz_tables
+    view = quiz_tables(lesson, runner, number)   # the quiz's tables, with the answer's cells hidden
+    for table in view.tables:
+        table.resolved.tensor, table.hidden      # what to draw, which cells read "?"
+
+A quiz shows its own tables (``show:``, then ``cells:``); a quiz with neither
+keeps the table of the show step just before it on screen. What it hides until
+it is answered is decided here, once: the cell holding its answer and every
+other cell on screen that reads the same number (the twin of a symmetric
+table, or the same value in a table beside it), so the answer is never on
+screen before it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tracer.lessons.model import (
+    Checkpoint,
+    Compare,
+    Focus,
+    Lesson,
+    LessonStep,
+    Loop,
+    Narration,
+    Quiz,
+    Show,
+    TensorRef,
+)
+from tracer.tracing.stepper import Cancelled, Stepper
+from tracer.variant import Stage, SubStep
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner, Resolved
+
+COUNT_STEPS = 2048
+"""Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
+CHEAP_STEPS = 200
+"""A loop's end is found without a worker only if it takes at most this many sub-steps."""
+
+TABLE_WIDTH = 80
+"""Text front ends (``--plain``, md, ipynb) print tables at most this wide: wider ones are
+printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap``)."""
+
+Cell = tuple[int, int]
+"""A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """One tensor a step shows: the resolved tensor, what to emphasise and what to hide."""
+
+    ref: TensorRef
+    resolved: Resolved
+    role: str
+    """``show`` (the quiz's ``show:``), ``cells`` (the cells to select) or ``context``
+    (the table of the show step before the quiz)."""
+    focus: Focus | None = None
+    hidden: frozenset[Cell] = frozenset()
+    """Cells that read "?" until the quiz is answered."""
+
+
+@dataclass(frozen=True)
+class QuizTables:
+    """What a quiz step shows beside its question."""
+
+    quiz: Quiz
+    tables: tuple[Table, ...]
+    context: int | None = None
+    """The 0-based number of the show step whose table is borrowed (None: the quiz's own)."""
+
+    @property
+    def caption(self) -> str:
+        if self.context is not None:
+            return f"(the table from step {self.context + 1})"
+        return ""
+
+    @property
+    def hidden(self) -> frozenset[Cell]:
+        return frozenset(cell for table in self.tables for cell in table.hidden)
+
+
+def grid_cell(shape: tuple[int, ...], index: tuple[int, ...]) -> Cell | None:
+    """Where ``index`` of a tensor of ``shape`` is drawn, folded to (row, column)."""
+    if len(index) != len(shape):
+        return None
+    if any(not 0 <= i < n for i, n in zip(index, shape, strict=True)):
+        return None
+    if not shape:
+        return (0, 0)
+    flat = 0
+    for i, n in zip(index, shape, strict=True):
+        flat = flat * n + i
+    columns = shape[-1]
+    return (flat // columns, flat % columns)
+
+
+def quiz_context(steps: tuple[object, ...], number: int) -> int | None:
+    """The show step a quiz without tables of its own is about: the one just before it."""
+    for earlier in range(number - 1, -1, -1):
+        candidate = steps[earlier]
+        if isinstance(candidate, Show):
+            return earlier
+        if isinstance(candidate, (Narration, Checkpoint, Loop, Compare)):
+            return None
+    return None
+
+
+def quiz_has_tables(lesson: Lesson, number: int) -> bool:
+    """Whether quiz step ``number`` shows any table (cheap: nothing is computed)."""
+    quiz = lesson.steps[number]
+    assert isinstance(quiz, Quiz)
+    return quiz.about is not None or quiz_context(lesson.steps, number) is not None
+
+
+def quiz_tables(lesson: Lesson, runner: LessonRunner, number: int) -> QuizTables:
+    """The tables quiz step ``number`` shows, each with the cells that give its answer away."""
+    quiz = lesson.steps[number]
+    assert isinstance(quiz, Quiz)
+    tables: list[Table] = []
+    context = None
+    if quiz.shown is not None:
+        tables.append(Table(quiz.shown, runner.tensor(quiz.shown), "show"))
+    if quiz.cells is not None:
+        tables.append(Table(quiz.cells, runner.tensor(quiz.cells), "cells"))
+    if not tables:
+        context = quiz_context(lesson.steps, number)
+        if context is not None:
+            shown = lesson.steps[context]
+            assert isinstance(shown, Show)
+            resolved = runner.tensors(shown.ref)
+            tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
+            tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
+    return QuizTables(quiz, _hide_answer(quiz, runner, tables), context)
+
+
+def _hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
+    """Every table with the cells hidden that show a number quiz's answer.
+
+    The answer's own cell (when the table is the answer's tensor) and any cell
+    on screen that reads the same number as it is drawn: a learner would read
+    it off the symmetric twin, or off another table beside it.
+    """
+    from tracer.render.text import format_number
+
+    if quiz.quiz_kind != "number":
+        return tuple(tables)
+    answer = runner.answer(quiz)
+    if not isinstance(answer, (int, float)):
+        return tuple(tables)
+    drawn = format_number(float(answer))
+    hidden_tables = []
+    for table in tables:
+        tensor = table.resolved.tensor.detach().cpu()
+        shape = tuple(int(n) for n in tensor.shape)
+        hidden: set[Cell] = set()
+        ref = quiz.answer
+        if (
+            isinstance(ref, TensorRef)
+            and ref.cell is not None
+            and _named(ref, table.resolved) == _named(table.resolved.ref, table.resolved)
+        ):
+            cell = grid_cell(shape, ref.cell)
+            if cell is not None:
+                hidden.add(cell)
+        columns = shape[-1] if shape else 1
+        for flat, value in enumerate(tensor.double().reshape(-1).tolist()):
+            if format_number(float(value)) == drawn:
+                hidden.add((flat // columns, flat % columns))
+        hidden_tables.append(
+            Table(table.ref, table.resolved, table.role, table.focus, frozenset(hidden))
+        )
+    return tuple(hidden_tables)
+
+
+def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:
+    """Which tensor ``ref`` names, as computed (an unnamed tensor is the stage's first)."""
+    first = next(iter(resolved.stage.tensors), None)
+    return (ref.variant, ref.stage, ref.tensor or first, ref.then, ref.query, ref.options)
+
+
+# One view per step -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What one step shows, for every front end: its prose and its tables.
+
+    ``text`` is the step's prose as shown (live values filled in): a narration's
+    text, a show, loop or compare step's caption, a quiz's question, a
+    checkpoint's title and points. ``tables`` are the tensors it shows, in order
+    (a loop's change from sub-step to sub-step: see :class:`LoopState`).
+    """
+
+    number: int
+    step: LessonStep
+    text: str
+    tables: tuple[Table, ...] = ()
+    quiz: QuizTables | None = None
+    points: tuple[str, ...] = ()
+    """A checkpoint's points, as shown (live values filled in)."""
+
+    @property
+    def kind(self) -> str:
+        return self.step.kind
+
+
+def live(runner: LessonRunner, text: str, quiz: Quiz | None = None) -> str:
+    """Prose as shown; a value that cannot be computed stays as the author wrote it."""
+    from tracer.errors import TracerError
+
+    if "{{" not in text:
+        return text
+    try:
+        return runner.text(text, quiz)
+    except TracerError:
+        return text
+
+
+def checkpoint_text(title: str, points: tuple[str, ...]) -> str:
+    return title + "\n\n" + "\n".join(f"• {point}" for point in points)
+
+
+def step_view(lesson: Lesson, runner: LessonRunner, number: int) -> StepView:
+    """The view of step ``number``: the one place that decides what each kind of step shows."""
+    step = lesson.steps[number]
+    if isinstance(step, Narration):
+        return StepView(number, step, live(runner, step.text))
+    if isinstance(step, Checkpoint):
+        points = tuple(live(runner, point) for point in step.points)
+        return StepView(number, step, checkpoint_text(step.title, points), points=points)
+    if isinstance(step, Show):
+        resolved = runner.tensors(step.ref)
+        first, *others = resolved
+        tables = (
+            Table(step.ref, first, "show", step.focus),
+            *(Table(other.ref, other, "show") for other in others),
+        )
+        return StepView(number, step, live(runner, step.caption), tables)
+    if isinstance(step, Compare):
+        left, right, _ = runner.compare(step)
+        tables = (Table(step.left, left, "left"), Table(step.right, right, "right"))
+        return StepView(number, step, live(runner, step.caption), tables)
+    if isinstance(step, Loop):
+        return StepView(number, step, live(runner, step.caption))
+    assert isinstance(step, Quiz)
+    view = quiz_tables(lesson, runner, number)
+    return StepView(number, step, live(runner, step.question, step), view.tables, view)
+
+
+# Step labels ----------------------------------------------------------------------
+
+STEP_ICONS = {
+    "narration": "¶",
+    "show": "▦",
+    "loop": "⟳",
+    "compare": "⇄",
+    "quiz": "?",
+    "checkpoint": "✓",
+}
+
+
+def step_label(number: int, step: LessonStep) -> tuple[str, str]:
+    """Timeline label and tooltip for a lesson step."""
+    icon = STEP_ICONS.get(step.kind, "·")
+    if isinstance(step, (Show, Loop)):
+        stage = step.ref.stage if isinstance(step, Show) else step.stage
+        return f"{number} {icon} {stage}", f"{step.kind}: {stage}"
+    if isinstance(step, Compare):
+        return f"{number} {icon}", f"compare: {step.left.stage} and {step.right.stage}"
+    if isinstance(step, Quiz):
+        return f"{number} {icon}", f"quiz: {step.question}"
+    if isinstance(step, Checkpoint):
+        return f"{number} {icon}", f"checkpoint: {step.title}"
+    return f"{number} {icon}", "narration"
+
+
+# Loops --------------------------------------------------------------------------------
+
+
+@dataclass
+class LoopState:
+    """One loop step's stepper and where its sub-steps start in it."""
+
+    stepper: Stepper
+    first: int
+    limit: int | None
+    last: int | None = None
+    """Global number of the loop's last sub-step shown, once known."""
+
+    def count_known(self) -> int | None:
+        return None if self.last is None else self.last - self.first + 1
+
+    def count_within(self, steps: int) -> int | None:
+        """Run the loop to its end if that takes at most ``steps`` sub-steps (loading worker)."""
+        if self.last is not None or self.limit is not None:
+            return self.count_known()
+        stepper = self.stepper
+        bound = self.first + steps
+
+        def too_long() -> bool:
+            return stepper.produced > bound
+
+        try:
+            end = stepper.next_stage(self.first, cancelled=too_long)
+        except Cancelled:
+            return None
+        if end is None and stepper.error is not None:
+            return None  # the variant failed inside the loop: stepping there reports it
+        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
+        return self.count_known()
+
+    def find_end(self, *, cheap_only: bool) -> int | None:
+        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
+        if self.last is not None:
+            return self.last
+        stepper = self.stepper
+        if self.limit is not None:
+            candidate = self.first + self.limit - 1
+            if cheap_only and stepper.cost(candidate) > CHEAP_STEPS:
+                return None
+            try:
+                item = stepper.get(candidate)
+            except IndexError:
+                item = None
+            if isinstance(item, SubStep):
+                self.last = candidate
+                return candidate
+        if cheap_only:
+            return None
+        end = stepper.next_stage(self.first)
+        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
+        return self.last
+
+
+def start_loop(runner: LessonRunner, step: Loop) -> LoopState | None:
+    """A stepper for a loop step, run up to the loop's first sub-step; None if there is no loop."""
+    stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
+    index = 0
+    while True:
+        try:
+            item = stepper.get(index)
+        except IndexError:
+            if stepper.error is not None:
+                raise stepper.error from None
+            return None
+        if isinstance(item, SubStep) and item.stage == step.stage:
+            break
+        if isinstance(item, Stage) and item.name == step.stage:
+            return None  # the stage is not built by a loop
+        index += 1
+    state = LoopState(stepper, index, step.limit)
+    if step.limit is not None:
+        state.find_end(cheap_only=True)
+    return state
+
+
+def warm_up(
+    lesson: Lesson, runner: LessonRunner, *, highlight: Callable[[str], object] | None = None
+) -> dict[int, LoopState]:
+    """Compute every step's tensors once (a loading worker), so stepping only draws.
+
+    The runner caches its traces, so the main thread later finds them done. A
+    step that fails here fails again when shown, where its error is displayed.
+    ``highlight``: called with each shown stage's source file (a viewer prepares it).
+    """
+    loops: dict[int, LoopState] = {}
+    for number, step in enumerate(lesson.steps):
+        try:
+            if isinstance(step, Loop):
+                state = start_loop(runner, step)
+                if state is not None:
+                    loops[number] = state
+                    state.count_within(COUNT_STEPS)  # "pair 8 of 36" needs the 36
+                    # The stage the loop builds names the axes of the matrix it fills.
+                    runner.trace(step.variant, step.options, step.query).stage(step.stage)
+            elif isinstance(step, Show):
+                source = runner.tensor(step.ref).stage.source_file
+                if source and highlight is not None:
+                    highlight(source)
+            elif isinstance(step, Compare):
+                runner.compare(step)
+            elif isinstance(step, Quiz):
+                runner.answer(step)
+        except Exception:  # reported when the step is shown
+            continue
+    return loops

@@ -24,6 +24,7 @@ from typing import Any
 
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
+from tracer.sanitize import message, visible
 
 ACTIONS = ("check", "run", "new", "schema", "export")
 USAGE = (
@@ -257,11 +258,11 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
                 problems = one_line(problems + check_lesson(error.partial, host))
         except TracerError as error:
             prefix = "" if error.location is not None else "attn: "
-            print(f"{prefix}{error}", file=sys.stderr)
+            print(message(f"{prefix}{error}"), file=sys.stderr)
             status = max(status, error.exit_status)
             continue
         for problem in problems:
-            print(problem, flush=True)
+            print(message(str(problem)), flush=True)
         if problems:
             status = max(status, EXIT_PROBLEMS)
         else:
@@ -283,7 +284,7 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
     if problems:
         raise LessonError(problems)
     for text in plain_lines(lesson, host):
-        print(text, flush=True)
+        print(visible(text), flush=True)  # a lesson's escape sequences are shown, not run
     return EXIT_OK
 
 

@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from tracer import __version__
 from tracer.errors import EXIT_PLUGIN, EXIT_USAGE, TracerError
+from tracer.sanitize import message
 
 
 class Parser(argparse.ArgumentParser):
@@ -68,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.handler(args)
     except TracerError as error:
         prefix = "" if error.location is not None else "attn: "
-        print(f"{prefix}{error}", file=sys.stderr)
+        print(message(f"{prefix}{error}"), file=sys.stderr)
         return error.exit_status
     except KeyboardInterrupt:
         return 130

@@ -11,6 +11,7 @@ from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK
 from tracer.options import describe
 from tracer.plugin_host import PluginHost
+from tracer.sanitize import visible
 
 
 def add_parser(commands: Any) -> None:
@@ -30,19 +31,23 @@ def run(args: argparse.Namespace) -> int:
         json.dump([record.as_json(host) for record in host.plugins], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_OK
+
+    def say(text: str) -> None:  # names, titles and errors are the plugins' own text
+        print(visible(text))
+
     for record in host.plugins:
         version = f" {record.version}" if record.version else ""
-        print(f"{record.name}{version}  [{record.origin}]  {record.source}")
+        say(f"{record.name}{version}  [{record.origin}]  {record.source}")
         for name in record.variants:
             variant = host.variants[name]
-            print(f"  {name}: {variant.title}")
-            print(f"    stages: {', '.join(variant.stages)}")
+            say(f"  {name}: {variant.title}")
+            say(f"    stages: {', '.join(variant.stages)}")
             if variant.loops:
-                print(f"    loops: {', '.join(variant.loops)}")
+                say(f"    loops: {', '.join(variant.loops)}")
             for option in variant.options:
-                print(f"    -o {describe(option)}")
+                say(f"    -o {describe(option)}")
         for warning in record.warnings:
-            print(f"  warning: {warning}")
+            say(f"  warning: {warning}")
         if record.error:
-            print(f"  FAILED: {record.error}")
+            say(f"  FAILED: {record.error}")
     return EXIT_OK

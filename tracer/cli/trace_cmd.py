@@ -10,6 +10,7 @@ from typing import Any
 
 from tracer.cli.options import add_trace_options, load_host, trace_options
 from tracer.errors import EXIT_OK, UsageError
+from tracer.sanitize import visible
 from tracer.suggest import did_you_mean
 from tracer.variant import Variant
 
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return EXIT_OK
     for chunk in format_trace(trace, stages, args.substeps):
-        print(chunk)
+        print(visible(chunk))  # tokens and plugin lines are the user's text
     return EXIT_OK
 
 

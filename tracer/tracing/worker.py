@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.environment import env_number
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
+from tracer.sanitize import visible
 from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, Variant
 
@@ -281,7 +282,7 @@ class WorkerTrace(Trace):
         if printed:
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
-            sys.stderr.write(printed)
+            sys.stderr.write(visible(printed))
             sys.stderr.flush()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
+from tracer.sanitize import visible
 from tracer.tracing.stepper import LoopCanvas
 
 Cell = tuple[int, int]
@@ -117,6 +118,9 @@ def tensor_labels(
     shape: Sequence[int], axes: Sequence[str] | None, tokens: Sequence[str], query: int | None
 ) -> tuple[list[str], list[str], tuple[Axis, ...]]:
     """Row and column labels for a tensor of any rank (leading axes folded into the rows)."""
+    # Tokens come from the user's file: an escape sequence in one is shown, never emitted
+    # (and never cut in half by the label width).
+    tokens = [visible(token, multiline=False) for token in tokens]
     named = label_axes(shape, axes, tokens, query)
     if len(named) == 0:
         return [""], [""], named

@@ -33,37 +33,76 @@ def format_number(value: float | bool) -> str:
     return "0.0000" if text == "-0.0000" else text
 
 
+ROW_LIMIT = 64
+"""Rows of one table printed; the rest are counted (``--json`` has every value)."""
+COLUMN_LIMIT = 32
+"""Columns of one table printed."""
+SLICE_LIMIT = 8
+"""2-d slices of a 3-d or higher tensor printed."""
+
+
 def format_tensor(
     tensor: torch.Tensor,
     tokens: tuple[str, ...],
     query: int | None = None,
     axes: Sequence[str] | None = None,
 ) -> str:
-    """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index."""
-    data = tensor.detach().cpu()
+    """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index.
+
+    Only the top-left corner that is printed is ever turned into text (at most
+    ROW_LIMIT × COLUMN_LIMIT values, SLICE_LIMIT slices): a 16,384-token score
+    matrix costs what its corner costs, and what is left out is said in words.
+    """
+    data = tensor.detach()
+    shape = tuple(data.shape)
     if data.dim() > 2:
-        names = effective_axes(tuple(data.shape), axes, query)
-        leading = label_axes(tuple(data.shape), names, tokens)[0]
+        names = effective_axes(shape, axes, query)
+        leading = label_axes(shape, names, tokens, limit=SLICE_LIMIT)[0]
         inner = names[1:] if names is not None else None
         title = f"{leading.name} " if leading.name and not leading.tokens else ""
-        return "\n".join(
+        parts = [
             f"[{title}{label}]\n{format_tensor(data[index], tokens, None, inner)}"
             for index, label in enumerate(leading.labels)
-        )
-    labels = axis_labels(tuple(data.shape), tokens, query, axes)
-    values = data.reshape(len(labels.rows), len(labels.columns)).tolist()
+        ]
+        if shape[0] > SLICE_LIMIT:
+            parts.append(f"… {_more(shape[0] - SLICE_LIMIT, 'more slice')} not printed")
+        return "\n".join(parts)
+    labels = axis_labels(shape, tokens, query, axes, limit=max(ROW_LIMIT, COLUMN_LIMIT))
+    rows, columns = labels.rows, labels.columns
+    all_rows = shape[0] if data.dim() == 2 else 1
+    all_columns = shape[-1] if data.dim() > 0 else 1
+    if data.dim() == 2:
+        rows, corner = rows[:ROW_LIMIT], data[:ROW_LIMIT, :COLUMN_LIMIT]
+    else:
+        corner = data.reshape(-1)[:COLUMN_LIMIT]
+    columns = columns[:COLUMN_LIMIT]
+    values = corner.cpu().reshape(len(rows), len(columns)).tolist()
     cells = [[format_number(v) for v in row] for row in values]
-    width = max([len(c) for row in cells for c in row] + [len(c) for c in labels.columns])
-    label_width = max(len(r) for r in labels.rows)
+    if all_columns > len(columns):  # a row that goes on says so where it stops
+        columns = (*columns, "…")
+        cells = [[*row, "…"] for row in cells]
+    width = max([len(c) for row in cells for c in row] + [len(c) for c in columns], default=0)
+    label_width = max((len(r) for r in rows), default=0)
     lines = []
     if data.dim() > 0:
-        header = " " * label_width + "  " + "  ".join(c.rjust(width) for c in labels.columns)
+        header = " " * label_width + "  " + "  ".join(c.rjust(width) for c in columns)
         lines.append(header.rstrip())
-    for label, row in zip(labels.rows, cells, strict=True):
+    for label, row in zip(rows, cells, strict=True):
         lines.append(
             (label.ljust(label_width) + "  " + "  ".join(c.rjust(width) for c in row)).rstrip()
         )
+    if all_rows > len(rows) or all_columns > COLUMN_LIMIT:
+        left = []
+        if all_rows > len(rows):
+            left.append(_more(all_rows - len(rows), "more row"))
+        if all_columns > COLUMN_LIMIT:
+            left.append(_more(all_columns - COLUMN_LIMIT, "more column"))
+        lines.append(f"… {' and '.join(left)} not printed (--json prints every value)")
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
+
+
+def _more(count: int, what: str) -> str:
+    return f"{count:,} {what}{'' if count == 1 else 's'}"
 
 
 def shape_text(

@@ -50,7 +50,7 @@ from tracer.environment import env_number
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
 from tracer.sanitize import visible
 from tracer.tracing.trace import Trace, VariantRunError
-from tracer.variant import RunContext, Stage, Step, Variant
+from tracer.variant import RunContext, Stage, Step, SubStep, Variant
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -164,14 +164,20 @@ class WorkerTrace(Trace):
             _, step, changes, printed = message
             self._print(printed)
             self.torch_changes.extend(changes)
-            return self._accept(step)
+            try:
+                # Checked again here: the plugin may have switched the checks off in its worker.
+                return self._accept(self._checked(step))
+            except BaseException:
+                self.finished = True
+                self.close()
+                raise
         self.finished = True
         self.close()
         if kind == "end":
             _, output, changes, printed = message
             self._print(printed)
             self.torch_changes.extend(changes)
-            self.output = output
+            self.output = self._checked_output(output)
             raise StopIteration
         _, name, text, location, changes, printed = message
         self._print(printed)
@@ -266,6 +272,40 @@ class WorkerTrace(Trace):
             "while computing a step",
             Location(self.source_file),
         )
+
+    def _checked(self, step: object) -> Step:
+        """The step as the renderers may trust it, or the plugin's error (never a crash here)."""
+        from tracer.tracing.checks import check_step
+
+        where = Location(self.source_file)
+        if not isinstance(step, (Stage, SubStep)):
+            raise self._error(f"yielded {type(step).__name__}; expected stage(...) or substep(...)")
+        try:
+            check_step(self, step, where)
+            files = step.files
+            if not (
+                isinstance(step.source_file, str)
+                and isinstance(files, dict)
+                and all(
+                    isinstance(path, str) and all(isinstance(n, int) for n in lines)
+                    for path, lines in files.items()
+                )
+            ):
+                raise self._error("sent a step whose source lines are not file names and numbers")
+        except TracerError:
+            raise
+        except Exception as exc:  # a step built to break the checks themselves
+            raise self._error(f"sent a step the tool cannot read ({type(exc).__name__})") from None
+        return step
+
+    def _checked_output(self, output: object) -> Any:
+        import torch
+
+        from tracer.tracing.checks import _tensor
+
+        if not isinstance(output, torch.Tensor):
+            raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
+        return _tensor(self, "its output", "output", output, Location(self.source_file))
 
     def _accept(self, step: Step) -> Step:
         """Keep the step's bookkeeping as the child's trace did."""

@@ -190,7 +190,7 @@ def test_the_fast_json_path_reads_what_yaml_reads(tmp_path: Path) -> None:
 def test_a_repeated_key_in_json_is_still_reported_at_its_line(tmp_path: Path) -> None:
     path = tmp_path / "twice.json"
     path.write_text('{"tokens": ["a"],\n "tokens": ["b"],\n "embeddings": [[1]]}\n')
-    with pytest.raises(Exception, match="twice.json:2"):
+    with pytest.raises(Exception, match=r"twice\.json:2"):
         load_inputs(str(path))
 
 

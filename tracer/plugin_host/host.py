@@ -35,6 +35,7 @@ import pluggy
 from tracer import hookspecs
 from tracer.environment import env_number
 from tracer.errors import Location, PluginError, UsageError
+from tracer.processes import die_with_parent
 from tracer.suggest import did_you_mean
 from tracer.tracing.containment import PluginExit, contained
 from tracer.variant import RunContext, Variant
@@ -364,7 +365,7 @@ def _trial_child(
     try:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)  # its own group: killed as one, out of reach of the terminal's ^C
-        _die_with_parent()
+        die_with_parent()
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # its printing is shown once, by the real import
             os.dup2(devnull, fd)
@@ -455,15 +456,6 @@ def _quiet_fork_warning() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
         yield
-
-
-def _die_with_parent() -> None:
-    """Linux: the child is killed if the parent dies, so no plugin import outlives the tool."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _describe(exc: BaseException, source: str | None = None, folder: Path | None = None) -> str:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.environment import env_number
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
+from tracer.processes import die_with_parent
 from tracer.sanitize import visible
 from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, SubStep, Variant
@@ -142,6 +143,7 @@ class WorkerTrace(Trace):
         self._connection: Connection | None = None
         self._process: Any = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._watch: _MemoryWatch | None = None
 
     def __next__(self) -> Step:
         if self.finished:
@@ -219,8 +221,13 @@ class WorkerTrace(Trace):
                 f"could not start a worker process for variant '{self.variant.name}': {error}"
             ) from None
         child_end.close()
+        pid = process.pid
+        assert pid is not None
+        with contextlib.suppress(OSError):  # also set in the child: whichever runs first
+            os.setpgid(pid, pid)
         self._connection, self._process = parent_end, process
-        self._finalizer = weakref.finalize(self, _stop, process, parent_end)
+        self._watch = _MemoryWatch(pid, _rss() + self.limits.memory_mb * 2**20)
+        self._finalizer = weakref.finalize(self, _stop, process, parent_end, self._watch)
 
     def _receive(self) -> tuple[Any, ...]:
         """The child's answer to ``next``, within the step time limit."""
@@ -261,6 +268,13 @@ class WorkerTrace(Trace):
 
     def _died(self, process: Any) -> VariantRunError:
         process.join(1.0)
+        if self._watch is not None and self._watch.exceeded:
+            limit = self.limits.memory_mb
+            return VariantRunError(
+                f"variant '{self.variant.name}' ran out of memory: it needed more than the "
+                f"{limit:,} MiB it may use ({MEMORY_ENV}=MIB raises the limit)",
+                Location(self.source_file),
+            )
         code = process.exitcode
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
@@ -354,13 +368,65 @@ def _pipes(context: Any) -> tuple[Connection, Connection]:
     return parent, child
 
 
-def _stop(process: Any, connection: Connection) -> None:
+def _stop(process: Any, connection: Connection, watch: _MemoryWatch | None = None) -> None:
+    if watch is not None:
+        watch.stop()
     with contextlib.suppress(Exception):
         connection.close()
+    # The whole group: whatever the variant started (even a plain fork) ends with its run.
+    with contextlib.suppress(Exception):
+        os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):
         if process.is_alive():
             process.kill()
         process.join(2.0)
+
+
+WATCH_S = 0.05
+"""How often the parent measures a worker's memory."""
+
+
+def _rss(pid: int | str = "self") -> int:
+    """Resident memory of a process in bytes (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _MemoryWatch:
+    """Kills a worker's process group when its resident memory passes ``limit`` bytes.
+
+    The address-space rlimit set in the worker is a first line only: as root a plugin can
+    raise even the hard limit with one ``setrlimit`` call. This limit is enforced from
+    outside, by the parent, where no plugin code runs.
+    """
+
+    def __init__(self, pid: int, limit: int) -> None:
+        import threading
+
+        self.pid, self.limit = pid, limit
+        self.exceeded = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="attn-memory-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(WATCH_S):
+            used = _rss(self.pid)
+            if used == 0:
+                return  # gone
+            if used > self.limit:
+                self.exceeded = True
+                with contextlib.suppress(OSError):
+                    os.killpg(self.pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
 
 
 @contextlib.contextmanager
@@ -395,7 +461,9 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
 
     parents_end.close()  # so that the parent going away reads as the end of the requests
 
-    _die_with_parent()
+    with contextlib.suppress(OSError):  # its own group, killed as one when the run ends
+        os.setpgid(0, 0)
+    die_with_parent()
     # Ctrl+C reaches the whole process group; the parent answers it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)  # the parent's OpenMP threads do not survive fork
@@ -572,18 +640,10 @@ def _limit_memory(megabytes: int) -> None:
         limit = used + megabytes * 2**20
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        # Hard as well as soft (the parent's memory watch holds even where this is lifted).
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ImportError, OSError, ValueError):
         pass  # no /proc or no RLIMIT_AS: the time limit still holds
-
-
-def _die_with_parent() -> None:
-    """Linux: the child is killed if the parent dies, so no variant outlives the tool."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from typing import Any
 
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
+from tracer.files import write_atomic
 from tracer.sanitize import message, visible
 
 ACTIONS = ("check", "run", "new", "schema", "export")
@@ -297,13 +298,15 @@ def export(target: str, args: argparse.Namespace) -> int:
     if args.to is None:
         raise UsageError("'attn lesson export' needs --to md or --to ipynb")
     path = preflight(target, args.lessons_dir)
-    output = Path(args.output) if args.output else Path(f"{path.stem}.{args.to}")
+    # Absolute now, before any plugin runs: a plugin's chdir must not move the export.
+    named = Path(args.output) if args.output else Path(f"{path.stem}.{args.to}")
+    output = named.absolute()
     if (output.exists() or output.is_symlink()) and not args.force:
-        raise UsageError(f"{output} already exists; not overwriting it (use --force to replace it)")
+        raise UsageError(f"{named} already exists; not overwriting it (use --force to replace it)")
     if output.is_dir():
-        raise UsageError(f"{output} is a folder; give a file name with -o")
+        raise UsageError(f"{named} is a folder; give a file name with -o")
     if not output.parent.is_dir():
-        raise UsageError(f"folder not found: {output.parent}")
+        raise UsageError(f"folder not found: {named.parent}")
     host = load_host(args)
     lesson = load_lesson(path, host)
     problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
@@ -311,10 +314,11 @@ def export(target: str, args: argparse.Namespace) -> int:
         raise LessonError(problems)
     text = export_text(lesson, host, args.to)
     try:
-        output.write_text(text, encoding="utf-8")
+        # Atomic: a full disk leaves the user's old file whole, never a truncated one.
+        write_atomic(output, text)
     except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
-    print(f"wrote {output}")
+        raise UsageError(f"cannot write {named}: {exc.strerror}") from None
+    print(f"wrote {named}")
     return EXIT_OK
 
 

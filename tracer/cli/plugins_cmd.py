@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from tracer.cli.channels import private_stdout, write_document
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK
 from tracer.options import describe
@@ -26,10 +27,11 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = private_stdout() if args.json else sys.stdout  # before plugins: see tracer.cli.channels
     host = PluginHost(args.plugins_dir)
     if args.json:
-        json.dump([record.as_json(host) for record in host.plugins], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        document = [record.as_json(host) for record in host.plugins]
+        write_document(out, json.dumps(document, indent=2) + "\n")
         return EXIT_OK
 
     def say(text: str) -> None:  # names, titles and errors are the plugins' own text

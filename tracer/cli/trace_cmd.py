@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from tracer.cli.channels import private_stdout, write_document
 from tracer.cli.options import add_trace_options, load_host, trace_options
 from tracer.errors import EXIT_OK, UsageError
 from tracer.sanitize import visible
@@ -46,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from tracer.render.text import format_trace, trace_json
     from tracer.runner import start_trace
 
+    # Before any plugin loads: a thread it starts at import can print, but not into the JSON.
+    out = private_stdout() if args.json else sys.stdout
     host = load_host(args)
     stages = stage_filter(args.stages, host.variant(args.variant))
     trace = start_trace(args.variant, trace_options(args), host)
@@ -53,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
         # Whatever the variant prints while it runs goes to stderr: stdout is one JSON document.
         with contextlib.redirect_stdout(sys.stderr):
             document = trace_json(trace, stages, args.substeps)
-        json.dump(document, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        write_document(out, json.dumps(document, indent=1) + "\n")
         return EXIT_OK
     for chunk in format_trace(trace, stages, args.substeps):
         print(visible(chunk))  # tokens and plugin lines are the user's text

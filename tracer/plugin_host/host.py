@@ -533,10 +533,25 @@ def _guarded(record: PluginRecord, timeout: float) -> Iterator[None]:
     """Plugin code at import: prints go to stderr (never into --json), defaults are put back,
     and a plugin that never finishes loading is stopped."""
     changed: list[str] = []
-    with contextlib.redirect_stdout(sys.stderr), contained(changed), _time_limit(timeout):
-        yield
+    folder = _cwd()
+    try:
+        with contextlib.redirect_stdout(sys.stderr), contained(changed), _time_limit(timeout):
+            yield
+    finally:
+        # Relative paths the user typed (an export's -o, --inputs) mean the folder they ran in.
+        if folder is not None and _cwd() != folder:
+            with contextlib.suppress(OSError):
+                os.chdir(folder)
+                record.warnings.append("changed the working folder at import; put back")
     if changed:
         record.warnings.append(f"changed torch's {', '.join(changed)} at import; put back")
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed
+        return None
 
 
 @contextmanager

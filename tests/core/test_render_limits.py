@@ -200,3 +200,40 @@ def test_too_many_tokens_are_refused_by_count(tmp_path: Path) -> None:
     path.write_text(json.dumps({"tokens": ["x"] * count, "embeddings": [[1]] * count}))
     with pytest.raises(Exception, match=f"{count:,} tokens; the most the tool can draw is"):
         load_inputs(str(path))
+
+
+def test_a_token_that_appears_twice_is_not_silently_picked(tmp_path: Path) -> None:
+    path = tmp_path / "twice.yaml"
+    path.write_text("tokens: [the, cat, saw, the, dog]\nembeddings: [[1], [2], [3], [4], [5]]\n")
+    result = run_attn("trace", "vectorized", "--inputs", str(path), "--query", "the")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "attn: --query 'the' is ambiguous: it is tokens 0, 3 (numbered from 0); "
+        "give the position instead, e.g. --query 0\n"
+    )
+    assert run_attn("trace", "vectorized", "--inputs", str(path), "--query", "cat").returncode == 0
+
+
+HUGE_MESSAGE = """\
+from tracer import RunContext, Variant, hookimpl, stage
+
+
+def run(context: RunContext):
+    yield stage("inputs", "Inputs", inputs=context.inputs)
+    raise RuntimeError("x" * 50_000_000)
+
+
+@hookimpl
+def register_variants(register):
+    register(Variant(name="loud", title="Loud", stages=("inputs", "more"), run=run))
+"""
+
+
+@pytest.mark.parametrize("isolate", ["off", "plugins"])
+def test_a_50_megabyte_message_is_cut_before_the_terminal(tmp_path: Path, isolate: str) -> None:
+    folder = plugin_folder(tmp_path, loud=HUGE_MESSAGE)
+    result = run_attn("trace", "loud", "--plugins-dir", str(folder), env={"ATTN_ISOLATE": isolate})
+    assert result.returncode == 3
+    assert len(result.stderr) < 10_000
+    assert result.stderr.count("\n") == 1
+    assert "more characters not shown" in result.stderr

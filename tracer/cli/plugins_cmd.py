@@ -12,7 +12,7 @@ from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK
 from tracer.options import describe
 from tracer.plugin_host import PluginHost
-from tracer.sanitize import visible
+from tracer.sanitize import message
 
 
 def add_parser(commands: Any) -> None:
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     def say(text: str) -> None:  # names, titles and errors are the plugins' own text
-        print(visible(text))
+        print(message(text))
 
     for record in host.plugins:
         version = f" {record.version}" if record.version else ""

@@ -40,6 +40,7 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
+from tracer.sanitize import visible
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
@@ -392,7 +393,7 @@ class LessonScreen(StepScreen):
     def _fill_timeline(self) -> None:
         assert self.session is not None
         lesson = self.session.lesson
-        self.title = lesson.title
+        self.title = visible(lesson.title, multiline=False)  # issue 21: the file's text, shown
         self.query_one(Timeline).set_items(
             (str(n), *step_label(n + 1, step)) for n, step in enumerate(lesson.steps)
         )

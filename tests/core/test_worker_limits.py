@@ -116,3 +116,40 @@ def test_the_memory_watch_kills_a_process_group_over_its_limit_from_outside() ->
     finally:
         eater.kill()
         eater.wait(10)
+
+
+FORKS_AND_WAITS = FORKS.replace(
+    '    yield stage("inputs", "Inputs", inputs=context.inputs)',
+    '    time.sleep(60)\n    yield stage("inputs", "Inputs", inputs=context.inputs)',
+)
+
+
+def test_a_process_forked_by_a_step_ends_when_attn_is_killed(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "forks.py").write_text(FORKS_AND_WAITS)
+    tool = subprocess.Popen(
+        [sys.executable, "-m", "tracer", "trace", "forks", "--plugins-dir", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ATTN_TEST_PIDS": str(pids), "ATTN_STEP_TIMEOUT": "100"},
+    )
+    child = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = int(pids.read_text())
+        assert running(child)
+        tool.kill()  # kill -9: the tool runs no clean-up of its own
+        tool.wait(10)
+        deadline = time.monotonic() + 10
+        while running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running(child), "a process the plugin forked outlived kill -9 of attn trace"
+    finally:
+        tool.kill()
+        tool.wait(10)
+        if child and running(child):
+            os.kill(child, 9)

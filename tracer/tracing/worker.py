@@ -124,6 +124,8 @@ class _Run:
     roots: tuple[str, ...]
     limits: WorkerLimits
     source_file: str
+    guard: tuple[int, int] = (-1, -1)
+    """The pipe whose end of file tells the worker's group guard that the tool is gone."""
 
 
 class WorkerTrace(Trace):
@@ -202,8 +204,15 @@ class WorkerTrace(Trace):
                 stream.flush()
         context = multiprocessing.get_context("fork")
         parent_end, child_end = _pipes(context)
+        guard_read, guard_write = os.pipe()
         run = _Run(
-            self.variant, self.context, self.plugin, self._roots, self.limits, self.source_file
+            self.variant,
+            self.context,
+            self.plugin,
+            self._roots,
+            self.limits,
+            self.source_file,
+            (guard_read, guard_write),
         )
         process = context.Process(
             target=_serve,
@@ -217,17 +226,22 @@ class WorkerTrace(Trace):
         except OSError as error:  # out of processes or memory
             parent_end.close()
             child_end.close()
+            os.close(guard_read)
+            os.close(guard_write)
             raise PluginError(
                 f"could not start a worker process for variant '{self.variant.name}': {error}"
             ) from None
         child_end.close()
+        os.close(guard_read)
         pid = process.pid
         assert pid is not None
         with contextlib.suppress(OSError):  # also set in the child: whichever runs first
             os.setpgid(pid, pid)
         self._connection, self._process = parent_end, process
         self._watch = _MemoryWatch(pid, _rss() + self.limits.memory_mb * 2**20)
-        self._finalizer = weakref.finalize(self, _stop, process, parent_end, self._watch)
+        self._finalizer = weakref.finalize(
+            self, _stop, process, parent_end, self._watch, guard_write
+        )
 
     def _receive(self) -> tuple[Any, ...]:
         """The child's answer to ``next``, within the step time limit."""
@@ -368,9 +382,14 @@ def _pipes(context: Any) -> tuple[Connection, Connection]:
     return parent, child
 
 
-def _stop(process: Any, connection: Connection, watch: _MemoryWatch | None = None) -> None:
+def _stop(
+    process: Any, connection: Connection, watch: _MemoryWatch | None = None, guard: int = -1
+) -> None:
     if watch is not None:
         watch.stop()
+    if guard >= 0:
+        with contextlib.suppress(OSError):
+            os.close(guard)
     with contextlib.suppress(Exception):
         connection.close()
     # The whole group: whatever the variant started (even a plain fork) ends with its run.
@@ -464,6 +483,7 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
     with contextlib.suppress(OSError):  # its own group, killed as one when the run ends
         os.setpgid(0, 0)
     die_with_parent()
+    _start_group_guard(*owner.guard)
     # Ctrl+C reaches the whole process group; the parent answers it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)  # the parent's OpenMP threads do not survive fork
@@ -614,6 +634,40 @@ def _memory_error(error: TracerError, owner: _Run) -> TracerError:
             error.location,
         )
     return error
+
+
+def _start_group_guard(read_fd: int, write_fd: int) -> None:
+    """Fork a small process that kills the worker's whole group once the tool is gone.
+
+    ``die_with_parent`` ends the worker itself, even on ``kill -9`` of the tool, but
+    not what a step forked. The guard waits on a pipe only the tool can write to: end
+    of file means the tool has ended, however it ended, and the guard kills the group
+    (itself included). When a run ends normally the tool kills the group, guard and all.
+    """
+    if read_fd < 0:
+        return
+    with contextlib.suppress(OSError):
+        os.close(write_fd)  # only the tool holds it: its death is the end of file
+    try:
+        pid = os.fork()
+    except OSError:
+        return  # no guard: the tool still kills the group when the run ends
+    if pid:
+        os.close(read_fd)
+        return
+    try:  # the guard: no plugin code, nothing but the wait
+        with contextlib.suppress(OSError, ValueError):
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) > 2 and int(name) != read_fd:
+                    with contextlib.suppress(OSError):
+                        os.close(int(name))
+        with contextlib.suppress(OSError):
+            while os.read(read_fd, 1):
+                pass
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
 
 
 def _say_where(connection: Connection, trace: Trace, frame: Any) -> None:

@@ -88,3 +88,15 @@ def test_a_plugin_named_like_a_built_in_is_refused_by_name(tmp_path: Path) -> No
         "attn: warning: plugin 'masked' failed: the file name masked.py clashes with the "
         "built-in plugin 'masked'; rename the file (for example my_masked.py) (see 'attn plugins')"
     )
+
+
+def test_a_keyboard_interrupt_at_import_is_a_plugin_that_failed_to_load(tmp_path: Path) -> None:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "interrupts.py").write_text("raise KeyboardInterrupt\n")
+    result = run_attn("trace", "vectorized", "--plugins-dir", str(folder))
+    assert result.returncode == 0
+    assert result.stderr.splitlines()[0] == (
+        f"attn: warning: plugin 'interrupts' failed: KeyboardInterrupt ({folder / 'interrupts.py'}:1)"
+        " (see 'attn plugins')"
+    )

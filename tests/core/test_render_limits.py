@@ -237,3 +237,14 @@ def test_a_50_megabyte_message_is_cut_before_the_terminal(tmp_path: Path, isolat
     assert len(result.stderr) < 10_000
     assert result.stderr.count("\n") == 1
     assert "more characters not shown" in result.stderr
+
+
+def test_a_keyboard_interrupt_from_a_plugin_in_its_worker_is_the_plugins_failure(
+    tmp_path: Path,
+) -> None:
+    folder = plugin_folder(tmp_path, interrupts=INTERRUPTS)
+    result = run_attn("trace", "interrupts", "--plugins-dir", str(folder))
+    assert result.returncode == 3
+    assert result.stderr == (
+        f"{folder / 'interrupts.py'}: variant 'interrupts' failed: raised KeyboardInterrupt\n"
+    )

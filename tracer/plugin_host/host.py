@@ -379,7 +379,8 @@ def _trial_child(
                     return
                 frame = frame.f_back
 
-        signal.signal(signal.SIGUSR1, where)
+        with contextlib.suppress(ValueError):  # only the main thread may; after fork it is
+            signal.signal(signal.SIGUSR1, where)
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(1)  # the parent's threads did not fork
         with contextlib.redirect_stdout(sys.stderr):

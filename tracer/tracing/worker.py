@@ -529,6 +529,10 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
                 changes(),
                 printed.take(),
             )
+        except KeyboardInterrupt:  # SIGINT is ignored here: the plugin raised it itself
+            where = (owner.source_file, None, None)
+            text = f"variant '{owner.variant.name}' failed: raised KeyboardInterrupt"
+            message = ("error", "VariantRunError", text, where, changes(), printed.take())
         except BaseException as exc:  # anything else is our own failure
             text = traceback.format_exception_only(type(exc), exc)[-1].strip()
             message = ("error", "PluginError", f"worker failed: {text}", None, [], "")

@@ -111,3 +111,16 @@ def test_app_labels_and_prose_show_escapes_visibly() -> None:
     rows, columns, _ = tensor_labels((2, 2), ("query", "key"), (OSC_TITLE, CSI_CLEAR), None)
     assert all("\x1b" not in label for label in rows + columns)
     assert rows[0] == "␛]0;owned␇"
+
+
+def test_lessons_list_never_emits_a_titles_escape(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "10_clip.yaml").write_text(
+        json.dumps({"title": f"Clip {OSC_52}", "summary": "S", "steps": [{"narration": "Hi."}]}),
+        encoding="utf-8",
+    )
+    result = run_attn("lessons", "--lessons-dir", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert b"\x1b" not in result.stdout + result.stderr
+    assert "Clip ␛]52".encode() in result.stdout

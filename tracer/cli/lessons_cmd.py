@@ -116,9 +116,11 @@ def run_list(args: argparse.Namespace) -> int:
     for ref in refs:
         if ref.origin != origin:
             origin = ref.origin
-            print(f"{'Shipped lessons' if origin == 'built-in' else 'Lessons in ' + origin}:")
+            where = "Shipped lessons" if origin == "built-in" else "Lessons in " + origin
+            print(visible(f"{where}:", multiline=False))
         title = ref.title if ref.problem is None else f"(cannot be loaded: {ref.problem})"
-        print(f"{ref.number:>3}. {ref.name.ljust(width)}  {title}")
+        line = f"{ref.number:>3}. {ref.name.ljust(width)}  {title}"
+        print(message(visible(line, multiline=False)))  # titles and names come from files
     if not refs:
         print("No lessons found.")
     return EXIT_OK

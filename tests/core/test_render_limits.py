@@ -248,3 +248,44 @@ def test_a_keyboard_interrupt_from_a_plugin_in_its_worker_is_the_plugins_failure
     assert result.stderr == (
         f"{folder / 'interrupts.py'}: variant 'interrupts' failed: raised KeyboardInterrupt\n"
     )
+
+
+def _streamed(document: object) -> str:
+    from tracer.render.text import write_json
+
+    pieces: list[str] = []
+    write_json(document, pieces.append)
+    return "".join(pieces)
+
+
+def test_streamed_json_is_exactly_what_json_dumps_writes() -> None:
+    from tracer.render.text import LazyTensor, tensor_json
+
+    tensors = [
+        torch.tensor(3.5),
+        torch.tensor([1.0, float("nan"), float("-inf"), -0.0]),
+        torch.rand(3, 4, 2),
+        torch.arange(6).reshape(2, 3),
+        torch.tensor([[True, False]]),
+        torch.zeros(2, 0),
+        torch.zeros(0, 3),
+        torch.rand(70_000),  # more than one block of a 1-d tensor
+    ]
+    for tensor in tensors:
+        lazy = {"a": [1, "x\x1b"], "t": LazyTensor(tensor), "e": {}, "l": []}
+        eager = {"a": [1, "x\x1b"], "t": tensor_json(tensor), "e": {}, "l": []}
+        assert _streamed(lazy) == json.dumps(eager, indent=1), tuple(tensor.shape)
+
+
+def test_trace_json_streams_the_same_document(tmp_path: Path) -> None:
+    from tracer.plugin_host import PluginHost
+    from tracer.render.text import LazyTensor, trace_json
+    from tracer.runner import TraceOptions, start_trace
+
+    host = PluginHost(use_env=False)
+    for name in ("vectorized", "multihead", "naive-loop"):
+        eager = trace_json(start_trace(name, TraceOptions(query="1"), host), substeps=True)
+        lazy = trace_json(
+            start_trace(name, TraceOptions(query="1"), host), substeps=True, tensor=LazyTensor
+        )
+        assert _streamed(lazy) == json.dumps(eager, indent=1), name

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from typing import Any
 
@@ -44,7 +43,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.render.text import format_trace, trace_json
+    from tracer.render.text import LazyTensor, format_trace, trace_json, write_json
     from tracer.runner import start_trace
 
     # Before any plugin loads: a thread it starts at import can print, but not into the JSON.
@@ -55,8 +54,17 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         # Whatever the variant prints while it runs goes to stderr: stdout is one JSON document.
         with contextlib.redirect_stdout(sys.stderr):
-            document = trace_json(trace, stages, args.substeps)
-        write_document(out, json.dumps(document, indent=1) + "\n")
+            document = trace_json(trace, stages, args.substeps, tensor=LazyTensor)
+        pieces: list[str] = []
+
+        def write(text: str) -> None:  # in blocks: one write per number would be slow
+            pieces.append(text)
+            if len(pieces) >= 4096:
+                write_document(out, "".join(pieces))
+                pieces.clear()
+
+        write_json(document, write)
+        write_document(out, "".join(pieces) + "\n")
         return EXIT_OK
     for chunk in format_trace(trace, stages, args.substeps):
         print(visible(chunk))  # tokens and plugin lines are the user's text

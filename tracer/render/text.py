@@ -7,9 +7,10 @@ drawing, one tensor row per line, 4 decimals.
 from __future__ import annotations
 
 import itertools
+import json
 import linecache
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -213,7 +214,18 @@ def tensor_json(tensor: torch.Tensor) -> Any:
     return plain(tensor.detach().cpu().tolist())
 
 
-def step_json(step: Stage | SubStep, query: int | None) -> dict[str, Any]:
+class LazyTensor:
+    """A tensor in a document that :func:`write_json` writes row by row, never as one list."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+
+def step_json(
+    step: Stage | SubStep, query: int | None, tensor: Callable[[torch.Tensor], Any] = tensor_json
+) -> dict[str, Any]:
     """What a stage or sub-step records: tensors with their shapes and axis names, and source."""
     document: dict[str, Any] = {}
     if isinstance(step, SubStep):
@@ -233,23 +245,29 @@ def step_json(step: Stage | SubStep, query: int | None) -> dict[str, Any]:
         name: list(effective_axes(tuple(t.shape), step.axes.get(name), query) or ())
         for name, t in step.tensors.items()
     }
-    document["tensors"] = {name: tensor_json(t) for name, t in step.tensors.items()}
+    document["tensors"] = {name: tensor(t) for name, t in step.tensors.items()}
     return document
 
 
 def trace_json(
-    trace: Trace, stages: Collection[str] | None = None, substeps: bool = False
+    trace: Trace,
+    stages: Collection[str] | None = None,
+    substeps: bool = False,
+    tensor: Callable[[torch.Tensor], Any] = tensor_json,
 ) -> dict[str, Any]:
-    """One JSON document: the run's stages (and sub-steps when asked), then its output."""
+    """One JSON document: the run's stages (and sub-steps when asked), then its output.
+
+    ``tensor=LazyTensor`` leaves the tensors for :func:`write_json` to write row by row.
+    """
     query = trace.context.query
     kept: list[dict[str, Any]] = []
     loops: list[dict[str, Any]] = []
     for step in trace:
         if isinstance(step, SubStep):
             if substeps and (stages is None or step.stage in stages):
-                loops.append(step_json(step, query))
+                loops.append(step_json(step, query, tensor))
         elif stages is None or step.name in stages:
-            kept.append(step_json(step, query))
+            kept.append(step_json(step, query, tensor))
     document: dict[str, Any] = {
         "variant": trace.variant.name,
         "tokens": list(trace.tokens),
@@ -259,8 +277,63 @@ def trace_json(
     }
     if substeps:
         document["substeps"] = loops
-    document["output"] = tensor_json(trace.output) if trace.output is not None else None
+    document["output"] = tensor(trace.output) if trace.output is not None else None
     return document
+
+
+def write_json(value: Any, write: Callable[[str], object], indent: int = 1, level: int = 0) -> None:
+    """``json.dumps(value, indent=indent)`` written in pieces, :class:`LazyTensor` included.
+
+    The same text as ``json.dumps`` (tests hold it to that), but a tensor is turned
+    into text one row at a time: a 2^28-value score matrix never exists as Python
+    floats all at once (that alone is over 8 GB).
+    """
+    if isinstance(value, LazyTensor):
+        _write_tensor(value.tensor.detach().cpu(), write, indent, level)
+    elif isinstance(value, dict) and value:
+        inner = "\n" + " " * (indent * (level + 1))
+        write("{")
+        for number, (key, item) in enumerate(value.items()):
+            write(("," if number else "") + inner + json.dumps(str(key)) + ": ")
+            write_json(item, write, indent, level + 1)
+        write("\n" + " " * (indent * level) + "}")
+    elif isinstance(value, list) and value:
+        inner = "\n" + " " * (indent * (level + 1))
+        write("[")
+        for number, item in enumerate(value):
+            write(("," if number else "") + inner)
+            write_json(item, write, indent, level + 1)
+        write("\n" + " " * (indent * level) + "]")
+    else:
+        write(json.dumps(value))
+
+
+ROWS_AT_ONCE = 65_536
+"""Values of a tensor turned into Python numbers at once by :func:`write_json`."""
+
+
+def _write_tensor(
+    tensor: torch.Tensor, write: Callable[[str], object], indent: int, level: int
+) -> None:
+    if tensor.dim() == 0:
+        write(json.dumps(plain(tensor.item())))
+        return
+    if tensor.shape[0] == 0:
+        write("[]")
+        return
+    inner = "\n" + " " * (indent * (level + 1))
+    write("[")
+    if tensor.dim() == 1:
+        for start in range(0, tensor.shape[0], ROWS_AT_ONCE):
+            values = plain(tensor[start : start + ROWS_AT_ONCE].tolist())
+            write(
+                ("," if start else "") + inner + ("," + inner).join(json.dumps(v) for v in values)
+            )
+    else:
+        for index in range(tensor.shape[0]):
+            write(("," if index else "") + inner)
+            _write_tensor(tensor[index], write, indent, level + 1)
+    write("\n" + " " * (indent * level) + "]")
 
 
 def _is_json(value: object) -> bool:

@@ -106,7 +106,7 @@ def test_a_big_tensor_is_drawn_by_its_corner_only() -> None:
     assert len(lines) == 1 + ROW_LIMIT + 1
     assert lines[-1] == (
         f"… {2048 - ROW_LIMIT:,} more rows and {2048 - COLUMN_LIMIT:,} more columns not printed "
-        "(--json prints every value)"
+        "(attn trace --json prints every value)"
     )
     # The corner printed is the tensor's own corner, label for label.
     first = lines[1].split()

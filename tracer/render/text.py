@@ -98,7 +98,7 @@ def format_tensor(
             left.append(_more(all_rows - len(rows), "more row"))
         if all_columns > COLUMN_LIMIT:
             left.append(_more(all_columns - COLUMN_LIMIT, "more column"))
-        lines.append(f"… {' and '.join(left)} not printed (--json prints every value)")
+        lines.append(f"… {' and '.join(left)} not printed (attn trace --json prints every value)")
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
 
 

@@ -348,6 +348,8 @@ def _trial_import(
         os.close(read_end)
         _trial_child(load, write_end, source, folder)
     os.close(write_end)
+    with contextlib.suppress(OSError):  # also set in the child: whichever runs first
+        os.setpgid(pid, pid)
     try:
         return _trial_result(pid, read_end, timeout, source)
     finally:
@@ -369,6 +371,9 @@ def _trial_child(
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # its printing is shown once, by the real import
             os.dup2(devnull, fd)
+        # Fresh streams: the inherited ones may be the app's capture, or locked by a thread
+        # that does not exist in this process.
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
         inside = str(folder.resolve()) if folder is not None else source
 
         def where(signum: int, frame: Any) -> None:

@@ -5,6 +5,7 @@ Exit statuses (also in the README):
   1  a check found problems (lesson problems, a mismatching implementation)
   2  usage or input error: bad option, bad inputs file, unknown name
   3  a plugin failed (to load, to register, or while running)
+  130  interrupted: Ctrl+C, or a plugin raised KeyboardInterrupt
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
 EXIT_PLUGIN = 3
+EXIT_INTERRUPTED = 130
+"""Ctrl+C, or plugin code raising KeyboardInterrupt (128 + SIGINT, as shells report it)."""
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,15 @@ def resolve_query(query: int | str | None, tokens: tuple[str, ...]) -> int | Non
     if query is None:
         return None
     if isinstance(query, str) and not query.lstrip("-").isdigit():
-        if query in tokens:
-            return tokens.index(query)
+        positions = [index for index, token in enumerate(tokens) if token == query]
+        if len(positions) > 1:  # picking the first would focus a token the user may not mean
+            listed = ", ".join(str(index) for index in positions)
+            raise UsageError(
+                f"--query '{query}' is ambiguous: it is tokens {listed} (numbered from 0); "
+                f"give the position instead, e.g. --query {positions[0]}"
+            )
+        if positions:
+            return positions[0]
         raise UsageError(f"--query '{query}' is not one of the tokens{did_you_mean(query, tokens)}")
     index = int(query)
     if not 0 <= index < len(tokens):

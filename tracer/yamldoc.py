@@ -64,18 +64,22 @@ def problem_at(node: yaml.Node | Any, message: str, path: str) -> Problem:
     return Problem(line, column, message, path)
 
 
-def read_text(path: Path, *, what: str = "file") -> str:
+def read_text(path: Path, *, what: str = "file", limit: int = MAX_BYTES) -> str:
     """Read a UTF-8 text file, turning every OS and encoding failure into one Problem."""
     where = str(path)
     try:
         size = path.stat().st_size
         if path.is_dir():
             raise DocumentError([Problem(1, 1, f"{what} is a directory, not a file", where)])
-        if size > MAX_BYTES:
+        if size > limit:
             raise DocumentError(
                 [
                     Problem(
-                        1, 1, f"{what} is too large ({_megabytes(size)}; the limit is 1 MB)", where
+                        1,
+                        1,
+                        f"{what} is too large ({_megabytes(size)}; the limit is "
+                        f"{limit // 2**20} MB)",
+                        where,
                     )
                 ]
             )
@@ -84,12 +88,14 @@ def read_text(path: Path, *, what: str = "file") -> str:
         raise DocumentError([Problem(1, 1, f"{what} not found", where)]) from None
     except OSError as exc:
         raise DocumentError([Problem(1, 1, f"cannot read {what}: {exc.strerror}", where)]) from None
-    return decode(data, where)
+    return decode(data, where, limit)
 
 
-def decode(data: bytes, path: str) -> str:
-    if len(data) > MAX_BYTES:
-        message = f"document is too large ({_megabytes(len(data))}; the limit is 1 MB)"
+def decode(data: bytes, path: str, limit: int = MAX_BYTES) -> str:
+    if len(data) > limit:
+        message = (
+            f"document is too large ({_megabytes(len(data))}; the limit is {limit // 2**20} MB)"
+        )
         raise DocumentError([Problem(1, 1, message, path)])
     if b"\x00" in data:
         raise DocumentError([Problem(1, 1, "this is a binary file, not YAML text", path)])

@@ -24,6 +24,8 @@ from typing import Any
 
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
+from tracer.files import write_atomic
+from tracer.sanitize import message, visible
 
 ACTIONS = ("check", "run", "new", "schema", "export")
 USAGE = (
@@ -114,9 +116,11 @@ def run_list(args: argparse.Namespace) -> int:
     for ref in refs:
         if ref.origin != origin:
             origin = ref.origin
-            print(f"{'Shipped lessons' if origin == 'built-in' else 'Lessons in ' + origin}:")
+            where = "Shipped lessons" if origin == "built-in" else "Lessons in " + origin
+            print(visible(f"{where}:", multiline=False))
         title = ref.title if ref.problem is None else f"(cannot be loaded: {ref.problem})"
-        print(f"{ref.number:>3}. {ref.name.ljust(width)}  {title}")
+        line = f"{ref.number:>3}. {ref.name.ljust(width)}  {title}"
+        print(message(visible(line, multiline=False)))  # titles and names come from files
     if not refs:
         print("No lessons found.")
     return EXIT_OK
@@ -260,13 +264,13 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
                 warnings = markup_warnings(error.partial)
         except TracerError as error:
             prefix = "" if error.location is not None else "attn: "
-            print(f"{prefix}{error}", file=sys.stderr)
+            print(message(f"{prefix}{error}"), file=sys.stderr)
             status = max(status, error.exit_status)
             continue
         # Warnings (Markdown markup in prose) are said, in file order with the problems,
         # but do not fail the check: the lesson loads and runs as it is.
         for problem in sorted([*problems, *warnings], key=lambda p: (p.line, p.column)):
-            print(problem, flush=True)
+            print(message(str(problem)), flush=True)
         if problems:
             status = max(status, EXIT_PROBLEMS)
         else:
@@ -288,7 +292,7 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
     if problems:
         raise LessonError(problems)
     for text in plain_lines(lesson, host):
-        print(text, flush=True)
+        print(visible(text), flush=True)  # a lesson's escape sequences are shown, not run
     return EXIT_OK
 
 
@@ -301,13 +305,15 @@ def export(target: str, args: argparse.Namespace) -> int:
     if args.to is None:
         raise UsageError("'attn lesson export' needs --to md or --to ipynb")
     path = preflight(target, args.lessons_dir)
-    output = Path(args.output) if args.output else Path(f"{path.stem}.{args.to}")
+    # Absolute now, before any plugin runs: a plugin's chdir must not move the export.
+    named = Path(args.output) if args.output else Path(f"{path.stem}.{args.to}")
+    output = named.absolute()
     if (output.exists() or output.is_symlink()) and not args.force:
-        raise UsageError(f"{output} already exists; not overwriting it (use --force to replace it)")
+        raise UsageError(f"{named} already exists; not overwriting it (use --force to replace it)")
     if output.is_dir():
-        raise UsageError(f"{output} is a folder; give a file name with -o")
+        raise UsageError(f"{named} is a folder; give a file name with -o")
     if not output.parent.is_dir():
-        raise UsageError(f"folder not found: {output.parent}")
+        raise UsageError(f"folder not found: {named.parent}")
     host = load_host(args)
     lesson = load_lesson(path, host)
     problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
@@ -315,10 +321,11 @@ def export(target: str, args: argparse.Namespace) -> int:
         raise LessonError(problems)
     text = export_text(lesson, host, args.to)
     try:
-        output.write_text(text, encoding="utf-8")
+        # Atomic: a full disk leaves the user's old file whole, never a truncated one.
+        write_atomic(output, text)
     except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror}") from None
-    print(f"wrote {output}")
+        raise UsageError(f"cannot write {named}: {exc.strerror}") from None
+    print(f"wrote {named}")
     return EXIT_OK
 
 

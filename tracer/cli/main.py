@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from tracer import __version__
-from tracer.errors import EXIT_PLUGIN, EXIT_USAGE, TracerError
+from tracer.errors import EXIT_INTERRUPTED, EXIT_PLUGIN, EXIT_USAGE, TracerError
+from tracer.sanitize import message
 
 
 class Parser(argparse.ArgumentParser):
@@ -44,7 +45,7 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="attn",
         description="Step through self-attention, stage by stage.",
-        epilog="Exit status: 0 ok, 1 problems found, 2 usage or input error, 3 plugin failure.",
+        epilog="Exit status: 0 ok, 1 problems found, 2 usage or input error, 3 plugin failure, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"attention-tracer {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -68,10 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.handler(args)
     except TracerError as error:
         prefix = "" if error.location is not None else "attn: "
-        print(f"{prefix}{error}", file=sys.stderr)
+        print(message(f"{prefix}{error}"), file=sys.stderr)
         return error.exit_status
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # Ctrl+C, or plugin code raising KeyboardInterrupt
+        print("attn: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except MemoryError:
         print(
             "attn: out of memory: try fewer tokens, a smaller --d-out or fewer heads",

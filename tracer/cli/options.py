@@ -8,6 +8,7 @@ import sys
 from tracer.options import parse_assignments
 from tracer.plugin_host import PluginHost
 from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions
+from tracer.sanitize import message
 
 
 def add_trace_options(parser: argparse.ArgumentParser) -> None:
@@ -100,11 +101,11 @@ def load_host(args: argparse.Namespace, *, warn: bool = True) -> PluginHost:
     host = PluginHost(args.plugins_dir)
     if warn:
         for record in host.failures:
-            print(
-                f"attn: warning: plugin '{record.name}' failed: {record.error} (see 'attn plugins')",
-                file=sys.stderr,
+            text = (
+                f"attn: warning: plugin '{record.name}' failed: {record.error} (see 'attn plugins')"
             )
+            print(message(text), file=sys.stderr)
         for record in host.plugins:
             for warning in record.warnings:
-                print(f"attn: warning: plugin '{record.name}': {warning}", file=sys.stderr)
+                print(message(f"attn: warning: plugin '{record.name}': {warning}"), file=sys.stderr)
     return host

@@ -7,10 +7,12 @@ import json
 import sys
 from typing import Any
 
+from tracer.cli.channels import private_stdout, write_document
 from tracer.cli.options import add_plugin_options
 from tracer.errors import EXIT_OK
 from tracer.options import describe
 from tracer.plugin_host import PluginHost
+from tracer.sanitize import message
 
 
 def add_parser(commands: Any) -> None:
@@ -25,24 +27,29 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = private_stdout() if args.json else sys.stdout  # before plugins: see tracer.cli.channels
     host = PluginHost(args.plugins_dir)
     if args.json:
-        json.dump([record.as_json(host) for record in host.plugins], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        document = [record.as_json(host) for record in host.plugins]
+        write_document(out, json.dumps(document, indent=2) + "\n")
         return EXIT_OK
+
+    def say(text: str) -> None:  # names, titles and errors are the plugins' own text
+        print(message(text))
+
     for record in host.plugins:
         version = f" {record.version}" if record.version else ""
-        print(f"{record.name}{version}  [{record.origin}]  {record.source}")
+        say(f"{record.name}{version}  [{record.origin}]  {record.source}")
         for name in record.variants:
             variant = host.variants[name]
-            print(f"  {name}: {variant.title}")
-            print(f"    stages: {', '.join(variant.stages)}")
+            say(f"  {name}: {variant.title}")
+            say(f"    stages: {', '.join(variant.stages)}")
             if variant.loops:
-                print(f"    loops: {', '.join(variant.loops)}")
+                say(f"    loops: {', '.join(variant.loops)}")
             for option in variant.options:
-                print(f"    -o {describe(option)}")
+                say(f"    -o {describe(option)}")
         for warning in record.warnings:
-            print(f"  warning: {warning}")
+            say(f"  warning: {warning}")
         if record.error:
-            print(f"  FAILED: {record.error}")
+            say(f"  FAILED: {record.error}")
     return EXIT_OK

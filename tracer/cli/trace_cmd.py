@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from typing import Any
 
+from tracer.cli.channels import private_stdout, write_document
 from tracer.cli.options import add_trace_options, load_host, trace_options
 from tracer.errors import EXIT_OK, UsageError
+from tracer.sanitize import visible
 from tracer.suggest import did_you_mean
 from tracer.variant import Variant
 
@@ -42,21 +43,31 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.render.text import format_trace, trace_json
+    from tracer.render.text import LazyTensor, format_trace, trace_json, write_json
     from tracer.runner import start_trace
 
+    # Before any plugin loads: a thread it starts at import can print, but not into the JSON.
+    out = private_stdout() if args.json else sys.stdout
     host = load_host(args)
     stages = stage_filter(args.stages, host.variant(args.variant))
     trace = start_trace(args.variant, trace_options(args), host)
     if args.json:
         # Whatever the variant prints while it runs goes to stderr: stdout is one JSON document.
         with contextlib.redirect_stdout(sys.stderr):
-            document = trace_json(trace, stages, args.substeps)
-        json.dump(document, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+            document = trace_json(trace, stages, args.substeps, tensor=LazyTensor)
+        pieces: list[str] = []
+
+        def write(text: str) -> None:  # in blocks: one write per number would be slow
+            pieces.append(text)
+            if len(pieces) >= 4096:
+                write_document(out, "".join(pieces))
+                pieces.clear()
+
+        write_json(document, write)
+        write_document(out, "".join(pieces) + "\n")
         return EXIT_OK
     for chunk in format_trace(trace, stages, args.substeps):
-        print(chunk)
+        print(visible(chunk))  # tokens and plugin lines are the user's text
     return EXIT_OK
 
 

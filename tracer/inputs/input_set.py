@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from tracer.errors import InputError, UsageError
+from tracer.errors import InputError, Location, UsageError
 from tracer.suggest import did_you_mean, one_of
 from tracer.yamldoc import (
     DocumentError,
@@ -45,6 +45,13 @@ from tracer.yamldoc import (
 )
 
 Matrix = tuple[tuple[float, ...], ...]
+MAX_TOKENS = 16_384
+"""The most tokens an inputs file may hold: their score matrix is the most values a step
+may show (``tracer.tracing.checks.MAX_ELEMENTS``, 16,384²)."""
+MAX_VALUES = 2**20
+"""The most numbers an inputs file may hold (16,384 tokens of width 64; weights included)."""
+MAX_FILE_BYTES = 64 * 2**20
+"""Only a guard against reading a huge file into memory: the real limits are the two above."""
 WEIGHT_NAMES = ("query", "key", "value")
 KEYS = ("tokens", "embeddings", "weights", "padding", "description", "source")
 SOURCE_KEYS = ("tokens", "embeddings", "weights")
@@ -109,9 +116,14 @@ def load_inputs(spec: str) -> InputSet:
         problem = "is a directory, not a file" if path.is_dir() else "not found"
         raise InputError(f"inputs file {problem}: {spec}")
     try:
-        text = read_text(path, what="inputs file")
+        text = read_text(path, what="inputs file", limit=MAX_FILE_BYTES)
         if path.suffix.lower() == ".json":
-            _check_json(text, str(path))
+            document = _check_json(text, str(path))
+            # A well-formed JSON file is read as JSON (a 4.5 MB file in a second, not minutes);
+            # only a file with a problem goes through YAML, which knows every line and column.
+            fast = _plain_input_set(document, str(path), path.stem)
+            if fast is not None:
+                return _within_limits(fast, None)
             text = text.replace("\t", " ")  # same columns; YAML refuses tabs that JSON allows
         node = compose(text, str(path))
     except DocumentError as exc:
@@ -119,7 +131,97 @@ def load_inputs(spec: str) -> InputSet:
     input_set, problems = parse_input_node(node, str(path), name=path.stem)
     if problems or input_set is None:
         raise _first(problems)
+    return _within_limits(input_set, node)
+
+
+def _within_limits(input_set: InputSet, node: yaml.Node | None) -> InputSet:
+    """Refuse what the tool could not draw: too many tokens or values (not too many bytes)."""
+    where = Location(input_set.source, 1, 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, key_node, _ in mapping_items(node):
+            if key == "tokens":
+                where = problem_at(key_node, "", input_set.source).location
+    count = len(input_set.tokens)
+    if count > MAX_TOKENS:
+        raise InputError(
+            f"{count:,} tokens; the most the tool can draw is {MAX_TOKENS:,} "
+            f"(their score matrix is {MAX_TOKENS:,}² values)",
+            where,
+        )
+    values = count * input_set.d_in + sum(
+        len(matrix) * len(matrix[0]) for matrix in (input_set.weights or {}).values()
+    )
+    if values > MAX_VALUES:
+        raise InputError(
+            f"{values:,} numbers (embeddings and weights); the most an inputs file may hold "
+            f"is {MAX_VALUES:,} (for example {MAX_TOKENS:,} tokens of width 64)",
+            where,
+        )
     return input_set
+
+
+def _plain_input_set(document: object, path: str, name: str) -> InputSet | None:
+    """The input set of a parsed JSON document with nothing wrong in it, else None."""
+
+    def number(value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        try:
+            return math.isfinite(value)
+        except OverflowError:  # an integer beyond any float: the slow path says where
+            return False
+
+    def matrix(value: object) -> Matrix | None:
+        if not isinstance(value, list) or not value:
+            return None
+        if not all(isinstance(row, list) and row and len(row) == len(value[0]) for row in value):
+            return None
+        if not all(number(cell) for row in value for cell in row):
+            return None
+        return tuple(tuple(float(cell) for cell in row) for row in value)
+
+    if not isinstance(document, dict) or not set(document) <= set(KEYS):
+        return None
+    tokens = document.get("tokens")
+    if not isinstance(tokens, list) or not tokens:
+        return None
+    if not all(isinstance(token, str) and token for token in tokens):
+        return None
+    embeddings = matrix(document.get("embeddings"))
+    if embeddings is None or len(embeddings) != len(tokens):
+        return None
+    weights: dict[str, Matrix] | None = None
+    if "weights" in document:
+        given = document["weights"]
+        if not isinstance(given, dict) or set(given) != set(WEIGHT_NAMES):
+            return None
+        weights = {}
+        for key in WEIGHT_NAMES:
+            found = matrix(given[key])
+            if found is None or len(found) != len(embeddings[0]):
+                return None
+            if weights and len(found[0]) != len(weights["query"][0]):
+                return None
+            weights[key] = found
+    padding = document.get("padding")
+    if padding is not None and not (
+        isinstance(padding, list)
+        and len(padding) == len(tokens)
+        and all(isinstance(item, bool) for item in padding)
+    ):
+        return None
+    description = document.get("description", "")
+    if not isinstance(description, str):
+        return None
+    return InputSet(
+        name=name,
+        tokens=tuple(tokens),
+        embeddings=embeddings,
+        weights=weights,
+        padding=tuple(padding) if padding is not None else None,
+        description=description,
+        source=path,
+    )
 
 
 def _first(problems: list[Problem]) -> InputError:
@@ -127,15 +229,26 @@ def _first(problems: list[Problem]) -> InputError:
     return InputError(problem.message, problem.location)
 
 
-def _check_json(text: str, path: str) -> None:
+def _check_json(text: str, path: str) -> object:
     def refuse_constant(name: str) -> float:
         return math.nan  # reported below, with its position, as a non-finite value
 
     try:
-        json.loads(text, parse_constant=refuse_constant)
+        return json.loads(text, parse_constant=refuse_constant, object_pairs_hook=_no_repeats)
     except json.JSONDecodeError as exc:
         problem = Problem(exc.lineno, exc.colno, f"malformed JSON: {exc.msg}", path)
         raise DocumentError([problem]) from None
+
+
+_REPEATED = "\0repeated key"
+
+
+def _no_repeats(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object; one with a repeated key is marked, so YAML reports it at its line."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        document[_REPEATED] = True
+    return document
 
 
 def parse_input_node(

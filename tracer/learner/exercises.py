@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, InputError, Location, UsageError
+from tracer.files import locked, set_aside, write_atomic
 from tracer.suggest import did_you_mean
 
 PROGRESS_FILE = ".attn-exercises.json"
@@ -266,6 +267,10 @@ class Progress:
         Raises OSError when the folder cannot be written.
         """
         path = folder / PROGRESS_FILE
+        with locked(path):  # two instances saving at once keep each other's progress
+            self._merge_and_write(folder, path, forget)
+
+    def _merge_and_write(self, folder: Path, path: Path, forget: frozenset[str]) -> None:
         on_disk = Progress()  # nothing (readable) there: this instance's progress is all there is
         with contextlib.suppress(OSError, InputError):
             on_disk = Progress.parse(path.read_bytes(), str(path))
@@ -278,16 +283,8 @@ class Progress:
             "skipped": self.skipped,
         }
         _clean_stale_temporaries(folder)
-        temporary = folder / f"{PROGRESS_FILE}.{os.getpid()}.tmp"
-        try:
-            with temporary.open("w", encoding="utf-8") as handle:
-                handle.write(json.dumps(data, indent=1) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)  # never a half-written progress file
-        finally:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
+        # Never a half-written progress file; a symlinked one stays a symlink.
+        write_atomic(path, json.dumps(data, indent=1) + "\n")
 
     def try_save(
         self,
@@ -310,12 +307,7 @@ class Progress:
 
 
 def _set_aside(path: Path) -> Path | None:
-    aside = path.with_name(path.name + ".corrupt")
-    try:
-        os.replace(path, aside)
-    except OSError:
-        return None
-    return aside
+    return set_aside(path)  # .corrupt, .corrupt.1, ...: a second corruption keeps the first
 
 
 def _clean_stale_temporaries(folder: Path) -> None:

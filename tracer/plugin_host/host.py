@@ -20,20 +20,22 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from tracer import hookspecs
 from tracer.environment import env_number
 from tracer.errors import Location, PluginError, UsageError
+from tracer.processes import die_with_parent
 from tracer.suggest import did_you_mean
 from tracer.tracing.containment import PluginExit, contained
 from tracer.variant import RunContext, Variant
@@ -194,6 +196,11 @@ class PluginHost:
                 source=entry_point.value,
                 version=dist.version if dist else None,
             )
+            if record.origin != ORIGIN_BUILTIN:
+                record.error = _trial_import(entry_point.load, self._import_timeout)
+                if record.error is not None:
+                    self._add(record, None)
+                    continue
             try:
                 with _guarded(record, self._import_timeout):
                     module = entry_point.load()
@@ -220,6 +227,23 @@ class PluginHost:
                 name=path.stem, origin=ORIGIN_FOLDER, source=str(path), roots=(str(folder),)
             )
             module_name = f"{package}.{path.stem}"
+            if path.stem in self._records:  # refused before any of its code runs
+                self._add(record, None)
+                continue
+
+            def load(path: Path = path, module_name: str = module_name) -> ModuleType:
+                spec = importlib.util.spec_from_file_location(module_name, path)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[module_name] = module
+                with _importable(folder):
+                    spec.loader.exec_module(module)
+                return module
+
+            record.error = _trial_import(load, self._import_timeout, str(path), folder)
+            if record.error is not None:
+                self._add(record, None)
+                continue
             try:
                 spec = importlib.util.spec_from_file_location(module_name, path)
                 assert spec is not None and spec.loader is not None
@@ -237,7 +261,14 @@ class PluginHost:
 
     def _add(self, record: PluginRecord, module: ModuleType | None) -> None:
         if record.name in self._records:
-            record.error = f"another plugin is already named '{record.name}'"
+            other = self._records[record.name]
+            if other.origin == ORIGIN_BUILTIN and record.origin == ORIGIN_FOLDER:
+                record.error = (
+                    f"the file name {Path(record.source).name} clashes with the built-in plugin "
+                    f"'{record.name}'; rename the file (for example my_{Path(record.source).name})"
+                )
+            else:
+                record.error = f"another plugin is already named '{record.name}'"
             module = None
         self.plugins.append(record)
         self._records.setdefault(record.name, record)
@@ -302,6 +333,148 @@ class PluginHost:
                 self.variants[name] = variant
                 self.owner[name] = record
                 record.variants.append(name)
+
+
+def _trial_import(
+    load: Callable[[], ModuleType],
+    timeout: float,
+    source: str | None = None,
+    folder: Path | None = None,
+) -> str | None:
+    """Import a plugin first in a forked child with a hard deadline: None if it loaded there.
+
+    The child is killed (with its whole process group) when the deadline passes, so a
+    plugin that swallows every exception, ignores SIGALRM or never returns is reported as
+    failed and never imported here. The child also calls the plugin's
+    ``register_variants`` hook, which can hang as well. Off Linux (no safe fork) the
+    in-process time limit is all there is.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    read_end, write_end = os.pipe()
+    with _quiet_fork_warning():
+        pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_end)
+        _trial_child(load, write_end, source, folder)
+    os.close(write_end)
+    with contextlib.suppress(OSError):  # also set in the child: whichever runs first
+        os.setpgid(pid, pid)
+    try:
+        return _trial_result(pid, read_end, timeout, source)
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # whatever the plugin started goes too
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _trial_child(
+    load: Callable[[], ModuleType], out: int, source: str | None, folder: Path | None
+) -> None:
+    status = 0
+    try:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)  # its own group: killed as one, out of reach of the terminal's ^C
+        die_with_parent()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # its printing is shown once, by the real import
+            os.dup2(devnull, fd)
+        # Fresh streams: the inherited ones may be the app's capture, or locked by a thread
+        # that does not exist in this process.
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+        inside = str(folder.resolve()) if folder is not None else source
+
+        def where(signum: int, frame: Any) -> None:
+            while frame is not None:
+                name = frame.f_code.co_filename
+                if inside and (name == source or str(Path(name).resolve()).startswith(inside)):
+                    os.write(out, f"W{name}\0{frame.f_lineno}\n".encode())
+                    return
+                frame = frame.f_back
+
+        with contextlib.suppress(ValueError):  # only the main thread may; after fork it is
+            signal.signal(signal.SIGUSR1, where)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(1)  # the parent's threads did not fork
+        with contextlib.redirect_stdout(sys.stderr):
+            module = load()
+            hook = getattr(module, "register_variants", None)
+            if callable(hook):
+                # Only a hang matters here: the real call reports what it raises.
+                with contextlib.suppress(Exception):
+                    hook(register=lambda variant: None)
+        answer = "O"
+    except BaseException as exc:  # everything a plugin can raise is its own failure
+        answer = "E" + _describe(exc, source, folder)
+    try:
+        data = answer.encode("utf-8", "replace")[: 2**20].replace(b"\n", b" ")
+        os.write(out, data + b"\n")
+    except BaseException:
+        status = 1
+    os._exit(status)
+
+
+def _trial_result(pid: int, fd: int, timeout: float, source: str | None) -> str | None:
+    """Wait for the child's answer until the deadline; kill it then."""
+    import select
+
+    deadline = time.monotonic() + timeout
+    data = b""
+    asked = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 and not asked:
+            asked = True  # one grace period to say which line it is stuck on
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+            deadline = time.monotonic() + 0.5
+            continue
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+        if b"\n" in data:  # its answer (or, once asked, its line): a grandchild may hold the pipe
+            break
+    lines = data.decode("utf-8", "replace").splitlines()
+    for line in lines:
+        if line.startswith("O") and not asked:
+            return None
+        if line.startswith("E") and not asked:
+            return line[1:]
+    if not asked:
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        how = f"was killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return f"ended the process while loading ({how})"
+    text = (
+        f"took more than {timeout:g} s to load and was stopped; "
+        f"if it is only slow, raise the limit with {IMPORT_TIMEOUT_ENV}=SECONDS"
+    )
+    for line in lines:
+        if line.startswith("W"):
+            name, _, number = line[1:].partition("\0")
+            return f"{text} ({Location(name, int(number))})"
+    return text
+
+
+@contextmanager
+def _quiet_fork_warning() -> Iterator[None]:
+    """Python 3.12+ warns about fork in a threaded process; the child runs no thread's code."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
+        yield
 
 
 def _describe(exc: BaseException, source: str | None = None, folder: Path | None = None) -> str:
@@ -379,10 +552,25 @@ def _guarded(record: PluginRecord, timeout: float) -> Iterator[None]:
     """Plugin code at import: prints go to stderr (never into --json), defaults are put back,
     and a plugin that never finishes loading is stopped."""
     changed: list[str] = []
-    with contextlib.redirect_stdout(sys.stderr), contained(changed), _time_limit(timeout):
-        yield
+    folder = _cwd()
+    try:
+        with contextlib.redirect_stdout(sys.stderr), contained(changed), _time_limit(timeout):
+            yield
+    finally:
+        # Relative paths the user typed (an export's -o, --inputs) mean the folder they ran in.
+        if folder is not None and _cwd() != folder:
+            with contextlib.suppress(OSError):
+                os.chdir(folder)
+                record.warnings.append("changed the working folder at import; put back")
     if changed:
         record.warnings.append(f"changed torch's {', '.join(changed)} at import; put back")
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed
+        return None
 
 
 @contextmanager

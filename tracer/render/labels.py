@@ -42,8 +42,13 @@ def label_axes(
     axes: Sequence[str] | None,
     tokens: Sequence[str],
     query: int | None = None,
+    limit: int | None = None,
 ) -> tuple[Axis, ...]:
-    """An :class:`Axis` per dimension of ``shape``, from the names the variant gave."""
+    """An :class:`Axis` per dimension of ``shape``, from the names the variant gave.
+
+    ``limit``: label only the first ``limit`` positions of each axis (what a renderer
+    draws); whether an axis is labelled with tokens still depends on its whole length.
+    """
     source = source_tokens(tokens)
     tokens = tuple(tokens)
     names = effective_axes(shape, axes, query) or ("",) * len(shape)
@@ -58,10 +63,11 @@ def label_axes(
                 labels = (tokens[query],)
             elif offset + size <= len(own):
                 labels = own[offset : offset + size]
+        shown = size if limit is None else min(size, limit)
         if labels is not None:
-            result.append(Axis(name, labels, tokens=True))
+            result.append(Axis(name, labels[:shown], tokens=True))
         else:
-            result.append(Axis(name, tuple(str(offset + i) for i in range(size))))
+            result.append(Axis(name, tuple(str(offset + i) for i in range(shown))))
     return tuple(result)
 
 
@@ -106,9 +112,10 @@ def axis_labels(
     tokens: Sequence[str],
     query: int | None = None,
     axes: Sequence[str] | None = None,
+    limit: int | None = None,
 ) -> Labels:
     """Row and column labels for the last two axes (a 1-d tensor is one row; 0-d one cell)."""
-    named = label_axes(shape, axes, tokens, query)
+    named = label_axes(shape, axes, tokens, query, limit)
     row = tokens[query] if query is not None and focused_row(shape, axes, query) else ""
     if len(named) == 0:
         return Labels(rows=(row,), columns=("",))

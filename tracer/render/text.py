@@ -7,9 +7,10 @@ drawing, one tensor row per line, 4 decimals.
 from __future__ import annotations
 
 import itertools
+import json
 import linecache
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,16 @@ def format_number(value: float | bool) -> str:
     return "0.0000" if text == "-0.0000" else text
 
 
+ROW_LIMIT = 64
+"""Rows of one table printed; the rest are counted (``--json`` has every value)."""
+COLUMN_LIMIT = 32
+"""Columns of one table printed."""
+WRAPPED_COLUMN_LIMIT = 256
+"""Columns printed when the table wraps into blocks (a lesson's 51 losses are read whole)."""
+SLICE_LIMIT = 8
+"""2-d slices of a 3-d or higher tensor printed."""
+
+
 def format_tensor(
     tensor: torch.Tensor,
     tokens: tuple[str, ...],
@@ -46,58 +57,83 @@ def format_tensor(
     ``hidden``: cells (row, column of the tensor folded to two dimensions) printed as "?".
     ``wrap``: a table wider than this many characters is printed as blocks of columns, one
     under the other, each with its row labels (None: one block, however wide).
+
+    Only the top-left corner that is printed is ever turned into text (at most
+    ROW_LIMIT × COLUMN_LIMIT values, SLICE_LIMIT slices): a 16,384-token score
+    matrix costs what its corner costs, and what is left out is said in words.
     """
-    data = tensor.detach().cpu()
+    data = tensor.detach()
+    shape = tuple(data.shape)
     if data.dim() > 2:
-        names = effective_axes(tuple(data.shape), axes, query)
-        leading = label_axes(tuple(data.shape), names, tokens)[0]
+        names = effective_axes(shape, axes, query)
+        leading = label_axes(shape, names, tokens, limit=SLICE_LIMIT)[0]
         inner = names[1:] if names is not None else None
         title = f"{leading.name} " if leading.name and not leading.tokens else ""
-        rows = data[0].reshape(-1, data.shape[-1]).shape[0] if data.shape[0] else 0
-        return "\n".join(
+        rows_per_slice = data[0].reshape(-1, data.shape[-1]).shape[0] if data.shape[0] else 0
+        parts = [
             f"[{title}{label}]\n"
             + format_tensor(
                 data[index],
                 tokens,
                 None,
                 inner,
-                frozenset((r - index * rows, c) for r, c in hidden),
+                frozenset((r - index * rows_per_slice, c) for r, c in hidden),
                 wrap,
             )
             for index, label in enumerate(leading.labels)
-        )
-    labels = axis_labels(tuple(data.shape), tokens, query, axes)
-    values = data.reshape(len(labels.rows), len(labels.columns)).tolist()
+        ]
+        if shape[0] > SLICE_LIMIT:
+            parts.append(f"… {_more(shape[0] - SLICE_LIMIT, 'more slice')} not printed")
+        return "\n".join(parts)
+    column_limit = COLUMN_LIMIT if wrap is None else WRAPPED_COLUMN_LIMIT
+    labels = axis_labels(shape, tokens, query, axes, limit=max(ROW_LIMIT, column_limit))
+    rows, columns = labels.rows, labels.columns
+    all_rows = shape[0] if data.dim() == 2 else 1
+    all_columns = shape[-1] if data.dim() > 0 else 1
+    if data.dim() == 2:
+        rows, corner = rows[:ROW_LIMIT], data[:ROW_LIMIT, :column_limit]
+    else:
+        corner = data.reshape(-1)[:column_limit]
+    columns = columns[:column_limit]
+    values = corner.cpu().reshape(len(rows), len(columns)).tolist()
     cells = [
         ["?" if (r, c) in hidden else format_number(v) for c, v in enumerate(row)]
         for r, row in enumerate(values)
     ]
-    width = max([len(c) for row in cells for c in row] + [len(c) for c in labels.columns])
-    label_width = max(len(r) for r in labels.rows)
-    step = len(labels.columns)
+    if all_columns > len(columns):  # a row that goes on says so where it stops
+        columns = (*columns, "…")
+        cells = [[*row, "…"] for row in cells]
+    width = max([len(c) for row in cells for c in row] + [len(c) for c in columns], default=0)
+    label_width = max((len(r) for r in rows), default=0)
+    step = max(1, len(columns))
     if wrap is not None and label_width + 2 + step * (width + 2) - 2 > wrap:
         step = max(1, (wrap - label_width) // (width + 2))
-    lines = []
-    for start in range(0, len(labels.columns), step):
+    lines: list[str] = []
+    for start in range(0, max(1, len(columns)), step):
         if start:
             lines.append("")  # a block of further columns
-        columns = slice(start, start + step)
+        block = slice(start, start + step)
         if data.dim() > 0:
-            header = (
-                " " * label_width
-                + "  "
-                + "  ".join(c.rjust(width) for c in labels.columns[columns])
-            )
+            header = " " * label_width + "  " + "  ".join(c.rjust(width) for c in columns[block])
             lines.append(header.rstrip())
-        for label, row in zip(labels.rows, cells, strict=True):
+        for label, row in zip(rows, cells, strict=True):
             lines.append(
                 (
-                    label.ljust(label_width)
-                    + "  "
-                    + "  ".join(c.rjust(width) for c in row[columns])
+                    label.ljust(label_width) + "  " + "  ".join(c.rjust(width) for c in row[block])
                 ).rstrip()
             )
+    if all_rows > len(rows) or all_columns > column_limit:
+        left = []
+        if all_rows > len(rows):
+            left.append(_more(all_rows - len(rows), "more row"))
+        if all_columns > column_limit:
+            left.append(_more(all_columns - column_limit, "more column"))
+        lines.append(f"… {' and '.join(left)} not printed (attn trace --json prints every value)")
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
+
+
+def _more(count: int, what: str) -> str:
+    return f"{count:,} {what}{'' if count == 1 else 's'}"
 
 
 def shape_text(
@@ -224,7 +260,18 @@ def tensor_json(tensor: torch.Tensor) -> Any:
     return plain(tensor.detach().cpu().tolist())
 
 
-def step_json(step: Stage | SubStep, query: int | None) -> dict[str, Any]:
+class LazyTensor:
+    """A tensor in a document that :func:`write_json` writes row by row, never as one list."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+
+def step_json(
+    step: Stage | SubStep, query: int | None, tensor: Callable[[torch.Tensor], Any] = tensor_json
+) -> dict[str, Any]:
     """What a stage or sub-step records: tensors with their shapes and axis names, and source."""
     document: dict[str, Any] = {}
     if isinstance(step, SubStep):
@@ -244,23 +291,29 @@ def step_json(step: Stage | SubStep, query: int | None) -> dict[str, Any]:
         name: list(effective_axes(tuple(t.shape), step.axes.get(name), query) or ())
         for name, t in step.tensors.items()
     }
-    document["tensors"] = {name: tensor_json(t) for name, t in step.tensors.items()}
+    document["tensors"] = {name: tensor(t) for name, t in step.tensors.items()}
     return document
 
 
 def trace_json(
-    trace: Trace, stages: Collection[str] | None = None, substeps: bool = False
+    trace: Trace,
+    stages: Collection[str] | None = None,
+    substeps: bool = False,
+    tensor: Callable[[torch.Tensor], Any] = tensor_json,
 ) -> dict[str, Any]:
-    """One JSON document: the run's stages (and sub-steps when asked), then its output."""
+    """One JSON document: the run's stages (and sub-steps when asked), then its output.
+
+    ``tensor=LazyTensor`` leaves the tensors for :func:`write_json` to write row by row.
+    """
     query = trace.context.query
     kept: list[dict[str, Any]] = []
     loops: list[dict[str, Any]] = []
     for step in trace:
         if isinstance(step, SubStep):
             if substeps and (stages is None or step.stage in stages):
-                loops.append(step_json(step, query))
+                loops.append(step_json(step, query, tensor))
         elif stages is None or step.name in stages:
-            kept.append(step_json(step, query))
+            kept.append(step_json(step, query, tensor))
     document: dict[str, Any] = {
         "variant": trace.variant.name,
         "tokens": list(trace.tokens),
@@ -274,8 +327,63 @@ def trace_json(
             document["source_default"] = trace.context.source.default
     if substeps:
         document["substeps"] = loops
-    document["output"] = tensor_json(trace.output) if trace.output is not None else None
+    document["output"] = tensor(trace.output) if trace.output is not None else None
     return document
+
+
+def write_json(value: Any, write: Callable[[str], object], indent: int = 1, level: int = 0) -> None:
+    """``json.dumps(value, indent=indent)`` written in pieces, :class:`LazyTensor` included.
+
+    The same text as ``json.dumps`` (tests hold it to that), but a tensor is turned
+    into text one row at a time: a 2^28-value score matrix never exists as Python
+    floats all at once (that alone is over 8 GB).
+    """
+    if isinstance(value, LazyTensor):
+        _write_tensor(value.tensor.detach().cpu(), write, indent, level)
+    elif isinstance(value, dict) and value:
+        inner = "\n" + " " * (indent * (level + 1))
+        write("{")
+        for number, (key, item) in enumerate(value.items()):
+            write(("," if number else "") + inner + json.dumps(str(key)) + ": ")
+            write_json(item, write, indent, level + 1)
+        write("\n" + " " * (indent * level) + "}")
+    elif isinstance(value, list) and value:
+        inner = "\n" + " " * (indent * (level + 1))
+        write("[")
+        for number, item in enumerate(value):
+            write(("," if number else "") + inner)
+            write_json(item, write, indent, level + 1)
+        write("\n" + " " * (indent * level) + "]")
+    else:
+        write(json.dumps(value))
+
+
+ROWS_AT_ONCE = 65_536
+"""Values of a tensor turned into Python numbers at once by :func:`write_json`."""
+
+
+def _write_tensor(
+    tensor: torch.Tensor, write: Callable[[str], object], indent: int, level: int
+) -> None:
+    if tensor.dim() == 0:
+        write(json.dumps(plain(tensor.item())))
+        return
+    if tensor.shape[0] == 0:
+        write("[]")
+        return
+    inner = "\n" + " " * (indent * (level + 1))
+    write("[")
+    if tensor.dim() == 1:
+        for start in range(0, tensor.shape[0], ROWS_AT_ONCE):
+            values = plain(tensor[start : start + ROWS_AT_ONCE].tolist())
+            write(
+                ("," if start else "") + inner + ("," + inner).join(json.dumps(v) for v in values)
+            )
+    else:
+        for index in range(tensor.shape[0]):
+            write(("," if index else "") + inner)
+            _write_tensor(tensor[index], write, indent, level + 1)
+    write("\n" + " " * (indent * level) + "]")
 
 
 def _is_json(value: object) -> bool:

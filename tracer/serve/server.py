@@ -57,6 +57,14 @@ def exposure_warning(host: str) -> str | None:
     )
 
 
+def _host_name(header: str) -> str:
+    """The name in a Host header, or "" for one that is not a host (refused as unknown)."""
+    try:
+        return URL(f"http://{header}").host or ""
+    except ValueError:
+        return ""
+
+
 def _clamp(value: object, default: int) -> int:
     try:
         number = int(str(value))
@@ -91,7 +99,9 @@ class BrowserServer:
     @property
     def url(self) -> str:
         """The URL to open, token included (``port`` is the real one once started)."""
-        host = "127.0.0.1" if self.host in WILDCARD_HOSTS else self.host
+        # "::" listens on IPv6 only (asyncio sets IPV6_V6ONLY), so 127.0.0.1 would be refused.
+        host = "::1" if self.host == "::" else self.host
+        host = "127.0.0.1" if host in WILDCARD_HOSTS else host
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
         return f"http://{host}:{self.port}/{self.token}/"
@@ -115,7 +125,7 @@ class BrowserServer:
         segment = request.raw_path.split("?", 1)[0].split("/")[1:2]
         if not segment or not hmac.compare_digest(segment[0].encode(), self.token.encode()):
             raise web.HTTPForbidden(text="forbidden: this URL needs the token 'attn serve' printed")
-        if is_loopback(self.host) and not is_loopback(URL(f"http://{request.host}").host or ""):
+        if is_loopback(self.host) and not is_loopback(_host_name(request.host)):
             # A page whose name resolves to 127.0.0.1 (DNS rebinding) is still another site.
             raise web.HTTPForbidden(text="forbidden: unknown Host")
         response = await handler(request)

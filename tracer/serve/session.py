@@ -10,6 +10,8 @@ from typing import Any
 
 from textual_serve.app_service import AppService
 
+from tracer.processes import die_with_parent
+
 QUIT_GRACE_S = 3.0
 """How long the app gets to quit by itself after the page closed, before it is terminated."""
 TERMINATE_GRACE_S = 2.0
@@ -41,6 +43,8 @@ class AppSession(AppService):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=environment,
+            # kill -9 or kill -HUP of the server must not leave its apps running.
+            preexec_fn=die_with_parent,
         )
         assert process.stdin is not None
         self._stdin = process.stdin

@@ -78,6 +78,11 @@ def _tensor(trace: Trace, subject: str, name: str, value: object, where: Locatio
         problem = f"is complex ({value.dtype}); yield its real part, imaginary part or abs()"
     elif not (value.is_floating_point() or value.dtype in NUMERIC):
         problem = f"has dtype {value.dtype}, which is not a number type"
+    elif max(value.shape, default=0) > MAX_ELEMENTS:  # (0, 2**40) holds no values but 2**40 labels
+        problem = (
+            f"has an axis of {max(value.shape):,} positions {tuple(value.shape)}; a step can "
+            f"show at most {MAX_ELEMENTS:,}"
+        )
     elif value.numel() > MAX_ELEMENTS:
         problem = (
             f"has {value.numel():,} values {tuple(value.shape)}; a step can show at most "

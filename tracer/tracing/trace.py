@@ -101,8 +101,11 @@ class Trace:
             # Already a one-line, user-facing error (e.g. a variant rejecting its options).
             self.finished = True
             raise
-        except (Exception, SystemExit, GeneratorExit, PluginExit) as exc:
+        except KeyboardInterrupt:  # Ctrl+C (or a plugin raising it): the command says so and ends
             self.finished = True
+            raise
+        except (Exception, SystemExit, GeneratorExit, PluginExit, BaseException) as exc:
+            self.finished = True  # any BaseException of a plugin's own is its failure, one line
             raise self._failure(exc) from exc
 
     def run_to_end(self, keep_substeps: bool = False) -> Trace:

@@ -48,8 +48,10 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.environment import env_number
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
+from tracer.processes import die_with_parent
+from tracer.sanitize import visible
 from tracer.tracing.trace import Trace, VariantRunError
-from tracer.variant import RunContext, Stage, Step, Variant
+from tracer.variant import RunContext, Stage, Step, SubStep, Variant
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -122,6 +124,8 @@ class _Run:
     roots: tuple[str, ...]
     limits: WorkerLimits
     source_file: str
+    guard: tuple[int, int] = (-1, -1)
+    """The pipe whose end of file tells the worker's group guard that the tool is gone."""
 
 
 class WorkerTrace(Trace):
@@ -141,6 +145,7 @@ class WorkerTrace(Trace):
         self._connection: Connection | None = None
         self._process: Any = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._watch: _MemoryWatch | None = None
 
     def __next__(self) -> Step:
         if self.finished:
@@ -163,14 +168,20 @@ class WorkerTrace(Trace):
             _, step, changes, printed = message
             self._print(printed)
             self.torch_changes.extend(changes)
-            return self._accept(step)
+            try:
+                # Checked again here: the plugin may have switched the checks off in its worker.
+                return self._accept(self._checked(step))
+            except BaseException:
+                self.finished = True
+                self.close()
+                raise
         self.finished = True
         self.close()
         if kind == "end":
             _, output, changes, printed = message
             self._print(printed)
             self.torch_changes.extend(changes)
-            self.output = output
+            self.output = self._checked_output(output)
             raise StopIteration
         _, name, text, location, changes, printed = message
         self._print(printed)
@@ -193,8 +204,15 @@ class WorkerTrace(Trace):
                 stream.flush()
         context = multiprocessing.get_context("fork")
         parent_end, child_end = _pipes(context)
+        guard_read, guard_write = os.pipe()
         run = _Run(
-            self.variant, self.context, self.plugin, self._roots, self.limits, self.source_file
+            self.variant,
+            self.context,
+            self.plugin,
+            self._roots,
+            self.limits,
+            self.source_file,
+            (guard_read, guard_write),
         )
         process = context.Process(
             target=_serve,
@@ -208,12 +226,22 @@ class WorkerTrace(Trace):
         except OSError as error:  # out of processes or memory
             parent_end.close()
             child_end.close()
+            os.close(guard_read)
+            os.close(guard_write)
             raise PluginError(
                 f"could not start a worker process for variant '{self.variant.name}': {error}"
             ) from None
         child_end.close()
+        os.close(guard_read)
+        pid = process.pid
+        assert pid is not None
+        with contextlib.suppress(OSError):  # also set in the child: whichever runs first
+            os.setpgid(pid, pid)
         self._connection, self._process = parent_end, process
-        self._finalizer = weakref.finalize(self, _stop, process, parent_end)
+        self._watch = _MemoryWatch(pid, _rss() + self.limits.memory_mb * 2**20)
+        self._finalizer = weakref.finalize(
+            self, _stop, process, parent_end, self._watch, guard_write
+        )
 
     def _receive(self) -> tuple[Any, ...]:
         """The child's answer to ``next``, within the step time limit."""
@@ -254,6 +282,13 @@ class WorkerTrace(Trace):
 
     def _died(self, process: Any) -> VariantRunError:
         process.join(1.0)
+        if self._watch is not None and self._watch.exceeded:
+            limit = self.limits.memory_mb
+            return VariantRunError(
+                f"variant '{self.variant.name}' ran out of memory: it needed more than the "
+                f"{limit:,} MiB it may use ({MEMORY_ENV}=MIB raises the limit)",
+                Location(self.source_file),
+            )
         code = process.exitcode
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
@@ -265,6 +300,40 @@ class WorkerTrace(Trace):
             "while computing a step",
             Location(self.source_file),
         )
+
+    def _checked(self, step: object) -> Step:
+        """The step as the renderers may trust it, or the plugin's error (never a crash here)."""
+        from tracer.tracing.checks import check_step
+
+        where = Location(self.source_file)
+        if not isinstance(step, (Stage, SubStep)):
+            raise self._error(f"yielded {type(step).__name__}; expected stage(...) or substep(...)")
+        try:
+            check_step(self, step, where)
+            files = step.files
+            if not (
+                isinstance(step.source_file, str)
+                and isinstance(files, dict)
+                and all(
+                    isinstance(path, str) and all(isinstance(n, int) for n in lines)
+                    for path, lines in files.items()
+                )
+            ):
+                raise self._error("sent a step whose source lines are not file names and numbers")
+        except TracerError:
+            raise
+        except Exception as exc:  # a step built to break the checks themselves
+            raise self._error(f"sent a step the tool cannot read ({type(exc).__name__})") from None
+        return step
+
+    def _checked_output(self, output: object) -> Any:
+        import torch
+
+        from tracer.tracing.checks import _tensor
+
+        if not isinstance(output, torch.Tensor):
+            raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
+        return _tensor(self, "its output", "output", output, Location(self.source_file))
 
     def _accept(self, step: Step) -> Step:
         """Keep the step's bookkeeping as the child's trace did."""
@@ -281,7 +350,7 @@ class WorkerTrace(Trace):
         if printed:
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
-            sys.stderr.write(printed)
+            sys.stderr.write(visible(printed))
             sys.stderr.flush()
 
 
@@ -313,13 +382,70 @@ def _pipes(context: Any) -> tuple[Connection, Connection]:
     return parent, child
 
 
-def _stop(process: Any, connection: Connection) -> None:
+def _stop(
+    process: Any, connection: Connection, watch: _MemoryWatch | None = None, guard: int = -1
+) -> None:
+    if watch is not None:
+        watch.stop()
+    if guard >= 0:
+        with contextlib.suppress(OSError):
+            os.close(guard)
     with contextlib.suppress(Exception):
         connection.close()
+    # The whole group: whatever the variant started (even a plain fork) ends with its run.
+    with contextlib.suppress(Exception):
+        os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):
         if process.is_alive():
             process.kill()
         process.join(2.0)
+
+
+WATCH_S = 0.05
+"""How often the parent measures a worker's memory."""
+
+
+def _rss(pid: int | str = "self") -> int:
+    """Resident memory of a process in bytes (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _MemoryWatch:
+    """Kills a worker's process group when its resident memory passes ``limit`` bytes.
+
+    The address-space rlimit set in the worker is a first line only: as root a plugin can
+    raise even the hard limit with one ``setrlimit`` call. This limit is enforced from
+    outside, by the parent, where no plugin code runs.
+    """
+
+    def __init__(self, pid: int, limit: int) -> None:
+        import threading
+
+        self.pid, self.limit = pid, limit
+        self.exceeded = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="attn-memory-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(WATCH_S):
+            used = _rss(self.pid)
+            if used == 0:
+                return  # gone
+            if used > self.limit:
+                self.exceeded = True
+                with contextlib.suppress(OSError):
+                    os.killpg(self.pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
 
 
 @contextlib.contextmanager
@@ -354,7 +480,10 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
 
     parents_end.close()  # so that the parent going away reads as the end of the requests
 
-    _die_with_parent()
+    with contextlib.suppress(OSError):  # its own group, killed as one when the run ends
+        os.setpgid(0, 0)
+    die_with_parent()
+    _start_group_guard(*owner.guard)
     # Ctrl+C reaches the whole process group; the parent answers it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)  # the parent's OpenMP threads do not survive fork
@@ -400,6 +529,10 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
                 changes(),
                 printed.take(),
             )
+        except KeyboardInterrupt:  # SIGINT is ignored here: the plugin raised it itself
+            where = (owner.source_file, None, None)
+            text = f"variant '{owner.variant.name}' failed: raised KeyboardInterrupt"
+            message = ("error", "VariantRunError", text, where, changes(), printed.take())
         except BaseException as exc:  # anything else is our own failure
             text = traceback.format_exception_only(type(exc), exc)[-1].strip()
             message = ("error", "PluginError", f"worker failed: {text}", None, [], "")
@@ -507,6 +640,40 @@ def _memory_error(error: TracerError, owner: _Run) -> TracerError:
     return error
 
 
+def _start_group_guard(read_fd: int, write_fd: int) -> None:
+    """Fork a small process that kills the worker's whole group once the tool is gone.
+
+    ``die_with_parent`` ends the worker itself, even on ``kill -9`` of the tool, but
+    not what a step forked. The guard waits on a pipe only the tool can write to: end
+    of file means the tool has ended, however it ended, and the guard kills the group
+    (itself included). When a run ends normally the tool kills the group, guard and all.
+    """
+    if read_fd < 0:
+        return
+    with contextlib.suppress(OSError):
+        os.close(write_fd)  # only the tool holds it: its death is the end of file
+    try:
+        pid = os.fork()
+    except OSError:
+        return  # no guard: the tool still kills the group when the run ends
+    if pid:
+        os.close(read_fd)
+        return
+    try:  # the guard: no plugin code, nothing but the wait
+        with contextlib.suppress(OSError, ValueError):
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) > 2 and int(name) != read_fd:
+                    with contextlib.suppress(OSError):
+                        os.close(int(name))
+        with contextlib.suppress(OSError):
+            while os.read(read_fd, 1):
+                pass
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
 def _say_where(connection: Connection, trace: Trace, frame: Any) -> None:
     """SIGUSR1: send the deepest line of the plugin's own files that is running now."""
     where = None
@@ -531,18 +698,10 @@ def _limit_memory(megabytes: int) -> None:
         limit = used + megabytes * 2**20
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        # Hard as well as soft (the parent's memory watch holds even where this is lifted).
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ImportError, OSError, ValueError):
         pass  # no /proc or no RLIMIT_AS: the time limit still holds
-
-
-def _die_with_parent() -> None:
-    """Linux: the child is killed if the parent dies, so no variant outlives the tool."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 __all__ = [

@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from tracer.errors import PluginError
 from tracer.render.labels import axes_hint
+from tracer.sanitize import visible
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
@@ -91,7 +92,7 @@ class ExploreScreen(StepScreen):
         return self.pane
 
     def on_mount(self) -> None:
-        self.title = self.title_text
+        self.title = visible(self.title_text, multiline=False)
         self.query_one("#source", SourceView).border_title = "source"
         self.query_one("#narration", TextPane).show(Text("Loading torch and the plugins…"))
         self.pane.loading = True
@@ -181,7 +182,7 @@ class ExploreScreen(StepScreen):
         # Three lines: what this is, its formula, where we are (fits narrow terminals).
         narration = Text()
         if isinstance(step, Stage):
-            narration.append(step.title, style="bold")
+            narration.append(visible(step.title, multiline=False), style="bold")
             try:
                 self.pane.show_stage(step, tokens, session.query, formula=False)
             except Exception as error:  # a plugin's odd tensor must not crash the app

@@ -18,7 +18,9 @@ from typing import Any
 
 from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
+from tracer.sanitize import visible
 from tracer.tracing.stepper import LoopCanvas
+from tracer.variant import Tokens, source_tokens
 
 Cell = tuple[int, int]
 
@@ -117,6 +119,13 @@ def tensor_labels(
     shape: Sequence[int], axes: Sequence[str] | None, tokens: Sequence[str], query: int | None
 ) -> tuple[list[str], list[str], tuple[Axis, ...]]:
     """Row and column labels for a tensor of any rank (leading axes folded into the rows)."""
+    # Tokens come from the user's file: an escape sequence in one is shown, never emitted
+    # (and never cut in half by the label width).
+    source = source_tokens(tokens)
+    tokens = Tokens(
+        [visible(token, multiline=False) for token in tokens],
+        None if source is None else [visible(token, multiline=False) for token in source],
+    )
     named = label_axes(shape, axes, tokens, query)
     if len(named) == 0:
         return [""], [""], named

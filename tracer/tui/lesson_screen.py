@@ -56,6 +56,7 @@ from tracer.lessons.walk import (
     step_view,
 )
 from tracer.lessons.walk import warm_up as walk_warm_up
+from tracer.sanitize import visible
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.grid import Highlight
 from tracer.tui.loop_count import loop_noun
@@ -305,7 +306,7 @@ class LessonScreen(StepScreen):
     def _fill_timeline(self) -> None:
         assert self.session is not None
         lesson = self.session.lesson
-        self.title = lesson.title
+        self.title = visible(lesson.title, multiline=False)  # the file's text, made safe to show
         self.query_one(Timeline).set_items(
             (str(n), *step_label(n + 1, step)) for n, step in enumerate(lesson.steps)
         )

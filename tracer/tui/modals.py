@@ -14,6 +14,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tracer.sanitize import visible
+
 
 class ErrorScreen(ModalScreen[None]):
     """Shows one error message, literally, until dismissed."""
@@ -26,8 +28,9 @@ class ErrorScreen(ModalScreen[None]):
 
     def __init__(self, title: str, message: str) -> None:
         super().__init__(classes="attn-modal")
-        self.title_text = title
-        self.message = message
+        # Plugin and file text: shown with its control characters visible, never emitted.
+        self.title_text = visible(title)
+        self.message = visible(message)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="-error"):
@@ -86,7 +89,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, question: str) -> None:
         super().__init__(classes="attn-modal")
-        self.question = question
+        self.question = visible(question)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -119,8 +122,8 @@ class LessonEndScreen(ModalScreen[str]):
 
     def __init__(self, title: str, summary: str, next_title: str | None) -> None:
         super().__init__(classes="attn-modal")
-        self.lesson_title = title
-        self.summary = summary
+        self.lesson_title = visible(title, multiline=False)
+        self.summary = visible(summary)
         self.next_title = next_title
 
     def compose(self) -> ComposeResult:

@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tracer.sanitize import visible
 from tracer.tui.modals import ConfirmScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, lesson_key
 
@@ -115,7 +116,7 @@ class PickerScreen(Screen[None]):
             progress = self.store.get(lesson_key(ref.path, shipped))
             line = Text()
             line.append(f"{ref.number:>2}. ", style="dim")
-            line.append(ref.title or ref.name, style="bold")
+            line.append(visible(ref.title or ref.name, multiline=False), style="bold")
             if ref.origin != "built-in":
                 line.append(f"  ({ref.origin})", style="dim")
             line.append("\n    ")

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracer.files import locked, set_aside, write_atomic
+
 DATA_ENV = "ATTN_DATA_DIR"
 APP_NAME = "attention-tracer"
 FILE_NAME = "progress.json"
@@ -155,16 +157,7 @@ class ProgressStore:
 
     def _set_aside(self) -> Path | None:
         """Move the unreadable file out of the way without overwriting an earlier one."""
-        for attempt in range(100):
-            suffix = ".corrupt" if attempt == 0 else f".corrupt.{attempt}"
-            target = self.path.with_name(self.path.name + suffix)
-            if not target.exists():
-                try:
-                    self.path.rename(target)
-                except OSError:
-                    return None
-                return target
-        return None
+        return set_aside(self.path)
 
     def get(self, key: str) -> LessonProgress | None:
         return self.lessons.get(key)
@@ -186,6 +179,15 @@ class ProgressStore:
         progress.updated = time.time()
         self.lessons[key] = progress
         self.warning = None
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"could not save progress to {self.path}: {exc.strerror or exc}"
+        # Read, merge and write under one lock: another instance's save in between is kept.
+        with locked(self.path):
+            return self._merge_and_write()
+
+    def _merge_and_write(self) -> str | None:
         on_disk = self._read() or {}
         for other_key, other in on_disk.items():
             mine = self.lessons.get(other_key)
@@ -199,17 +201,9 @@ class ProgressStore:
             "version": VERSION,
             "lessons": {k: p.as_json() for k, p in self.lessons.items()},
         }
-        temporary = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(data, indent=1))
-                handle.flush()
-                os.fsync(handle.fileno())
-            temporary.replace(self.path)
+            write_atomic(self.path, json.dumps(data, indent=1))  # a symlink stays a symlink
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
             return f"could not save progress to {self.path}: {exc.strerror or exc}"
         return self.warning
 

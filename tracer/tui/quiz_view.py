@@ -20,6 +20,7 @@ from textual.widgets import Button, Input, Static
 from tracer.lessons.grading import Answer, CellAnswer, parse_cells, response_problem
 from tracer.lessons.grading import answer_text as _answer_text
 from tracer.lessons.model import Quiz
+from tracer.sanitize import visible
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner
@@ -61,11 +62,11 @@ class QuizView(VerticalScroll):
     def text(self, prose: str) -> str:
         """Prose as shown: live values filled in when the lesson's runner is known."""
         if self.runner is None or self.quiz is None:
-            return prose
+            return visible(prose)
         try:
-            return self.runner.text(prose, self.quiz)
+            return visible(self.runner.text(prose, self.quiz))
         except Exception:  # a failing run is reported by the screen; show the words as written
-            return prose
+            return visible(prose)
 
     def ask(
         self,

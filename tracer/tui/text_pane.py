@@ -11,6 +11,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from tracer.sanitize import visible
+
 
 class TextPane(Static):
     """Literal text (never markup) that repaints in place when its height stays the same."""
@@ -26,6 +28,8 @@ class TextPane(Static):
         return max(self._lines, 0)
 
     def show(self, text: Text) -> None:
+        if visible(text.plain) != text.plain:  # a token's escape sequence: shown, not run
+            text = Text(visible(text.plain))
         width = self.content_region.width
         lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0
         same = lines == self._lines and width == self._width
@@ -49,4 +53,4 @@ class ProsePane(Static):
         if text == self.text:
             return
         self.text = text
-        self.update(Text(text))
+        self.update(Text(visible(text)))  # a lesson's escape sequences are shown, not run

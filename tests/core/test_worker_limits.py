@@ -1,0 +1,155 @@
+"""What a plugin's step starts ends with the run; its memory cap holds even if it lifts its
+own rlimit (we may run as root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FORKS = """\
+import os, time
+from tracer import RunContext, Variant, hookimpl, stage
+
+
+def run(context: RunContext):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    with open(os.environ["ATTN_TEST_PIDS"], "w") as handle:
+        handle.write(str(pid))
+    yield stage("inputs", "Inputs", inputs=context.inputs)
+    return context.inputs
+
+
+@hookimpl
+def register_variants(register):
+    register(Variant(name="forks", title="Forks", stages=("inputs",), run=run))
+"""
+
+LIFTS_LIMIT = """\
+import resource
+import torch
+from tracer import RunContext, Variant, hookimpl, stage
+
+
+def run(context: RunContext):
+    try:  # root with CAP_SYS_RESOURCE may lift even the hard limit
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    except ValueError:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    hoard = []
+    for _ in range(40):  # 40 x 64 MiB, each page touched
+        hoard.append(torch.ones(2**24))
+    yield stage("inputs", "Inputs", inputs=context.inputs)
+    return context.inputs
+
+
+@hookimpl
+def register_variants(register):
+    register(Variant(name="lifts-limit", title="Lifts its limit", stages=("inputs",), run=run))
+"""
+
+
+def running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def attn(tmp_path: Path, name: str, source: str, **env: str) -> subprocess.CompletedProcess[str]:
+    folder = tmp_path / "plugins"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name.replace('-', '_')}.py").write_text(source)
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", "trace", name, "--plugins-dir", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+
+
+def test_a_process_forked_by_a_step_ends_with_the_trace(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    result = attn(tmp_path, "forks", FORKS, ATTN_TEST_PIDS=str(pids))
+    assert result.returncode == 0, result.stderr
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 10
+    while running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not running(child), "a process the plugin forked outlived attn trace"
+    finally:
+        if running(child):
+            os.kill(child, 9)
+
+
+def test_a_plugin_that_lifts_its_rlimit_is_still_stopped_at_the_memory_limit(
+    tmp_path: Path,
+) -> None:
+    result = attn(tmp_path, "lifts-limit", LIFTS_LIMIT, ATTN_PLUGIN_MEMORY_MB="256")
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines()[-1].endswith(
+        "variant 'lifts-limit' ran out of memory: it needed more than the 256 MiB it may use "
+        "(ATTN_PLUGIN_MEMORY_MB=MIB raises the limit)"
+    )
+
+
+def test_the_memory_watch_kills_a_process_group_over_its_limit_from_outside() -> None:
+    from tracer.tracing.worker import _MemoryWatch, _rss
+
+    eater = subprocess.Popen(
+        [sys.executable, "-c", "import time\nx = bytearray(400 * 2**20)\ntime.sleep(60)"],
+        start_new_session=True,
+    )
+    try:
+        watch = _MemoryWatch(eater.pid, _rss(eater.pid) + 64 * 2**20)
+        assert eater.wait(30) == -9
+        assert watch.exceeded
+    finally:
+        eater.kill()
+        eater.wait(10)
+
+
+FORKS_AND_WAITS = FORKS.replace(
+    '    yield stage("inputs", "Inputs", inputs=context.inputs)',
+    '    time.sleep(60)\n    yield stage("inputs", "Inputs", inputs=context.inputs)',
+)
+
+
+def test_a_process_forked_by_a_step_ends_when_attn_is_killed(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "forks.py").write_text(FORKS_AND_WAITS)
+    tool = subprocess.Popen(
+        [sys.executable, "-m", "tracer", "trace", "forks", "--plugins-dir", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ATTN_TEST_PIDS": str(pids), "ATTN_STEP_TIMEOUT": "100"},
+    )
+    child = 0
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = int(pids.read_text())
+        assert running(child)
+        tool.kill()  # kill -9: the tool runs no clean-up of its own
+        tool.wait(10)
+        deadline = time.monotonic() + 10
+        while running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running(child), "a process the plugin forked outlived kill -9 of attn trace"
+    finally:
+        tool.kill()
+        tool.wait(10)
+        if child and running(child):
+            os.kill(child, 9)

@@ -1,0 +1,68 @@
+"""The one way text from files and plugins reaches a terminal: control characters made visible.
+
+A token in an inputs file, a lesson's prose, a plugin's name, message or
+printing is text we did not write. Written raw, an escape sequence in it can
+set the terminal's title, clear the screen, hide the cursor or write the
+clipboard (OSC 52). :func:`visible` replaces every character a terminal would
+act on with a picture of it, so the reader sees what the file holds and the
+terminal does nothing:
+
+* C0 controls and DEL become their Unicode control pictures (ESC is ``␛``,
+  BEL ``␇``, CR ``␍``); newline and tab are kept where the text may span lines;
+* C1 controls (U+0080-U+009F, of which U+009B is a one-byte CSI) and the bidi
+  embedding, override and isolate characters (which reorder what is shown, so a
+  line could read differently from what it holds) become ``<U+XXXX>``.
+
+``--json`` output needs none of this: JSON escapes control characters itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+
+
+def _table(multiline: bool) -> dict[int, str]:
+    table = {code: chr(0x2400 + code) for code in range(0x20)}
+    table[0x7F] = "\u2421"
+    for code in (*range(0x80, 0xA0), *_BIDI):
+        table[code] = f"<U+{code:04X}>"
+    if multiline:
+        del table[ord("\n")], table[ord("\t")]
+    return table
+
+
+_MULTILINE = _table(multiline=True)
+_ONE_LINE = _table(multiline=False)
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+MESSAGE_LIMIT = 4000
+"""Characters of one error message shown; a plugin's 50 MB message is cut to this."""
+
+
+def visible(text: str, *, multiline: bool = True) -> str:
+    """``text`` with every control character shown as a visible picture, never emitted.
+
+    ``multiline`` keeps newlines and tabs (prose, a rendered table); a token or
+    a name that must stay on one line passes ``multiline=False``.
+    """
+    if multiline:
+        if _UNSAFE_MULTILINE.search(text) is None:
+            return text
+        return text.translate(_MULTILINE)
+    if _UNSAFE.search(text) is None:
+        return text
+    return text.translate(_ONE_LINE)
+
+
+def message(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """An error message for the terminal: cut to ``limit`` characters, then made visible."""
+    if len(text) > limit:
+        cut = len(text) - limit
+        text = f"{text[:limit]}… ({cut:,} more characters not shown)"
+    return visible(text)
+
+
+__all__ = ["MESSAGE_LIMIT", "message", "visible"]

@@ -16,6 +16,8 @@ endless loop, a print) can reach the reference or the tool's own output:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -55,6 +57,26 @@ class Ended(BaseException):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+class _NoInput(io.TextIOBase):
+    """Standard input for the learner's code: every read says there is nothing to read.
+
+    ``/dev/null`` alone would hand ``sys.stdin.read()`` an empty string, and the
+    file would fail later for a reason far from its cause.
+    """
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> str:
+        raise EOFError("attn check gives your code no standard input")
+
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        raise EOFError("attn check gives your code no standard input")
+
+    def readlines(self, hint: int | None = -1) -> list[str]:  # type: ignore[override]
+        raise EOFError("attn check gives your code no standard input")
 
 
 def limit_memory(megabytes: int) -> None:
@@ -186,9 +208,11 @@ def _failure(exc: BaseException, path: str, setting: Setting) -> dict[str, Any]:
     ):
         return {"status": "memory"}
     if isinstance(exc, EOFError):
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+        how = "input()" if frames and "input(" in (frames[-1].line or "") else "sys.stdin"
         return {
             "status": "ended",
-            "text": "your code reads from standard input (input()); attn check gives it nothing to read",
+            "text": f"your code reads from standard input ({how}); attn check gives it nothing to read",
         }
     try:
         text = learner_traceback(exc, path)
@@ -346,15 +370,18 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
     return first
 
 
-def main(argv: list[str]) -> None:
-    folder, status_fd = Path(argv[0]), int(argv[1])
+def run_check(folder: Path, status_fd: int) -> None:
+    """Check the learner's file described in ``folder``; never returns (ends the process)."""
     request = json.loads((folder / "request.json").read_text(encoding="utf-8"))
     arguments = torch.load(folder / "arguments.pt", weights_only=True)
     if request.get("heads_argument"):
         arguments["num_heads"] = request["num_heads"]
-    torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's thread pools now
+    # One thread: a child forked from the warm server must not inherit a half-made pool.
+    torch.set_num_threads(1)
+    torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's kernels now
     limit_memory(request["memory_mb"])
     os._exit = _fake_exit  # type: ignore[assignment]
+    sys.stdin = _NoInput()
     _write(status_fd, b"r")
     try:
         result = check_file(request, arguments)
@@ -368,8 +395,21 @@ def main(argv: list[str]) -> None:
             folder / "result.tmp",
         )
     _replace(folder / "result.tmp", folder / "result.pt")
+    for stream in (sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(BaseException):
+            if stream is not None:
+                stream.flush()
     _write(status_fd, b"d")
     _exit(0)  # no atexit handlers, no lingering threads of the learner's
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--serve"]:
+        from tracer.learner.server import serve
+
+        serve(int(argv[1]), int(argv[2]))
+        return
+    run_check(Path(argv[0]), int(argv[1]))
 
 
 if __name__ == "__main__":

@@ -93,7 +93,9 @@ def limit_memory(megabytes: int) -> None:
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        # Soft and hard: without privileges the learner's code cannot raise it again (as
+        # root it can; the sandbox server also watches its memory from outside).
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ValueError, OSError):  # some systems refuse to lower it: the time limit still holds
         return
 
@@ -270,7 +272,7 @@ def dropout_lines(call: Call, path: str) -> list[tuple[float, int]]:
     if module is None:
         return []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError):
         return []
     found = []
@@ -312,7 +314,8 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
     namespace: dict[str, Any] = module.__dict__
     sys.path.insert(0, str(Path(path).resolve().parent))  # their own helper modules
     try:
-        code = compile(Path(path).read_text(encoding="utf-8"), path, "exec")
+        # utf-8-sig: a byte order mark (some editors write one) is not part of the code
+        code = compile(Path(path).read_text(encoding="utf-8-sig"), path, "exec")
         exec(code, namespace)
     except BaseException as exc:
         failure = _failure(exc, path, setting)
@@ -344,28 +347,10 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
                 first = failure
                 _rewind_output(marks)  # the retry's output replaces this attempt's
             continue
-        after = {n: _tensor(t) for n, t in tensors.items()}
-        discarded = [
-            r.index
-            for r in recorder.records
-            if r.op == "masked_fill"
-            and r.result_id is not None
-            and r.result_id not in recorder.used
-            and recorder.tracked.get(r.result_id) is not output
-        ]
-        return {
-            "status": "ok",
-            "called": call.description,
-            "note": note,
-            "batched": batched,
-            "output": _output(output, batched),
-            "records": _records(recorder, batched),
-            "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
-            "discarded": discarded,
-            "arguments_after": after,
-            "dropout_lines": dropout_lines(call, path),
-            "takes_dropout": call.takes_dropout,
-        }
+        try:
+            return _result(call, note, batched, output, tensors, recorder, path)
+        except BaseException as exc:  # a returned Tensor subclass whose methods raise, say
+            return {"status": "ended", "text": _unreadable(output, exc)}
     assert first is not None
     return first
 
@@ -401,6 +386,50 @@ def run_check(folder: Path, status_fd: int) -> None:
                 stream.flush()
     _write(status_fd, b"d")
     _exit(0)  # no atexit handlers, no lingering threads of the learner's
+
+
+def _result(
+    call: Call,
+    note: str | None,
+    batched: bool,
+    output: Any,
+    tensors: dict[str, torch.Tensor],
+    recorder: Recorder,
+    path: str,
+) -> dict[str, Any]:
+    after = {n: _tensor(t) for n, t in tensors.items()}
+    discarded = [
+        r.index
+        for r in recorder.records
+        if r.op == "masked_fill"
+        and r.result_id is not None
+        and r.result_id not in recorder.used
+        and recorder.tracked.get(r.result_id) is not output
+    ]
+    return {
+        "status": "ok",
+        "called": call.description,
+        "note": note,
+        "batched": batched,
+        "output": _output(output, batched),
+        "records": _records(recorder, batched),
+        "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
+        "discarded": discarded,
+        "arguments_after": after,
+        "dropout_lines": dropout_lines(call, path),
+        "takes_dropout": call.takes_dropout,
+    }
+
+
+def _unreadable(output: Any, exc: BaseException) -> str:
+    """One line for a result that raises when it is read (its own message may not be safe)."""
+    kind = type(output).__name__
+    if isinstance(output, (tuple, list)) and output:
+        kind = f"{kind} holding a {type(output[0]).__name__}"
+    return (
+        f"your code returned a {kind} that raised {type(exc).__name__} when attn check read it; "
+        "return a plain torch.Tensor (for a subclass: .as_subclass(torch.Tensor))"
+    )
 
 
 def main(argv: list[str]) -> None:

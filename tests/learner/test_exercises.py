@@ -29,6 +29,7 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
 MODERN = {"sliding-window", "grouped-query", "kv-cache", "online-softmax", "training"}
 
 
+@pytest.mark.lists_variants
 def test_one_exercise_per_lesson_idea_and_per_variant(host: PluginHost) -> None:
     variants = {e.variant for e in EXERCISES}
     assert variants == set(host.variants) - MODERN

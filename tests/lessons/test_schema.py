@@ -114,6 +114,7 @@ def test_the_schema_lists_a_plugins_variants_and_options(tmp_path: Path) -> None
     }
 
 
+@pytest.mark.lists_variants
 def test_schema_write_puts_it_beside_the_lessons(tmp_path: Path, attn: Attn) -> None:
     status, out, err = attn("lesson", "schema", "--write", str(tmp_path))
     assert (status, err) == (0, "")
@@ -135,6 +136,7 @@ def test_schema_write_never_overwrites_another_file(tmp_path: Path, attn: Attn) 
     assert SCHEMA_ID != "my own"
 
 
+@pytest.mark.lists_variants
 def test_attn_lesson_schema_prints_it(attn: Attn) -> None:
     status, out, err = attn("lesson", "schema")
     assert (status, err) == (0, "")

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -288,12 +289,18 @@ def reference_host(variant: str, everything: Callable[[], PluginHost]) -> Plugin
     such plugin imported, so none can turn a wrong file into a pass. Only for
     other variants are all plugins loaded (``everything()``).
     """
-    from tracer.plugin_host import PluginHost
-
-    builtins = PluginHost(use_env=False, builtins_only=True, strict=False)
+    builtins = _builtin_host()
     if variant in builtins.variants:
         return builtins
     return everything()
+
+
+@functools.cache
+def _builtin_host() -> PluginHost:
+    """Loaded once per process: a watch session re-checks without reading entry points again."""
+    from tracer.plugin_host import PluginHost
+
+    return PluginHost(use_env=False, builtins_only=True, strict=False)
 
 
 def check(

@@ -11,6 +11,9 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -289,3 +292,43 @@ def test_a_plugin_that_patches_torch_at_import_cannot_change_the_reference(
         torch.softmax = softmax  # today's code would have patched this process too
     assert status == 1
     assert "Well done" not in out
+
+
+def test_killing_attn_check_ends_the_learners_processes(tmp_path: Path) -> None:
+    """``kill -9`` of attn check mid-check: its sandbox, the child and what that started end."""
+    pids = tmp_path / "pids"
+    path = tmp_path / "hangs.py"
+    path.write_text(
+        "import os, time\n\n\n"
+        "def attention(inputs):\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        f"        with open({str(pids)!r}, 'a') as handle:\n"
+        "            handle.write(f'{os.getpid()}\\n')\n"
+        "        time.sleep(120)\n"
+        f"    with open({str(pids)!r}, 'a') as handle:\n"
+        "        handle.write(f'{os.getpid()}\\n')\n"
+        "    time.sleep(120)\n"
+    )
+    command = [sys.executable, "-m", "tracer", "check", str(path), "--against", "vectorized"]
+    process = subprocess.Popen(
+        [*command, "--timeout", "100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(started) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+            started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        assert len(started) == 2
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in started)
+    finally:
+        process.kill()
+        for pid in started:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

@@ -121,8 +121,14 @@ def _ended_status(pid: int) -> int | None:
     return status if done else None
 
 
-def kill_descendants(limit: float = 5.0) -> None:
-    """SIGKILL every descendant until none is left (a forking loop included), reaping them."""
+def kill_descendants(group: int | None = None, limit: float = 5.0) -> None:
+    """SIGKILL every descendant until none is left (a forking loop included), reaping them.
+
+    ``group``: the check's process group, killed first (all there is without ``/proc``).
+    """
+    if group is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
     me = os.getpid()
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -198,7 +204,7 @@ def _run_one(control: socket.socket, request: dict[str, Any], fds: list[int]) ->
                 raise _Stop
             if not killed and json.loads(data).get("kill"):
                 killed = True
-                kill_descendants()
+                kill_descendants(pid)
             continue
         ticks += 1
         used = resident(pid) - baseline
@@ -206,8 +212,8 @@ def _run_one(control: socket.socket, request: dict[str, Any], fds: list[int]) ->
             used += sum(max(0, resident(p) - baseline) for p in descendants(pid))
         if not killed and used + baseline > cap:
             memory = killed = True
-            kill_descendants()
-    kill_descendants()  # whatever the learner's code started ends with it
+            kill_descendants(pid)
+    kill_descendants(pid)  # whatever the learner's code started ends with it
     _ended.clear()
     code = os.waitstatus_to_exitcode(status)
     control.send(json.dumps({"exit": code, "memory": memory}).encode())

@@ -426,6 +426,8 @@ def _unreadable(output: Any, exc: BaseException) -> str:
     kind = type(output).__name__
     if isinstance(output, (tuple, list)) and output:
         kind = f"{kind} holding a {type(output[0]).__name__}"
+    # type("\x1b]0;...", ...) is a class too: its name is shown, never its control characters.
+    kind = "".join(c if c.isprintable() else "?" for c in kind)[:80]
     return (
         f"your code returned a {kind} that raised {type(exc).__name__} when attn check read it; "
         "return a plain torch.Tensor (for a subclass: .as_subclass(torch.Tensor))"

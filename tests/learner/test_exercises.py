@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,7 @@ MODERN = {
 }
 
 
+@pytest.mark.lists_variants
 def test_one_exercise_per_lesson_idea_and_per_variant(host: PluginHost) -> None:
     variants = {e.variant for e in EXERCISES}
     assert variants == set(host.variants) - MODERN
@@ -274,3 +276,27 @@ def test_a_reset_needs_a_yes(folder: Path) -> None:
     assert path.read_text() == "# my work\n"
     assert not (folder / "01_dot_products.py.bak").exists()
     assert "not reset" in shown
+
+
+SCALE = " / head_dim**0.5"
+"""Where the solution to exercise 9 divides by √d_k."""
+
+
+def test_watch_judges_like_attn_check(folder: Path, attn: Attn) -> None:
+    """Heads one column wide hide a missing √d_k: the watcher re-checks wider, as attn check does."""
+    # Exercise 9 with heads 1 wide (d_out 2 over 2 heads), where dividing by √d_k changes nothing.
+    exercise = replace(EXERCISES[8], options={"init": "linear", "heads": 2, "d_out": 2})
+    path = folder / exercise.filename
+    solution = (SOLUTIONS / exercise.filename).read_text()
+    unscaled = solution.replace(SCALE, "")
+    assert unscaled != solution
+    path.write_text(unscaled)
+    outcome = check_exercise(folder, exercise)
+    assert outcome.status == EXIT_PROBLEMS, outcome.text
+    assert "checked again with --d-out 4" in outcome.text
+    status, out, _ = attn(
+        "check", str(path), "--against", exercise.variant,
+        "--init", "linear", "--heads", "2", "--d-out", "2",
+    )  # fmt: skip
+    assert status == EXIT_PROBLEMS
+    assert out.strip() == outcome.text.strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -134,3 +135,34 @@ def test_generated_package_installs_and_passes_its_own_test(attn: Attn, tmp_path
     missing = run(own_test, tmp_path, env)
     assert missing.returncode == 1, missing.stdout
     assert "'sparkle' is not among" in missing.stdout
+
+
+def test_next_steps_run_in_a_fresh_shell(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh shell has no virtual environment on PATH: every tool the "Next:" lines name must
+    # be this environment's own, found from the new folder (where the first line goes).
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = attn("new-plugin", "sparkle")
+    assert status == 0
+    steps = [line.strip() for line in out.split("\nNext:\n", 1)[1].splitlines() if line.strip()]
+    assert steps[0] == "cd attn-sparkle"
+    folder = tmp_path / "attn-sparkle"
+    tools = Path(os.path.abspath(sys.executable)).parent  # a venv's python is a link: no resolve
+    named = [Path(os.path.normpath(folder / shlex.split(step)[0])) for step in steps[1:]]
+    assert named == [tools / tool for tool in ("pip", "attn", "pytest")]
+    assert all(path.is_file() for path in named)
+    assert shlex.split(steps[2])[1:] == ["trace", "sparkle"]
+    readme = (folder / "README.md").read_text()
+    assert "pypi.org" not in readme  # attention-tracer has no PyPI page to link to
+    (activate,) = [line.split()[1] for line in readme.splitlines() if "source " in line]
+    assert (folder / activate).resolve() == (tools / "activate").resolve()
+    assert readme.index("source ") < readme.index("pip install")
+
+
+def test_next_steps_name_a_nearby_environment_relatively() -> None:
+    from tracer.learner.scaffold import environment_bin
+
+    beside = Path(sys.prefix).parent / "attn-sparkle"  # a plugin written next to the .venv
+    venv = Path(sys.prefix).name
+    assert environment_bin(beside) == os.path.join("..", venv, "bin")

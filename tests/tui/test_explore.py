@@ -368,3 +368,23 @@ async def test_a_remapped_play_key_also_pauses(monkeypatch: pytest.MonkeyPatch) 
         assert screen.playing and "Pause" in footer_descriptions(app)
         await press(pilot, "x")
         assert not screen.playing and "Play" in footer_descriptions(app)
+
+
+async def test_stepping_onto_the_last_step_says_how_many_steps_there_are() -> None:
+    app = explore()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        stepper = screen.session.stepper  # type: ignore[union-attr]
+        assert "step 1 of ?" in text_of(app, "#narration")  # nothing has run to the end yet
+        for _ in range(100):  # → only, never End: the end is found by stepping onto it
+            before = screen.position
+            await press(pilot, "right")
+            if screen.position == before:
+                break
+        assert stepper.total is not None and screen.position == stepper.total - 1
+        narration = text_of(app, "#narration")
+        assert f"step {stepper.total} of {stepper.total}" in narration
+        assert "of ?" not in narration
+        await press(pilot, "left")  # and it stays known going back
+        assert f"step {stepper.total - 1} of {stepper.total}" in text_of(app, "#narration")

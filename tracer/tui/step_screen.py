@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
+from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
@@ -122,6 +123,10 @@ class StepScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW, "-narrow")
+        # Narrow: the footer's keys closer together, so the last one ("? Help") is not cut
+        # off by the palette's key on the right.
+        for footer in self.query(Footer):
+            footer.compact = event.size.width < NARROW
         self.set_class(event.size.height < SHORT, "-short")
         self.fit_columns()
 

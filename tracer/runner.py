@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.errors import UsageError
 from tracer.inputs import InputSet, load_inputs
-from tracer.inputs.weights import INITS, make_weights
+from tracer.inputs.input_set import SourceSequence
+from tracer.inputs.weights import INITS, make_source_weights, make_weights
 from tracer.options import Where, check_options, flag_where
 from tracer.suggest import did_you_mean
-from tracer.variant import RunContext, Variant
+from tracer.variant import RunContext, Source, Variant
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -48,6 +49,9 @@ class TraceOptions:
     """The variant's own options, as given; merged over ``extra``."""
     option_flags: tuple[str, ...] = ()
     """Shorthand flags the user typed (``--heads``), so messages can name them."""
+    source: str | InputSet | None = None
+    """A second sequence (``--source``): an input set whose tokens and embeddings become
+    ``run.source``, in place of the ``source:`` section of the inputs, if any."""
 
     def variant_options(self) -> dict[str, Any]:
         return {**self.extra, **self.options}
@@ -117,9 +121,10 @@ def build_context(
     query = resolve_query(options.query, input_set.tokens)
     inputs = torch.tensor(input_set.embeddings, dtype=torch.float32)
     weights = None
+    d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
     if uses_weights:
-        d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
         weights = make_weights(options.init, input_set.d_in, d_out, options.seed, input_set.weights)
+    second = build_source(input_set, options, d_out, uses_weights)
     return RunContext(
         inputs=inputs,
         tokens=input_set.tokens,
@@ -130,6 +135,33 @@ def build_context(
         init=None if input_set.weights else options.init,
         padding=input_set.padding,
         extra=variant_options,
+        source=second,
+    )
+
+
+def build_source(
+    input_set: InputSet, options: TraceOptions, d_out: int, uses_weights: bool
+) -> Source | None:
+    """``run.source``: ``--source`` (its tokens and embeddings) or the inputs' ``source:``."""
+    import torch
+
+    sequence = input_set.source_sequence
+    if options.source is not None:
+        given = (
+            options.source if isinstance(options.source, InputSet) else load_inputs(options.source)
+        )
+        sequence = SourceSequence(given.tokens, given.embeddings)
+    if sequence is None:
+        return None
+    weights = None
+    if uses_weights:
+        weights = make_source_weights(
+            options.init, input_set.d_in, sequence.d_in, d_out, options.seed, sequence.weights
+        )
+    return Source(
+        inputs=torch.tensor(sequence.embeddings, dtype=torch.float32),
+        tokens=sequence.tokens,
+        weights=weights,
     )
 
 

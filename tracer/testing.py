@@ -16,12 +16,12 @@ yield is checked as it would be in the app) and returns the trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions, build_context
-from tracer.variant import Variant
+from tracer.variant import SubStep, Variant
 
 if TYPE_CHECKING:
     import torch
@@ -29,7 +29,13 @@ if TYPE_CHECKING:
     from tracer.inputs import InputSet
     from tracer.tracing import Trace
 
-__all__ = ["assert_close", "assert_stages_in_order", "run_variant", "sdpa_reference"]
+__all__ = [
+    "assert_close",
+    "assert_stages_in_order",
+    "run_variant",
+    "sdpa_reference",
+    "substeps_of",
+]
 
 
 def run_variant(
@@ -41,13 +47,23 @@ def run_variant(
     d_out: int | None = None,
     dropout: float = 0.0,
     query: int | str | None = None,
+    source: str | InputSet | None = None,
     plugins_dir: Sequence[str | Path] = (),
-    **options: Any,
+    options: Mapping[str, Any] | Any = None,
+    keep_substeps: bool = False,
+    **named_options: Any,
 ) -> Trace:
-    """Run ``variant`` to the end with these trace options and the variant's own ``options``.
+    """Run ``variant`` to the end with these trace options and the variant's own options.
 
-    Options are checked exactly as ``attn trace -o NAME=VALUE`` checks them, so a
-    test can also assert that a bad value raises :class:`tracer.errors.UsageError`.
+    The variant's options come as keywords (``window=2``) or, for a name Python
+    cannot take as a keyword (``lambda``) or one that clashes with a parameter
+    here, in ``options={"lambda": 0.5}``; both may be given. Options are checked
+    exactly as ``attn trace -o NAME=VALUE`` checks them, so a test can also assert
+    that a bad value raises :class:`tracer.errors.UsageError`.
+
+    ``source`` is a second sequence (``--source``), for variants that read ``run.source``.
+    With ``keep_substeps=True`` every loop iteration is kept in ``trace.substeps``
+    (see :func:`substeps_of`).
     """
     from tracer.inputs import InputSet, load_inputs
     from tracer.plugin_host import PluginHost
@@ -60,21 +76,33 @@ def run_variant(
         d_out=d_out,
         dropout=dropout,
         query=query,
-        options=dict(options),
+        options=_variant_options(options, named_options),
+        source=source,
     )
     input_set = inputs if isinstance(inputs, InputSet) else load_inputs(inputs)
     if isinstance(variant, Variant):
         context = build_context(input_set, trace_options, variant=variant)
-        return Trace(variant, context).run_to_end()
+        return Trace(variant, context).run_to_end(keep_substeps)
     host = PluginHost(plugins_dir, strict=True)
     found = host.variant(variant)
     context = build_context(input_set, trace_options, variant=found)
-    return host.start(variant, context).run_to_end()
+    return host.start(variant, context).run_to_end(keep_substeps)
+
+
+def _variant_options(options: Any, named: dict[str, Any]) -> dict[str, Any]:
+    """The keywords merged with the ``options`` mapping; a non-mapping ``options=`` is what
+    it was before the mapping existed: the value of a variant option called ``options``."""
+    if options is None:
+        return dict(named)
+    if not isinstance(options, Mapping):
+        return {**named, "options": options}
+    return {**named, **options}
 
 
 def sdpa_reference(trace: Trace, *, causal: bool = False) -> torch.Tensor:
     """torch's own scaled dot-product attention on the trace's inputs and weights.
 
+    With a second sequence (``run.source``), keys and values come from it: cross-attention.
     The focused query's row when the trace has one; needs ``uses_weights=True``.
     """
     import torch.nn.functional as F
@@ -83,7 +111,11 @@ def sdpa_reference(trace: Trace, *, causal: bool = False) -> torch.Tensor:
     if context.weights is None:
         raise ValueError(f"variant '{trace.variant.name}' runs without query/key/value weights")
     x, W = context.inputs, context.weights
-    out = F.scaled_dot_product_attention(x @ W.query, x @ W.key, x @ W.value, is_causal=causal)
+    keys, values = x @ W.key, x @ W.value
+    source = context.source
+    if source is not None and source.weights is not None:  # cross-attention: keys from it
+        keys, values = source.inputs @ source.weights.key, source.inputs @ source.weights.value
+    out = F.scaled_dot_product_attention(x @ W.query, keys, values, is_causal=causal)
     return context.focus(out)
 
 
@@ -104,3 +136,18 @@ def assert_stages_in_order(trace: Trace) -> None:
         raise AssertionError(
             f"variant '{trace.variant.name}' yielded stages {yielded}, declared {declared}"
         )
+
+
+def substeps_of(trace: Trace, stage: str) -> list[SubStep]:
+    """The sub-steps of the loop that built ``stage``, in order.
+
+    The trace must come from ``run_variant(..., keep_substeps=True)``.
+    """
+    if stage not in trace.variant.loops:
+        raise ValueError(
+            f"variant '{trace.variant.name}' builds no stage '{stage}' in a loop; its loops: "
+            f"{', '.join(trace.variant.loops) or 'none'}"
+        )
+    if not trace.kept_substeps:
+        raise ValueError("no sub-steps were kept: run the variant with keep_substeps=True")
+    return [step for step in trace.substeps if step.stage == stage]

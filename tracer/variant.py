@@ -15,10 +15,15 @@ This module must not import torch at runtime: ``import tracer`` stays fast.
 
 from __future__ import annotations
 
+import keyword
 import re
+import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from tracer.errors import Location
+from tracer.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import torch
@@ -27,9 +32,22 @@ STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VARIANT_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
-TOKEN_AXES = frozenset({"token", "query", "key"})
-"""Axis names whose positions are tokens: only these are labelled with the tokens' text."""
-COMMON_AXES = ("token", "query", "key", "feature", "head", "kv_head", "step", "tile", "batch")
+TOKEN_AXES = frozenset({"token", "query", "key", "source"})
+"""Axis names whose positions are tokens: only these are labelled with the tokens' text.
+
+``source`` (and ``key``, when the run has a source sequence) label with the source's tokens."""
+COMMON_AXES = (
+    "token",
+    "query",
+    "key",
+    "source",
+    "feature",
+    "head",
+    "kv_head",
+    "step",
+    "tile",
+    "batch",
+)
 """The axis names the built-in variants use; any other lower-case name is allowed too."""
 OPTION_TYPES: tuple[type, ...] = (int, float, bool, str)
 
@@ -59,13 +77,49 @@ class Option:
 
     def __post_init__(self) -> None:
         if not OPTION_NAME.match(self.name):
+            fixed = re.sub(r"[^a-z0-9_]+", "_", self.name.lower()).strip("_")
+            hint = f" (did you mean '{fixed}'?)" if OPTION_NAME.match(fixed) else ""
             raise ValueError(
-                f"option name {self.name!r} must be lower-case letters, digits and underscores"
+                f"option name {self.name!r} must be lower-case letters, digits and "
+                f"underscores{hint}"
             )
         if self.type not in OPTION_TYPES:
             raise ValueError(
                 f"option {self.name!r} has type {self.type!r}; use int, float, bool or str"
             )
+        number = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
+        if number and self.min is not None and self.default < self.min:
+            raise ValueError(
+                f"option {self.name!r} has default {self.default!r}, below its own min={self.min!r}"
+            )
+        if number and self.max is not None and self.default > self.max:
+            raise ValueError(
+                f"option {self.name!r} has default {self.default!r}, above its own max={self.max!r}"
+            )
+
+    @property
+    def is_identifier(self) -> bool:
+        """Whether the name can be a Python keyword argument (``lambda`` cannot)."""
+        return not keyword.iskeyword(self.name)
+
+
+class UnknownOption(KeyError):
+    """``run.options["windw"]``: a name the variant did not declare, with a did-you-mean."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class OptionValues(dict[str, Any]):
+    """``run.options``: a plain dict whose missing keys name the declared ones."""
+
+    def __missing__(self, name: str) -> Any:
+        known = sorted(self)
+        listed = ", ".join(known) if known else "none"
+        raise UnknownOption(
+            f"run.options has no option {name!r}{did_you_mean(str(name), known)}; "
+            f"the variant declares: {listed}"
+        )
 
 
 @dataclass(frozen=True)
@@ -75,6 +129,46 @@ class Weights:
     query: torch.Tensor
     key: torch.Tensor
     value: torch.Tensor
+
+
+@dataclass(frozen=True)
+class SourceWeights:
+    """Key and value projections for the source sequence, each (source width, d_out)."""
+
+    key: torch.Tensor
+    value: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Source:
+    """A second sequence: ``run.source`` in cross-attention (keys and values come from it)."""
+
+    inputs: torch.Tensor
+    """Its embeddings, shape (source tokens, source width); the width may differ from ``run.inputs``."""
+    tokens: tuple[str, ...]
+    weights: SourceWeights | None
+    """Its key and value projections, for variants with ``uses_weights=True``; None otherwise."""
+
+
+class Tokens(tuple[str, ...]):
+    """The tokens of a trace, and the source sequence's tokens (``.source``) when it has one.
+
+    A plain tuple of the main sequence's tokens wherever a tuple is expected; the
+    renderers read ``.source`` to label ``source`` axes (and ``key`` axes, whose
+    positions are then source tokens).
+    """
+
+    source: tuple[str, ...] | None
+
+    def __new__(cls, tokens: Sequence[str], source: Sequence[str] | None = None) -> Tokens:
+        made = super().__new__(cls, tokens)
+        made.source = tuple(source) if source is not None else None
+        return made
+
+
+def source_tokens(tokens: Sequence[str]) -> tuple[str, ...] | None:
+    """The source sequence's tokens carried by ``tokens`` (a :class:`Tokens`), if any."""
+    return getattr(tokens, "source", None)
 
 
 @dataclass(frozen=True)
@@ -94,19 +188,47 @@ class RunContext:
     """How the weights were made (``rand``, ``randn``, ``linear``); None when an inputs file gave them."""
     padding: tuple[bool, ...] | None = None
     """True for tokens that are padding and must never be attended to."""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=OptionValues)
     """The variant's declared options, checked, with defaults filled in (also ``run.options``).
 
     The name ``extra`` is the original spelling and keeps working."""
+    source: Source | None = None
+    """A second sequence (cross-attention's keys and values), when the inputs give one."""
 
     @property
     def options(self) -> Mapping[str, Any]:
-        """The variant's declared options by name: ``run.options["window"]``."""
+        """The variant's declared options by name: ``run.options["window"]``.
+
+        A name the variant did not declare raises :class:`UnknownOption` (a ``KeyError``)
+        that suggests the closest declared one."""
         return self.extra
 
-    def focus(self, tensor: torch.Tensor) -> torch.Tensor:
-        """Row ``query`` of a per-query tensor when one query is focused; the tensor otherwise."""
-        return tensor if self.query is None else tensor[self.query]
+    def __post_init__(self) -> None:
+        if not isinstance(self.extra, OptionValues):
+            object.__setattr__(self, "extra", OptionValues(self.extra))
+
+    def focus(
+        self, tensor: torch.Tensor, axis: int | str = 0, *, axes: Sequence[str] | None = None
+    ) -> torch.Tensor:
+        """Row ``query`` of a per-query tensor when one query is focused; the tensor otherwise.
+
+        The query dimension is the first unless ``axis`` says otherwise: its index, or its
+        name among ``axes`` (the names you yield the tensor with), so a tensor that puts the
+        head first is focused as ``run.focus(w, axes=("head", "query", "key"))``.
+        """
+        if axes is not None and axis == 0:
+            axis = "query"
+        if isinstance(axis, str):
+            names = [parse_axis(a)[0] for a in axes or ()]
+            if axis not in names:
+                raise ValueError(
+                    f"run.focus: axis '{axis}' is not among the axes {tuple(axes or ())}"
+                    f"{did_you_mean(axis, names)}"
+                )
+            axis = names.index(axis)
+        if self.query is None:
+            return tensor
+        return tensor.select(axis, self.query)
 
     @property
     def query_indices(self) -> range:
@@ -134,6 +256,8 @@ class Stage:
     """Axis names per tensor, e.g. ``{"scores": ("query", "key")}``; missing means unnamed."""
     files: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Every plugin file that ran for this stage and its lines (filled in by the tracer)."""
+    guessed_axes: tuple[str, ...] = ()
+    """Tensors that named no axes and were taken as ``("query", "key")`` by the tracer."""
 
     def _repr_html_(self) -> str:
         """Jupyter's view of a stage (see tracer.notebook); alone it knows no tokens: indices."""
@@ -159,8 +283,19 @@ class SubStep:
     axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Axis names per tensor, as for :class:`Stage`."""
     equation: Equation | None = None
-    """What this iteration computed, checked by the tracer before anything shows it."""
+    """What this iteration computed, checked by the tracer before anything shows it
+    (the first of ``equations`` when it declares several)."""
     files: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    guessed_axes: tuple[str, ...] = ()
+    """As for :class:`Stage`."""
+    equations: tuple[Equation, ...] = ()
+    """Every equation the iteration declares, each checked (``equation`` is the first)."""
+
+    def __post_init__(self) -> None:
+        if self.equation is not None and not self.equations:
+            self.equations = (self.equation,)
+        elif self.equations and self.equation is None:
+            self.equation = self.equations[0]
 
 
 @dataclass(frozen=True)
@@ -178,7 +313,13 @@ class Dot:
 
 @dataclass(frozen=True)
 class Accumulate:
-    """The sub-step computed ``after = before + weight * value`` (a running weighted sum)."""
+    """The sub-step computed ``after = before + weight * value`` (a running weighted sum).
+
+    ``weight`` is a single number, or a tensor: when ``weight.shape + value.shape`` is
+    the shape of ``before``, the update is their outer product (``S += φ(k) vᵀ`` of
+    linear attention: ``Accumulate("S_before", "phi_k", "v", "S")``); otherwise
+    ``weight * value`` broadcast to the shape of ``before`` (element by element).
+    """
 
     before: str
     weight: str
@@ -230,21 +371,25 @@ def substep(
     formula: str | None = None,
     axes: AxesSpec = None,
     equation: Equation | None = None,
+    equations: Sequence[Equation] = (),
     **tensors: torch.Tensor,
 ) -> SubStep:
     """Describe one loop iteration: ``yield substep("scores", (i, j), score=s)``.
 
     Tensors may have any rank (a growing cache, a tile of scores). ``equation``
     (:class:`Dot` or :class:`Accumulate`) says what the iteration computed, so a
-    viewer can write the arithmetic out; the tracer checks it holds.
+    viewer can write the arithmetic out; the tracer checks it holds. An iteration
+    that computes several things declares them all: ``equations=(Dot(...), Accumulate(...))``.
     """
+    declared = ((equation,) if equation is not None else ()) + tuple(equations)
     return SubStep(
         stage=stage,
         position=tuple(position),
         tensors=dict(tensors),
         formula=formula,
         axes=_axes(axes, tensors),
-        equation=equation,
+        equation=declared[0] if declared else None,
+        equations=declared,
     )
 
 
@@ -265,12 +410,22 @@ class Variant:
     """Stages built by a loop that yields sub-steps."""
     options: tuple[Option, ...] = ()
     """Options the variant accepts (``-o NAME=VALUE``, a lesson's ``options:``)."""
+    optional_stages: tuple[str, ...] = ()
+    """Stages among ``stages`` that ``run`` may leave out; every other one must be yielded."""
+    declared_at: Location | None = field(default=None, compare=False, repr=False)
+    """Where the plugin wrote ``Variant(...)`` (filled in when the variant is made)."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""
         return next((option for option in self.options if option.name == name), None)
 
     def __post_init__(self) -> None:
+        if self.declared_at is None:
+            # The caller of the dataclass __init__ that called us: the plugin's own line.
+            caller = sys._getframe(2)
+            object.__setattr__(
+                self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
+            )
         if not VARIANT_NAME.match(self.name):
             raise ValueError(
                 f"variant name {self.name!r} must be lower-case letters, digits and hyphens"
@@ -283,7 +438,16 @@ class Variant:
                 )
         unknown = [loop for loop in self.loops if loop not in self.stages]
         if unknown:
-            raise ValueError(f"loops {unknown} of variant {self.name!r} are not among its stages")
+            raise ValueError(
+                f"loops {unknown} of variant {self.name!r} are not among its stages"
+                f"{did_you_mean(unknown[0], self.stages)}"
+            )
+        unknown = [name for name in self.optional_stages if name not in self.stages]
+        if unknown:
+            raise ValueError(
+                f"optional_stages {unknown} of variant {self.name!r} are not among its stages"
+                f"{did_you_mean(unknown[0], self.stages)}"
+            )
         names = [option.name for option in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"variant {self.name!r} declares an option twice: {names}")

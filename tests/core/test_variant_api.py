@@ -415,14 +415,55 @@ def test_built_ins_keep_their_names(attn: Attn, tmp_path: Path, host: PluginHost
     assert mine.owner["zeros"].name == "impostor"
     assert not mine.failures
     assert mine.owner["zeros"].warnings == [
-        "variant 'masked' was not registered: the name belongs to built-in plugin 'masked'; "
-        "rename the variant"
+        "variant 'masked' is reached as 'impostor:masked': the name 'masked' belongs to "
+        "built-in plugin 'masked'"
     ]
     real = start_trace("masked", TraceOptions(), host).run_to_end().output
     assert torch.equal(start_trace("masked", TraceOptions(), mine).run_to_end().output, real)
     status, _, err = attn("trace", "zeros", "--plugins-dir", str(folder))
     assert status == 0
-    assert "attn: warning: plugin 'impostor': variant 'masked' was not registered" in err
+    assert (
+        "attn: warning: plugin 'impostor': variant 'masked' is reached as 'impostor:masked'" in err
+    )
+    # The refused name is reachable by its plugin's name, as `attn plugins` lists both.
+    status, out, _ = attn("trace", "impostor:masked", "--plugins-dir", str(folder))
+    assert status == 0 and out.startswith("masked: Fake\n")
+    theirs = start_trace("impostor:masked", TraceOptions(), mine).run_to_end().output
+    assert torch.equal(theirs, torch.zeros(6, 2))
+    assert torch.equal(start_trace("masked:masked", TraceOptions(), mine).run_to_end().output, real)
+    status, out, _ = attn("plugins", "--json", "--plugins-dir", str(folder))
+    listed = {p["name"]: p for p in json.loads(out)}
+    assert [v["name"] for v in listed["impostor"]["variants"]] == ["impostor:masked", "zeros"]
+
+
+def test_a_square_token_table_without_axes_keeps_token_labels_with_a_hint(
+    attn: Attn, tmp_path: Path
+) -> None:
+    folder = plugin(
+        tmp_path / "p",
+        "old",
+        """
+        def old(run):
+            x = run.inputs
+            yield stage("scores", "S", scores=x @ x.T, gram=x @ x.T)
+            return x
+        """
+        + register("old", "old", '("scores",)'),
+    )
+    status, out, _ = attn("trace", "old", "--plugins-dir", str(folder))
+    assert status == 0
+    lines = out.splitlines()
+    scores = lines.index("scores (6×6: query × key)")
+    assert lines[scores + 1].split() == ["Your", "journey", "starts", "with", "one", "step"]
+    assert lines[scores + 2].startswith("Your ")
+    assert lines[scores + 8] == (
+        "(tensor 'scores' names no axes; labelled with the tokens because it is a tokens × "
+        'tokens table: declare axes=("query", "key") in its stage)'
+    )
+    # Tokens × tokens too, but not called a score, weight or mask table: indices, no hint.
+    gram = lines.index("gram (6×6)")
+    assert lines[gram + 1].split() == ["0", "1", "2", "3", "4", "5"]
+    assert "tensor 'gram'" not in out
 
 
 # Copy-on-write -------------------------------------------------------------------------
@@ -518,3 +559,29 @@ def test_testing_helpers_run_a_variant_like_attn_does() -> None:
     torch.testing.assert_close(trace.output, sdpa_reference(trace), atol=1e-5, rtol=1e-5)
     with pytest.raises(UsageError, match="heads must be at least 1"):
         run_variant("multihead", heads=0)
+
+
+async def test_the_app_says_when_token_labels_come_from_the_shape(tmp_path: Path) -> None:
+    from tests.tui.conftest import settle
+    from tracer.tui.explore_screen import ExploreScreen
+    from tracer.tui.launch import make_explore_app
+    from tracer.tui.text_pane import TextPane
+
+    folder = plugin(
+        tmp_path / "p",
+        "old",
+        """
+        def old(run):
+            x = run.inputs
+            yield stage("scores", "S", scores=x @ x.T)
+            return x
+        """
+        + register("old", "old", '("scores",)'),
+    )
+    app = make_explore_app("old", TraceOptions(), [str(folder)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ExploreScreen)
+        narration = str(screen.query_one("#narration", TextPane).render())
+        assert "tensor 'scores' names no axes; labelled with the tokens" in narration

@@ -440,7 +440,7 @@ def test_load_problems_do_not_hide_problems_that_need_a_run(host: PluginHost) ->
     )
     assert problems(text, host) == [
         "4:21: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: "
-        "grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, "
+        "cross-attention, grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, "
         "online-softmax, sliding-window, trainable, training, vectorized",
         "5:11: stage 'scores' of 'naive-loop' has no tensor 'scorez' (did you mean 'scores'?); "
         "its tensors: scores",
@@ -451,7 +451,7 @@ def test_an_unknown_variant_may_be_a_plugin_not_installed(host: PluginHost) -> N
     assert problems(H + "steps:\n  - show: {variant: banded, stage: scores}\n", host) == [
         "4:21: unknown variant 'banded'; if it comes from a plugin, that plugin is not "
         "installed (install it, or give its folder with --plugins-dir); known variants: "
-        "grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, "
+        "cross-attention, grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, "
         "online-softmax, sliding-window, trainable, training, vectorized"
     ]
 
@@ -554,12 +554,12 @@ def test_a_lesson_names_the_plugins_it_needs(host: PluginHost) -> None:
     )
     assert problems(text, host) == [
         "3:19: this lesson needs the plugin 'banded-window', which is not installed (install "
-        "it, or give its folder with --plugins-dir); installed: grouped-query, kv-cache, masked, "
+        "it, or give its folder with --plugins-dir); installed: cross-attention, grouped-query, kv-cache, masked, "
         "multihead, multihead-wrapper, naive-loop, online-softmax, sliding-window, trainable, "
         "training, vectorized",
         "5:21: unknown variant 'banded'; it probably comes from a plugin this lesson needs that "
-        "is not installed: banded-window; known variants: grouped-query, "
-        "kv-cache, masked, multihead, multihead-wrapper, naive-loop, online-softmax, "
+        "is not installed: banded-window; known variants: cross-attention, "
+        "grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, online-softmax, "
         "sliding-window, trainable, training, vectorized",
     ]
 
@@ -585,7 +585,7 @@ def test_a_broken_value_is_reported_once_not_where_it_is_used(host: PluginHost) 
     )
     assert problems(text, host) == [
         "4:18: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: "
-        "grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, "
+        "cross-attention, grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, "
         "online-softmax, sliding-window, trainable, training, vectorized"
     ]
 

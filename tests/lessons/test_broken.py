@@ -158,7 +158,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "show_unknown_variant",
         H + "  - show: {variant: naive_loop, stage: scores}\n",
         [
-            "4:21: unknown variant 'naive_loop' (did you mean 'naive-loop'?); known variants: grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, online-softmax, sliding-window, trainable, training, vectorized"
+            "4:21: unknown variant 'naive_loop' (did you mean 'naive-loop'?); known variants: cross-attention, grouped-query, kv-cache, masked, multihead, multihead-wrapper, naive-loop, online-softmax, sliding-window, trainable, training, vectorized"
         ],
     ),
     (

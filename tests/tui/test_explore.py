@@ -210,30 +210,50 @@ async def test_auto_play_steps_on_each_tick_and_changes_speed() -> None:
         assert not screen.playing
 
 
-async def test_a_failing_variant_shows_its_error_in_a_modal_not_a_crash() -> None:
+async def test_a_failing_variant_shows_its_error_in_place_of_the_step_and_q_quits() -> None:
     app = explore("broken")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         screen = screen_of(app)
         await press(pilot, "right")
-        modal = app.screen
-        assert isinstance(modal, ErrorScreen)
+        # No pop-up: the step that failed shows the error where its tensors would be.
+        assert app.screen is screen and screen.position == 1
+        pane = screen.query_one(TensorPane)
+        assert pane.has_class("-error") and pane.border_title == "error"
         # Author and plugin text is literal: the brackets are not markup.
-        assert "fails on purpose [at stage two]" in modal.message
-        await pilot.press("escape")
+        assert screen.failure is not None and "fails on purpose [at stage two]" in screen.failure
+        assert "The variant stopped with an error" in text_of(app, "#narration")
+        assert "faulty.py:" in screen.failure  # the plugin line, also marked in the source pane
+        await press(pilot, "left")
+        assert screen.position == 0 and screen.failure is None and not pane.has_class("-error")
+        await press(pilot, "right", "right")  # back on the error; a second → stays there
+        assert screen.position == 1 and screen.failure is not None
+        await pilot.press("q")
         await pilot.pause()
-        assert app.screen is screen and screen.position == 0
-        assert app.is_running
+    assert app.exit_status == 3  # a plugin failed, as on the command line
+
+
+async def test_q_quits_from_an_error_pop_up_too() -> None:
+    app = explore()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.show_error("Something", "went wrong")
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorScreen)
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running
 
 
 async def test_an_unknown_variant_is_reported_in_the_app() -> None:
     app = explore("no-such-variant")
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, attribute="error_shown")
+        await settle(pilot, attribute="failure")
         await pilot.pause()
-        modal = app.screen
-        assert isinstance(modal, ErrorScreen)
-        assert "unknown variant 'no-such-variant'" in modal.message
+        screen = screen_of(app)
+        assert screen.failure is not None
+        assert "unknown variant 'no-such-variant'" in screen.failure
+        assert "Could not run the variant." in text_of(app, "#narration")
 
 
 async def test_plugin_text_with_square_brackets_is_shown_literally() -> None:
@@ -285,19 +305,16 @@ async def test_a_stage_that_is_not_a_tensor_is_a_plugin_error_on_screen() -> Non
     # one-line error (with its file:line) instead of drawing something it cannot.
     app = explore("odd")
     async with app.run_test(size=(100, 30)) as pilot:
-        for _ in range(500):
-            await pilot.pause(0.02)
-            if isinstance(app.screen, ErrorScreen):
-                break
-        assert isinstance(app.screen, ErrorScreen)
-        assert "tensor 'inputs' is a list; yield a torch tensor" in app.screen.message
+        await settle(pilot, attribute="failure")
+        failure = screen_of(app).failure
+        assert failure is not None
+        assert "tensor 'inputs' is a list; yield a torch tensor" in failure
 
 
 async def test_quitting_after_a_failed_start_exits_with_the_error_status() -> None:
     app = explore("no-such-variant")
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, attribute="error_shown")
-        await pilot.press("escape")
+        await settle(pilot, attribute="failure")
         await pilot.press("q")
     assert app.exit_status == 2  # a usage error, as on the command line
 
@@ -350,10 +367,9 @@ async def test_a_loop_that_failed_part_way_gives_no_count() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await press(pilot, "right", "right", "right")  # the third pair never comes
-        await settle(pilot, attribute="error_shown")
-        if not isinstance(app.screen, ExploreScreen):
-            app.screen.dismiss(None)  # the modal that reports the failure
-            await settle(pilot)
+        await settle(pilot, attribute="failure")
+        assert "The variant stopped with an error" in text_of(app, "#narration")
+        await press(pilot, "left")  # the last pair that ran
         # The trace ended, but by failing inside the loop: two pairs ran, not "2 of 2".
         assert screen_of(app).session.stepper.total is not None  # type: ignore[union-attr]
         narration = text_of(app, "#narration")

@@ -65,7 +65,15 @@ def test_from_a_real_process_without_a_traceback() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["sliding-window", "grouped-query", "kv-cache", "online-softmax", "training"]
+    "name",
+    [
+        "sliding-window",
+        "grouped-query",
+        "kv-cache",
+        "online-softmax",
+        "training",
+        "cross-attention",
+    ],
 )
 def test_each_variant_declares_its_options_with_help(name: str) -> None:
     variant = HOST.variant(name)

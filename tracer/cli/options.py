@@ -18,6 +18,13 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help=f"a built-in input set or a YAML/JSON file (default: {DEFAULT_INPUTS})",
     )
+    group.add_argument(
+        "--source",
+        default=None,
+        metavar="NAME|FILE",
+        help="a second sequence for cross-attention: an input set whose tokens and embeddings "
+        "give the keys and values (default: the inputs' own 'source:' section, if any)",
+    )
     group.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: 123)")
     group.add_argument(
         "--init",
@@ -83,6 +90,7 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
         query=args.query,
         options=options,
         option_flags=("--heads",) if args.heads is not None else (),
+        source=getattr(args, "source", None),
     )
 
 

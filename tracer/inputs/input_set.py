@@ -12,6 +12,12 @@ An inputs file is YAML or JSON::
       key:   [[1, 0], [0, 1], [1, 1]]
       value: [[1, 0], [0, 1], [1, 1]]
     padding: [false, false, true]   # optional: tokens never attended to
+    source:             # optional: a second sequence, for cross-attention
+      tokens: [Le, chat]
+      embeddings: [[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8]]   # a width of its own
+      weights:          # optional, each (source width, d_out): keys and values from it
+        key:   [[1, 0], [0, 1], [1, 1], [0, 0]]
+        value: [[1, 0], [0, 1], [1, 1], [0, 0]]
 
 Every problem is reported at its line and column. Nothing here imports torch.
 """
@@ -40,7 +46,24 @@ from tracer.yamldoc import (
 
 Matrix = tuple[tuple[float, ...], ...]
 WEIGHT_NAMES = ("query", "key", "value")
-KEYS = ("tokens", "embeddings", "weights", "padding", "description")
+KEYS = ("tokens", "embeddings", "weights", "padding", "description", "source")
+SOURCE_KEYS = ("tokens", "embeddings", "weights")
+SOURCE_WEIGHT_NAMES = ("key", "value")
+
+
+@dataclass(frozen=True)
+class SourceSequence:
+    """A second sequence (an encoder's output, a sentence to translate): keys and values
+    of cross-attention come from it, queries from the main sequence."""
+
+    tokens: tuple[str, ...]
+    embeddings: Matrix
+    weights: Mapping[str, Matrix] | None = None
+    """``key`` and ``value``, each (source width, d_out), when the file gives them."""
+
+    @property
+    def d_in(self) -> int:
+        return len(self.embeddings[0])
 
 
 @dataclass(frozen=True)
@@ -54,6 +77,9 @@ class InputSet:
     padding: tuple[bool, ...] | None = None
     description: str = ""
     source: str = "built-in"
+    """Where the set came from (a file's path); see ``source_sequence`` for a second sequence."""
+    source_sequence: SourceSequence | None = None
+    """The ``source:`` section: a second sequence with its own tokens and width."""
 
     @property
     def d_in(self) -> int:
@@ -149,6 +175,10 @@ def parse_input_node(
     padding = None
     if "padding" in entries and tokens is not None:
         padding = _padding(entries["padding"], len(tokens), path, problems)
+    source_sequence = None
+    if "source" in entries and embeddings is not None:
+        d_out = len(weights["query"][0]) if weights else None
+        source_sequence = _source(entries["source"], d_out, path, problems)
     description = ""
     if "description" in entries:
         value = entries["description"]
@@ -167,9 +197,96 @@ def parse_input_node(
             padding=padding,
             description=description,
             source=path,
+            source_sequence=source_sequence,
         ),
         [],
     )
+
+
+def _source(
+    node: yaml.Node, d_out: int | None, path: str, problems: list[Problem]
+) -> SourceSequence | None:
+    """The ``source:`` section: tokens and embeddings of their own width, optional weights."""
+    if not isinstance(node, yaml.MappingNode):
+        problems.append(
+            problem_at(node, "source must be a mapping with 'tokens' and 'embeddings'", path)
+        )
+        return None
+    entries = {}
+    found = len(problems)
+    for key, key_node, value_node in mapping_items(node):
+        if key not in SOURCE_KEYS:
+            hint = did_you_mean(key, SOURCE_KEYS)
+            message = f"unknown key 'source.{key}'{hint}; expected one of {', '.join(SOURCE_KEYS)}"
+            problems.append(problem_at(key_node, message, path))
+        entries[key] = value_node
+    for required in ("tokens", "embeddings"):
+        if required not in entries:
+            problems.append(problem_at(node, f"source is missing '{required}'", path))
+    if len(problems) > found:
+        return None
+    tokens = _tokens(entries["tokens"], path, problems)
+    embeddings = _matrix(entries["embeddings"], "source.embeddings", path, problems)
+    if tokens is None or embeddings is None:
+        return None
+    if len(tokens) != len(embeddings):
+        message = (
+            f"source has {len(tokens)} tokens but {len(embeddings)} embedding rows; "
+            "give one row per token"
+        )
+        problems.append(problem_at(entries["embeddings"], message, path))
+        return None
+    weights = None
+    if "weights" in entries:
+        weights = _source_weights(entries["weights"], len(embeddings[0]), d_out, path, problems)
+        if weights is None:
+            return None
+    return SourceSequence(tokens=tokens, embeddings=embeddings, weights=weights)
+
+
+def _source_weights(
+    node: yaml.Node, d_in: int, d_out: int | None, path: str, problems: list[Problem]
+) -> dict[str, Matrix] | None:
+    """``source.weights``: key and value, (source width, d_out), beside the main weights."""
+    if d_out is None:
+        message = (
+            "source.weights needs the main 'weights' too: the queries come from the main "
+            "sequence, so its query weights must be given with them"
+        )
+        problems.append(problem_at(node, message, path))
+        return None
+    if not isinstance(node, yaml.MappingNode):
+        problems.append(
+            problem_at(node, "source.weights must be a mapping with key and value", path)
+        )
+        return None
+    found = {}
+    for key, key_node, value_node in mapping_items(node):
+        if key not in SOURCE_WEIGHT_NAMES:
+            hint = did_you_mean(key, SOURCE_WEIGHT_NAMES)
+            message = f"unknown weight 'source.weights.{key}'{hint}; expected key and value"
+            problems.append(problem_at(key_node, message, path))
+            return None
+        found[key] = value_node
+    missing = [name for name in SOURCE_WEIGHT_NAMES if name not in found]
+    if missing:
+        problems.append(problem_at(node, f"source.weights is missing {', '.join(missing)}", path))
+        return None
+    matrices: dict[str, Matrix] = {}
+    for name in SOURCE_WEIGHT_NAMES:
+        label = f"source.weights.{name}"
+        matrix = _matrix(found[name], label, path, problems)
+        if matrix is None:
+            return None
+        if len(matrix) != d_in or len(matrix[0]) != d_out:
+            message = (
+                f"{label} is {len(matrix)}×{len(matrix[0])} but must be source width × d_out "
+                f"= {d_in}×{d_out} (the source embeddings' width, the main weights' d_out)"
+            )
+            problems.append(problem_at(found[name], message, path))
+            return None
+        matrices[name] = matrix
+    return matrices
 
 
 def _tokens(node: yaml.Node, path: str, problems: list[Problem]) -> tuple[str, ...] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tracer.variant import Weights
+from tracer.variant import SourceWeights, Weights
 
 INITS = ("rand", "randn", "linear")
 
@@ -47,3 +47,39 @@ def make_weights(
             draw = torch.rand if init == "rand" else torch.randn
             matrices = [draw(d_in, d_out) for _ in range(3)]
     return Weights(*matrices)
+
+
+def make_source_weights(
+    init: str,
+    d_in: int,
+    d_source: int,
+    d_out: int,
+    seed: int,
+    explicit: Mapping[str, object] | None = None,
+) -> SourceWeights:
+    """Key and value projections of a source sequence, each (d_source, d_out).
+
+    Drawn after the main sequence's query, key and value under the same seed, as a
+    notebook that seeds once and then makes W_q, W_k, W_v and the cross-attention's
+    W_k', W_v' would; so the main weights are those every other variant sees.
+    Explicit matrices (``source.weights`` of an inputs file) win over ``init``.
+    """
+    import torch
+
+    if explicit is not None:
+        return SourceWeights(
+            *(torch.tensor(explicit[name], dtype=torch.float32) for name in ("key", "value"))
+        )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if init == "linear":
+            for _ in range(3):
+                torch.nn.Linear(d_in, d_out, bias=False)
+            layers = [torch.nn.Linear(d_source, d_out, bias=False) for _ in range(2)]
+            matrices = [layer.weight.detach().T for layer in layers]
+        else:
+            draw = torch.rand if init == "rand" else torch.randn
+            for _ in range(3):
+                draw(d_in, d_out)
+            matrices = [draw(d_source, d_out) for _ in range(2)]
+    return SourceWeights(*matrices)

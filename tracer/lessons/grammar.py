@@ -49,6 +49,7 @@ from tracer.lessons.prose import (
 )
 from tracer.lessons.reading import line_column
 from tracer.suggest import did_you_mean
+from tracer.variant import Tokens, source_tokens
 from tracer.yamldoc import Problem
 from tracer.yamldoc import position as node_position
 
@@ -313,10 +314,14 @@ class Reader:
         if isinstance(value, str) and value:
             if value in tokens:
                 return tokens.index(value)
+            source = source_tokens(tokens) or ()  # a second sequence's tokens name its positions
+            if value in source:
+                return source.index(value)
+            known = (*tokens, *source)
             self.problem(
                 node,
-                f"{what} '{value}' is not one of the tokens{did_you_mean(value, tokens)}; "
-                f"tokens: {' '.join(tokens)}",
+                f"{what} '{value}' is not one of the tokens{did_you_mean(value, known)}; "
+                f"tokens: {' '.join(tokens)}" + (f"; source: {' '.join(source)}" if source else ""),
             )
             return None
         self.problem(node, f"{what} must be a token or a 0-based index, not {_kind(node)}")
@@ -953,7 +958,7 @@ class Reader:
         ref = self.ref(node, entries, scope, "'show'")
         focus = None
         if "focus" in entries:
-            tokens = ref.options.inputs.tokens if ref and ref.options.inputs else scope.tokens
+            tokens = _tokens(ref.options.inputs) if ref and ref.options.inputs else scope.tokens
             focus = self.focus(entries["focus"][1], tokens)
         caption = self.caption(entries)
         if ref is None or caption is None or ("focus" in entries and focus is None):
@@ -1319,7 +1324,7 @@ class Reader:
         ref = self.ref(node, entries, scope, what)
         cell: tuple[int, ...] | None = None
         if "cell" in entries:
-            tokens = ref.options.inputs.tokens if ref and ref.options.inputs else scope.tokens
+            tokens = _tokens(ref.options.inputs) if ref and ref.options.inputs else scope.tokens
             cell_node = entries["cell"][1]
             if isinstance(cell_node, yaml.SequenceNode):
                 if not cell_node.value:
@@ -1448,3 +1453,9 @@ def _closest(word: str, choices: Sequence[str]) -> str | None:
 
 def _listing(names: Sequence[str] | dict[str, str]) -> str:
     return ", ".join(names)
+
+
+def _tokens(inputs: InputSet) -> tuple[str, ...]:
+    """The inputs' tokens, carrying a second sequence's (``source:``) for cells that name them."""
+    second = inputs.source_sequence
+    return Tokens(inputs.tokens, second.tokens if second is not None else None)

@@ -273,6 +273,22 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
             },
             "padding": {"type": "array", "items": {"type": "boolean"}},
             "description": {"type": "string"},
+            "source": {
+                "type": "object",
+                "description": "a second sequence (cross-attention's keys and values)",
+                "properties": {
+                    "tokens": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    "embeddings": matrix,
+                    "weights": {
+                        "type": "object",
+                        "properties": {"key": matrix, "value": matrix},
+                        "required": ["key", "value"],
+                        "additionalProperties": False,
+                    },
+                },
+                "required": ["tokens", "embeddings"],
+                "additionalProperties": False,
+            },
         },
         "required": ["tokens", "embeddings"],
         "additionalProperties": False,

@@ -95,6 +95,11 @@ class PluginRecord:
         }
 
 
+def qualified_name(plugin: str, variant: str) -> str:
+    """``PLUGIN:VARIANT``: how a variant whose name another plugin holds is reached."""
+    return f"{plugin}:{variant}"
+
+
 def strict_from_env() -> bool:
     return os.environ.get("ATTN_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -142,9 +147,12 @@ class PluginHost:
         return [record for record in self.plugins if record.error]
 
     def variant(self, name: str) -> Variant:
-        """A variant by name, or a UsageError that suggests the closest name."""
+        """A variant by name (or ``PLUGIN:VARIANT``), or a UsageError suggesting the closest."""
         if name in self.variants:
             return self.variants[name]
+        plugin, colon, short = name.partition(":")
+        if colon and self.variants.get(short) is not None and self.owner[short].name == plugin:
+            return self.variants[short]  # PLUGIN:VARIANT also reaches a name nobody contests
         failed = [r for r in self.failures if name in (r.name, r.source)]
         if failed:
             raise PluginError(
@@ -161,7 +169,7 @@ class PluginHost:
         from tracer.tracing.worker import WorkerTrace, should_isolate
 
         variant = self.variant(name)
-        owner = self.owner[name]
+        owner = self.owner[name if name in self.owner else name.partition(":")[2]]
         # Code we did not write runs in a worker process with a time and a memory limit.
         kind = WorkerTrace if should_isolate(owner.origin == ORIGIN_BUILTIN) else Trace
         return kind(variant, context, plugin=owner.name, roots=owner.roots)
@@ -278,17 +286,22 @@ class PluginHost:
                 record.error = f"register_variants raised {_describe(exc, source)}"
                 continue
             for variant in found:
-                if variant.name in self.variants:
-                    other = self.owner[variant.name]
+                name = variant.name
+                if name in self.variants:
+                    # The name stays with whoever has it; this one is reached by its plugin's.
+                    other = self.owner[name]
                     kind = "built-in " if other.origin == ORIGIN_BUILTIN else ""
+                    name = qualified_name(record.name, variant.name)
+                    if name in self.variants:
+                        record.warnings.append(f"variant '{variant.name}' is registered twice")
+                        continue
                     record.warnings.append(
-                        f"variant '{variant.name}' was not registered: the name belongs to "
-                        f"{kind}plugin '{other.name}'; rename the variant"
+                        f"variant '{variant.name}' is reached as '{name}': the name "
+                        f"'{variant.name}' belongs to {kind}plugin '{other.name}'"
                     )
-                    continue
-                self.variants[variant.name] = variant
-                self.owner[variant.name] = record
-                record.variants.append(variant.name)
+                self.variants[name] = variant
+                self.owner[name] = record
+                record.variants.append(name)
 
 
 def _describe(exc: BaseException, source: str | None = None, folder: Path | None = None) -> str:

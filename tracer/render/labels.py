@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracer.variant import TOKEN_AXES, parse_axis
+from tracer.variant import TOKEN_AXES, parse_axis, source_tokens
 
 
 @dataclass(frozen=True)
@@ -44,22 +44,35 @@ def label_axes(
     query: int | None = None,
 ) -> tuple[Axis, ...]:
     """An :class:`Axis` per dimension of ``shape``, from the names the variant gave."""
+    source = source_tokens(tokens)
     tokens = tuple(tokens)
     names = effective_axes(shape, axes, query) or ("",) * len(shape)
     result = []
     for size, spec in zip(shape, names, strict=True):
         name, offset = parse_axis(spec)
         labels: tuple[str, ...] | None = None
-        if name in TOKEN_AXES:
+        # With a second sequence, keys are its positions; "source" always is.
+        own = source if name == "source" or (name == "key" and source is not None) else tokens
+        if name in TOKEN_AXES and own is not None:
             if name == "query" and size == 1 and query is not None and offset == 0:
                 labels = (tokens[query],)
-            elif offset + size <= len(tokens):
-                labels = tokens[offset : offset + size]
+            elif offset + size <= len(own):
+                labels = own[offset : offset + size]
         if labels is not None:
             result.append(Axis(name, labels, tokens=True))
         else:
             result.append(Axis(name, tuple(str(offset + i) for i in range(size))))
     return tuple(result)
+
+
+def axes_hint(name: str, guessed: Sequence[str]) -> str:
+    """The one-line hint under a table whose token labels the tracer inferred (see checks)."""
+    if name not in guessed:
+        return ""
+    return (
+        f"(tensor '{name}' names no axes; labelled with the tokens because it is a tokens × "
+        f'tokens table: declare axes=("query", "key") in its stage)'
+    )
 
 
 def effective_axes(

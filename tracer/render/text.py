@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.render.labels import axis_labels, effective_axes, label_axes
+from tracer.render.labels import axes_hint, axis_labels, effective_axes, label_axes
 from tracer.variant import Stage, SubStep, parse_axis
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ def format_tensors(step: Stage | SubStep, tokens: tuple[str, ...], query: int | 
         out.append("")
         out.append(f"{name} ({shape_text(tensor, axes, query)})")
         out.append(format_tensor(tensor, tokens, query, axes))
+        hint = axes_hint(name, step.guessed_axes)
+        if hint:
+            out.append(hint)
     return out
 
 
@@ -136,7 +139,9 @@ def format_trace(
     # Run to the first step before printing anything: a variant that rejects its
     # options fails here, and the user sees only the error line.
     first = next(trace, None)
-    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}\n"
+    source = trace.context.source
+    second = f"\nsource: {' '.join(source.tokens)}" if source is not None else ""
+    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}{second}\n"
     for step in itertools.chain([first] if first is not None else [], trace):
         if isinstance(step, StageType):
             if stages is None or step.name in stages:
@@ -218,6 +223,8 @@ def trace_json(
         "options": {k: v for k, v in trace.context.options.items() if _is_json(v)},
         "stages": kept,
     }
+    if trace.context.source is not None:
+        document["source_tokens"] = list(trace.context.source.tokens)
     if substeps:
         document["substeps"] = loops
     document["output"] = tensor_json(trace.output) if trace.output is not None else None

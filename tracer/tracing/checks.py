@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from tracer.errors import Location
-from tracer.variant import Accumulate, Dot, Stage, SubStep, parse_axis
+from tracer.variant import COMMON_AXES, TOKEN_AXES, Accumulate, Dot, Stage, SubStep, parse_axis
 
 if TYPE_CHECKING:
     from tracer.tracing.trace import Trace, VariantRunError
@@ -55,8 +55,10 @@ def check_step(trace: Trace, step: Stage | SubStep, where: Location) -> None:
     for name in list(step.tensors):
         step.tensors[name] = _tensor(trace, subject, name, step.tensors[name], where)
     _check_axes(trace, subject, step, where)
-    if isinstance(step, SubStep) and step.equation is not None:
-        _check_equation(trace, subject, step, where)
+    _guess_token_tables(trace, step)
+    if isinstance(step, SubStep):
+        for equation in step.equations or ((step.equation,) if step.equation else ()):
+            _check_equation(trace, subject, step, equation, where)
 
 
 def _tensor(trace: Trace, subject: str, name: str, value: object, where: Location) -> torch.Tensor:
@@ -113,6 +115,15 @@ def _check_axes(trace: Trace, subject: str, step: Stage | SubStep, where: Locati
                     "letters, digits and underscores, optionally ':N' for a token offset",
                     where,
                 )
+            slip = _token_axis_slip(parse_axis(axis)[0])
+            if slip is not None:
+                raise _error(
+                    trace,
+                    f"{subject}: axis '{axis}' of tensor '{name}' is not a token axis (did you "
+                    f"mean '{slip}'?); only {', '.join(sorted(TOKEN_AXES))} are labelled with "
+                    "tokens",
+                    where,
+                )
         rank = step.tensors[name].dim()
         names = [parse_axis(a)[0] for a in axes]
         fits = len(axes) == rank or (focused and "query" in names and len(axes) == rank + 1)
@@ -125,8 +136,65 @@ def _check_axes(trace: Trace, subject: str, step: Stage | SubStep, where: Locati
             )
 
 
-def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) -> None:
-    equation = step.equation
+TOKEN_TABLE = re.compile(r"score|weight|mask|attn|attention|logit|prob|alpha")
+"""Names under which plugins that predate axes yield their tokens × tokens tables."""
+
+
+def _guess_token_tables(trace: Trace, step: Stage | SubStep) -> None:
+    """Label a score or weight table that names no axes as ``(query, key)``.
+
+    Plugins written before axes existed named none and lost every token label.
+    Only a 2-d tokens × tokens tensor whose name says it is such a table is
+    taken (a 3 × 3 projection beside 3 tokens is not), and the step records it
+    so that every front end can say the labels were inferred.
+    """
+    n = len(trace.tokens)
+    guessed = []
+    for name, tensor in step.tensors.items():
+        if name in step.axes or n < 2 or tuple(tensor.shape) != (n, n):
+            continue
+        if TOKEN_TABLE.search(name):
+            step.axes[name] = ("query", "key")
+            guessed.append(name)
+    step.guessed_axes = tuple(guessed)
+
+
+def _token_axis_slip(axis: str) -> str | None:
+    """The token axis ``axis`` is a typo of (``kye`` -> ``key``), or None.
+
+    Any lower-case axis name is allowed, so only a near miss of a token axis is
+    refused: it would silently lose the token labels. Names a built-in uses are fine.
+    """
+    import difflib
+
+    if axis in COMMON_AXES:
+        return None
+    close = difflib.get_close_matches(axis, sorted(TOKEN_AXES), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def accumulated(
+    before: torch.Tensor, weight: torch.Tensor, value: torch.Tensor
+) -> torch.Tensor | None:
+    """``before + weight * value`` as :class:`~tracer.variant.Accumulate` defines it, or None
+    when the shapes fit neither a single weight, an outer product nor element-wise."""
+    if weight.numel() == 1 and value.shape == before.shape:
+        return before + weight.reshape(()) * value
+    if weight.dim() > 0 and tuple(weight.shape) + tuple(value.shape) == tuple(before.shape):
+        outer = weight.reshape(*weight.shape, *([1] * value.dim())) * value
+        return before + outer
+    try:
+        product = weight * value
+    except RuntimeError:  # shapes that do not broadcast
+        return None
+    if product.shape != before.shape:
+        return None
+    return before + product
+
+
+def _check_equation(
+    trace: Trace, subject: str, step: SubStep, equation: object, where: Location
+) -> None:
     names: tuple[str, ...]
     if isinstance(equation, Dot):
         names = (equation.a, equation.b, equation.result)
@@ -158,15 +226,18 @@ def _check_equation(trace: Trace, subject: str, step: SubStep, where: Location) 
     else:
         before, weight, value = t[equation.before], t[equation.weight], t[equation.value]
         actual = t[equation.after]
-        if weight.numel() != 1 or before.shape != value.shape or before.shape != actual.shape:
+        update = accumulated(before, weight, value)
+        if update is None or before.shape != actual.shape:
             raise _error(
                 trace,
-                f"{subject}: Accumulate needs a single weight and before, value and after of one "
-                f"shape, got {tuple(weight.shape)}, {tuple(before.shape)}, {tuple(value.shape)} "
-                f"and {tuple(actual.shape)}",
+                f"{subject}: Accumulate needs before and after of one shape and a weight that is "
+                "a single number, one whose shape followed by the value's is theirs (an outer "
+                "product) or one that broadcasts with the value to it; got weight "
+                f"{tuple(weight.shape)}, before {tuple(before.shape)}, value "
+                f"{tuple(value.shape)} and after {tuple(actual.shape)}",
                 where,
             )
-        expected = before + weight.reshape(()) * value
+        expected = update
         claim = f"{equation.before} + {equation.weight} × {equation.value} is not {equation.after}"
     if not torch.allclose(expected, actual, rtol=1e-4, atol=1e-5, equal_nan=True):
         raise _error(trace, f"{subject}: its equation does not hold: {claim}", where)

@@ -113,7 +113,7 @@ def scalar_of(step: SubStep) -> tuple[str, float] | None:
     Only a declared equation says which tensor is the loop's cell; any other
     single number (a weight being multiplied in) belongs to a different matrix.
     """
-    equation = step.equation
+    equation = next((e for e in step.equations if isinstance(e, Dot)), step.equation)
     if not isinstance(equation, Dot):
         return None
     tensor = step.tensors.get(equation.result)

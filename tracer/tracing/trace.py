@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import Location, PluginError, TracerError
 from tracer.tracing.lines import LineRecorder, statement_lines
-from tracer.variant import RunContext, Stage, Step, SubStep, Variant
+from tracer.variant import RunContext, Stage, Step, SubStep, Tokens, Variant
 
 if TYPE_CHECKING:
     import torch
@@ -50,6 +50,9 @@ class Trace:
         self.source_file = inspect.getsourcefile(variant.run) or variant.run.__code__.co_filename
         """The file that defines the variant's ``run`` function."""
         self.stages: list[Stage] = []
+        self.substeps: list[SubStep] = []
+        """Sub-steps kept by ``run_to_end(keep_substeps=True)``; empty otherwise."""
+        self.kept_substeps = False
         self.output: torch.Tensor | None = None
         self.finished = False
         self.substeps_in_current_loop = 0
@@ -66,7 +69,9 @@ class Trace:
 
     @property
     def tokens(self) -> tuple[str, ...]:
-        return self.context.tokens
+        """The tokens (a :class:`~tracer.variant.Tokens`: ``.source`` holds a second sequence's)."""
+        source = self.context.source
+        return Tokens(self.context.tokens, source.tokens if source is not None else None)
 
     def __iter__(self) -> Iterator[Step]:
         return self
@@ -100,10 +105,16 @@ class Trace:
             self.finished = True
             raise self._failure(exc) from exc
 
-    def run_to_end(self) -> Trace:
-        """Run the rest of the variant, keeping stages and discarding sub-steps."""
-        for _ in self:
-            pass
+    def run_to_end(self, keep_substeps: bool = False) -> Trace:
+        """Run the rest of the variant, keeping stages and discarding sub-steps.
+
+        With ``keep_substeps`` the sub-steps are kept too, in ``self.substeps`` (for
+        tests: a long loop holds every iteration in memory).
+        """
+        self.kept_substeps = self.kept_substeps or keep_substeps
+        for step in self:
+            if keep_substeps and isinstance(step, SubStep):
+                self.substeps.append(step)
         return self
 
     def stage(self, name: str) -> Stage:
@@ -190,6 +201,20 @@ class Trace:
 
         if not isinstance(output, torch.Tensor):
             raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
+        yielded = {stage.name for stage in self.stages}
+        skipped = [
+            name
+            for name in self.variant.stages
+            if name not in yielded and name not in self.variant.optional_stages
+        ]
+        if skipped:
+            # Reported where the stages were declared: that is the line to fix (or to mark
+            # the stage optional_stages=).
+            raise self._error(
+                f"declares stage '{skipped[0]}' in stages= but never yielded it; yield it, "
+                "remove it, or list it in optional_stages=",
+                self.variant.declared_at,
+            )
         self.output = output
 
     def _error(self, message: str, where: Location | None = None) -> VariantRunError:
@@ -207,7 +232,7 @@ class Trace:
             summary = f"called sys.exit({exc.code!r})"
         elif isinstance(exc, GeneratorExit):
             summary = "raised GeneratorExit"
-        elif type(exc).__name__ == "PluginExit":
+        elif type(exc).__name__ in ("PluginExit", "UnknownOption"):
             summary = str(exc)
         else:
             text = f"{type(exc).__name__}: {exc}".strip().splitlines()

@@ -28,16 +28,22 @@ def _close(a: float, b: float) -> bool:
 
 
 def equation_text(step: SubStep) -> Text | None:
-    """The sub-step's declared equation written out with its numbers, if they satisfy it.
+    """The sub-step's declared equations written out with their numbers, if they satisfy them.
 
     None when there is no equation. When the declared tensors are missing, have
     the wrong shapes or do not add up, a short note says so and no arithmetic
-    is written: a number on screen must be one that was computed.
+    is written: a number on screen must be one that was computed. Several
+    equations are written one after another.
     """
-    equation = step.equation
-    if equation is None:
+    equations = step.equations or ((step.equation,) if step.equation is not None else ())
+    texts = [_one(equation, step.tensors) for equation in equations]
+    shown = [text for text in texts if text is not None]
+    if not shown:
         return None
-    tensors = step.tensors
+    return Text("\n\n").join(shown)
+
+
+def _one(equation: object, tensors: dict[str, Any]) -> Text | None:
     text = Text()
     if isinstance(equation, Dot):
         a, b, result = (tensors.get(n) for n in (equation.a, equation.b, equation.result))
@@ -55,36 +61,59 @@ def equation_text(step: SubStep) -> Text | None:
         text.append(" + ".join(terms) + f" = {format_number(r)}")
         return text
     if isinstance(equation, Accumulate):
-        names = (equation.before, equation.weight, equation.value, equation.after)
-        before, weight, value, after = (tensors.get(n) for n in names)
-        shapes_fit = (
-            weight is not None
-            and _ndim(weight) == 0
-            and before is not None
-            and value is not None
-            and after is not None
-            and tuple(before.shape) == tuple(value.shape) == tuple(after.shape)
-        )
-        if not shapes_fit or weight is None or before is None or value is None or after is None:
-            return Text("(the declared accumulation does not fit these tensors)", style="dim")
-        w = float(weight)
-        olds, vs, news = _values(before), _values(value), _values(after)
-        if not all(_close(o + w * v, n) for o, v, n in zip(olds, vs, news, strict=True)):
-            return Text("(the declared accumulation does not match these numbers)", style="dim")
-        text.append(
-            f"{equation.after} = {equation.before} + {equation.weight} × {equation.value}",
-            style="bold",
-        )
-        for k, (o, v, n) in enumerate(zip(olds, vs, news, strict=True)):
-            if k == VECTOR_LIMIT:
-                text.append(f"\n… ({len(news)} values)")
-                break
-            text.append(
-                f"\n[{k}] {format_number(o)} + {format_number(w)}×{format_number(v)}"
-                f" = {format_number(n)}"
-            )
-        return text
+        return _accumulate(equation, tensors)
     return None
+
+
+def _accumulate(equation: Accumulate, tensors: dict[str, Any]) -> Text:
+    """``after = before + weight × value``, cell by cell, for a number, outer or element-wise weight."""
+    from tracer.tracing.checks import accumulated
+
+    names = (equation.before, equation.weight, equation.value, equation.after)
+    before, weight, value, after = (tensors.get(n) for n in names)
+    if before is None or weight is None or value is None or after is None:
+        return Text("(the declared accumulation does not fit these tensors)", style="dim")
+    b, w, v, a = (t.detach().double() for t in (before, weight, value, after))
+    expected = accumulated(b, w, v) if a.shape == b.shape else None
+    if expected is None:
+        return Text("(the declared accumulation does not fit these tensors)", style="dim")
+    olds, news = _values(b), _values(a)
+    if not all(_close(e, n) for e, n in zip(_values(expected), news, strict=True)):
+        return Text("(the declared accumulation does not match these numbers)", style="dim")
+    scalar = w.numel() == 1 and v.shape == b.shape
+    outer = not scalar and tuple(w.shape) + tuple(v.shape) == tuple(b.shape)
+    sign = "⊗" if outer else "×"
+    text = Text(
+        f"{equation.after} = {equation.before} + {equation.weight} {sign} {equation.value}",
+        style="bold",
+    )
+    # Each cell's own weight and value, as the update combined them.
+    if scalar:
+        ws, vs = [float(w.reshape(()))] * len(olds), _values(v)
+    elif outer:
+        shaped = w.reshape(*w.shape, *([1] * v.dim()))
+        ws, vs = _values(shaped.expand(b.shape)), _values(v.expand(b.shape))
+    else:
+        ws, vs = _values(w.expand(b.shape)), _values(v.expand(b.shape))
+    shape = tuple(b.shape)
+    for k, (o, wk, vk, n) in enumerate(zip(olds, ws, vs, news, strict=True)):
+        if k == VECTOR_LIMIT:
+            text.append(f"\n… ({len(news)} values)")
+            break
+        text.append(
+            f"\n[{_index(k, shape)}] {format_number(o)} + {format_number(wk)}×{format_number(vk)}"
+            f" = {format_number(n)}"
+        )
+    return text
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    """``3`` of a vector, ``1,2`` of a matrix: the cell's position as the tensor has it."""
+    position = []
+    for size in reversed(shape or (1,)):
+        position.append(flat % size)
+        flat //= size
+    return ",".join(str(p) for p in reversed(position))
 
 
 def _ndim(tensor: Any) -> int | None:

@@ -21,6 +21,7 @@ from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
 from tracer.errors import PluginError
+from tracer.render.labels import axes_hint
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
@@ -71,6 +72,8 @@ class ExploreScreen(StepScreen):
         self._narration: tuple[int, Text, Stage | SubStep, str] | None = None
         """The step shown: its number, its narration, the step, and where it is."""
         self.error_shown = False
+        self.failure: str | None = None
+        """The error shown in place of the step the variant could not produce, if any."""
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -142,10 +145,24 @@ class ExploreScreen(StepScreen):
 
     def _failed(self, error: BaseException) -> None:
         self.set_exit_status(error)
+        self.error_shown = True
+        self._show_failure("Could not run the variant.", error)
+
+    def _show_failure(self, heading: str, error: BaseException, where: str = "") -> None:
+        """The error in place of the step it stopped, with its plugin line in the source pane.
+
+        Not a pop-up: q, ← and the rest of the keys keep working as on any step.
+        """
         message = self.describe(error)
+        self.failure = message
         self.pane.show_error(message)
-        self.query_one("#narration", TextPane).show(Text("Could not run the variant."))
-        self.app.show_error("The variant could not run", message)  # type: ignore[attr-defined]
+        narration = Text(heading, style="bold")
+        if where:
+            narration.append("\n" + where, style="dim")
+        self.query_one("#narration", TextPane).show(narration)
+        location = getattr(error, "location", None)
+        if location is not None and location.line is not None:
+            self.query_one("#source", SourceView).show_file(location.path, (location.line,))
 
     # Showing a step -----------------------------------------------------------------
 
@@ -160,6 +177,7 @@ class ExploreScreen(StepScreen):
             self._report_stop()
             return
         self.position = index
+        self.failure = None
         tokens = stepper.tokens
         variant = session.variant
         # Three lines: what this is, its formula, where we are (fits narrow terminals).
@@ -209,7 +227,6 @@ class ExploreScreen(StepScreen):
         if not stepper.finished and not stepper.known(index + 1):
             # After the frame is painted, so the prefetch never competes with drawing it.
             self.call_after_refresh(self._prefetch, stepper, index + 1)
-        self._report_stop()
 
     def fit_columns(self) -> None:
         source = self.query_one("#source", SourceView)
@@ -229,6 +246,8 @@ class ExploreScreen(StepScreen):
         narration.append(f"\nstep {index + 1:,} of {count} · {where}", style="dim")
         if index == 0 and session.variant.description:
             narration.append("\n\n" + session.variant.description)
+        for name in step.guessed_axes:  # token labels inferred from the shape: say so
+            narration.append("\n" + axes_hint(name, step.guessed_axes), style="dim")
         self.query_one("#narration", TextPane).show(narration)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="prefetch")
@@ -247,18 +266,29 @@ class ExploreScreen(StepScreen):
         if shown is not None and shown[0] == index == self.position:
             self._show_narration()
 
-    def _report_stop(self) -> None:
-        """The trace ended early: say so once, in a modal and in the pane."""
+    def _report_stop(self) -> bool:
+        """The trace ended early and the learner stepped past its last step: show the error
+        in place of the step that failed (one past the last good one). False otherwise."""
         session = self.session
-        if session is None or session.stepper.error is None or self.error_shown:
-            return
+        if session is None:
+            return False
         stepper = session.stepper
         error = stepper.error
-        if error is not None and stepper.total is not None and self.position == stepper.total - 1:
-            self.error_shown = True
-            self.set_exit_status(error)  # quitting now says a plugin failed
-            message = str(stepper.error)
-            self.app.show_error("The variant stopped with an error", message)  # type: ignore[attr-defined]
+        if error is None or stepper.total is None or self.position < stepper.total - 1:
+            return False
+        self.error_shown = True
+        self.set_exit_status(error)  # quitting now says a plugin failed
+        moved = self.position != stepper.total
+        self.position = stepper.total
+        self._show_failure(
+            "The variant stopped with an error",
+            error,
+            f"step {stepper.total + 1:,} · ← goes back to the last step it produced",
+        )
+        self.query_one(Timeline).set_current(
+            None, [stepper.stages[n].name for n in stepper.stage_numbers]
+        )
+        return moved
 
     # Moving -------------------------------------------------------------------------
 
@@ -269,8 +299,7 @@ class ExploreScreen(StepScreen):
             return False
         stepper = session.stepper
         if stepper.total is not None and index >= stepper.total:
-            self._report_stop()
-            return False
+            return self._report_stop()
         if stepper.known(index):
             self.show_step(index)
             return True
@@ -350,7 +379,8 @@ class ExploreScreen(StepScreen):
         self.query_one("#narration", TextPane).show(Text(message))
 
     def job_failed(self, error: BaseException) -> None:
-        self.show_step(self.position)
+        if not self._report_stop():
+            self.show_step(self.position)
 
     def job_cancelled(self) -> None:
         self.show_step(self.position)

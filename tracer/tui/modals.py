@@ -19,7 +19,9 @@ class ErrorScreen(ModalScreen[None]):
     """Shows one error message, literally, until dismissed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,enter,q", "dismiss_error", "Close", id="attn.close"),
+        Binding("escape,enter", "dismiss_error", "Close", id="attn.close"),
+        # q quits, as on every screen: a learner who reads an error and presses q means it.
+        Binding("q", "app.quit", "Quit", id="attn.quit"),
     ]
 
     def __init__(self, title: str, message: str) -> None:

@@ -1,0 +1,125 @@
+"""Cross-attention: queries from one sequence, keys and values from another.
+
+In the original Transformer the decoder attends to the encoder this way: each
+token of the sequence being written (the target) asks its question of every
+token of the sequence being read (the source). Nothing else changes from
+scaled dot-product attention, only where the keys and values come from. So
+the table of weights is target tokens × source tokens, and the two sequences
+may differ in length and in width: W_query maps the target's width to d_out,
+W_key and W_value map the source's width to the same d_out.
+
+The second sequence is the ``source:`` section of an inputs file (with its own
+tokens, embeddings and, optionally, key and value weights), or ``--source``.
+Weights not given in the file are drawn after ``trainable``'s for the same
+``--seed``, ``--init`` and ``--d-out``, so the queries are ``trainable``'s.
+"""
+
+import torch
+
+from tracer import RunContext, Variant, hookimpl, stage
+from tracer.errors import UsageError
+
+
+def cross_attention(run: RunContext):
+    if run.source is None:
+        raise UsageError(
+            "variant 'cross-attention' needs a second sequence: give an inputs file with a "
+            "'source:' section, or --source NAME|FILE"
+        )
+    if run.dropout > 0:
+        raise UsageError("variant 'cross-attention' has no dropout; leave --dropout at 0")
+    inputs, W = run.inputs, run.weights
+    source, W_source = run.source.inputs, run.source.weights
+    yield stage(
+        "inputs",
+        "Target tokens: the queries come from these",
+        axes=("token", "feature"),
+        inputs=inputs,
+    )
+    yield stage(
+        "source",
+        "Source tokens: the keys and values come from these",
+        axes=("source", "feature"),
+        source=source,
+    )
+
+    queries = inputs @ W.query
+    yield stage(
+        "queries",
+        "Queries, from the target",
+        formula="Q = X W_q",
+        axes=("query", "feature"),
+        queries=run.focus(queries),
+    )
+    keys = source @ W_source.key
+    yield stage(
+        "keys", "Keys, from the source", formula="K = S W_k", axes=("key", "feature"), keys=keys
+    )
+    values = source @ W_source.value
+    yield stage(
+        "values",
+        "Values, from the source",
+        formula="V = S W_v",
+        axes=("key", "feature"),
+        values=values,
+    )
+
+    scores = queries @ keys.T
+    yield stage(
+        "scores",
+        "Scores: every target query against every source key",
+        formula="ω = Q Kᵀ",
+        axes=("query", "key"),
+        scores=run.focus(scores),
+    )
+    d_k = keys.shape[-1]
+    scaled = scores / d_k**0.5
+    yield stage(
+        "scaled",
+        f"Scaled by √d_k = √{d_k}",
+        formula="ω / √d_k",
+        axes=("query", "key"),
+        scaled=run.focus(scaled),
+    )
+    weights = torch.softmax(scaled, dim=-1)
+    yield stage(
+        "weights",
+        "Attention weights: each target token's row over the source sums to 1",
+        formula="α = softmax(ω / √d_k, dim=-1)",
+        axes=("query", "key"),
+        weights=run.focus(weights),
+    )
+
+    context = run.focus(weights @ values)
+    yield stage(
+        "context",
+        "Context vectors: source values mixed for each target token",
+        formula="Z = α V",
+        axes=("query", "feature"),
+        context=context,
+    )
+    return context
+
+
+@hookimpl
+def register_variants(register):
+    register(
+        Variant(
+            name="cross-attention",
+            title="Cross-attention: target queries over source keys and values",
+            description="Needs a second sequence: a 'source:' section in the inputs file, "
+            "or --source NAME|FILE.",
+            run=cross_attention,
+            stages=(
+                "inputs",
+                "source",
+                "queries",
+                "keys",
+                "values",
+                "scores",
+                "scaled",
+                "weights",
+                "context",
+            ),
+        )
+    )

@@ -36,6 +36,8 @@ variant that sleeps or never returns leaves q, Esc and ctrl+c working."""
 PROGRESS_DELAY = 0.3
 """Seconds a step may compute before the screen says it is still running."""
 NARROW = 100
+TINY = 60
+"""Below this width the footer leaves out the palette's key (ctrl+p still opens it)."""
 SHORT = 24
 LEFT_SHARE = 0.45
 """The left column's share of the width (``#left`` in app.tcss) unless the tensors need less."""
@@ -127,6 +129,8 @@ class StepScreen(Screen[None]):
         # off by the palette's key on the right.
         for footer in self.query(Footer):
             footer.compact = event.size.width < NARROW
+            # Too narrow for the keys at all: they are clipped at the edge, not under ^p.
+            footer.show_command_palette = event.size.width >= TINY
         self.set_class(event.size.height < SHORT, "-short")
         self.fit_columns()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App
+from textual.pilot import Pilot
 
 from tracer.lessons.loader import parse_lesson, shipped_dir
 from tracer.runner import TraceOptions
@@ -22,12 +23,25 @@ from .conftest import PLUGINS, press, settle
 LONG_LESSON = "07_multi_head.yaml"  # 24 steps: far wider than 120 columns
 
 
-def timeline_line(app: App[object]) -> str:
-    """The timeline's row of the screen, as drawn."""
+def drawn(app: App[object]) -> str:
     timeline = app.screen.query_one(Timeline)
     strips = app.screen._compositor.render_strips()  # the composed screen, one strip a row
     region = timeline.region
     return strips[region.y].text[region.x : region.right]
+
+
+async def timeline_line(pilot: Pilot[object]) -> str:
+    """The timeline's row of the screen, as drawn once it has stopped changing (the markers
+    are counted after each layout, and a marker appearing narrows the strip once more)."""
+    line, same = drawn(pilot.app), 0
+    for _ in range(200):
+        await pilot.pause()
+        now = drawn(pilot.app)
+        same = same + 1 if now == line else 0
+        line = now
+        if same == 3:
+            break
+    return line
 
 
 def labels(path: Path) -> list[str]:
@@ -46,7 +60,7 @@ async def test_a_clipped_timeline_says_how_many_steps_are_out_of_view() -> None:
     app = make_lesson_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        line = timeline_line(app)
+        line = await timeline_line(pilot)
         assert line.rstrip().endswith(" more ›") and "‹" not in line
         hidden = int(line.rstrip().removesuffix(" more ›").split()[-1])
         # Exactly the steps not drawn whole are counted, and they are the last ones.
@@ -56,7 +70,7 @@ async def test_a_clipped_timeline_says_how_many_steps_are_out_of_view() -> None:
 
         await press(pilot, "end")  # the last step: now the first ones are out of view
         await pilot.pause()
-        line = timeline_line(app)
+        line = await timeline_line(pilot)
         assert line.lstrip().startswith("‹ ") and "more ›" not in line
         before = int(line.split()[1])
         assert before > 0
@@ -68,7 +82,7 @@ async def test_a_timeline_that_fits_has_no_markers() -> None:
     app = make_explore_app("tiny", TraceOptions(), [str(PLUGINS)])
     async with app.run_test(size=(200, 40)) as pilot:
         await settle(pilot)
-        line = timeline_line(app)
+        line = await timeline_line(pilot)
         assert "more ›" not in line and "‹" not in line
 
 
@@ -85,7 +99,7 @@ async def test_visited_items_are_marked_by_a_sign_not_only_colour(
         await settle(pilot)
         await press(pilot, "end")
         timeline = app.screen.query_one(Timeline)
-        line = timeline_line(app)
+        line = await timeline_line(pilot)
         keys = [item.key for item in timeline.items]
         *visited, current = keys
         assert timeline.current == current
@@ -93,4 +107,4 @@ async def test_visited_items_are_marked_by_a_sign_not_only_colour(
             assert f"✓ {key} " in line
         assert f"✓ {current}" not in line
         await press(pilot, "home")  # back at the start, nothing lies behind
-        assert "✓" not in timeline_line(app)
+        assert "✓" not in await timeline_line(pilot)

@@ -75,6 +75,12 @@ class TimelineStrip(HorizontalScroll, can_focus=False):
         if isinstance(timeline, Timeline):
             timeline.count_hidden()
 
+    def watch_virtual_size(self, size: object) -> None:
+        # The items were laid out (or a ✓ widened them): count with their real places.
+        timeline = self.parent
+        if isinstance(timeline, Timeline):
+            self.call_after_refresh(timeline.count_hidden)
+
     def on_resize(self, event: events.Resize) -> None:
         # A marker appearing narrows the strip: count again with the room that is left.
         timeline = self.parent

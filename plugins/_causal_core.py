@@ -1,8 +1,8 @@
 """The core of causal attention, shared by ``masked``, ``multihead-wrapper`` and ``multihead``.
 
 Given queries, keys and values it scores every pair, scales, hides the
-future, takes the softmax and applies dropout, yielding a stage at each
-point. The three variants reach it with ``yield from``, so its lines light
+future, takes the softmax and applies dropout (``_dropout.py``, which every built-in
+shares), yielding a stage at each point. The three variants reach it with ``yield from``, so its lines light
 up in the source pane exactly as their own would: a plugin may spread its
 code over as many files of its package as it likes.
 
@@ -12,8 +12,8 @@ computed for all queries (each row is independent) and the stages show the
 focused query's row.
 """
 
-import numpy as np
 import torch
+from tracer.builtin_plugins._dropout import dropout
 
 from tracer import RunContext, stage
 
@@ -24,21 +24,6 @@ def causal_mask(run: RunContext, n: int) -> torch.Tensor:
     if run.padding is not None:
         mask = mask | torch.tensor(run.padding)
     return mask
-
-
-def dropout(weights: torch.Tensor, p: float, seed: int) -> torch.Tensor:
-    """Zero each weight with probability p and scale the survivors by 1 / (1 - p).
-
-    The keep/drop draws come from numpy's ``RandomState(seed)``, whose stream
-    is fixed on every platform; torch's own dropout draws a different mask on
-    different machines for the same seed, and a lesson must not depend on that.
-    RandomState takes 32-bit seeds, hence ``seed % 2**32``.
-    """
-    if p == 0:
-        return weights
-    draws = np.random.RandomState(seed % 2**32).random_sample(tuple(weights.shape))
-    keep = torch.from_numpy(draws >= p)
-    return weights * keep / (1 - p)
 
 
 def causal_attention(run: RunContext, queries, keys, values, *, heads=False, both_routes=False):

@@ -17,6 +17,7 @@ single head, nothing is averaged, and the numbers are exactly ``multihead``'s.
 """
 
 import torch
+from tracer.builtin_plugins._dropout import dropout
 from tracer.builtin_plugins.multihead import split_weights
 
 from tracer import Option, RunContext, Variant, hookimpl, stage
@@ -133,11 +134,9 @@ def grouped_query(run: RunContext):
         weights=focus(run, weights),
     )
 
-    dropped = weights
-    if run.dropout > 0:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(run.seed)
-            dropped = torch.nn.functional.dropout(weights, p=run.dropout)
+    # The mask every built-in draws (numpy's RandomState(seed), in _dropout.py beside this
+    # file): with kv_heads = heads this drops exactly what multihead drops.
+    dropped = dropout(weights, run.dropout, run.seed)
     yield stage(
         "dropout",
         f"Dropout on the weights (p = {run.dropout:g})",

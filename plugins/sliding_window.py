@@ -16,6 +16,7 @@ band hides nothing the causal mask did not, and the output equals ``masked``'s.
 """
 
 import torch
+from tracer.builtin_plugins._dropout import dropout
 
 from tracer import Option, RunContext, Variant, hookimpl, stage
 
@@ -95,11 +96,9 @@ def sliding_window(run: RunContext):
         keys_seen=(~mask).sum(dim=-1),
     )
 
-    dropped = weights
-    if run.dropout > 0:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(run.seed)
-            dropped = torch.nn.functional.dropout(weights, p=run.dropout)
+    # The mask every built-in draws (numpy's RandomState(seed), in _dropout.py beside this
+    # file): with a window as long as the text this drops exactly what masked drops.
+    dropped = dropout(weights, run.dropout, run.seed, query=run.query)
     yield stage(
         "dropout",
         f"Dropout on the weights (p = {run.dropout:g})",

@@ -74,6 +74,7 @@ def test_wheel_adds_no_generic_top_level_names(wheel: Path) -> None:
     top = {name.split("/")[0] for name in names}
     assert {n for n in top if not n.endswith(".dist-info")} == {"tracer"}
     assert "tracer/builtin_plugins/trainable.py" in names
+    assert "tracer/builtin_plugins/_dropout.py" in names
     assert "tracer/builtin_lessons/01_dot_products.yaml" in names
     assert "tracer/lessons/schema.json" in names
     assert "tracer/py.typed" in names
@@ -174,22 +175,30 @@ def test_installed_wheel_behaves_like_the_editable_install(wheel: Path, tmp_path
         "lesson", "run", "01_dot_products", "--plain"
     )
 
-    installed = json.loads(attn("trace", "masked", "--json", "--dropout", "0.2"))
-    reference = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "tracer", "trace", "masked", "--json", "--dropout", "0.2"],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        ).stdout
-    )
-    for document in (installed, reference):
-        for stage in document["stages"]:
-            source = stage["source"]
-            source["file"] = Path(source.pop("file")).name  # the wheel's copy, or the checkout's
-            source["files"] = {Path(path).name: lines for path, lines in source["files"].items()}
-    assert installed == reference
+    # The variants that draw dropout from the shared helper (plugins/_dropout.py) import it
+    # as tracer.builtin_plugins._dropout, which only the installed layout proves.
+    for variant in ("masked", "sliding-window", "grouped-query"):
+        installed = json.loads(attn("trace", variant, "--json", "--dropout", "0.2"))
+        reference = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "tracer", "trace", variant, "--json", "--dropout", "0.2"],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            ).stdout
+        )
+        for document in (installed, reference):
+            for stage in document["stages"]:
+                source = stage["source"]
+                # The wheel's copy, or the checkout's.
+                source["file"] = Path(source.pop("file")).name
+                source["files"] = {
+                    Path(path).name: lines for path, lines in source["files"].items()
+                }
+        assert installed == reference
+        dropout = next(s for s in installed["stages"] if s["name"] == "dropout")
+        assert "_dropout.py" in dropout["source"]["files"]
 
     # The trained model loads from the wheel, its checksum holds, and it predicts the same.
     predicted = [

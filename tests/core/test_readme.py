@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,6 +83,126 @@ def test_the_earlier_plugin_api_still_works(
 def test_quick_start_test_command_is_what_ci_runs() -> None:
     quick_start = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = re.findall(r"```sh\n(.*?)\n```", quick_start, re.S)
-    assert len(commands) == 2
+    assert len(commands) == 3  # install and open, install and test, make the venv active
     ci = (README.parent / ".ci" / "run").read_text()
     assert commands[1] in ci
+
+
+# Reading the README as a fresh shell would: no virtual environment is active, so a bare
+# `attn` is not on PATH and a bare `pip`, `python` or `pytest` is the system's.
+TOOLS = {"attn", "pip", "pip3", "pytest", "python", "python3"}
+SHELL_BLOCK = re.compile(r"^```(sh|bash|shell|console)\n(.*?)^```", re.S | re.M)
+ACTIVATION = re.compile(r"^(?:source|\.)\s+(?:\./)?\.venv/bin/activate$")
+WRAPPERS = {"timeout", "env", "time", "exec", "nohup"}
+
+
+def shell_commands(text: str) -> list[tuple[int, str]]:
+    """Every command in the README's shell blocks, in order, with the offset of its block.
+
+    In ``console`` blocks only the lines after a ``$`` prompt are commands (the rest is output);
+    ``a && b``, ``a; b`` and ``a | b`` are several commands.
+    """
+    commands = []
+    for block in SHELL_BLOCK.finditer(text):
+        kind, body = block.group(1), block.group(2)
+        for line in body.splitlines():
+            if kind == "console":
+                if not line.startswith("$ "):
+                    continue
+                line = line[2:]
+            line = re.sub(r"(^|\s)#.*$", "", line).strip()
+            commands += [
+                (block.start(), part.strip())
+                for part in re.split(r"&&|\|\||;|\|", line)
+                if part.strip()
+            ]
+    return commands
+
+
+def program(command: str) -> tuple[str, list[str]]:
+    """The program a command runs and its arguments, past ``NAME=value`` and ``timeout N``."""
+    words = command.split()
+    while words and (re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]) or words[0] in WRAPPERS):
+        wrapper = words.pop(0)
+        if wrapper == "timeout" and words:
+            words.pop(0)  # the duration
+    return (words[0], words[1:]) if words else ("", [])
+
+
+def test_every_readme_command_runs_in_a_fresh_shell() -> None:
+    text = README.read_text()
+    commands = shell_commands(text)
+    activations = [at for at, command in commands if ACTIVATION.match(command)]
+    assert activations, "the README never makes the virtual environment active"
+    # Early: in the Quick start, before any section that uses bare commands.
+    assert activations[0] < text.index("\n## ", text.index("## Quick start") + 1)
+    stray = []
+    for at, command in commands:
+        name, args = program(command)
+        if name not in TOOLS or at > activations[0]:
+            continue  # .venv/bin/attn and the like, or after the activation
+        if name in ("python", "python3") and args[:2] == ["-m", "venv"]:
+            continue  # making the virtual environment needs the system's python
+        stray.append(command)
+    assert stray == [], "commands that need the virtual environment before it is active"
+    # Commands written in the text before the activation name .venv/bin/ too (a bare tool
+    # name, as in "`attn` opens a lesson", is a mention, not a command).
+    before = text[: activations[0]]
+    spans = [
+        span
+        for span in re.findall(r"`([^`\n]+)`", before)
+        if program(span)[0] in TOOLS and program(span)[1]
+    ]
+    assert spans == [], "commands in the text before the virtual environment is active"
+
+
+def test_shell_commands_are_read_the_way_a_shell_runs_them() -> None:
+    # The reader above, on the cases the README has: it must find the bare tools.
+    sample = (
+        "```sh\npython3 -m venv .venv && .venv/bin/pip install -e . && attn\n```\n"
+        "```console\n$ pytest -q   # the suite\nattn: output, not a command\n"
+        "$ ATTN_KEYMAP=x timeout 9 pip list | python -c 1\n```\n"
+    )
+    assert [program(c)[0] for _, c in shell_commands(sample)] == [
+        "python3",
+        ".venv/bin/pip",
+        "attn",
+        "pytest",
+        "pip",
+        "python",
+    ]
+
+
+@pytest.mark.slow  # a new shell starting attn once per example
+def test_readme_examples_run_in_a_fresh_shell(tmp_path: Path) -> None:
+    """The "Using it" examples, pasted into a new shell after the README's activation line."""
+    venv = README.parent / ".venv"
+    if Path(sys.prefix).resolve() != venv.resolve():
+        pytest.skip(f"the tests run in {sys.prefix}, not in the README's {venv}")
+    text = README.read_text()
+    (activation,) = {c for _, c in shell_commands(text) if ACTIVATION.match(c)}
+    using = text.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    # The blocks of commands alone (a block that also shows output may show an error).
+    quiet = "".join(
+        block.group(0)
+        for block in SHELL_BLOCK.finditer(using)
+        if all(line.startswith("$ ") for line in block.group(2).splitlines() if line)
+    )
+    examples = [c for _, c in shell_commands(quiet) if program(c)[0] == "attn"]
+    assert len(examples) >= 3
+    script = "\n".join(["set -e", activation, *(f"{c} > /dev/null" for c in examples)])
+    fresh = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "LANG": "C.UTF-8",
+    }
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-c", script],
+        cwd=README.parent,
+        env=fresh,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (result.returncode, result.stderr) == (0, "")

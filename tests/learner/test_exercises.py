@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -251,7 +257,7 @@ def test_watch_keys_hint_list_reset_skip_and_quit(folder: Path) -> None:
     shown: list[str] = []
     status = watch(folder, shown.append, keys=keys, confirm=confirm, polls=20)
     text = "\n".join(shown)
-    assert status == EXIT_PROBLEMS
+    assert status == EXIT_OK  # q: the learner chose to stop, with exercise 2 still open
     assert "01_dot_products.py, hint 1/2:\n  torch.dot(a, b)" in text
     assert "  next  01_dot_products.py" in text
     assert questions == [
@@ -300,3 +306,33 @@ def test_watch_judges_like_attn_check(folder: Path, attn: Attn) -> None:
     )  # fmt: skip
     assert status == EXIT_PROBLEMS
     assert out.strip() == outcome.text.strip()
+
+
+def test_quitting_watch_with_q_in_a_terminal_exits_0(folder: Path) -> None:
+    """The whole command, in a pseudo-terminal: the learner presses q at the first prompt."""
+    attn = Path(sys.executable).with_name("attn")
+    primary, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATTN_")}
+    child = subprocess.Popen(
+        [str(attn), "exercises", "watch", str(folder)],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(secondary)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 120
+        while b"(watching" not in seen and time.monotonic() < deadline:
+            if select.select([primary], [], [], 1)[0]:
+                seen += os.read(primary, 4096)
+        assert b"(watching 01_dot_products.py" in seen, seen.decode(errors="replace")
+        os.write(primary, b"q")
+        status = child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        os.close(primary)
+    assert status == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -180,3 +181,34 @@ def test_variant_lists_hold_with_a_scaffolded_plugin_installed(attn: Attn, tmp_p
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
     assert " passed" in tests.stdout and " deselected" in tests.stdout
+
+
+def test_next_steps_run_in_a_fresh_shell(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh shell has no virtual environment on PATH: every tool the "Next:" lines name must
+    # be this environment's own, found from the new folder (where the first line goes).
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = attn("new-plugin", "sparkle")
+    assert status == 0
+    steps = [line.strip() for line in out.split("\nNext:\n", 1)[1].splitlines() if line.strip()]
+    assert steps[0] == "cd attn-sparkle"
+    folder = tmp_path / "attn-sparkle"
+    tools = Path(os.path.abspath(sys.executable)).parent  # a venv's python is a link: no resolve
+    named = [Path(os.path.normpath(folder / shlex.split(step)[0])) for step in steps[1:]]
+    assert named == [tools / tool for tool in ("pip", "attn", "pytest")]
+    assert all(path.is_file() for path in named)
+    assert shlex.split(steps[2])[1:] == ["trace", "sparkle"]
+    readme = (folder / "README.md").read_text()
+    assert "pypi.org" not in readme  # attention-tracer has no PyPI page to link to
+    (activate,) = [line.split()[1] for line in readme.splitlines() if "source " in line]
+    assert (folder / activate).resolve() == (tools / "activate").resolve()
+    assert readme.index("source ") < readme.index("pip install")
+
+
+def test_next_steps_name_a_nearby_environment_relatively() -> None:
+    from tracer.learner.scaffold import environment_bin
+
+    beside = Path(sys.prefix).parent / "attn-sparkle"  # a plugin written next to the .venv
+    venv = Path(sys.prefix).name
+    assert environment_bin(beside) == os.path.join("..", venv, "bin")

@@ -348,3 +348,45 @@ def test_a_quiz_may_show_a_tensor_to_work_from(host: PluginHost) -> None:
         host,
     )
     assert [f"{p.line}:{p.column}" for p in check_lesson(bad, host)] == ["6:13"]
+
+
+COUNT_QUIZZES = (
+    "  - quiz:\n"
+    "      question: How many keys does step see?\n"
+    "      answer: {variant: sliding-window, stage: weights, tensor: keys_seen, cell: [step]}\n"
+    "      explanation: 'It sees {{answer}}.'\n"
+    "  - quiz:\n"
+    "      question: How many pairs does the causal mask hide?\n"
+    "      answer: {variant: masked, stage: mask, then: [count]}\n"
+    "  - quiz:\n"
+    "      question: Which token does Your attend to most?\n"
+    "      answer: {variant: naive-loop, stage: scores, then: [{pick: Your}, argmax]}\n"
+)
+
+
+def test_count_answers_print_as_integers(host: PluginHost) -> None:
+    runner = LessonRunner(load(COUNT_QUIZZES, host), host)
+    seen, hidden, most = runner.lesson.quizzes
+    # "step" is the sixth token: a window of 3 keys ends at it (the default window).
+    assert runner.answer_text(seen) == "3"
+    assert runner.text(seen.explanation, seen) == "It sees 3."
+    assert runner.answer_text(hidden) == str(6 * 5 // 2)  # above the diagonal of 6 × 6
+    scores = torch.tensor(seeds.SEED_003_INPUTS) @ torch.tensor(seeds.SEED_003_INPUTS).T
+    assert runner.answer_text(most) == str(int(scores[0].argmax()))
+    assert runner.is_right(seen, "3") and runner.is_right(seen, "3.0")
+    # A weight stays a weight, with its four decimals.
+    weight = quiz_app(host)
+    assert weight.runner.answer_text(weight.quiz) == f"{seeds.SEED_003_DOT_0_1:.4f}"
+    assert answer_text(number_quiz(), 2) == "2"
+    assert answer_text(number_quiz(), 2.0) == "2.0000"
+
+
+async def test_the_widget_shows_a_count_as_an_integer(host: PluginHost) -> None:
+    app = quiz_app(host, COUNT_QUIZZES.split("  - quiz:\n      question: How many pairs")[0])
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        app.query_one("#quiz-input").focus()
+        await type_answer(pilot, "2")
+        feedback = shown(app, "#quiz-feedback")
+        assert "Not quite" in feedback and "It sees 3." in feedback
+        assert "3.0000" not in feedback

@@ -167,6 +167,28 @@ async def test_keys_can_be_remapped_by_binding_id(monkeypatch: pytest.MonkeyPatc
         assert screen.position == 2  # right no longer steps
         await press(pilot, "k")
         assert screen.position == 1
+        assert [n for n in app._notifications if n.title == "Keys"] == []  # nothing misspelt
+
+
+async def test_a_misspelt_binding_id_gets_one_line_with_a_did_you_mean(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ATTN_KEYMAP", "attn.nxt=j;attn.previous=k;attn.start")
+    app = explore()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        warnings = [n.message for n in app._notifications if n.severity == "warning"]
+        assert warnings == [
+            "ATTN_KEYMAP: no key binding has the id 'attn.nxt' (did you mean 'attn.next'?); "
+            "it is ignored",
+            "ATTN_KEYMAP: 'attn.start' is not ID=KEYS (e.g. attn.next=j,right); it is ignored",
+        ]
+        # The rest of the keymap still works, and the misspelt one changed nothing.
+        screen = screen_of(app)
+        await press(pilot, "right", "right", "k")
+        assert screen.position == 1
+        await press(pilot, "j")
+        assert screen.position == 1
 
 
 async def test_auto_play_steps_on_each_tick_and_changes_speed() -> None:
@@ -384,3 +406,23 @@ async def test_a_remapped_play_key_also_pauses(monkeypatch: pytest.MonkeyPatch) 
         assert screen.playing and "Pause" in footer_descriptions(app)
         await press(pilot, "x")
         assert not screen.playing and "Play" in footer_descriptions(app)
+
+
+async def test_stepping_onto_the_last_step_says_how_many_steps_there_are() -> None:
+    app = explore()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        stepper = screen.session.stepper  # type: ignore[union-attr]
+        assert "step 1 of ?" in text_of(app, "#narration")  # nothing has run to the end yet
+        for _ in range(100):  # → only, never End: the end is found by stepping onto it
+            before = screen.position
+            await press(pilot, "right")
+            if screen.position == before:
+                break
+        assert stepper.total is not None and screen.position == stepper.total - 1
+        narration = text_of(app, "#narration")
+        assert f"step {stepper.total} of {stepper.total}" in narration
+        assert "of ?" not in narration
+        await press(pilot, "left")  # and it stays known going back
+        assert f"step {stepper.total - 1} of {stepper.total}" in text_of(app, "#narration")

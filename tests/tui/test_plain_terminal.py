@@ -148,6 +148,6 @@ async def test_with_no_color_the_explorer_marks_by_more_than_colour(
         gutters = [source.render_line(y).text[:1] for y in range(source.size.height)]
         assert {"▶", "◆"} & set(gutters)  # the lines that ran, marked by a sign
         timeline = screen.query_one(Timeline)
-        current_items = [w for w in timeline.children if w.has_class("-current")]
+        current_items = [w for w in timeline.items if w.has_class("-current")]
         assert len(current_items) == 1
         assert current_items[0].styles.text_style.bold  # the step you are on: bold, not a hue

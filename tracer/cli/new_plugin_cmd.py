@@ -29,14 +29,14 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.learner.scaffold import check_name, scaffold
+    from tracer.learner.scaffold import check_name, next_steps, scaffold
     from tracer.plugin_host import PluginHost
 
     names = check_name(args.name, set(PluginHost().variants))
     folder = args.dir if args.dir is not None else Path(names.distribution)
     for path in scaffold(names, folder):
         print(f"  wrote  {path}")
-    print(
-        f"\nNext:\n  cd {folder}\n  pip install -e '.[test]'\n  attn trace {names.name}\n  pytest"
-    )
+    print("\nNext:")
+    for command in next_steps(names, folder):
+        print(f"  {command}")
     return EXIT_OK

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -79,7 +82,13 @@ def scaffold(names: PluginNames, folder: Path) -> list[Path]:
                 f"{path} already exists; attn new-plugin never overwrites files (choose another DIR)"
             )
     root = resources.files("tracer.learner") / "templates" / "plugin"
-    values = names.substitutions()
+    tools = environment_bin(folder)
+    activate = (
+        ""
+        if tools is None
+        else f"    source {shlex.quote(tools + '/activate')}  # the environment attn runs in\n"
+    )
+    values = names.substitutions() | {"activate": activate}
     written = []
     for template, path in plan:
         text = Template((root / template).read_text(encoding="utf-8")).substitute(values)
@@ -88,3 +97,35 @@ def scaffold(names: PluginNames, folder: Path) -> list[Path]:
             handle.write(text)
         written.append(path)
     return written
+
+
+def environment_bin(folder: Path) -> str | None:
+    """The ``bin/`` of the virtual environment this attn runs in, as seen from ``folder``
+    (relative when it is near, else absolute); None outside a virtual environment."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    # Not resolved: a virtual environment's python is a link to the system's.
+    bin_dir = os.path.dirname(os.path.abspath(sys.executable))
+    relative = os.path.relpath(bin_dir, os.path.abspath(folder))
+    return relative if relative.split(os.sep).count("..") <= 2 else bin_dir
+
+
+def next_steps(names: PluginNames, folder: Path) -> list[str]:
+    """The commands that install, run and test the new package, as they run in a fresh shell.
+
+    The package must go into the environment this attn runs in, and a fresh shell has none of
+    that environment's tools on PATH (or the system's ``pip`` and ``pytest`` there), so each
+    command names that environment's ``bin/``.
+    """
+    tools = environment_bin(folder)
+    if tools is None:  # no virtual environment: this python's own pip and pytest
+        python = shlex.quote(sys.executable)
+        pip, attn, pytest = f"{python} -m pip", "attn", f"{python} -m pytest"
+    else:
+        pip, attn, pytest = (shlex.quote(f"{tools}/{tool}") for tool in ("pip", "attn", "pytest"))
+    return [
+        f"cd {shlex.quote(str(folder))}",
+        f"{pip} install -e '.[test]'",
+        f"{attn} trace {names.name}",
+        pytest,
+    ]

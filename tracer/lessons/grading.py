@@ -184,4 +184,6 @@ def answer_text(quiz: Quiz, answer: Answer) -> str:
             for cell in sorted(answer.cells)
         )
     assert isinstance(answer, (int, float))
+    if isinstance(answer, int) and not isinstance(answer, bool):
+        return str(answer)  # a count: "2", not "2.0000"
     return format_number(float(answer))

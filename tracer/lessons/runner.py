@@ -247,8 +247,19 @@ class LessonRunner:
         if quiz.quiz_kind == "choice" and isinstance(quiz.answer, TensorRef):
             return self.token_choice(quiz, quiz.answer)
         if isinstance(quiz.answer, TensorRef):
-            return self.value(quiz.answer)
+            value = self.value(quiz.answer)
+            # A count (an integer tensor, or a count/argmax) is an int, shown as "2", not "2.0000".
+            return int(value) if self.integral(quiz.answer) and value.is_integer() else value
         return quiz.answer
+
+    def integral(self, ref: TensorRef) -> bool:
+        """Whether ``ref`` names a whole number: an integer tensor, or a count or an argmax."""
+        from tracer.lessons.prose import INTEGRAL_OPERATIONS
+
+        if ref.then:
+            return ref.then[-1].name in INTEGRAL_OPERATIONS
+        tensor = self.tensor(ref).tensor
+        return not (tensor.is_floating_point() or tensor.is_complex())
 
     def token_choice(self, quiz: Quiz, ref: TensorRef) -> int:
         """The choice named by a computed token index (e.g. an argmax)."""

@@ -45,6 +45,56 @@ def parse_keymap(text: str) -> dict[str, str]:
     return keymap
 
 
+KEYMAP_MODULES = ("step_screen", "lesson_screen", "explore_screen", "picker_screen", "modals")
+"""The modules whose screens and widgets declare the app's bindings (imported to list them)."""
+
+
+def known_binding_ids() -> set[str]:
+    """Every binding id that ``ATTN_KEYMAP`` can remap: ours and Textual's own widgets'."""
+    import importlib
+
+    from textual.dom import DOMNode
+
+    for name in KEYMAP_MODULES:
+        importlib.import_module(f"tracer.tui.{name}")
+    ids: set[str] = set()
+    classes: list[type] = [DOMNode]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        for binding in cls.__dict__.get("BINDINGS", ()):
+            if isinstance(binding, Binding) and binding.id:
+                ids.add(binding.id)
+    return ids
+
+
+def keymap_warnings(text: str, known: set[str]) -> list[str]:
+    """One line for each part of ``ATTN_KEYMAP`` that remaps nothing, with a did-you-mean."""
+    from tracer.suggest import did_you_mean
+
+    def clean_line(text: str) -> str:  # what the user typed, shown on one line
+        text = "".join(c if c.isprintable() else "?" for c in text)
+        return text if len(text) <= 40 else text[:39] + "…"
+
+    warnings = []
+    for part in text.split(";"):
+        binding_id, sign, keys = (piece.strip() for piece in part.partition("="))
+        if not part.strip():
+            continue
+        shown = clean_line(binding_id)
+        if not sign or not binding_id or not keys:
+            warnings.append(
+                f"{KEYMAP_ENV}: '{clean_line(part.strip())}' is not ID=KEYS "
+                "(e.g. attn.next=j,right); it is ignored"
+            )
+        elif binding_id not in known:
+            hint = did_you_mean(binding_id, known)
+            warnings.append(
+                f"{KEYMAP_ENV}: no key binding has the id '{shown}'{hint}; it is ignored"
+            )
+    return warnings
+
+
 class TracerApp(App[int]):
     """attention-tracer's terminal app."""
 
@@ -76,7 +126,8 @@ class TracerApp(App[int]):
         self._host: PluginHost | None = None
         self._host_lock = threading.Lock()
         self._store: ProgressStore | None = None
-        keymap = parse_keymap(os.environ.get(KEYMAP_ENV, ""))
+        self._keymap_text = os.environ.get(KEYMAP_ENV, "")
+        keymap = parse_keymap(self._keymap_text)
         if keymap:
             self.set_keymap(keymap)
         # The theme: an argument, then ATTN_THEME, then the last one chosen in the palette.
@@ -101,6 +152,9 @@ class TracerApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._remember_theme)
+        if self._keymap_text.strip():
+            # After the first frame: listing the ids imports every screen's module.
+            self.call_after_refresh(self._check_keymap)
         # Closing on SIGTERM/SIGHUP the way q does restores the terminal (no raw mode left).
         loop = asyncio.get_running_loop()
         for name in ("SIGTERM", "SIGHUP"):
@@ -108,6 +162,11 @@ class TracerApp(App[int]):
             if number is not None:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(number, self._terminated, number)
+
+    def _check_keymap(self) -> None:
+        """A misspelt binding id would remap nothing, silently: say so, once, on one line."""
+        for warning in keymap_warnings(self._keymap_text, known_binding_ids()):
+            self.notify(warning, title="Keys", severity="warning", markup=False, timeout=10)
 
     def _terminated(self, number: int) -> None:
         self.exit_status = 128 + number

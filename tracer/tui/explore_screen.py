@@ -31,7 +31,7 @@ from tracer.tui.step_screen import StepScreen, freeze_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
-from tracer.variant import Stage, Variant
+from tracer.variant import Stage, SubStep, Variant
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -70,6 +70,8 @@ class ExploreScreen(StepScreen):
         self.title_text = title
         self.session: ExploreSession | None = None
         self.position = -1
+        self._narration: tuple[int, Text, Stage | SubStep, str] | None = None
+        """The step shown: its number, its narration, the step, and where it is."""
         self.error_shown = False
         self.failure: str | None = None
         """The error shown in place of the step the variant could not produce, if any."""
@@ -214,13 +216,8 @@ class ExploreScreen(StepScreen):
             where = loop_place(step, stepper.loop_total(index, step))
         if step.formula:
             narration.append("\n" + step.formula)
-        total = f"{stepper.total:,}" if stepper.total is not None else "?"
-        narration.append(f"\nstep {index + 1:,} of {total} · {where}", style="dim")
-        if index == 0 and variant.description:
-            narration.append("\n\n" + variant.description)
-        for name in step.guessed_axes:  # token labels inferred from the shape: say so
-            narration.append("\n" + axes_hint(name, step.guessed_axes), style="dim")
-        self.query_one("#narration", TextPane).show(narration)
+        self._narration = (index, narration, step, where)
+        self._show_narration()
         produced = next(iter(step.tensors), None) if isinstance(step, Stage) else None
         self.query_one("#source", SourceView).show_file(
             step.source_file, step.lines, produced=produced, files=step.files
@@ -236,10 +233,39 @@ class ExploreScreen(StepScreen):
         source = self.query_one("#source", SourceView)
         self.give_left(self.query_one("#left"), self.pane.natural_width(), source.natural_width())
 
+    def _show_narration(self) -> None:
+        """The step's narration and where it is: "step N of M" once the total is known."""
+        session, shown = self.session, self._narration
+        if session is None or shown is None:
+            return
+        index, head, step, where = shown
+        if isinstance(step, SubStep):  # the loop's length may have become known with the total
+            where = loop_place(step, session.stepper.loop_total(index, step))
+        narration = head.copy()
+        total = session.stepper.total
+        count = f"{total:,}" if total is not None else "?"
+        narration.append(f"\nstep {index + 1:,} of {count} · {where}", style="dim")
+        if index == 0 and session.variant.description:
+            narration.append("\n\n" + session.variant.description)
+        for name in step.guessed_axes:  # token labels inferred from the shape: say so
+            narration.append("\n" + axes_hint(name, step.guessed_axes), style="dim")
+        self.query_one("#narration", TextPane).show(narration)
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="prefetch")
     def _prefetch(self, stepper: Stepper, index: int) -> None:
-        """Compute the next step while the learner reads this one, so → shows it at once."""
+        """Compute the next step while the learner reads this one, so → shows it at once.
+
+        Past the last step this is what finds that the trace has ended: the step shown
+        then learns the total ("step 12 of 12", never "of ?" at the end).
+        """
         stepper.prefetch(index)
+        if stepper.total is not None:
+            self.app.call_from_thread(self._total_found, index - 1)
+
+    def _total_found(self, index: int) -> None:
+        shown = self._narration
+        if shown is not None and shown[0] == index == self.position:
+            self._show_narration()
 
     def _report_stop(self) -> bool:
         """The trace ended early and the learner stepped past its last step: show the error

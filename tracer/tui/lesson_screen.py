@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -601,6 +601,7 @@ class LessonScreen(StepScreen):
             quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
             tables = view.quiz
             assert tables is not None
+            quiz_view.set_class(not tables.tables, "-alone")  # no table below: all the height
             if not tables.tables:
                 body.display = False
                 self._prose("#caption", "")  # no stale caption from the step before
@@ -891,6 +892,21 @@ class LessonScreen(StepScreen):
 
     def action_answer(self) -> None:
         self.query_one(QuizView).focus_answer()
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing meant for a quiz's answer box that reached the screen instead (see take_key)."""
+        steps = self._steps()
+        quiz = bool(steps) and isinstance(steps[self.position.step], Quiz)
+        if quiz and self.query_one(QuizView).take_key(event.key, event.character):
+            event.stop()
+            event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste while no box has the focus: a quiz's answer, into its box (else it is lost)."""
+        steps = self._steps()
+        quiz = bool(steps) and isinstance(steps[self.position.step], Quiz)
+        if quiz and self.query_one(QuizView).type_text(event.text):
+            event.stop()
 
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
         steps = self._steps()

@@ -88,6 +88,7 @@ class QuizView(VerticalScroll):
         choices = self.query_one("#quiz-choices", Vertical)
         field = self.query_one("#quiz-input", Input)
         hint = self.query_one("#quiz-hint", Static)
+        hint.display = True
         submit = self.query_one("#quiz-submit", Button)
         submit.display = quiz.quiz_kind == "multiple"
         if quiz.quiz_kind in ("choice", "multiple"):
@@ -175,6 +176,7 @@ class QuizView(VerticalScroll):
                 )
             )
         )
+        shown.display = self.hints_shown > 0  # no blank line where no hint is shown yet
 
     def show_hint(self) -> None:
         """Reveal the next hint, one at a time."""
@@ -185,7 +187,42 @@ class QuizView(VerticalScroll):
     def focus_answer(self) -> None:
         quiz = self.quiz
         if quiz is not None and quiz.quiz_kind in ("number", "cells") and not self.answered:
-            self.query_one("#quiz-input", Input).focus()
+            self._focus_field()
+
+    def _focus_field(self) -> Input:
+        """Focus the answer box now, not after the keys already waiting: the rest of a
+        burst of typing ("0.95" typed fast, or sent at once) must land in the box too."""
+        field = self.query_one("#quiz-input", Input)
+        self.screen.set_focus(field)
+        return field
+
+    def take_key(self, key: str, character: str | None) -> bool:
+        """A key that reached the screen, not the answer box: typing that belongs in the box.
+
+        A digit, "." or "," starts typing while the box is not focused. Keys typed fast (or
+        sent at once by a terminal) are handed to the screen before the first one has moved
+        the focus, so while the box has the focus, any character that still arrives here is
+        the rest of that answer. True if the key went into the box.
+        """
+        quiz = self.quiz
+        if quiz is None or quiz.quiz_kind not in ("number", "cells") or self.answered:
+            return False
+        if character is None or not character.isprintable() or key in ("space", "tab"):
+            return False
+        field = self.query_one("#quiz-input", Input)
+        if self.screen.focused is not field and not (character.isdigit() or character in ".,"):
+            return False
+        return self.type_text(character)
+
+    def type_text(self, text: str) -> bool:
+        """Text pasted while the box is not focused: into the box, whole. False if no box."""
+        quiz = self.quiz
+        line = text.splitlines()[0] if text.strip() else ""
+        if quiz is None or quiz.quiz_kind not in ("number", "cells") or self.answered or not line:
+            return False
+        field = self._focus_field()
+        field.insert_text_at_cursor(line)
+        return True
 
     def choose(self, number: int) -> None:
         """A digit key: answers or marks a choice, or starts typing a number or cells."""
@@ -202,10 +239,9 @@ class QuizView(VerticalScroll):
                 button = self.query_one(f"#choice-{number}", Button)
                 button.label = Content(self._choice_label(number))
             return
-        field = self.query_one("#quiz-input", Input)
+        field = self._focus_field()
         field.value = str(number)
         field.cursor_position = len(field.value)
-        field.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -287,6 +323,10 @@ class QuizView(VerticalScroll):
         for button in self.query_one("#quiz-choices", Vertical).query(Button):
             button.disabled = True
         self._show_hints()
+        # How to answer is no longer news; the verdict and the explanation are, so they get
+        # its room and are scrolled into view (a short terminal hid them below the box).
+        self.query_one("#quiz-hint", Static).display = False
+        self.call_after_refresh(self.scroll_to_widget, widget, animate=False)
         self.screen.set_focus(None)
 
     def _clear_feedback(self) -> None:

@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
+from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
@@ -35,6 +36,8 @@ variant that sleeps or never returns leaves q, Esc and ctrl+c working."""
 PROGRESS_DELAY = 0.3
 """Seconds a step may compute before the screen says it is still running."""
 NARROW = 100
+TINY = 60
+"""Below this width the footer leaves out the palette's key (ctrl+p still opens it)."""
 SHORT = 24
 LEFT_SHARE = 0.45
 """The left column's share of the width (``#left`` in app.tcss) unless the tensors need less."""
@@ -122,6 +125,12 @@ class StepScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW, "-narrow")
+        # Narrow: the footer's keys closer together, so the last one ("? Help") is not cut
+        # off by the palette's key on the right.
+        for footer in self.query(Footer):
+            footer.compact = event.size.width < NARROW
+            # Too narrow for the keys at all: they are clipped at the edge, not under ^p.
+            footer.show_command_palette = event.size.width >= TINY
         self.set_class(event.size.height < SHORT, "-short")
         self.fit_columns()
 

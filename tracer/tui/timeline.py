@@ -1,4 +1,10 @@
-"""A one-line strip of stages (or lesson steps): where you are, where you have been, click to jump."""
+"""A one-line strip of stages (or lesson steps): where you are, where you have been, click to jump.
+
+Visited items carry a ✓ as well as a brighter colour, so they read the same without colour
+(``NO_COLOR``, a grey terminal). When the strip is wider than the screen, a marker at each
+clipped edge says how many items are out of view that way (``‹ 3``, ``12 more ›``); clicking
+it scrolls that way.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,12 @@ from collections.abc import Iterable, Sequence
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.containers import HorizontalScroll
+from textual.containers import Horizontal, HorizontalScroll
 from textual.message import Message
 from textual.widgets import Static
+
+VISITED = "✓ "
+"""The mark in front of a visited item: not a colour, so NO_COLOR keeps it."""
 
 
 class TimelineItem(Static):
@@ -19,39 +28,101 @@ class TimelineItem(Static):
         # Labels are stage names or author text: never parsed as markup.
         super().__init__(label, markup=False, classes="timeline-item")
         self.key = key
+        self.label = label
+        self.visited = False
         if tooltip:
             self.tooltip = Text(tooltip)
+
+    def mark_visited(self, visited: bool) -> None:
+        self.set_class(visited, "-done")
+        if visited != self.visited:
+            self.visited = visited
+            self.update(Text(VISITED + self.label if visited else self.label))
 
     def on_click(self, event: events.Click) -> None:
         event.stop()
         self.post_message(Timeline.Selected(self.key))
 
 
-class Timeline(HorizontalScroll, can_focus=False):
+class TimelineMore(Static):
+    """How many items are out of view on one side; a click scrolls that way."""
+
+    def __init__(self, side: str) -> None:
+        super().__init__("", classes=f"timeline-more -{side}")
+        self.side = side
+        self.count = 0
+        self.display = False
+
+    def show_count(self, count: int) -> None:
+        if count != self.count:
+            self.count = count
+            self.update(f"‹ {count}" if self.side == "left" else f"{count} more ›")
+        self.display = count > 0
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        timeline = self.parent
+        if isinstance(timeline, Timeline):
+            timeline.page(-1 if self.side == "left" else 1)
+
+
+class TimelineStrip(HorizontalScroll, can_focus=False):
+    """The items, scrolled sideways by the timeline (never by a scrollbar of its own)."""
+
+    def watch_scroll_x(self, old: float, new: float) -> None:
+        super().watch_scroll_x(old, new)
+        timeline = self.parent
+        if isinstance(timeline, Timeline):
+            timeline.count_hidden()
+
+    def watch_virtual_size(self, size: object) -> None:
+        # The items were laid out (or a ✓ widened them): count with their real places.
+        timeline = self.parent
+        if isinstance(timeline, Timeline):
+            self.call_after_refresh(timeline.count_hidden)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # A marker appearing narrows the strip: count again with the room that is left.
+        timeline = self.parent
+        if isinstance(timeline, Timeline):
+            self.call_after_refresh(timeline.count_hidden)
+
+
+class Timeline(Horizontal, can_focus=False):
     """Stages or steps in order; the current one is highlighted and kept in view."""
 
     DEFAULT_CSS = """
     Timeline {
         height: 1;
-        scrollbar-size: 0 0;
         background: $panel;
     }
-    Timeline > .timeline-item {
+    Timeline > TimelineStrip {
+        width: 1fr;
+        height: 1;
+        scrollbar-size: 0 0;
+    }
+    Timeline .timeline-item {
         width: auto;
         padding: 0 1;
         color: $text-muted;
     }
-    Timeline > .timeline-item.-done {
+    Timeline .timeline-item.-done {
         color: $text;
     }
-    Timeline > .timeline-item.-current {
+    Timeline .timeline-item.-current {
         background: $accent;
         color: $text-accent;
         text-style: bold;
     }
-    Timeline > .timeline-item:hover {
+    Timeline .timeline-item:hover {
         background: $boost;
         text-style: underline;
+    }
+    Timeline > .timeline-more {
+        width: auto;
+        padding: 0 1;
+        background: $panel-lighten-2;
+        text-style: bold;
     }
     """
 
@@ -66,13 +137,21 @@ class Timeline(HorizontalScroll, can_focus=False):
         super().__init__(id=id)
         self._items: dict[str, TimelineItem] = {}
         self.current: str | None = None
+        self._more = (TimelineMore("left"), TimelineMore("right"))
+        self._strip = TimelineStrip()
 
     def compose(self) -> ComposeResult:
-        yield from ()
+        yield self._more[0]
+        yield self._strip
+        yield self._more[1]
+
+    @property
+    def items(self) -> list[TimelineItem]:
+        return list(self._items.values())
 
     def set_items(self, items: Iterable[tuple[str, str] | tuple[str, str, str]]) -> None:
         """Replace the items: ``(key, label)`` or ``(key, label, tooltip)``."""
-        self.remove_children()
+        self._strip.remove_children()
         self._items = {}
         widgets = []
         for item in items:
@@ -81,18 +160,47 @@ class Timeline(HorizontalScroll, can_focus=False):
             widget = TimelineItem(key, label, tooltip)
             self._items[key] = widget
             widgets.append(widget)
-        self.mount_all(widgets)
+        self._strip.mount_all(widgets)
         self.current = None
+        self.call_after_refresh(self.count_hidden)
 
     def set_current(self, key: str | None, done: Sequence[str] = ()) -> None:
         """Mark ``key`` as current and ``done`` as visited."""
         finished = set(done)
         for item_key, widget in self._items.items():
             widget.set_class(item_key == key, "-current")
-            widget.set_class(item_key in finished and item_key != key, "-done")
+            widget.mark_visited(item_key in finished and item_key != key)
         moved = key != self.current
         self.current = key
         target = self._items.get(key) if key is not None else None
         if target is not None and moved:
             # Scrolls only when the item is out of view: a scroll costs another frame.
-            self.call_after_refresh(self.scroll_to_widget, target, animate=False)
+            self.call_after_refresh(self._strip.scroll_to_widget, target, animate=False)
+        self.call_after_refresh(self.count_hidden)
+
+    def page(self, direction: int) -> None:
+        """Scroll a screenful of items left (-1) or right (1)."""
+        strip = self._strip
+        strip.scroll_to(
+            x=strip.scroll_x + direction * strip.scrollable_content_region.width, animate=False
+        )
+
+    def hidden(self) -> tuple[int, int]:
+        """How many items lie, wholly or in part, left and right of what is in view."""
+        strip = self._strip
+        left_edge = strip.scroll_x
+        right_edge = left_edge + strip.scrollable_content_region.width
+        left = right = 0
+        for widget in self._items.values():
+            region = widget.virtual_region
+            if region.x < left_edge:
+                left += 1
+            elif region.right > right_edge:
+                right += 1
+        return left, right
+
+    def count_hidden(self) -> None:
+        if not self.is_mounted:
+            return
+        for marker, count in zip(self._more, self.hidden(), strict=True):
+            marker.show_count(count)

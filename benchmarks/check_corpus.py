@@ -34,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("tests/learner/corpus", "tests/learner/shapes", "tests/learner/realistic")
+NEW_FOLDERS = ("tests/learner/styles",)
+"""Learner code in the styles the first corpus lacks (issue 24): scored separately."""
 LABEL = re.compile(
     r"^# expect: (?P<options>.+?) -> (?:(?P<ok>ok)|(?P<code>[\w-]+) at (?P<line>\d+))$"
 )

@@ -105,7 +105,7 @@ def run(case: Case) -> Outcome:
 def failing_configuration(report: dict) -> dict:
     """The report of the configuration that found the problem: the first, or a second run
     (a wider head, dropout on or off) that the first configuration would have hidden."""
-    for key in ("second", "with_dropout", "without_dropout"):
+    for key in ("second", "with_dropout", "without_dropout", "again"):
         if key in report and not report[key]["matches"] and report[key]["diagnoses"]:
             return report[key]
     return report

@@ -18,8 +18,9 @@ recomputing causal attention over the whole prefix at every step.
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage, substep
+from tracer import Mistake, RunContext, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
+from tracer.mistakes import attend, causal, common_mistakes
 
 
 def kv_cache(run: RunContext):
@@ -128,6 +129,53 @@ def kv_cache(run: RunContext):
     return context
 
 
+# Mistakes learners make with a cache, as the attention they amount to (attn check names
+# one when it reproduces their numbers).
+def _counted(run: RunContext, twice) -> dict:
+    """Causal attention where the keys in ``twice`` (True) are in the cache two times."""
+    bonus = twice.to(torch.float32) * torch.log(torch.tensor(2.0))
+    return attend(run, causal(run), bonus=bonus)
+
+
+MISTAKES = (
+    *common_mistakes(causal),
+    Mistake(
+        "cache-not-updated",
+        "a cache that is never appended to",
+        "append each new key and value to the cache (`keys = torch.cat([keys, k])`) and keep "
+        "the result, so later tokens can attend to it.",
+        lambda run: attend(run, ~torch.eye(run.inputs.shape[0], dtype=torch.bool)),
+        ops=("cat", "stack", "vstack"),
+    ),
+    Mistake(
+        "cache-twice",
+        "each new key and value appended twice",
+        "append the new key and value once per token.",
+        lambda run: _counted(run, torch.eye(run.inputs.shape[0], dtype=torch.bool)),
+        ops=("cat", "stack", "vstack"),
+    ),
+    Mistake(
+        "cache-prefilled",
+        "a cache filled with the whole text before decoding",
+        "start with an empty cache: token t may only see keys 0 .. t, so add each one as it "
+        "is decoded.",
+        lambda run: attend(run, None),
+        ops=("matmul", "__matmul__"),
+    ),
+    Mistake(
+        "cache-prefilled",
+        "a cache prefilled with the whole text and appended to as well",
+        "start with an empty cache and append each token's key and value once, as it is decoded.",
+        lambda run: attend(
+            run,
+            None,
+            bonus=causal(run).logical_not().to(torch.float32) * torch.log(torch.tensor(2.0)),
+        ),
+        ops=("matmul", "__matmul__"),
+    ),
+)
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -136,6 +184,7 @@ def register_variants(register):
             title="KV-cache decoding: causal attention one token at a time",
             description="Equals masked; the work stage counts multiply-adds saved by the cache.",
             run=kv_cache,
+            mistakes=MISTAKES,
             stages=("inputs", "decode", "weights", "context", "work"),
             loops=("decode",),
         )

@@ -249,6 +249,27 @@ def substep(
 
 
 @dataclass(frozen=True)
+class Mistake:
+    """A mistake learners make in this variant, written as a change to its computation.
+
+    ``make`` receives the same :class:`RunContext` as ``run`` and returns what the
+    mistaken code computes, by the variant's tensor names (``weights``, ``context``...).
+    ``attn check`` names the mistake when a learner's tensors equal these, whatever
+    their code looks like. ``advice`` says what to do instead, in one or two sentences.
+    """
+
+    code: str
+    """Stable identifier, e.g. ``window-off-by-one``."""
+    title: str
+    advice: str
+    make: Callable[[RunContext], Mapping[str, Any]]
+    ops: tuple[str, ...] = ()
+    """Torch operations that make what this mistake changes (``cat`` for a cache): when no
+    tensor of the learner's equals one the mistake makes, the line of the first of these
+    the learner's code ran is named."""
+
+
+@dataclass(frozen=True)
 class Variant:
     """An attention variant, as registered by a plugin."""
 
@@ -265,6 +286,9 @@ class Variant:
     """Stages built by a loop that yields sub-steps."""
     options: tuple[Option, ...] = ()
     """Options the variant accepts (``-o NAME=VALUE``, a lesson's ``options:``)."""
+    mistakes: tuple[Mistake, ...] = ()
+    """Known mistakes, as changed computations: ``attn check`` names one when it reproduces
+    a learner's tensors (see :class:`Mistake`)."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""

@@ -59,6 +59,53 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+def look_again(
+    args: argparse.Namespace, trace: Any, passed: Any, dropped: Any, undropped: Any
+) -> tuple[str, Any] | None:
+    """(why, result) of the first second configuration that finds a mistake the defaults hid
+    (see tracer.learner.second_looks); None when the file passed nothing or all of them."""
+    from tracer.learner.check import check
+    from tracer.learner.isolation import Limits
+    from tracer.learner.second_looks import hidden_by_defaults
+    from tracer.runner import start_trace
+
+    if passed is None:
+        return None
+    if (dropped is not None and not dropped.matches) or (
+        undropped is not None and not undropped.matches
+    ):
+        return None
+    host = load_host(args)
+    options = trace_options(args)
+
+    def retrace(changed: Any) -> Any:
+        return start_trace(args.against, changed, host).run_to_end()
+
+    limits = Limits.from_environment(args.timeout, args.memory)
+    module = passed.called.startswith(("class ", "the module "))
+    for configuration in hidden_by_defaults(
+        trace, options, retrace, module=module, takes_dropout=passed.takes_dropout
+    ):
+        try:
+            again_trace = (
+                retrace(replace(options, **configuration.changes))
+                if configuration.changes
+                else trace
+            )
+            again = check(
+                Path(args.file),
+                again_trace,
+                function=args.function,
+                limits=limits,
+                eval_dropout=configuration.eval_dropout,
+            )
+        except UsageError:  # code that cannot take these sizes: nothing more to learn here
+            continue
+        if not again.matches:
+            return configuration.reason, again
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from tracer.learner.check import (
         NOT_COMPARED,
@@ -108,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
                 undropped = check_again(dropout=0.0, d_out=wider)
             else:
                 undropped = check_again(dropout=0.0)
+        looked = look_again(args, trace, passed if passed.matches else None, dropped, undropped)
     except LearnerFailure as failure:
         if failure.output and not args.json:
             sys.stderr.write(learner_output(failure.output) + "\n")
@@ -125,6 +173,18 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
         return EXIT_USAGE
     final = second if second is not None else result
+    if looked is not None:
+        reason, again = looked
+        if args.json:
+            report = check_json(result)
+            report["matches"] = False
+            report["again"] = {"reason": reason, **check_json(again)}
+            json.dump(report, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            print(f"(your output matches with these options, but {reason})\n")
+            print(format_check(again))
+        return EXIT_PROBLEMS
     # A dropout check that could establish nothing says so, and does not overturn the verdict.
     failed_dropout = dropped is not None and not dropped.matches and bool(dropped.diagnoses)
     failed_after = undropped is not None and not undropped.matches

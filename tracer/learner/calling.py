@@ -90,6 +90,9 @@ class Setting:
     """Per-head weights stacked (heads, d_in, width), as the wrapper variant gives them."""
     hidden: torch.Tensor | None = None
     """(query, key) pairs the reference hides (True), for code that takes a mask; None: none."""
+    eval_dropout: float | None = None
+    """Build the learner's module with this dropout rate, then switch it to eval mode: its
+    output must equal the reference's without dropout (the eval-mode re-check)."""
 
 
 Thunk = Callable[[], Any]
@@ -352,9 +355,16 @@ def _projected_call(
     )
 
 
+def _rate(setting: Setting) -> float:
+    """The dropout rate a learner's class is built with."""
+    return setting.dropout if setting.eval_dropout is None else setting.eval_dropout
+
+
 def _module_call(description: str, build: Callable[[], nn.Module], setting: Setting) -> Call:
     def prepare_module(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
         module = build()
+        if setting.eval_dropout is not None:
+            module.eval()  # dropout must be off in eval mode, whatever the rate
         call.built = module
         inputs = setting.arguments["inputs"].detach().clone()
         given = inputs.unsqueeze(0) if batched else inputs
@@ -441,7 +451,7 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
         elif key in CONTEXT:
             kwargs[parameter.name] = setting.context_length
         elif key in DROPOUT:
-            kwargs[parameter.name] = setting.dropout
+            kwargs[parameter.name] = _rate(setting)
         elif key in HEADS and setting.num_heads is not None:
             kwargs[parameter.name] = setting.num_heads
         elif key in BIAS:
@@ -502,7 +512,7 @@ def make_config(cls: type, setting: Setting, filename: str) -> Config:
         "hidden_dropout_prob",
         "dropout_rate",
     ):
-        config[name] = setting.dropout
+        config[name] = _rate(setting)
     config["bias"] = True  # nanoGPT: biases on every Linear (the query/key/value ones get 0)
     config["qkv_bias"] = False
     config["is_causal"] = config["causal"] = setting.causal

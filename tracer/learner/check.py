@@ -28,6 +28,7 @@ from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
 from tracer.learner.dropout import DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
+from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Mutation, Record
 from tracer.tracing import Trace
 from tracer.variant import Stage
@@ -300,7 +301,12 @@ def _mask_like(tensor: torch.Tensor) -> bool:
 
 
 def check(
-    path: Path, trace: Trace, *, function: str | None = None, limits: Limits | None = None
+    path: Path,
+    trace: Trace,
+    *,
+    function: str | None = None,
+    limits: Limits | None = None,
+    eval_dropout: float | None = None,
 ) -> CheckResult:
     """Check the learner's file against a finished reference trace.
 
@@ -311,6 +317,8 @@ def check(
     read_source(path)
     refuse_overflow(trace)
     request, tensors = sandbox_request(trace, function)
+    if eval_dropout is not None:
+        request["eval_dropout"] = eval_dropout
     outcome = run_sandboxed(filename, request, tensors, limits or Limits.from_environment())
     payload = outcome.payload
     records = [r for r in map(_record, _list(payload.get("records"))) if r is not None]
@@ -353,7 +361,9 @@ def check(
         path=filename,
         arguments={n: t for n, t in tensors.items() if n != HIDDEN},
     )
-    diagnoses = diagnose(evidence)
+    diagnoses = merge(
+        diagnose(evidence), reproduce(evidence, mistakes_of(trace.variant), trace.context)
+    )
     takes_dropout = payload.get("takes_dropout") is True
     dropout = check_dropout(
         trace.stages,

@@ -307,6 +307,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         causal=request["causal"],
         stacked=request["stacked"],
         hidden=hidden,
+        eval_dropout=request.get("eval_dropout"),
     )
     shapes = {tuple(s) for s in request["shapes"]}
     module = types.ModuleType(LEARNER_MODULE)

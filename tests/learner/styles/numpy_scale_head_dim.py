@@ -14,4 +14,4 @@ def attention(inputs, W_query, W_key, W_value):
     return weights @ values
 
 
-# expect: --against trainable --d-out 4 -> scaling at 12
+# expect: --against trainable --d-out 4 -> scaling at 11

@@ -137,6 +137,24 @@ def _counted(run: RunContext, twice) -> dict:
     return attend(run, causal(run), bonus=bonus)
 
 
+PREFILLED = {
+    0: "the whole text",
+    1: "the first token",
+    2: "the first 2 tokens",
+    3: "the first 3 tokens",
+}
+
+
+def _prefilled(run: RunContext, size: int) -> dict:
+    """Keys 0 .. size-1 put in the cache up front, then every token appended as it comes:
+    key j is in query t's cache [j < size] + [j <= t] times (size 0: the whole text)."""
+    n = run.inputs.shape[0]
+    size = size or n
+    t, j = torch.arange(n).unsqueeze(1), torch.arange(n).unsqueeze(0)
+    count = (j < size).to(torch.float32) + (j <= t).to(torch.float32)
+    return attend(run, count == 0, bonus=count.clamp_min(1).log())
+
+
 MISTAKES = (
     *common_mistakes(causal),
     Mistake(
@@ -162,16 +180,17 @@ MISTAKES = (
         lambda run: attend(run, None),
         ops=("matmul", "__matmul__"),
     ),
-    Mistake(
-        "cache-prefilled",
-        "a cache prefilled with the whole text and appended to as well",
-        "start with an empty cache and append each token's key and value once, as it is decoded.",
-        lambda run: attend(
-            run,
-            None,
-            bonus=causal(run).logical_not().to(torch.float32) * torch.log(torch.tensor(2.0)),
-        ),
-        ops=("matmul", "__matmul__"),
+    *(
+        Mistake(
+            "cache-prefilled",
+            f"a cache prefilled with {PREFILLED[size]} and then appended to from the first "
+            "token again",
+            "start with an empty cache, or start decoding after the prefilled tokens: each key "
+            "and value must be in the cache once.",
+            lambda run, size=size: _prefilled(run, size),
+            ops=("matmul", "__matmul__"),
+        )
+        for size in (1, 2, 3, 0)  # 0: the whole text
     ),
 )
 

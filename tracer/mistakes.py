@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -141,5 +142,108 @@ def causal_mistakes() -> tuple[Mistake, ...]:
             "hide later keys before the softmax: "
             "`scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), -torch.inf)`.",
             lambda run: attend(run, None),
+        ),
+    )
+
+
+Projections = tuple["torch.Tensor", "torch.Tensor", "torch.Tensor", "torch.Tensor", "torch.Tensor"]
+"""(W_query, W_key, W_value, W_out, b_out), applied as ``x @ W`` and ``z @ W_out + b_out``."""
+
+
+def attend_heads(
+    run: RunContext,
+    projections: Projections,
+    heads: int,
+    hidden: torch.Tensor | None,
+    *,
+    scale: float | None = None,
+    softmax_dim: int = -1,
+) -> dict[str, torch.Tensor]:
+    """Multi-head attention (columns split into ``heads``) with the given changes."""
+    W_query, W_key, W_value, W_out, b_out = projections
+    inputs = run.inputs
+    n, d_out = inputs.shape[0], W_query.shape[-1]
+    head_dim = d_out // heads
+
+    def split(t: torch.Tensor) -> torch.Tensor:
+        return t.view(n, heads, head_dim).transpose(0, 1)
+
+    queries, keys, values = split(inputs @ W_query), split(inputs @ W_key), split(inputs @ W_value)
+    scaled = queries @ keys.transpose(1, 2) * (head_dim**-0.5 if scale is None else scale)
+    masked = scaled if hidden is None else scaled.masked_fill(hidden, float("-inf"))
+    weights = torch.softmax(masked, dim=softmax_dim).nan_to_num(0.0)
+    head_context = weights @ values
+    concat = head_context.transpose(0, 1).contiguous().view(n, d_out)
+    return {
+        "scaled": scaled,
+        "masked_scores": masked,
+        "weights": weights,
+        "head_context": head_context,
+        "concat": concat,
+        "context": concat @ W_out + b_out,
+    }
+
+
+def head_mistakes(
+    projections: Callable[[RunContext], Projections], heads: Callable[[RunContext], int]
+) -> tuple[Mistake, ...]:
+    """The scale, softmax and mask mistakes of causal multi-head attention."""
+
+    def with_changes(hidden: Hidden, **changes: Any) -> Callable[[RunContext], dict]:
+        return lambda run: attend_heads(run, projections(run), heads(run), hidden(run), **changes)
+
+    def head_dim(run: RunContext) -> int:
+        return projections(run)[0].shape[-1] // heads(run)
+
+    return (
+        Mistake(
+            "scaling",
+            "dividing the scores by head_dim instead of √head_dim",
+            "divide each head's scores by the square root of its width: `/ head_dim ** 0.5`.",
+            lambda run: attend_heads(
+                run, projections(run), heads(run), causal(run), scale=1 / head_dim(run)
+            ),
+            ops=("div", "__truediv__", "mul", "__mul__"),
+        ),
+        Mistake(
+            "scaling",
+            "scores not scaled",
+            "divide each head's scores by √head_dim before the softmax.",
+            with_changes(causal, scale=1.0),
+            ops=("matmul", "__matmul__", "einsum"),
+        ),
+        Mistake(
+            "scaling",
+            "scaling by the model width instead of the head width",
+            "√d_k is the square root of one head's width (head_dim = d_out / heads), not of d_out.",
+            lambda run: attend_heads(
+                run,
+                projections(run),
+                heads(run),
+                causal(run),
+                scale=projections(run)[0].shape[-1] ** -0.5,
+            ),
+            ops=("div", "__truediv__", "mul", "__mul__"),
+        ),
+        Mistake(
+            "softmax-dim",
+            "softmax over the wrong dimension",
+            "each query's weights must sum to 1 across the keys: `softmax(..., dim=-1)`.",
+            with_changes(causal, softmax_dim=-2),
+            ops=("softmax",),
+        ),
+        Mistake(
+            "mask-diagonal",
+            "a mask that includes the diagonal",
+            "hide only later keys: `torch.triu(torch.ones(n, n), diagonal=1)`.",
+            with_changes(lambda run: causal(run, 0)),
+            ops=("triu", "tril"),
+        ),
+        Mistake(
+            "mask-unused",
+            "no causal mask applied",
+            "hide later keys before the softmax (`attn_mask=` for nn.MultiheadAttention, "
+            "`is_causal=True` for F.scaled_dot_product_attention, or `masked_fill`).",
+            with_changes(nothing),
         ),
     )

@@ -113,6 +113,8 @@ class Call:
     """The module the last ``prepare`` built (None for a function)."""
     takes_dropout: bool = False
     """Whether the check hands it the dropout rate (a constructor or function parameter)."""
+    numpy: bool = False
+    """numpy code: its steps are read from its variables (torch records none of them)."""
 
 
 def expected_signature(arguments: dict[str, Any]) -> str:
@@ -263,6 +265,7 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
             False,
             prepare_function,
             takes_dropout=rate is not None,
+            numpy=numpy_only,
         )
     raise UsageError(f"'{name}' is a {type(value).__name__}, not a function or nn.Module", where)
 
@@ -352,6 +355,7 @@ def _projected_call(
         False,
         prepare_projected,
         takes_dropout=dropout_name is not None,
+        numpy=numpy_only,
     )
 
 

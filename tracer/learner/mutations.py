@@ -73,7 +73,10 @@ def reproduce(
         # the result is wrong, so the operation the mistake changes says where, if it ran.
         steps = [r for r in hits if not (context is not None and _equals(r, [context]))]
         if steps:
-            line = steps[0].line
+            # The operation this mistake changes, when it ran on the way to that tensor,
+            # is the line to fix (the scores' product, not the softmax after it).
+            before = [r for r in made_by if r.index <= steps[0].index]
+            line = before[-1].line if before else steps[0].line
         elif made_by:
             line = made_by[0].line
         elif hits:
@@ -105,6 +108,11 @@ def _last_line(records: Sequence[Record]) -> int | None:
     return next((r.line for r in reversed(records) if r.line is not None), None)
 
 
+CAUSES = {"mask-unused": ("discarded-masked-fill",)}
+"""Pattern diagnoses that say why a mistake's numbers came out: a masked_fill whose result
+is thrown away leaves the scores unmasked, and names the line better."""
+
+
 def merge(patterns: list[Diagnosis], by_value: list[tuple[bool, Diagnosis]]) -> list[Diagnosis]:
     """A mistake that reproduces the learner's output is the diagnosis; otherwise the pattern
     detectors' findings come first and the mistakes seen in intermediate tensors follow."""
@@ -113,7 +121,8 @@ def merge(patterns: list[Diagnosis], by_value: list[tuple[bool, Diagnosis]]) -> 
         # The learner's output is exactly what this mistake computes: that settles it. A
         # pattern detector that names the same mistake may know its line better (where a
         # mask is built, say); in-place writes to the inputs are reported as well.
-        same = [d for d in patterns if d.code == whole[0].code]
+        causes = {whole[0].code, *CAUSES.get(whole[0].code, ())}
+        same = [d for d in patterns if d.code in causes]
         mutated = [d for d in patterns if d.code == "inputs-mutated"]
         return [*mutated, *(same[:1] or whole[:1])]
     ordered = [*patterns, *(d for _, d in by_value)]

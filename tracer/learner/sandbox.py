@@ -30,7 +30,7 @@ import torch
 from tracer.errors import Location, UsageError
 from tracer.learner.calling import Call, MissingConfig, Setting, choose, prepare
 from tracer.learner.loader import learner_traceback
-from tracer.learner.recorder import Recorder
+from tracer.learner.recorder import NumpySteps, Recorder
 
 HIDDEN = "__hidden__"
 """Sent next to the arguments: the (query, key) pairs the reference hides (see check.py)."""
@@ -162,7 +162,11 @@ def run_call(
         tensors, thunk = call.prepare(batched)
         recorder.watch_arguments(tensors)
         torch.manual_seed(seed)  # dropout can match the reference's draws
-        output = thunk()
+        if call.numpy:
+            with NumpySteps(recorder):
+                output = thunk()
+        else:
+            output = thunk()
     return output, tensors, recorder
 
 

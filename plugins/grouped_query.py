@@ -213,14 +213,15 @@ def grouped(run: RunContext, *, tiled: bool = False, scale: float | None = None)
     weights = torch.softmax(scaled.masked_fill(mask, float("-inf")), dim=-1)
     head_context = weights @ values
     concat = head_context.transpose(0, 1).contiguous().view(n, d_out)
-    return {
-        "repeated_keys": keys,
-        "repeated_values": values,
+    made = {
         "scaled": scaled,
         "weights": weights,
         "head_context": head_context,
         "context": concat @ W_out + b_out,
     }
+    if tiled:  # the tiled heads themselves are where this mistake first shows
+        made.update(repeated_keys=keys, repeated_values=values)
+    return made
 
 
 def _head_dim(run: RunContext) -> int:

@@ -147,9 +147,16 @@ def normalise(weighted: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
 # Mistakes learners make in the recurrence, as changed loops (attn check names one when it
 # reproduces their numbers). A learner's tile may differ from -o tile, so each is tried
 # at several tile sizes.
-def tiled(run: RunContext, tile: int, *, rescale: bool = True, local: bool = False):
-    """The recurrence over tiles of ``tile`` keys, without the rescale or with a causal
-    index local to the tile (key positions counted from the tile's start)."""
+def tiled(
+    run: RunContext,
+    tile: int,
+    *,
+    rescale_sum: bool = True,
+    rescale_values: bool = True,
+    local: bool = False,
+):
+    """The recurrence over tiles of ``tile`` keys, without a rescale (of l, of O) or with a
+    causal index local to the tile (key positions counted from the tile's start)."""
     W = run.weights
     queries, keys, values = run.inputs @ W.query, run.inputs @ W.key, run.inputs @ W.value
     n, d_k = keys.shape[0], keys.shape[-1]
@@ -165,10 +172,10 @@ def tiled(run: RunContext, tile: int, *, rescale: bool = True, local: bool = Fal
             scaled = scaled.masked_fill(columns.unsqueeze(0) > rows, float("-inf"))
         m_old, m = m, torch.maximum(m, scaled.max(dim=-1).values)
         shift = torch.where(m == float("-inf"), 0.0, m)
-        factor = torch.exp(m_old - shift) if rescale else torch.ones_like(m)
+        factor = torch.exp(m_old - shift)
         p = torch.exp(scaled - shift.unsqueeze(1))
-        l = factor * l + p.sum(dim=-1)  # noqa: E741
-        O = factor.unsqueeze(1) * O + p @ values[start:stop]  # noqa: E741
+        l = (factor * l if rescale_sum else l) + p.sum(dim=-1)  # noqa: E741
+        O = (factor.unsqueeze(1) * O if rescale_values else O) + p @ values[start:stop]  # noqa: E741
     return {"context": O / l.unsqueeze(1)}
 
 
@@ -192,13 +199,21 @@ def _at_tiles(code: str, title: str, advice: str, ops, **change) -> tuple[Mistak
 
 MISTAKES = (
     *common_mistakes(_causal_or_not),
-    *_at_tiles(
-        "no-rescale",
-        "a running sum that is not rescaled when the maximum grows",
-        "when a tile raises the running maximum from m to m_new, multiply l and O by "
-        "exp(m - m_new) before adding the tile's terms.",
-        ("add", "__add__", "__iadd__", "add_"),
-        rescale=False,
+    *(
+        mistake
+        for title, change in (
+            ("running sums that are not rescaled", {"rescale_sum": False, "rescale_values": False}),
+            ("a running total l that is not rescaled", {"rescale_sum": False}),
+            ("a running weighted sum O that is not rescaled", {"rescale_values": False}),
+        )
+        for mistake in _at_tiles(
+            "no-rescale",
+            f"{title} when the maximum grows",
+            "when a tile raises the running maximum from m to m_new, multiply both l and O by "
+            "exp(m - m_new) before adding the tile's terms.",
+            ("add", "__add__", "__iadd__", "add_"),
+            **change,
+        )
     ),
     *_at_tiles(
         "tile-local-index",

@@ -25,8 +25,8 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
     return target
 
 
-# The modern variants (sliding windows onwards) have lessons but no exercises yet.
-MODERN = {"sliding-window", "grouped-query", "kv-cache", "online-softmax", "training"}
+# Training has a lesson but no exercise yet.
+MODERN = {"training"}
 
 
 def test_one_exercise_per_lesson_idea_and_per_variant(host: PluginHost) -> None:
@@ -54,7 +54,7 @@ def test_init_never_overwrites_a_learners_file(folder: Path, attn: Attn) -> None
     assert mine.read_text() == "# my work\n"
     assert f"  kept   {mine}\n" in out
     assert f"  wrote  {folder / '05_causal_mask.py'}\n" in out
-    assert "(8 already there, left as they were)" in out
+    assert f"({len(EXERCISES) - 1} already there, left as they were)" in out
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.slug)
@@ -265,3 +265,29 @@ def test_a_reset_needs_a_yes(folder: Path) -> None:
     assert path.read_text() == "# my work\n"
     assert not (folder / "01_dot_products.py.bak").exists()
     assert "not reset" in shown
+
+
+@pytest.mark.parametrize(
+    ("slug", "wrong", "right", "code"),
+    [
+        ("13_online_softmax", "l = rescale * l", "l = l", "no-rescale"),
+        (
+            "11_grouped_query",
+            "repeat_interleave(group, dim=0)",
+            "repeat(group, 1, 1)",
+            "heads-tiled",
+        ),
+        ("10_sliding_window", "(j <= i - window)", "(j < i - window)", "window-off-by-one"),
+    ],
+)
+def test_new_exercises_name_their_classic_mistake(
+    folder: Path, slug: str, wrong: str, right: str, code: str
+) -> None:
+    """The solution with one classic slip is refused, and the slip is named by what it computes."""
+    exercise = next(e for e in EXERCISES if e.slug == slug)
+    solution = (SOLUTIONS / exercise.filename).read_text()
+    assert wrong in solution
+    (folder / exercise.filename).write_text(solution.replace(wrong, right))
+    outcome = check_exercise(folder, exercise)
+    assert outcome.status == EXIT_PROBLEMS
+    assert f"[{code}]" in outcome.text, outcome.text

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.check_corpus import NEW_FOLDERS, Case, cases, failing_configuration
+
 Attn = Callable[..., tuple[int, str, str]]
 STYLES = Path(__file__).parent / "styles"
 
@@ -87,3 +89,27 @@ def test_projected_tensors_need_a_single_head_variant(attn: Attn) -> None:
         "check can call it against a single-head variant with weights (trainable, masked, "
         "sliding-window), not this one\n"
     )
+
+
+STYLED = cases(NEW_FOLDERS)
+
+
+def test_the_new_styles_are_there() -> None:
+    assert len(STYLED) >= 25
+    assert sum(case.code is not None for case in STYLED) >= 15
+
+
+@pytest.mark.parametrize("case", STYLED, ids=lambda c: c.path.name)
+def test_labelled_style(attn: Attn, case: Case) -> None:
+    """Each file gets its labelled verdict, mistake and line (or the next), by value."""
+    status, out, err = attn("check", str(case.path), *case.options, "--json")
+    assert "Traceback" not in err
+    report = json.loads(out)
+    if case.code is None:
+        assert status == 0, out + err
+        return
+    assert status == 1, out + err
+    report = failing_configuration(report)
+    first = report["diagnoses"][0]
+    assert first["code"] == case.code
+    assert case.line is not None and first["line"] in (case.line, case.line + 1)

@@ -77,7 +77,7 @@ def _moving_weights(trace: Trace, options: TraceOptions, retrace: Retrace) -> di
     """Seed and init under which the running maximum moves at every tile size, if any."""
     for init in dict.fromkeys((options.init, "randn")):
         for seed in range(options.seed, options.seed + SEEDS):
-            changes = {"seed": seed, "init": init}
+            changes: dict[str, Any] = {"seed": seed, "init": init}
             if seed == options.seed and init == options.init:
                 candidate = trace
             else:

@@ -113,3 +113,30 @@ def test_labelled_style(attn: Attn, case: Case) -> None:
     first = report["diagnoses"][0]
     assert first["code"] == case.code
     assert case.line is not None and first["line"] in (case.line, case.line + 1)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "code", "why"),
+    [
+        ("online_no_rescale.py", (), "no-rescale", "running maximum grows"),
+        ("gqa_repeat.py", ("--heads", "2"), "heads-tiled", "tiling and interleaving"),
+        ("sliding_off_by_one.py", ("-o", "window=8"), "window-off-by-one", "covers the whole"),
+        ("nanogpt_functional_dropout.py", ("--d-out", "3", "--heads", "1"), "dropout-on", "eval"),
+    ],
+)
+def test_what_the_defaults_hide_is_checked_again(
+    attn: Attn, name: str, options: tuple[str, ...], code: str, why: str
+) -> None:
+    variant = options_of(name)[1]
+    status, out, err = attn("check", str(STYLES / name), "--against", variant, *options, "--json")
+    assert status == 1, out + err
+    report = json.loads(out)
+    assert report["matches"] is False
+    assert report["again"]["diagnoses"][0]["code"] == code
+    assert why in report["again"]["reason"]
+    status, text, _ = attn("check", str(STYLES / name), "--against", variant, *options)
+    assert status == 1 and text.startswith("(your output matches with these options, but ")
+
+
+def options_of(name: str) -> list[str]:
+    return options(name)

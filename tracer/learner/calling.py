@@ -28,7 +28,7 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -90,6 +90,9 @@ class Setting:
     """Per-head weights stacked (heads, d_in, width), as the wrapper variant gives them."""
     hidden: torch.Tensor | None = None
     """(query, key) pairs the reference hides (True), for code that takes a mask; None: none."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The variant's own options (``window``, ``tile``...): a function parameter of that name
+    gets the value the reference used."""
     eval_dropout: float | None = None
     """Build the learner's module with this dropout rate, then switch it to eval mode: its
     output must equal the reference's without dropout (the eval-mode re-check)."""
@@ -246,6 +249,7 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
             return _projected_call(function, name, projected, filename, setting, numpy_only)
         args, kwargs = bind(function, setting.arguments, filename, name)
         rate = dropout_parameter(function, args, kwargs)
+        own = variant_options(function, args, kwargs, setting)
 
         def prepare_function(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
             copies = {n: _copy(v) for n, v in setting.arguments.items()}
@@ -258,6 +262,7 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
             keywords: dict[str, Any] = {k: copies[n] for k, n in kwargs.items()}
             if rate is not None:
                 keywords[rate] = setting.dropout
+            keywords.update(own)
             return tensors, lambda: function(*positional, **keywords)
 
         return Call(
@@ -409,6 +414,27 @@ def bind(
         f"{name}{signature} does not fit: it should be def {expected_signature(provided)}",
         Location(filename, line),
     )
+
+
+def variant_options(
+    function: Callable[..., Any], args: list[str], kwargs: dict[str, str], setting: Setting
+) -> dict[str, Any]:
+    """Keyword arguments for the function's parameters named like the variant's options
+    (``window=3``, ``tile=2``), so the learner's code runs with the reference's values."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    given = {*kwargs}
+    found = {}
+    for position, parameter in enumerate(parameters):
+        if position < len(args) or parameter.name in given:
+            continue
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.kind != parameter.POSITIONAL_ONLY and parameter.name in setting.options:
+            found[parameter.name] = setting.options[parameter.name]
+    return found
 
 
 def dropout_parameter(

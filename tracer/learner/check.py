@@ -165,6 +165,11 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         "dropout": float(trace.context.dropout),
         "causal": "mask" in stage_names,
         "stacked": stacked,
+        "variant_options": {
+            k: v
+            for k, v in trace.context.extra.items()
+            if isinstance(v, (bool, int, float)) and k not in ("heads", "num_heads")
+        },
     }
     return request, tensors
 

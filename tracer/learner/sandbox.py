@@ -312,6 +312,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         stacked=request["stacked"],
         hidden=hidden,
         eval_dropout=request.get("eval_dropout"),
+        options=dict(request.get("variant_options") or {}),
     )
     shapes = {tuple(s) for s in request["shapes"]}
     module = types.ModuleType(LEARNER_MODULE)

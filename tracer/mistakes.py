@@ -189,7 +189,9 @@ def head_mistakes(
 ) -> tuple[Mistake, ...]:
     """The scale, softmax and mask mistakes of causal multi-head attention."""
 
-    def with_changes(hidden: Hidden, **changes: Any) -> Callable[[RunContext], dict[str, torch.Tensor]]:
+    def with_changes(
+        hidden: Hidden, **changes: Any
+    ) -> Callable[[RunContext], dict[str, torch.Tensor]]:
         return lambda run: attend_heads(run, projections(run), heads(run), hidden(run), **changes)
 
     def head_dim(run: RunContext) -> int:

@@ -31,4 +31,4 @@ class BertSelfAttention(nn.Module):
         return self.out_proj(context)
 
 
-# expect: --against multihead --d-out 3 --heads 1 -> scaling at 25
+# expect: --against multihead --d-out 3 --heads 1 -> scaling at 26

@@ -62,11 +62,11 @@ def add_parser(commands: Any) -> None:
 def look_again(
     args: argparse.Namespace, trace: Any, passed: Any, dropped: Any, undropped: Any
 ) -> tuple[str, Any] | None:
-    """(why, result) of the first second configuration that finds a mistake the defaults hid
-    (see tracer.learner.second_looks); None when the file passed nothing or all of them."""
+    """(why, result) of the first second look that finds a mistake the defaults hid (see
+    tracer.learner.second_looks); None when the file passed nothing or all of them."""
     from tracer.learner.check import check
     from tracer.learner.isolation import Limits
-    from tracer.learner.second_looks import hidden_by_defaults
+    from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
     from tracer.runner import start_trace
 
     if passed is None:
@@ -76,33 +76,31 @@ def look_again(
     ):
         return None
     host = load_host(args)
-    options = trace_options(args)
-
-    def retrace(changed: Any) -> Any:
-        return start_trace(args.against, changed, host).run_to_end()
-
     limits = Limits.from_environment(args.timeout, args.memory)
-    module = passed.called.startswith(("class ", "the module "))
-    for configuration in hidden_by_defaults(
-        trace, options, retrace, module=module, takes_dropout=passed.takes_dropout
-    ):
+    for _key, changes_of, why in LOOKS:
+        changes = changes_of(trace, passed, passed, {})
+        if changes is None:
+            continue
+        options = {k: v for k, v in changes.items() if k != EVAL_DROPOUT}
         try:
-            again_trace = (
-                retrace(replace(options, **configuration.changes))
-                if configuration.changes
+            reference = (
+                start_trace(
+                    args.against, replace(trace_options(args), **options), host
+                ).run_to_end()
+                if options
                 else trace
             )
             again = check(
                 Path(args.file),
-                again_trace,
+                reference,
                 function=args.function,
                 limits=limits,
-                eval_dropout=configuration.eval_dropout,
+                eval_dropout=changes.get(EVAL_DROPOUT),
             )
         except UsageError:  # code that cannot take these sizes: nothing more to learn here
             continue
         if not again.matches:
-            return configuration.reason, again
+            return why(trace, changes), again
     return None
 
 

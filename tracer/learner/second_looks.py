@@ -12,19 +12,21 @@ defaults cannot show would show:
   where its output must be the one without dropout (``F.dropout`` without
   ``training=self.training`` keeps dropping).
 
-Each configuration is a change to the trace options (and, for eval mode, how
-the learner's module is built), with the sentence that says why it was run.
+Each is a function ``(reference, first result, result so far, earlier changes) ->
+changes or None``: the trace options to change (``seed``, ``init``, ``options``,
+``d_out``) and, for eval mode, :data:`EVAL_DROPOUT`, which is not a trace option
+but how the learner's module is built. :data:`LOOKS` lists them with the line
+that says why each ran.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
-from tracer.runner import TraceOptions
+from tracer.inputs.weights import make_weights
 from tracer.tracing import Trace
 
 TILES = (1, 2, 3, 4)
@@ -32,34 +34,15 @@ TILES = (1, 2, 3, 4)
 SEEDS = 20
 """Seeds tried (from the user's) for weights whose running maximum moves."""
 EVAL_RATE = 0.5
+EVAL_DROPOUT = "eval_dropout"
+"""A change that is no trace option: build the learner's module with this dropout rate and
+check it in eval mode, against the reference without dropout."""
+
+Changes = Callable[[Trace, Any, Any, dict[str, Any]], "dict[str, Any] | None"]
 
 
-@dataclass(frozen=True)
-class Configuration:
-    reason: str
-    """Why it runs, in words: printed above its report when it finds a mistake."""
-    changes: dict[str, Any] = field(default_factory=dict)
-    """Changes to the trace options (``seed``, ``init``, ``d_out``, ``options``)."""
-    eval_dropout: float | None = None
-    """Build the learner's module with this dropout rate and check it in eval mode."""
-
-
-Retrace = Callable[[TraceOptions], Trace]
-
-
-def _tensor(trace: Trace, name: str) -> torch.Tensor | None:
-    for stage in trace.stages:
-        tensor = stage.tensors.get(name)
-        if tensor is not None and tensor.is_floating_point():
-            return tensor
-    return None
-
-
-def maximum_moves(trace: Trace, tile: int) -> bool:
+def maximum_moves(queries: torch.Tensor, keys: torch.Tensor, tile: int) -> bool:
     """Whether some query's running maximum grows after its first tile of ``tile`` keys."""
-    queries, keys = _tensor(trace, "queries"), _tensor(trace, "keys")
-    if queries is None or keys is None or queries.dim() != 2 or keys.dim() != 2:
-        return False
     scores = queries @ keys.T
     n = scores.shape[-1]
     if n <= tile:
@@ -73,79 +56,110 @@ def maximum_moves(trace: Trace, tile: int) -> bool:
     return False
 
 
-def _moving_weights(trace: Trace, options: TraceOptions, retrace: Retrace) -> dict[str, Any]:
-    """Seed and init under which the running maximum moves at every tile size, if any."""
-    for init in dict.fromkeys((options.init, "randn")):
-        for seed in range(options.seed, options.seed + SEEDS):
-            changes: dict[str, Any] = {"seed": seed, "init": init}
-            if seed == options.seed and init == options.init:
-                candidate = trace
-            else:
-                try:
-                    candidate = retrace(replace(options, **changes))
-                except Exception:  # options this variant refuses: try the next
-                    continue
-            if all(maximum_moves(candidate, tile) for tile in TILES):
-                return {} if candidate is trace else changes
-    return {}
+def _moves_everywhere(inputs: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> bool:
+    return all(maximum_moves(inputs @ query, inputs @ key, tile) for tile in TILES)
 
 
-def hidden_by_defaults(
-    trace: Trace, options: TraceOptions, retrace: Retrace, *, module: bool, takes_dropout: bool
-) -> list[Configuration]:
-    """The configurations worth a second check for this trace (none when the defaults show
-    everything). ``module``: the learner's code is an nn.Module (it has an eval mode)."""
-    found: list[Configuration] = []
-    variant_options = dict(trace.context.extra)
-    n = len(trace.tokens)
-    if "tile" in variant_options:
-        changes = _moving_weights(trace, options, retrace)
-        if changes:
-            found.append(
-                Configuration(
-                    "with these weights no query's running maximum grows from one tile to the "
-                    "next, so a sum that is never rescaled would pass; checked again with "
-                    + " ".join(f"--{k} {v}" for k, v in changes.items()),
-                    changes,
-                )
-            )
-    window = variant_options.get("window")
-    if isinstance(window, int) and window >= n and n > 2:
-        smaller = max(2, n // 2)
-        found.append(
-            Configuration(
-                f"the window ({window}) covers the whole text ({n} tokens), so the band hides "
-                f"nothing; checked again with -o window={smaller}",
-                {"options": {**options.options, "window": smaller}},
-            )
-        )
-    heads, kv_heads = variant_options.get("heads"), variant_options.get("kv_heads")
-    if (
-        isinstance(heads, int)
-        and isinstance(kv_heads, int)
-        and (kv_heads == 1 or heads == kv_heads)
-    ):
-        d_out = trace.context.weights.query.shape[-1] if trace.context.weights is not None else 8
-        d_out = d_out if d_out % 4 == 0 and d_out >= 8 else 8
-        found.append(
-            Configuration(
-                f"with {kv_heads} key/value head{'s' if kv_heads > 1 else ''} for {heads} query "
-                "heads, tiling and interleaving the key/value heads agree; checked again with "
-                f"--heads 4 -o kv_heads=2 --d-out {d_out}",
-                {
-                    "options": {**options.options, "heads": 4, "kv_heads": 2},
-                    "extra": {k: v for k, v in options.extra.items() if k not in ("heads",)},
-                    "d_out": d_out,
-                },
-            )
-        )
+def moving_maximum(
+    trace: Trace, first: Any, passed: Any, earlier: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Weights (a seed, an init) under which the running maximum moves at every tile size."""
+    context = trace.context
+    if not passed.matches or "tile" not in context.extra or context.weights is None:
+        return None
+    if context.init is None:
+        return None  # weights from a file: nothing to draw again
+    inputs, weights = context.inputs, context.weights
+    if _moves_everywhere(inputs, weights.query, weights.key):
+        return None
+    d_in, d_out = int(inputs.shape[-1]), int(weights.query.shape[-1])
+    for init in dict.fromkeys((context.init, "randn")):
+        for seed in range(context.seed, context.seed + SEEDS):
+            drawn = make_weights(init, d_in, d_out, seed)
+            if _moves_everywhere(inputs, drawn.query, drawn.key):
+                return {"seed": seed, "init": init}
+    return None
+
+
+def shorter_window(
+    trace: Trace, first: Any, passed: Any, earlier: dict[str, Any]
+) -> dict[str, Any] | None:
+    window, n = trace.context.extra.get("window"), len(trace.tokens)
+    if not passed.matches or not isinstance(window, int) or window < n or n <= 2:
+        return None
+    return {"options": {**trace.context.extra, "window": max(2, n // 2)}}
+
+
+def grouped_heads(
+    trace: Trace, first: Any, passed: Any, earlier: dict[str, Any]
+) -> dict[str, Any] | None:
+    extra = trace.context.extra
+    heads, kv_heads = extra.get("heads"), extra.get("kv_heads")
+    if not passed.matches or not isinstance(heads, int) or not isinstance(kv_heads, int):
+        return None
+    if kv_heads > 1 and heads > kv_heads:
+        return None
+    weights = trace.context.weights
+    d_out = int(weights.query.shape[-1]) if weights is not None else 8
+    d_out = d_out if d_out % 4 == 0 and d_out >= 8 else 8
+    return {"options": {**extra, "heads": 4, "kv_heads": 2}, "d_out": d_out}
+
+
+def eval_mode(
+    trace: Trace, first: Any, passed: Any, earlier: dict[str, Any]
+) -> dict[str, Any] | None:
+    module = str(first.called).startswith(("class ", "the module "))
     has_dropout = any(stage.name == "dropout" for stage in trace.stages)
-    if module and takes_dropout and has_dropout and trace.context.dropout == 0:
-        found.append(
-            Configuration(
-                f"your module was built with dropout {EVAL_RATE:g} and switched to eval mode, "
-                "where dropout must be off",
-                eval_dropout=EVAL_RATE,
-            )
-        )
-    return found
+    if not (passed.matches and module and first.takes_dropout and has_dropout):
+        return None
+    return {EVAL_DROPOUT: EVAL_RATE} if trace.context.dropout == 0 else None
+
+
+def _options(changes: dict[str, Any]) -> str:
+    shown = []
+    for key, value in changes.items():
+        if key == "options":
+            shown += [f"-o {k}={v}" for k, v in value.items() if k in ("window", "kv_heads")]
+            if "kv_heads" in value:
+                shown.insert(0, f"--heads {value['heads']}")
+        else:
+            shown.append(f"--{key.replace('_', '-')} {value}")
+    return " ".join(shown)
+
+
+LOOKS: tuple[tuple[str, Changes, Callable[[Trace, dict[str, Any]], str]], ...] = (
+    (
+        "moving_maximum",
+        moving_maximum,
+        lambda trace, changes: (
+            "with these weights no query's running maximum grows from one tile to the next, "
+            f"so a sum that is never rescaled would pass; checked again with {_options(changes)}"
+        ),
+    ),
+    (
+        "shorter_window",
+        shorter_window,
+        lambda trace, changes: (
+            f"the window ({trace.context.extra.get('window')}) covers the whole text "
+            f"({len(trace.tokens)} tokens), so the band hides nothing; checked again with "
+            f"{_options(changes)}"
+        ),
+    ),
+    (
+        "grouped_heads",
+        grouped_heads,
+        lambda trace, changes: (
+            "with one key/value head, or one per query head, tiling and interleaving the "
+            f"key/value heads agree; checked again with {_options(changes)}"
+        ),
+    ),
+    (
+        "eval_mode",
+        eval_mode,
+        lambda trace, changes: (
+            f"your module was built with dropout {changes[EVAL_DROPOUT]:g} and switched to "
+            "eval mode, where dropout must be off"
+        ),
+    ),
+)
+"""(JSON key, changes, why) for each second look, in the order they run."""

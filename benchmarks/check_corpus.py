@@ -110,7 +110,15 @@ def run(case: Case) -> Outcome:
 def failing_configuration(report: dict) -> dict:
     """The report of the configuration that found the problem: the first, or a second run
     (a wider head, dropout on or off) that the first configuration would have hidden."""
-    for key in ("second", "with_dropout", "without_dropout", "again"):
+    for key in (
+        "second",
+        "with_dropout",
+        "without_dropout",
+        "moving_maximum",
+        "shorter_window",
+        "grouped_heads",
+        "eval_mode",
+    ):
         if key in report and not report[key]["matches"] and report[key]["diagnoses"]:
             return report[key]
     return report

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,49 @@ FIXTURES = Path(__file__).parent / "fixtures"
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+DISTRIBUTION = "attention-tracer"
+ENTRY_POINT_GROUP = "attention_tracer"
+_INSTALLED = {
+    str(Path(path).resolve())
+    for path in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path}
+    if "-packages" in path
+}
+
+
+def _installed_elsewhere(entry_point: metadata.EntryPoint) -> bool:
+    """A plugin distribution installed in this environment that is not this project."""
+    dist = entry_point.dist
+    if dist is None:
+        return False
+    if (dist.name or "").lower().replace("_", "-") == DISTRIBUTION:
+        return False
+    where = getattr(dist, "_path", None)
+    return where is not None and str(Path(str(where)).resolve().parent) in _INSTALLED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _only_builtin_entry_points() -> Iterator[None]:
+    """Tests see the built-in variants and the plugins they make, never ones installed beside us.
+
+    A contributor who installs a plugin (say one scaffolded by ``attn new-plugin``) in the
+    project's venv must not see variant lists and messages change under the suite, as the
+    developer's own plugin folders are kept out by ``_clean_env``. Subprocesses are not
+    filtered: the tests that start one compare built-ins only.
+    """
+    everything = metadata.entry_points
+
+    def filtered(**params: Any) -> Any:
+        found = everything(**params)
+        if params.get("group") != ENTRY_POINT_GROUP:
+            return found
+        return metadata.EntryPoints(ep for ep in found if not _installed_elsewhere(ep))
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(metadata, "entry_points", filtered)
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session")

@@ -153,6 +153,7 @@ def test_bad_option(attn: Attn, argv: list[str], message: str) -> None:
     assert attn("trace", "trainable", *argv) == (2, "", message + "\n")
 
 
+@pytest.mark.lists_variants
 def test_unknown_variant_suggests(attn: Attn, host: PluginHost) -> None:
     known = ", ".join(sorted(host.variants))
     assert attn("trace", "trainabel") == (

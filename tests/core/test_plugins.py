@@ -26,6 +26,7 @@ def by_name(host: PluginHost) -> dict[str, object]:
     return {record.name: record for record in host.plugins}
 
 
+@pytest.mark.lists_variants
 def test_builtins_load_as_entry_points(host: PluginHost) -> None:
     records = {r.name: r for r in host.plugins if r.origin == "built-in"}
     assert set(records) >= BUILTINS
@@ -35,6 +36,7 @@ def test_builtins_load_as_entry_points(host: PluginHost) -> None:
         assert records[name].error is None
 
 
+@pytest.mark.lists_variants
 def test_broken_plugins_are_isolated_and_explained() -> None:
     host = PluginHost([BROKEN], use_env=False)
     records = {r.name: r for r in host.plugins}

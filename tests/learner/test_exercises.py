@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
 MODERN = {"training"}
 
 
+@pytest.mark.lists_variants
 def test_one_exercise_per_lesson_idea_and_per_variant(host: PluginHost) -> None:
     variants = {e.variant for e in EXERCISES}
     assert variants == set(host.variants) - MODERN
@@ -76,15 +78,15 @@ def test_fix_the_mistakes_names_all_three(folder: Path) -> None:
 def test_watch_once_reports_and_records_progress(folder: Path, attn: Attn) -> None:
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 1
-    assert out.startswith("exercise 1/9: 01_dot_products.py - Dot products as alignment")
+    assert out.startswith("exercise 1/13: 01_dot_products.py - Dot products as alignment")
     assert "is waiting for you: replace the TODOs." in out
     shutil.copy(SOLUTIONS / "01_dot_products.py", folder / "01_dot_products.py")
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 0
-    assert "passed: 1/9 done. Next: 02_normalising.py" in out
+    assert "passed: 1/13 done. Next: 02_normalising.py" in out
     assert json.loads((folder / PROGRESS_FILE).read_text())["done"] == ["01_dot_products"]
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
-    assert out.startswith("exercise 2/9: 02_normalising.py")
+    assert out.startswith("exercise 2/13: 02_normalising.py")
 
 
 def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
@@ -100,9 +102,9 @@ def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
     status = watch(folder, shown.append, polls=3, sleep=sleep)
     text = "\n".join(shown)
     assert status == EXIT_PROBLEMS
-    assert text.count("exercise 1/9") == 2 and "passed: 1/9 done" in text
-    assert "passed: 2/9 done. Next: 03_vectorising.py" in text
-    assert shown[-2].startswith("exercise 3/9")
+    assert text.count("exercise 1/13") == 2 and "passed: 1/13 done" in text
+    assert "passed: 2/13 done. Next: 03_vectorising.py" in text
+    assert shown[-2].startswith("exercise 3/13")
 
 
 def test_watch_with_everything_done(folder: Path) -> None:
@@ -110,7 +112,7 @@ def test_watch_with_everything_done(folder: Path) -> None:
         shutil.copy(SOLUTIONS / exercise.filename, folder / exercise.filename)
     shown: list[str] = []
     assert watch(folder, shown.append, polls=0) == EXIT_OK
-    assert shown[-1] == "All 9 exercises are done. Well done!"
+    assert shown[-1] == f"All {len(EXERCISES)} exercises are done. Well done!"
 
 
 def test_hints_come_one_at_a_time(folder: Path, attn: Attn) -> None:
@@ -136,7 +138,7 @@ def test_list_shows_progress(folder: Path, attn: Attn) -> None:
     assert status == 0
     assert lines[0].split()[:2] == ["done", "01_dot_products.py"]
     assert lines[1].split()[:2] == ["next", "02_normalising.py"]
-    assert lines[-1] == "1/9 done"
+    assert lines[-1] == "1/13 done"
 
 
 def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
@@ -146,8 +148,8 @@ def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
         err
         == f"attn: exercise folder not found: {tmp_path / 'nowhere'} (run 'attn exercises init {tmp_path / 'nowhere'}')\n"
     )
-    status, _, err = attn("exercises", "hint", str(folder), "12")
-    assert status == 2 and err.startswith("attn: no exercise '12'")
+    status, _, err = attn("exercises", "hint", str(folder), "42")
+    assert status == 2 and err.startswith("attn: no exercise '42'")
 
 
 def test_watch_shows_the_edited_line_not_a_stale_one(folder: Path) -> None:
@@ -179,7 +181,7 @@ def test_a_damaged_progress_file_is_set_aside(
     path = folder / PROGRESS_FILE
     path.write_bytes(content)
     status, out, err = attn("exercises", "list", str(folder))
-    assert status == 0 and out.splitlines()[-1] == "0/9 done"
+    assert status == 0 and out.splitlines()[-1] == "0/13 done"
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"attn: warning: {path}")
     assert problem in err and err.rstrip().endswith(
@@ -291,3 +293,27 @@ def test_new_exercises_name_their_classic_mistake(
     outcome = check_exercise(folder, exercise)
     assert outcome.status == EXIT_PROBLEMS
     assert f"[{code}]" in outcome.text, outcome.text
+
+
+SCALE = " / head_dim**0.5"
+"""Where the solution to exercise 9 divides by √d_k."""
+
+
+def test_watch_judges_like_attn_check(folder: Path, attn: Attn) -> None:
+    """Heads one column wide hide a missing √d_k: the watcher re-checks wider, as attn check does."""
+    # Exercise 9 with heads 1 wide (d_out 2 over 2 heads), where dividing by √d_k changes nothing.
+    exercise = replace(EXERCISES[8], options={"init": "linear", "heads": 2, "d_out": 2})
+    path = folder / exercise.filename
+    solution = (SOLUTIONS / exercise.filename).read_text()
+    unscaled = solution.replace(SCALE, "")
+    assert unscaled != solution
+    path.write_text(unscaled)
+    outcome = check_exercise(folder, exercise)
+    assert outcome.status == EXIT_PROBLEMS, outcome.text
+    assert "checked again with --d-out 4" in outcome.text
+    status, out, _ = attn(
+        "check", str(path), "--against", exercise.variant,
+        "--init", "linear", "--heads", "2", "--d-out", "2",
+    )  # fmt: skip
+    assert status == EXIT_PROBLEMS
+    assert out.strip() == outcome.text.strip()

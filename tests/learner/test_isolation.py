@@ -7,7 +7,13 @@ come from numpy, which the learner's file cannot reach.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -181,3 +187,148 @@ def test_a_tracer_module_in_the_current_folder_is_not_the_tool(
     monkeypatch.chdir(tmp_path)
     status, out, err = attn("check", str(HOSTILE / "prints.py"), "--against", "vectorized")
     assert status == 0, out + err
+
+
+def test_reading_stdin_as_a_file_is_one_line(attn: Attn) -> None:
+    path = HOSTILE / "reads_stdin_file.py"
+    status, out, err = attn("check", str(path), "--against", "vectorized")
+    assert status == 2 and out == ""
+    assert one_line(err) == (
+        f"{path}: your code reads from standard input (sys.stdin); "
+        "attn check gives it nothing to read"
+    )
+
+
+def test_a_returned_tensor_subclass_that_raises_is_one_line(attn: Attn) -> None:
+    path = HOSTILE / "raising_subclass.py"
+    status, out, err = attn("check", str(path), "--against", "vectorized")
+    assert status == 2 and out == ""
+    line = one_line(err)
+    assert line.startswith(
+        f"{path}: your code returned a Boom that raised RuntimeError when attn check read it"
+    ), line
+
+
+def test_a_byte_order_mark_is_not_a_syntax_error(attn: Attn, tmp_path: Path) -> None:
+    path = tmp_path / "with_bom.py"
+    source = (HOSTILE / "prints.py").read_text(encoding="utf-8")
+    path.write_bytes(b"\xef\xbb\xbf" + source.encode("utf-8"))
+    status, out, err = attn("check", str(path), "--against", "vectorized")
+    assert status == 0, out + err
+    assert "Well done" in out
+
+
+def test_a_memory_limit_lifted_by_the_learners_code_still_holds(attn: Attn) -> None:
+    """As root one setrlimit call lifts RLIMIT_AS: the server kills the child at the limit."""
+    path = HOSTILE / "lifts_memory_limit.py"
+    status, out, err = attn("check", str(path), "--against", "vectorized", "--memory", "128")
+    assert status == 2 and out == ""
+    assert one_line(err).startswith(f"{path}: your code ran out of memory (the limit is 128 MiB")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_processes_the_learners_code_starts_end_with_the_check(attn: Attn, tmp_path: Path) -> None:
+    """A new session and a double fork: the grandchild is no longer in the child's group."""
+    pids = tmp_path / "pids"
+    path = tmp_path / "forks.py"
+    path.write_text(
+        "import os, posix, time\n"
+        "import torch\n\n\n"
+        "def attention(inputs):\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        f"            with open({str(pids)!r}, 'a') as handle:\n"
+        "                handle.write(f'{os.getpid()}\\n')\n"
+        "            time.sleep(60)\n"
+        "        posix._exit(0)\n"
+        f"    while not os.path.exists({str(pids)!r}):\n"
+        "        time.sleep(0.01)\n"
+        "    return torch.softmax(inputs @ inputs.T, dim=-1) @ inputs\n"
+    )
+    try:
+        status, out, err = attn("check", str(path), "--against", "vectorized")
+        assert status == 0, out + err
+        started = [int(p) for p in pids.read_text().split()]
+        assert started
+        assert not any(_alive(pid) for pid in started)
+    finally:
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_plugin_that_patches_torch_at_import_cannot_change_the_reference(
+    attn: Attn, tmp_path: Path
+) -> None:
+    """Uniform weights are wrong; a plugin making softmax uniform must not make them pass."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "uniform.py").write_text(
+        "import torch\n\n"
+        "torch.softmax = lambda x, dim=-1, **kw: torch.full_like(x, 1.0 / x.shape[dim])\n"
+    )
+    learner = tmp_path / "uniform_weights.py"
+    learner.write_text(
+        "import torch\n\n\n"
+        "def attention(inputs):\n"
+        "    n = inputs.shape[0]\n"
+        "    weights = torch.full((n, n), 1.0 / n)\n"
+        "    return weights @ inputs\n"
+    )
+    softmax = torch.softmax
+    try:
+        status, out, _ = attn(
+            "check", str(learner), "--against", "vectorized", "--plugins-dir", str(plugins)
+        )
+    finally:
+        torch.softmax = softmax  # today's code would have patched this process too
+    assert status == 1
+    assert "Well done" not in out
+
+
+def test_killing_attn_check_ends_the_learners_processes(tmp_path: Path) -> None:
+    """``kill -9`` of attn check mid-check: its sandbox, the child and what that started end."""
+    pids = tmp_path / "pids"
+    path = tmp_path / "hangs.py"
+    path.write_text(
+        "import os, time\n\n\n"
+        "def attention(inputs):\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        f"        with open({str(pids)!r}, 'a') as handle:\n"
+        "            handle.write(f'{os.getpid()}\\n')\n"
+        "        time.sleep(120)\n"
+        f"    with open({str(pids)!r}, 'a') as handle:\n"
+        "        handle.write(f'{os.getpid()}\\n')\n"
+        "    time.sleep(120)\n"
+    )
+    command = [sys.executable, "-m", "tracer", "check", str(path), "--against", "vectorized"]
+    process = subprocess.Popen(
+        [*command, "--timeout", "100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(started) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+            started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        assert len(started) == 2
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in started)
+    finally:
+        process.kill()
+        for pid in started:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

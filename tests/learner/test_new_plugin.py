@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +43,7 @@ def test_scaffold_writes_a_package(attn: Attn, tmp_path: Path) -> None:
     assert f"  wrote  {folder / 'pyproject.toml'}\n" in out
 
 
+@pytest.mark.lists_variants
 def test_generated_variant_loads_and_agrees_with_torch(attn: Attn, tmp_path: Path) -> None:
     folder = tmp_path / "pkg"
     attn("new-plugin", "sparkle", str(folder))
@@ -61,6 +64,7 @@ def test_generated_variant_loads_and_agrees_with_torch(attn: Attn, tmp_path: Pat
     ]
 
 
+@pytest.mark.lists_variants
 def test_never_overwrites(attn: Attn, tmp_path: Path) -> None:
     folder = tmp_path / "pkg"
     folder.mkdir()
@@ -75,6 +79,7 @@ def test_never_overwrites(attn: Attn, tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["README.md"]  # nothing half-written
 
 
+@pytest.mark.lists_variants
 def test_default_folder_is_named_after_the_plugin(
     attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +89,7 @@ def test_default_folder_is_named_after_the_plugin(
     assert (tmp_path / "attn-sparkle" / "attn_sparkle.py").is_file()
 
 
+@pytest.mark.lists_variants
 @pytest.mark.parametrize(
     ("name", "message"),
     [
@@ -100,7 +106,7 @@ def test_bad_names(attn: Attn, tmp_path: Path, name: str, message: str) -> None:
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow
@@ -134,3 +140,43 @@ def test_generated_package_installs_and_passes_its_own_test(attn: Attn, tmp_path
     missing = run(own_test, tmp_path, env)
     assert missing.returncode == 1, missing.stdout
     assert "'sparkle' is not among" in missing.stdout
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_variant_lists_hold_with_a_scaffolded_plugin_installed(attn: Attn, tmp_path: Path) -> None:
+    """Install a plugin from ``attn new-plugin`` as its "Next:" lines say, in a throwaway venv
+    beside the project, and run the suite's variant-listing tests there: they must still pass."""
+    package = tmp_path / "attn-listing-probe"
+    assert attn("new-plugin", "listing-probe", str(package))[0] == 0
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(
+        run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            tmp_path, dict(os.environ)).stdout.strip()
+    )  # fmt: skip
+    # The project and its dependencies come from this environment ("00-": read before the
+    # editable install's own .pth files, copied next to it, which need it on the path).
+    ours = Path(sysconfig.get_paths()["purelib"])
+    (site / "00-project.pth").write_text(f"{ours}\n")
+    for editable in ours.glob("__editable__*.pth"):
+        (site / editable.name).write_text(editable.read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTN_", "PYTHON"))}
+    install = run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+         "--no-index", "--no-build-isolation", str(package)],
+        tmp_path, env,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stdout + install.stderr
+    listed = run([str(python), "-m", "tracer", "plugins", "--json"], tmp_path, env)
+    assert "listing-probe" in {p["name"] for p in json.loads(listed.stdout)}, listed.stderr
+    tests = run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+         "-m", "lists_variants", str(ROOT / "tests")],
+        ROOT, env,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+    assert " passed" in tests.stdout and " deselected" in tests.stdout

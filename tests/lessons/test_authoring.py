@@ -120,6 +120,7 @@ def test_the_declared_default_applies_when_no_option_is_given(windowed_host: Plu
     assert LessonRunner(lesson, windowed_host).answer(lesson.quizzes[0]) == 2.0
 
 
+@pytest.mark.lists_variants
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
@@ -158,6 +159,7 @@ def test_a_lesson_wide_option_no_variant_uses_is_reported(windowed_host: PluginH
     ]
 
 
+@pytest.mark.lists_variants
 def test_an_option_no_installed_variant_declares_gets_did_you_mean(
     windowed_host: PluginHost,
 ) -> None:
@@ -432,6 +434,7 @@ def test_a_broken_quiz_still_has_its_id_checked(host: PluginHost) -> None:
     ]
 
 
+@pytest.mark.lists_variants
 def test_load_problems_do_not_hide_problems_that_need_a_run(host: PluginHost) -> None:
     text = (
         H + "steps:\n"
@@ -447,6 +450,7 @@ def test_load_problems_do_not_hide_problems_that_need_a_run(host: PluginHost) ->
     ]
 
 
+@pytest.mark.lists_variants
 def test_an_unknown_variant_may_be_a_plugin_not_installed(host: PluginHost) -> None:
     assert problems(H + "steps:\n  - show: {variant: banded, stage: scores}\n", host) == [
         "4:21: unknown variant 'banded'; if it comes from a plugin, that plugin is not "
@@ -547,6 +551,7 @@ def test_watch_checks_again_after_a_save(
     assert lines[3:] == [f"{lesson}: ok (1 step)"]
 
 
+@pytest.mark.lists_variants
 def test_a_lesson_names_the_plugins_it_needs(host: PluginHost) -> None:
     text = (
         H + "plugins: [masked, banded-window]\nsteps:\n"
@@ -578,6 +583,7 @@ def test_typed_numbers_do_not_stop_a_lesson_from_running(tmp_path: Path, attn: A
     assert "The score is 0.9544." in out
 
 
+@pytest.mark.lists_variants
 def test_a_broken_value_is_reported_once_not_where_it_is_used(host: PluginHost) -> None:
     text = (
         H + "values:\n  dot: {variant: naive-lop, stage: scores, cell: [0, 1]}\n"

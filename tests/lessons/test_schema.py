@@ -3,9 +3,11 @@ and the variants (names, stages, options) it completes."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -27,6 +29,12 @@ Attn = Callable[..., tuple[int, str, str]]
 
 
 CHECKOUT_COPY = shipped_dir() / "schema.json"
+
+
+@functools.cache
+def generated() -> dict[str, Any]:
+    """The generated schema, made once: each making loads the plugins and runs every variant."""
+    return lesson_schema()
 
 
 def test_committed_schema_is_the_generated_one() -> None:
@@ -52,7 +60,7 @@ def test_the_shipped_modeline_finds_the_schema_in_a_checkout_and_in_a_wheel() ->
 
 
 def test_the_enums_name_every_built_in_variant_its_stages_and_options(host: PluginHost) -> None:
-    schema = lesson_schema()
+    schema = generated()
     definitions = schema["definitions"]
     builtin = {n for n in host.variants if host.owner[n].origin == "built-in"}
     named = {c["const"] for c in definitions["variant"]["anyOf"] if "const" in c}
@@ -77,7 +85,7 @@ def test_the_enums_name_every_built_in_variant_its_stages_and_options(host: Plug
 
 
 def test_a_known_variant_must_use_one_of_its_stages() -> None:
-    schema = lesson_schema()
+    schema = generated()
     base = {"title": "T", "summary": "S"}
     good = {**base, "steps": [{"show": {"variant": "naive-loop", "stage": "scores"}}]}
     jsonschema.validate(good, schema)
@@ -114,12 +122,13 @@ def test_the_schema_lists_a_plugins_variants_and_options(tmp_path: Path) -> None
     }
 
 
+@pytest.mark.lists_variants
 def test_schema_write_puts_it_beside_the_lessons(tmp_path: Path, attn: Attn) -> None:
     status, out, err = attn("lesson", "schema", "--write", str(tmp_path))
     assert (status, err) == (0, "")
     assert out.startswith(f"wrote {tmp_path / 'lesson.schema.json'}")
     written = tmp_path / "lesson.schema.json"
-    assert json.loads(written.read_text(encoding="utf-8")) == lesson_schema()
+    assert json.loads(written.read_text(encoding="utf-8")) == generated()
     assert attn("lesson", "schema", "--write", str(tmp_path))[0] == 0  # refreshing is fine
 
 
@@ -135,25 +144,26 @@ def test_schema_write_never_overwrites_another_file(tmp_path: Path, attn: Attn) 
     assert SCHEMA_ID != "my own"
 
 
+@pytest.mark.lists_variants
 def test_attn_lesson_schema_prints_it(attn: Attn) -> None:
     status, out, err = attn("lesson", "schema")
     assert (status, err) == (0, "")
-    assert json.loads(out) == lesson_schema()
+    assert json.loads(out) == generated()
 
 
 def test_it_is_draft_07() -> None:
-    schema = lesson_schema()
+    schema = generated()
     assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
     jsonschema.Draft7Validator.check_schema(schema)
 
 
 @pytest.mark.parametrize("path", sorted(shipped_dir().glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_lessons_validate(path: Path) -> None:
-    jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")), lesson_schema())
+    jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")), generated())
 
 
 def test_the_starter_lesson_validates() -> None:
-    jsonschema.validate(yaml.safe_load(starter_lesson()), lesson_schema())
+    jsonschema.validate(yaml.safe_load(starter_lesson()), generated())
 
 
 @pytest.mark.parametrize(
@@ -176,4 +186,4 @@ def test_the_starter_lesson_validates() -> None:
 )
 def test_the_schema_rejects_what_the_loader_rejects(document: dict[str, object]) -> None:
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(document, lesson_schema())
+        jsonschema.validate(document, generated())

@@ -14,10 +14,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -30,8 +32,12 @@ from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Mutation, Record
+from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
 from tracer.variant import Stage
+
+if TYPE_CHECKING:
+    from tracer.plugin_host import PluginHost
 
 GIVEN_STAGES = ("inputs", "projections")
 """Stages that show what the learner is given rather than what they compute."""
@@ -303,6 +309,28 @@ def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> R
 def _mask_like(tensor: torch.Tensor) -> bool:
     """A mask in float form, such as ``torch.triu(torch.ones(n, n))``: not an attempt at a stage."""
     return bool(((tensor == 0) | (tensor == 1)).all())
+
+
+def reference_host(variant: str, everything: Callable[[], PluginHost]) -> PluginHost:
+    """The plugins the reference comes from: for a built-in variant, the built-ins alone.
+
+    A third-party plugin runs code when it is imported (it may replace
+    ``torch.softmax``); the reference for a built-in variant is computed with no
+    such plugin imported, so none can turn a wrong file into a pass. Only for
+    other variants are all plugins loaded (``everything()``).
+    """
+    builtins = _builtin_host()
+    if variant in builtins.variants:
+        return builtins
+    return everything()
+
+
+@functools.cache
+def _builtin_host() -> PluginHost:
+    """Loaded once per process: a watch session re-checks without reading entry points again."""
+    from tracer.plugin_host import PluginHost
+
+    return PluginHost(use_env=False, builtins_only=True, strict=False)
 
 
 def check(
@@ -623,3 +651,203 @@ def largest_difference(result: CheckResult) -> float | None:
     if result.output is None or result.problem is not None or result.dropout is not None:
         return None
     return max_difference(result.output, result.expected_output)
+
+
+# The re-check policy ---------------------------------------------------------
+#
+# A pass under one set of options can hide a mistake that another would show.
+# After a pass the file is checked again under each configuration below that
+# applies, in order; ``attn check`` and ``attn exercises watch`` both judge
+# through :func:`judge`, so they always agree. To add a configuration, add a
+# :class:`Recheck` to :data:`RECHECKS`.
+
+Rerun = Callable[[dict[str, Any]], Trace]
+"""A finished reference trace of the same variant with some trace options changed."""
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """One more configuration a passing file is checked in."""
+
+    key: str
+    """Its field in ``attn check --json`` (``second``, ``with_dropout``, ``without_dropout``)."""
+    changes: Callable[[Trace, CheckResult, CheckResult, dict[str, Any]], dict[str, Any] | None]
+    """(reference, first result, the result that stands so far, changes of the rechecks that
+    replaced it) -> the trace options to change, or None when this recheck does not apply."""
+    overturns: Callable[[CheckResult], bool]
+    """Whether this recheck's result turns the pass into a failure."""
+    why: Callable[[Trace, dict[str, Any]], str]
+    """The line shown above the recheck's report when it overturns the pass."""
+    replaces: bool = False
+    """Its result stands for the check from then on (later rechecks build on it)."""
+    passed_note: Callable[[CheckResult], str] | None = None
+    """A line added under a pass that this recheck confirmed."""
+
+
+def _wider(
+    trace: Trace, first: CheckResult, passed: CheckResult, earlier: dict[str, Any]
+) -> dict[str, Any] | None:
+    wider = hidden_scaling_d_out(trace) if first.matches else None
+    return None if wider is None else {"d_out": wider}
+
+
+def _dropout_on(
+    trace: Trace, first: CheckResult, passed: CheckResult, earlier: dict[str, Any]
+) -> dict[str, Any] | None:
+    from tracer.learner.dropout import CHECK_RATE
+
+    return {"dropout": CHECK_RATE} if passed.matches and hides_dropout(trace, first) else None
+
+
+def _dropout_off(
+    trace: Trace, first: CheckResult, passed: CheckResult, earlier: dict[str, Any]
+) -> dict[str, Any] | None:
+    if passed.matches and any(r.status == NOT_COMPARED for r in passed.stages):
+        return {"dropout": 0.0, **earlier}
+    return None
+
+
+def _dropout_on_note(result: CheckResult) -> str:
+    from tracer.learner.dropout import CHECK_RATE
+    from tracer.learner.report import dropout_line
+
+    return dropout_line(result, CHECK_RATE)
+
+
+def _second_look(
+    key: str, changes: Callable[..., dict[str, Any] | None], why: Callable[..., str]
+) -> Recheck:
+    def line(trace: Trace, made: dict[str, Any]) -> str:
+        return f"(your output matches with these options, but {why(trace, made)})"
+
+    return Recheck(key, changes, overturns=lambda result: not result.matches, why=line)
+
+
+RECHECKS: tuple[Recheck, ...] = (
+    # The defaults hide a missing √d_k (heads 1 wide): run again where they do not.
+    Recheck(
+        "second",
+        _wider,
+        overturns=lambda result: not result.matches,
+        why=lambda trace, changes: (
+            "(with these options every head is 1 wide, so √d_k = 1 and a missing scale would "
+            f"not show; checked again with --d-out {changes['d_out']})"
+        ),
+        replaces=True,
+    ),
+    # Dropout off hides a dropout that is ignored, misplaced or not rescaled. A dropout check
+    # that could establish nothing says so, and does not overturn the verdict.
+    Recheck(
+        "with_dropout",
+        _dropout_on,
+        overturns=lambda result: not result.matches and bool(result.diagnoses),
+        why=lambda trace, changes: (
+            "(with --dropout 0 your output matches; dropout off would hide a mistake in your "
+            f"dropout, so it was checked again with --dropout {changes['dropout']:g})"
+        ),
+        passed_note=_dropout_on_note,
+    ),
+    # Dropout on leaves the stages after the context uncompared (the masks differ):
+    # compare them value by value with dropout off.
+    Recheck(
+        "without_dropout",
+        _dropout_off,
+        overturns=lambda result: not result.matches,
+        why=lambda trace, changes: (
+            f"(with --dropout {trace.context.dropout:g} your dropout has the right structure, "
+            "but the stages after the context cannot be compared while the masks differ; "
+            "checked again with --dropout 0)"
+        ),
+        passed_note=lambda result: (
+            "checked again with --dropout 0: the stages after the context match too."
+        ),
+    ),
+    # What the defaults of the modern variants hide (tracer.learner.second_looks): a running
+    # maximum that never grows, a window as long as the text, one key/value head, eval mode.
+    *(_second_look(key, changes, why) for key, changes, why in LOOKS),
+)
+
+
+@dataclass
+class Rechecked:
+    recheck: Recheck
+    changes: dict[str, Any]
+    result: CheckResult
+
+    @property
+    def overturns(self) -> bool:
+        return self.recheck.overturns(self.result)
+
+
+@dataclass
+class Judgement:
+    """The first check and every recheck that applied; what the learner is told."""
+
+    first: CheckResult
+    rechecks: list[Rechecked]
+
+    @property
+    def final(self) -> CheckResult:
+        """The result that stands: the last replacing recheck's, else the first."""
+        replacing = [r.result for r in self.rechecks if r.recheck.replaces]
+        return replacing[-1] if replacing else self.first
+
+    @property
+    def failed(self) -> Rechecked | None:
+        """The first recheck that turned the pass into a failure."""
+        return next((r for r in self.rechecks if r.overturns), None)
+
+    @property
+    def matches(self) -> bool:
+        failed = self.failed
+        if failed is not None:
+            return False
+        return self.final.matches
+
+    def notes(self) -> list[str]:
+        """Lines for a pass: what each confirming recheck added."""
+        return [
+            r.recheck.passed_note(r.result)
+            for r in self.rechecks
+            if r.recheck.passed_note is not None
+        ]
+
+
+def judge(
+    path: Path,
+    trace: Trace,
+    rerun: Rerun,
+    *,
+    function: str | None = None,
+    limits: Limits | None = None,
+    rechecks: tuple[Recheck, ...] = RECHECKS,
+) -> Judgement:
+    """Check the file, then again under each configuration of ``rechecks`` that applies.
+
+    ``rerun(changes)`` gives the reference with those trace options changed.
+    Every check runs in the same warm sandbox server.
+    """
+    first = check(path, trace, function=function, limits=limits)
+    judgement = Judgement(first, [])
+    standing = first
+    earlier: dict[str, Any] = {}
+    for recheck in rechecks:
+        changes = recheck.changes(trace, first, standing, earlier)
+        if changes is None:
+            continue
+        options = {k: v for k, v in changes.items() if k != EVAL_DROPOUT}
+        try:
+            result = check(
+                path,
+                rerun(options) if options else trace,
+                function=function,
+                limits=limits,
+                eval_dropout=changes.get(EVAL_DROPOUT),
+            )
+        except UsageError:  # code that cannot take these sizes (one width): nothing to learn
+            continue
+        judgement.rechecks.append(Rechecked(recheck, changes, result))
+        if recheck.replaces:
+            standing = result
+            earlier = {**earlier, **changes}
+    return judgement

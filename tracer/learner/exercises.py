@@ -16,10 +16,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, InputError, Location, UsageError
 from tracer.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from tracer.tracing import Trace
 
 PROGRESS_FILE = ".attn-exercises.json"
 PROGRESS_VERSION = 1
@@ -408,9 +411,12 @@ class Outcome:
 
 def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
     """Check one exercise file against its variant; the text is what the learner should see."""
-    from tracer.learner.check import check
+    from dataclasses import replace
+
+    from tracer.learner.check import judge, reference_host
     from tracer.learner.loader import LearnerFailure
-    from tracer.learner.report import format_check, learner_output
+    from tracer.learner.report import format_judgement, learner_output
+    from tracer.plugin_host import PluginHost
     from tracer.runner import TraceOptions, start_trace
 
     path = folder / exercise.filename
@@ -422,9 +428,16 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
         )
     options = dict(exercise.options)
     extra = {k: options.pop(k) for k in VARIANT_OPTIONS if k in options}
-    trace = start_trace(exercise.variant, TraceOptions(extra=extra, **options)).run_to_end()
+    trace_options = TraceOptions(extra=extra, **options)
+    host = reference_host(exercise.variant, PluginHost)
+    trace = start_trace(exercise.variant, trace_options, host).run_to_end()
+
+    def rerun(changes: dict[str, Any]) -> Trace:
+        return start_trace(exercise.variant, replace(trace_options, **changes), host).run_to_end()
+
     try:
-        result = check(path, trace)
+        # The same rechecks as attn check (wider heads, dropout on and off): they judge alike.
+        judgement = judge(path, trace, rerun)
     except LearnerFailure as failure:
         if "NotImplementedError" in failure.text.strip().splitlines()[-1]:
             return Outcome(
@@ -436,8 +449,8 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
         return Outcome(exercise, EXIT_USAGE, shown + failure.text)
     except UsageError as error:
         return Outcome(exercise, EXIT_USAGE, str(error))
-    text = format_check(result)
-    return Outcome(exercise, EXIT_OK if result.matches else EXIT_PROBLEMS, text)
+    text = format_judgement(judgement)
+    return Outcome(exercise, EXIT_OK if judgement.matches else EXIT_PROBLEMS, text)
 
 
 def heading(exercise: Exercise) -> str:
@@ -532,7 +545,10 @@ def watch(
     With ``keys`` (a terminal), the learner can also ask for a hint, reset,
     re-check, skip, list or quit, as in rustlings; ``confirm`` asks before a reset.
     """
+    from tracer.learner.isolation import shared_server
+
     progress = Progress.load(folder, warn)
+    shared_server().spawn()  # one warm sandbox for the whole session: each save forks from it
     while True:
         exercise = progress.current()
         if exercise is None:

@@ -10,25 +10,29 @@ text (the first :data:`OUTPUT_LIMIT` characters) for the report's "your output".
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 import tracer
 from tracer.environment import env_number
 from tracer.errors import Location, UsageError
 from tracer.learner.loader import LearnerFailure
+from tracer.learner.server import MESSAGE_SIZE
+
+if TYPE_CHECKING:
+    import torch
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds the learner's code may run (``--timeout``), counted once torch has loaded."""
@@ -81,24 +85,204 @@ def _read_output(path: Path) -> str:
     return text
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 ARRIVED, CLOSED, LATE = "arrived", "closed", "late"
 
 
-def _wait_for(fd: int, byte: bytes, deadline: float) -> str:
-    """Whether ``byte`` arrives on the pipe before ``deadline``, the pipe closes, or time runs out."""
+class ServerLost(Exception):
+    """The sandbox server ended (or never started); ``text`` says what it last wrote."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class SandboxServer:
+    """The parent's side of :mod:`tracer.learner.server`: a warm process that forks each check.
+
+    Started once (``spawn``, early, so torch loads there while this process computes
+    the reference) and reused by every check of the command or watch session.
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._control: socket.socket | None = None
+        self._log: Any = None
+        self._ready = False
+
+    def spawn(self) -> None:
+        """Start the server if it is not running; does not wait for it."""
+        if self._process is not None and self._process.poll() is None:
+            return
+        self.close()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept open while the server lives)
+        try:
+            self._process = subprocess.Popen(
+                # -P: a tracer.py in the current folder must not stand in for the tool
+                [
+                    sys.executable,
+                    "-P",
+                    "-m",
+                    "tracer.learner.sandbox",
+                    "--serve",
+                    str(theirs.fileno()),
+                    str(os.getpid()),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=self._log,
+                pass_fds=(theirs.fileno(),),
+                env=_environment(),
+                start_new_session=True,  # Ctrl-C in the terminal is the parent's to handle
+            )
+        finally:
+            theirs.close()
+        self._control = mine
+        self._ready = False
+
+    def _wait_ready(self) -> socket.socket:
+        self.spawn()
+        assert self._control is not None
+        if not self._ready:
+            ready, _, _ = select.select([self._control], [], [], STARTUP_LIMIT)
+            data = self._control.recv(MESSAGE_SIZE) if ready else b""
+            if not data:
+                text = self._last_words()
+                self.close()
+                raise ServerLost(text)
+            self._ready = True
+        return self._control
+
+    def _last_words(self) -> str:
+        if self._log is None:
+            return "no message"
+        try:
+            self._log.seek(0)
+            lines = self._log.read().decode("utf-8", errors="replace").strip().splitlines()
+        except OSError:
+            return "no message"
+        return lines[-1] if lines else "no message"
+
+    def start(self, request: dict[str, Any], fds: tuple[int, int, int]) -> Running:
+        """Fork a child for one check; ``fds`` are its stdout, stderr and status pipe."""
+        try:
+            control = self._wait_ready()
+            socket.send_fds(control, [json.dumps(request).encode()], list(fds))
+            ready, _, _ = select.select([control], [], [], 10)
+            data = control.recv(MESSAGE_SIZE) if ready else b""
+        except OSError as exc:
+            self.close()
+            raise ServerLost(str(exc)) from exc
+        if not data:
+            text = self._last_words()
+            self.close()
+            raise ServerLost(text)
+        return Running(self, control, int(json.loads(data)["pid"]))
+
+    def close(self) -> None:
+        """End the server (it kills whatever is left of a check first)."""
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                self._control.close()
+            self._control = None
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait()
+            self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self._ready = False
+
+
+class Running:
+    """One check's child, as the server reports it."""
+
+    def __init__(self, server: SandboxServer, control: socket.socket, pid: int) -> None:
+        self.server = server
+        self.control = control
+        self.pid = pid
+        self.status: int | None = None
+        self.memory = False
+        self.lost = False
+
+    def fileno(self) -> int:
+        return self.control.fileno()
+
+    def wait(self, timeout: float) -> int:
+        """The child's exit status (negative: the signal that ended it), as Popen gives it."""
+        if self.status is not None:
+            return self.status
+        ready, _, _ = select.select([self.control], [], [], timeout)
+        if not ready:
+            raise subprocess.TimeoutExpired("sandbox", timeout)
+        try:
+            data = self.control.recv(MESSAGE_SIZE)
+        except OSError:
+            data = b""
+        if not data:  # the server is gone (the learner's code may have killed it)
+            self.lost = True
+            self.server.close()
+            self.status = -signal.SIGKILL
+            return self.status
+        message = json.loads(data)
+        self.status = int(message["exit"])
+        self.memory = bool(message.get("memory"))
+        return self.status
+
+    def kill(self) -> None:
+        """Kill the child and everything it started; wait until the server says it is done."""
+        if self.status is not None:
+            return
+        try:
+            self.control.send(b'{"kill": true}')
+            self.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.server.close()
+            self.lost = True
+            self.status = -signal.SIGKILL
+
+
+_shared: SandboxServer | None = None
+
+
+def shared_server() -> SandboxServer:
+    """This process's sandbox server (one per ``attn check`` or watch session; reused)."""
+    global _shared
+    if _shared is None:
+        _shared = SandboxServer()
+        atexit.register(_shared.close)
+    return _shared
+
+
+def _environment() -> dict[str, str]:
+    environment = dict(os.environ)
+    package_root = str(Path(tracer.__file__).resolve().parent.parent)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, environment.get("PYTHONPATH", "")) if p
+    )
+    environment["PYTHONIOENCODING"] = "utf-8"
+    return environment
+
+
+def _wait_for(fd: int, byte: bytes, deadline: float, child: Running) -> str:
+    """Whether ``byte`` arrives on the pipe before ``deadline``, the child ends, or time runs out."""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             return LATE
-        ready, _, _ = select.select([fd], [], [], left)
+        ready, _, _ = select.select([fd, child.fileno()], [], [], left)
         if not ready:
             return LATE
+        if fd not in ready:
+            # The child ended: what it wrote before it ended is already in the pipe.
+            ready, _, _ = select.select([fd], [], [], 0)
+            if not ready:
+                return CLOSED
         data = os.read(fd, 1)
         if not data:
             return CLOSED
@@ -107,9 +291,17 @@ def _wait_for(fd: int, byte: bytes, deadline: float) -> str:
 
 
 def run_sandboxed(
-    path: str, request: dict[str, Any], arguments: dict[str, torch.Tensor], limits: Limits
+    path: str,
+    request: dict[str, Any],
+    arguments: dict[str, torch.Tensor],
+    limits: Limits,
+    server: SandboxServer | None = None,
 ) -> Outcome:
-    """Run the learner's file in a fresh process; raise LearnerFailure when it cannot finish."""
+    """Run the learner's file in a child of the sandbox server; raise LearnerFailure when it
+    cannot finish."""
+    import torch  # here: the server can be spawned before this process pays for torch
+
+    server = server or shared_server()
     with tempfile.TemporaryDirectory(prefix="attn-check-") as name:
         folder = Path(name)
         (folder / "request.json").write_text(
@@ -118,56 +310,52 @@ def run_sandboxed(
         torch.save(arguments, folder / "arguments.pt")
         stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"
         read_end, write_end = os.pipe()
-        environment = dict(os.environ)
-        package_root = str(Path(tracer.__file__).resolve().parent.parent)
-        environment["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, environment.get("PYTHONPATH", "")) if p
-        )
-        environment["PYTHONIOENCODING"] = "utf-8"
         try:
             with stdout.open("wb") as out, stderr.open("wb") as err:
-                process = subprocess.Popen(
-                    # -P: a tracer.py in the current folder must not stand in for the tool
-                    [
-                        sys.executable,
-                        "-P",
-                        "-m",
-                        "tracer.learner.sandbox",
-                        str(folder),
-                        str(write_end),
-                    ],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    pass_fds=(write_end,),
-                    env=environment,
-                    start_new_session=True,  # its own process group: killed as a whole
+                child = server.start(
+                    {
+                        "folder": str(folder),
+                        "cwd": os.getcwd(),
+                        "env": _environment(),
+                        "memory_mb": limits.memory_mb,
+                    },
+                    (out.fileno(), err.fileno(), write_end),
                 )
+        except ServerLost as lost:
+            os.close(read_end)
+            raise LearnerFailure(
+                f"{path}: the checker process could not start ({lost.text})\n", ""
+            ) from lost
         finally:
             os.close(write_end)
         try:
-            started = _wait_for(read_end, b"r", time.monotonic() + STARTUP_LIMIT) == ARRIVED
-            finished = started and _wait_for(read_end, b"d", time.monotonic() + limits.timeout)
+            started = _wait_for(read_end, b"r", time.monotonic() + STARTUP_LIMIT, child) == ARRIVED
+            finished = started and _wait_for(
+                read_end, b"d", time.monotonic() + limits.timeout, child
+            )
             if finished == LATE:
-                _kill(process)
+                child.kill()
                 raise LearnerFailure(
                     f"{path}: your code did not finish within {limits.timeout:g} s (an endless "
                     "loop? waiting for input?); attn check stopped it (--timeout SECONDS to allow more)\n",
                     _read_output(stdout) + _read_output(stderr),
                 )
             try:
-                status = process.wait(timeout=10)
+                status = child.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                _kill(process)
+                child.kill()
                 status = -signal.SIGKILL
         finally:
             os.close(read_end)
-            if process.poll() is None:
-                _kill(process)
-            # Whatever the learner's code started (a subprocess, say) ends with it.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            child.kill()  # whatever the learner's code started ends with it
         output = _read_output(stdout) + _read_output(stderr)
+        if child.memory:
+            raise LearnerFailure(_out_of_memory(path, limits), output)
+        if child.lost:
+            raise LearnerFailure(
+                f"{path}: your code ended attn check's sandbox process (did it kill its parent?)\n",
+                output,
+            )
         result = folder / "result.pt"
         if not result.exists():
             raise LearnerFailure(_ended(path, status, started, limits, output), output)
@@ -181,6 +369,13 @@ def run_sandboxed(
     if not isinstance(payload, dict) or not isinstance(payload.get("status"), str):
         raise LearnerFailure(f"{path}: attn check could not read what your code produced\n", output)
     return _checked(path, payload, output, limits)
+
+
+def _out_of_memory(path: str, limits: Limits) -> str:
+    return (
+        f"{path}: your code ran out of memory (the limit is {limits.memory_mb} MiB more "
+        "than torch itself; --memory MB to change it)\n"
+    )
 
 
 def _ended(path: str, status: int, started: bool, limits: Limits, output: str) -> str:
@@ -215,11 +410,7 @@ def _checked(path: str, payload: dict[str, Any], output: str, limits: Limits) ->
             str(payload.get("message")), Location(path, line if isinstance(line, int) else None)
         )
     if status == "memory":
-        raise LearnerFailure(
-            f"{path}: your code ran out of memory (the limit is {limits.memory_mb} MiB more "
-            "than torch itself; --memory MB to change it)\n",
-            output,
-        )
+        raise LearnerFailure(_out_of_memory(path, limits), output)
     if status == "ended":
         raise LearnerFailure(f"{path}: {payload.get('text')}\n", output)
     if status == "failed":

@@ -54,7 +54,7 @@ def read_source(path: Path) -> None:
     if not path.is_file():
         raise UsageError(f"not a file: {filename}")
     try:
-        source = path.read_text(encoding="utf-8")
+        source = path.read_text(encoding="utf-8-sig")  # a byte order mark is not code
     except UnicodeDecodeError as exc:
         raise UsageError(f"not UTF-8 text (byte {exc.start})", Location(filename)) from exc
     except OSError as exc:

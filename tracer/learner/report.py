@@ -14,6 +14,7 @@ from tracer.learner.check import (
     OTHER_ROUTE,
     OWN_MASK,
     CheckResult,
+    Judgement,
     largest_difference,
 )
 from tracer.render.text import format_number, format_tensor, plain, shape_text
@@ -173,6 +174,16 @@ def dropout_line(result: CheckResult, rate: float) -> str:
         )
         text = f"with --dropout {rate:g} your dropout could not be checked: {reason}."
     return textwrap.fill(text, WIDTH)
+
+
+def format_judgement(judgement: Judgement) -> str:
+    """The report of a check and its rechecks: the one that failed, else the pass and its notes."""
+    failed = judgement.failed
+    if failed is not None:
+        why = failed.recheck.why(judgement.first.trace, failed.changes)
+        return f"{why}\n\n{format_check(failed.result)}"
+    parts = [format_check(judgement.final), *judgement.notes()]
+    return "\n\n".join(parts)
 
 
 def learner_output(text: str) -> str:

@@ -16,6 +16,8 @@ endless loop, a print) can reach the reference or the tool's own output:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -60,6 +62,26 @@ class Ended(BaseException):
         self.text = text
 
 
+class _NoInput(io.TextIOBase):
+    """Standard input for the learner's code: every read says there is nothing to read.
+
+    ``/dev/null`` alone would hand ``sys.stdin.read()`` an empty string, and the
+    file would fail later for a reason far from its cause.
+    """
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> str:
+        raise EOFError("attn check gives your code no standard input")
+
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        raise EOFError("attn check gives your code no standard input")
+
+    def readlines(self, hint: int | None = -1) -> list[str]:  # type: ignore[override]
+        raise EOFError("attn check gives your code no standard input")
+
+
 def limit_memory(megabytes: int) -> None:
     """Cap the address space at what torch already uses plus ``megabytes``."""
     try:
@@ -74,7 +96,9 @@ def limit_memory(megabytes: int) -> None:
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        # Soft and hard: without privileges the learner's code cannot raise it again (as
+        # root it can; the sandbox server also watches its memory from outside).
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ValueError, OSError):  # some systems refuse to lower it: the time limit still holds
         return
 
@@ -206,9 +230,11 @@ def _failure(exc: BaseException, path: str, setting: Setting) -> dict[str, Any]:
     ):
         return {"status": "memory"}
     if isinstance(exc, EOFError):
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+        how = "input()" if frames and "input(" in (frames[-1].line or "") else "sys.stdin"
         return {
             "status": "ended",
-            "text": "your code reads from standard input (input()); attn check gives it nothing to read",
+            "text": f"your code reads from standard input ({how}); attn check gives it nothing to read",
         }
     try:
         text = learner_traceback(exc, path)
@@ -266,7 +292,7 @@ def dropout_lines(call: Call, path: str) -> list[tuple[float, int]]:
     if module is None:
         return []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError):
         return []
     found = []
@@ -321,7 +347,8 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
     namespace: dict[str, Any] = module.__dict__
     sys.path.insert(0, str(Path(path).resolve().parent))  # their own helper modules
     try:
-        code = compile(Path(path).read_text(encoding="utf-8"), path, "exec")
+        # utf-8-sig: a byte order mark (some editors write one) is not part of the code
+        code = compile(Path(path).read_text(encoding="utf-8-sig"), path, "exec")
         exec(code, namespace)
     except BaseException as exc:
         failure = _failure(exc, path, setting)
@@ -362,41 +389,26 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             # token: it runs, but wrongly; give it the tokens unbatched instead.
             _rewind_output(marks)
             continue
-        after = {n: _tensor(t) for n, t in tensors.items()}
-        discarded = [
-            r.index
-            for r in recorder.records
-            if r.op == "masked_fill"
-            and r.result_id is not None
-            and r.result_id not in recorder.used
-            and recorder.tracked.get(r.result_id) is not output
-        ]
-        return {
-            "status": "ok",
-            "called": call.description,
-            "note": note,
-            "batched": batched,
-            "output": _output(output, batched),
-            "records": _records(recorder, batched),
-            "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
-            "discarded": discarded,
-            "arguments_after": after,
-            "dropout_lines": dropout_lines(call, path),
-            "takes_dropout": call.takes_dropout,
-        }
+        try:
+            return _result(call, note, batched, output, tensors, recorder, path)
+        except BaseException as exc:  # a returned Tensor subclass whose methods raise, say
+            return {"status": "ended", "text": _unreadable(output, exc)}
     assert first is not None
     return first
 
 
-def main(argv: list[str]) -> None:
-    folder, status_fd = Path(argv[0]), int(argv[1])
+def run_check(folder: Path, status_fd: int) -> None:
+    """Check the learner's file described in ``folder``; never returns (ends the process)."""
     request = json.loads((folder / "request.json").read_text(encoding="utf-8"))
     arguments = torch.load(folder / "arguments.pt", weights_only=True)
     if request.get("heads_argument"):
         arguments["num_heads"] = request["num_heads"]
-    torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's thread pools now
+    # One thread: a child forked from the warm server must not inherit a half-made pool.
+    torch.set_num_threads(1)
+    torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's kernels now
     limit_memory(request["memory_mb"])
     os._exit = _fake_exit  # type: ignore[assignment]
+    sys.stdin = _NoInput()
     _write(status_fd, b"r")
     try:
         result = check_file(request, arguments)
@@ -410,8 +422,67 @@ def main(argv: list[str]) -> None:
             folder / "result.tmp",
         )
     _replace(folder / "result.tmp", folder / "result.pt")
+    for stream in (sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(BaseException):
+            if stream is not None:
+                stream.flush()
     _write(status_fd, b"d")
     _exit(0)  # no atexit handlers, no lingering threads of the learner's
+
+
+def _result(
+    call: Call,
+    note: str | None,
+    batched: bool,
+    output: Any,
+    tensors: dict[str, torch.Tensor],
+    recorder: Recorder,
+    path: str,
+) -> dict[str, Any]:
+    after = {n: _tensor(t) for n, t in tensors.items()}
+    discarded = [
+        r.index
+        for r in recorder.records
+        if r.op == "masked_fill"
+        and r.result_id is not None
+        and r.result_id not in recorder.used
+        and recorder.tracked.get(r.result_id) is not output
+    ]
+    return {
+        "status": "ok",
+        "called": call.description,
+        "note": note,
+        "batched": batched,
+        "output": _output(output, batched),
+        "records": _records(recorder, batched),
+        "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
+        "discarded": discarded,
+        "arguments_after": after,
+        "dropout_lines": dropout_lines(call, path),
+        "takes_dropout": call.takes_dropout,
+    }
+
+
+def _unreadable(output: Any, exc: BaseException) -> str:
+    """One line for a result that raises when it is read (its own message may not be safe)."""
+    kind = type(output).__name__
+    if isinstance(output, (tuple, list)) and output:
+        kind = f"{kind} holding a {type(output[0]).__name__}"
+    # type("\x1b]0;...", ...) is a class too: its name is shown, never its control characters.
+    kind = "".join(c if c.isprintable() else "?" for c in kind)[:80]
+    return (
+        f"your code returned a {kind} that raised {type(exc).__name__} when attn check read it; "
+        "return a plain torch.Tensor (for a subclass: .as_subclass(torch.Tensor))"
+    )
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--serve"]:
+        from tracer.learner.server import serve
+
+        serve(int(argv[1]), int(argv[2]))
+        return
+    run_check(Path(argv[0]), int(argv[1]))
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ class PluginHost:
         strict: bool | None = None,
         entry_points: bool = True,
         use_env: bool = True,
+        builtins_only: bool = False,
     ) -> None:
         self.strict = strict_from_env() if strict is None else strict
         # Read once, before any plugin loads: a bad value is the user's error, not a plugin's.
@@ -123,11 +124,15 @@ class PluginHost:
         self.variants: dict[str, Variant] = {}
         self.owner: dict[str, PluginRecord] = {}
         self._records: dict[str, PluginRecord] = {}
+        # builtins_only: no code of ours not written here runs (attn check's reference).
+        self._builtins_only = builtins_only
         if entry_points:
             self._load_entry_points()
         folders = [Path(d) for d in plugin_dirs] + (
             [Path(d) for d in dirs_from_env()] if use_env else []
         )
+        if builtins_only:
+            folders = []
         for folder in folders:
             self._load_folder(folder)
         self._register_variants()
@@ -179,6 +184,8 @@ class PluginHost:
             metadata.entry_points(group=ENTRY_POINT_GROUP),
             key=lambda ep: (origin(ep) != ORIGIN_BUILTIN, ep.name),
         ):
+            if self._builtins_only and origin(entry_point) != ORIGIN_BUILTIN:
+                continue
             dist = entry_point.dist
             record = PluginRecord(
                 name=entry_point.name,

@@ -2,6 +2,7 @@
 
     python benchmarks/check_corpus.py              # every labelled file under tests/learner
     python benchmarks/check_corpus.py -v           # and one line per file
+    python benchmarks/check_corpus.py --only new   # only the files in the new styles
 
 Each corpus file ends with a label written by hand, next to the code it describes:
 
@@ -17,7 +18,11 @@ in this process; the learner's code runs in its sandbox as always). Scored:
 - tool errors: exit statuses other than 0 and 1, or a traceback on stderr.
 
 When a file passes and a second configuration finds the mistake (heads wider
-than 1, dropout on), that configuration's diagnosis is the one scored.
+than 1, dropout on, eval mode, moving maxima, more heads than key/value heads),
+that configuration's diagnosis is the one scored. Two corpora are scored apart:
+the first one (``corpus``, ``shapes``, ``realistic``) and the learner code in
+the styles it lacked (``styles``: numpy, nn.MultiheadAttention, config classes,
+the Annotated Transformer, sliding-window, grouped-query, KV-cache, online softmax).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("tests/learner/corpus", "tests/learner/shapes", "tests/learner/realistic")
+NEW_FOLDERS = ("tests/learner/styles",)
+"""Learner code in the styles the first corpus lacks (issue 24): scored separately."""
 LABEL = re.compile(
     r"^# expect: (?P<options>.+?) -> (?:(?P<ok>ok)|(?P<code>[\w-]+) at (?P<line>\d+))$"
 )
@@ -57,9 +64,9 @@ class Outcome:
     tool_error: bool
 
 
-def cases() -> list[Case]:
+def cases(folders: tuple[str, ...] = FOLDERS) -> list[Case]:
     found = []
-    for folder in FOLDERS:
+    for folder in folders:
         for path in sorted((ROOT / folder).glob("*.py")):
             for text in path.read_text(encoding="utf-8").splitlines():
                 match = LABEL.match(text)
@@ -103,47 +110,79 @@ def run(case: Case) -> Outcome:
 def failing_configuration(report: dict) -> dict:
     """The report of the configuration that found the problem: the first, or a second run
     (a wider head, dropout on or off) that the first configuration would have hidden."""
-    for key in ("second", "with_dropout", "without_dropout"):
+    for key in (
+        "second",
+        "with_dropout",
+        "without_dropout",
+        "moving_maximum",
+        "shorter_window",
+        "grouped_heads",
+        "eval_mode",
+    ):
         if key in report and not report[key]["matches"] and report[key]["diagnoses"]:
             return report[key]
     return report
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="one line per file")
-    args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    outcomes = []
-    for case in cases():
-        outcome = run(case)
-        outcomes.append(outcome)
-        if args.verbose:
-            expected = "ok" if case.code is None else f"{case.code}@{case.line}"
-            got = (
-                "ok" if outcome.status == 0 else f"{','.join(outcome.codes) or '-'}@{outcome.line}"
-            )
-            print(
-                f"  {case.path.relative_to(ROOT)}  expected {expected}  got {got} (exit {outcome.status})"
-            )
+def table(title: str, outcomes: list[Outcome]) -> None:
+    """The scores of one corpus, as a Markdown table."""
     buggy = [o for o in outcomes if o.case.code is not None]
+    correct = [o for o in outcomes if o.case.code is None]
     verdicts = sum((o.status == 0) == (o.case.code is None) for o in outcomes)
+    passed = sum(o.status == 0 for o in buggy)
+    refused = sum(o.status != 0 for o in correct)
     lines = sum(
         o.line is not None and o.case.line is not None and o.line in (o.case.line, o.case.line + 1)
         for o in buggy
     )
     mistakes = sum(bool(o.codes) and o.codes[0] == o.case.code for o in buggy)
+    named = sum(bool(o.codes) for o in buggy)
     errors = sum(o.tool_error for o in outcomes)
-    print(f"{len(outcomes)} files ({len(buggy)} with a mistake), Python {sys.version.split()[0]}")
+    share = max(len(buggy), 1)
+    print(f"{title}: {len(outcomes)} files ({len(buggy)} with a mistake)")
     print()
     print("| measure | right | share |")
     print("|---|---:|---:|")
     print(
-        f"| verdict (ok / not ok) | {verdicts}/{len(outcomes)} | {verdicts / len(outcomes):.0%} |"
+        f"| verdict (ok / not ok) | {verdicts}/{len(outcomes)} | "
+        f"{verdicts / max(len(outcomes), 1):.0%} |"
     )
-    print(f"| bug line (or the next) | {lines}/{len(buggy)} | {lines / max(len(buggy), 1):.0%} |")
-    print(f"| mistake named | {mistakes}/{len(buggy)} | {mistakes / max(len(buggy), 1):.0%} |")
+    print(f"| buggy files passed as correct | {passed} | |")
+    print(f"| correct files refused | {refused} | |")
+    print(f"| bug line (or the next) | {lines}/{len(buggy)} | {lines / share:.0%} |")
+    print(f"| the labelled mistake named | {mistakes}/{len(buggy)} | {mistakes / share:.0%} |")
+    print(f"| a mistake named at all | {named}/{len(buggy)} | {named / share:.0%} |")
     print(f"| tool errors (exit 2/3, traceback) | {errors} | |")
+    print()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="one line per file")
+    parser.add_argument(
+        "--only", choices=("old", "new"), help="score only the first corpus or the new styles"
+    )
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    print(f"Python {sys.version.split()[0]}")
+    print()
+    corpora = [("the first corpus", FOLDERS), ("the new styles", NEW_FOLDERS)]
+    for title, folders in corpora:
+        if args.only and title != {"old": corpora[0][0], "new": corpora[1][0]}[args.only]:
+            continue
+        outcomes = []
+        for case in cases(folders):
+            outcome = run(case)
+            outcomes.append(outcome)
+            if args.verbose:
+                expected = "ok" if case.code is None else f"{case.code}@{case.line}"
+                codes = ",".join(outcome.codes) or "-"
+                got = "ok" if outcome.status == 0 else f"{codes}@{outcome.line}"
+                print(
+                    f"  {case.path.relative_to(ROOT)}  expected {expected}  got {got} "
+                    f"(exit {outcome.status})"
+                )
+        table(title, outcomes)
     return 0
 
 

@@ -20,7 +20,7 @@ import torch
 from tracer.builtin_plugins._dropout import dropout
 from tracer.builtin_plugins.multihead import split_weights
 
-from tracer import Option, RunContext, Variant, hookimpl, stage
+from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
 
 HEADS = Option("heads", int, 2, "number of query heads (--heads N for short)", min=1, max=64)
@@ -187,6 +187,76 @@ def focus(run: RunContext, per_head: torch.Tensor) -> torch.Tensor:
     return per_head if run.query is None else per_head[:, run.query]
 
 
+# Mistakes learners make here, as changes to the computation above (attn check names one
+# when it reproduces their numbers).
+def grouped(run: RunContext, *, tiled: bool = False, scale: float | None = None):
+    """The variant's tensors, with the key/value heads tiled (``repeat``) or a scale changed."""
+    heads, kv_heads = run.options["heads"], run.options["kv_heads"]
+    inputs = run.inputs
+    n, d_out = inputs.shape[0], run.weights.query.shape[1]
+    group, head_dim = heads // kv_heads, d_out // heads
+    W_query, W_key, W_value, W_out, b_out = split_weights(run, d_out)
+    if group > 1:
+        W_key = W_key.reshape(-1, kv_heads, group, head_dim).mean(dim=2).flatten(1)
+        W_value = W_value.reshape(-1, kv_heads, group, head_dim).mean(dim=2).flatten(1)
+    queries = (inputs @ W_query).view(n, heads, head_dim).transpose(0, 1)
+    keys = (inputs @ W_key).view(n, kv_heads, head_dim).transpose(0, 1)
+    values = (inputs @ W_value).view(n, kv_heads, head_dim).transpose(0, 1)
+    if tiled:  # heads 0, 1, 2, 3 read key/value heads 0, 1, 0, 1 instead of 0, 0, 1, 1
+        keys, values = keys.repeat(group, 1, 1), values.repeat(group, 1, 1)
+    else:
+        keys = keys.repeat_interleave(group, dim=0)
+        values = values.repeat_interleave(group, dim=0)
+    scaled = queries @ keys.transpose(1, 2) * (head_dim**-0.5 if scale is None else scale)
+    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scaled.masked_fill(mask, float("-inf")), dim=-1)
+    head_context = weights @ values
+    concat = head_context.transpose(0, 1).contiguous().view(n, d_out)
+    made = {
+        "scaled": scaled,
+        "weights": weights,
+        "head_context": head_context,
+        "context": concat @ W_out + b_out,
+    }
+    if tiled:  # the tiled heads themselves are where this mistake first shows
+        made.update(repeated_keys=keys, repeated_values=values)
+    return made
+
+
+def _head_dim(run: RunContext) -> int:
+    return run.weights.query.shape[1] // run.options["heads"]
+
+
+MISTAKES = (
+    Mistake(
+        "heads-tiled",
+        "key/value heads tiled (repeat) instead of interleaved (repeat_interleave)",
+        "query heads h·group .. h·group + group - 1 share key/value head h: use "
+        "`keys.repeat_interleave(group, dim=0)`; `repeat` pairs head h with h % kv_heads.",
+        lambda run: grouped(run, tiled=True),
+        ops=("repeat", "expand", "tile"),
+    ),
+    Mistake(
+        "scaling",
+        "dividing the scores by head_dim instead of √head_dim",
+        "divide by the square root of the head width: `/ head_dim ** 0.5`.",
+        lambda run: grouped(run, scale=1 / _head_dim(run)),
+    ),
+    Mistake(
+        "scaling",
+        "scores not scaled",
+        "divide each head's scores by √head_dim before the softmax.",
+        lambda run: grouped(run, scale=1.0),
+    ),
+    Mistake(
+        "scaling",
+        "scaling by the model width instead of the head width",
+        "√d_k is the square root of one head's width (head_dim), not of d_out.",
+        lambda run: grouped(run, scale=run.weights.query.shape[1] ** -0.5),
+    ),
+)
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -197,6 +267,7 @@ def register_variants(register):
             "(default 1, multi-query); --d-out is the total width.",
             options=(HEADS, KV_HEADS),
             run=grouped_query,
+            mistakes=MISTAKES,
             stages=(
                 "inputs",
                 "projections",

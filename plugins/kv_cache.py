@@ -18,8 +18,9 @@ recomputing causal attention over the whole prefix at every step.
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage, substep
+from tracer import Mistake, RunContext, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
+from tracer.mistakes import attend, causal, common_mistakes
 
 
 def kv_cache(run: RunContext):
@@ -128,6 +129,72 @@ def kv_cache(run: RunContext):
     return context
 
 
+# Mistakes learners make with a cache, as the attention they amount to (attn check names
+# one when it reproduces their numbers).
+def _counted(run: RunContext, twice) -> dict:
+    """Causal attention where the keys in ``twice`` (True) are in the cache two times."""
+    bonus = twice.to(torch.float32) * torch.log(torch.tensor(2.0))
+    return attend(run, causal(run), bonus=bonus)
+
+
+PREFILLED = {
+    0: "the whole text",
+    1: "the first token",
+    2: "the first 2 tokens",
+    3: "the first 3 tokens",
+}
+
+
+def _prefilled(run: RunContext, size: int) -> dict:
+    """Keys 0 .. size-1 put in the cache up front, then every token appended as it comes:
+    key j is in query t's cache [j < size] + [j <= t] times (size 0: the whole text)."""
+    n = run.inputs.shape[0]
+    size = size or n
+    t, j = torch.arange(n).unsqueeze(1), torch.arange(n).unsqueeze(0)
+    count = (j < size).to(torch.float32) + (j <= t).to(torch.float32)
+    return attend(run, count == 0, bonus=count.clamp_min(1).log())
+
+
+MISTAKES = (
+    *common_mistakes(causal),
+    Mistake(
+        "cache-not-updated",
+        "a cache that is never appended to",
+        "append each new key and value to the cache (`keys = torch.cat([keys, k])`) and keep "
+        "the result, so later tokens can attend to it.",
+        lambda run: attend(run, ~torch.eye(run.inputs.shape[0], dtype=torch.bool)),
+        ops=("cat", "stack", "vstack"),
+    ),
+    Mistake(
+        "cache-twice",
+        "each new key and value appended twice",
+        "append the new key and value once per token.",
+        lambda run: _counted(run, torch.eye(run.inputs.shape[0], dtype=torch.bool)),
+        ops=("cat", "stack", "vstack"),
+    ),
+    Mistake(
+        "cache-prefilled",
+        "a cache filled with the whole text before decoding",
+        "start with an empty cache: token t may only see keys 0 .. t, so add each one as it "
+        "is decoded.",
+        lambda run: attend(run, None),
+        ops=("matmul", "__matmul__"),
+    ),
+    *(
+        Mistake(
+            "cache-prefilled",
+            f"a cache prefilled with {PREFILLED[size]} and then appended to from the first "
+            "token again",
+            "start with an empty cache, or start decoding after the prefilled tokens: each key "
+            "and value must be in the cache once.",
+            lambda run, size=size: _prefilled(run, size),
+            ops=("matmul", "__matmul__"),
+        )
+        for size in (1, 2, 3, 0)  # 0: the whole text
+    ),
+)
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -136,6 +203,7 @@ def register_variants(register):
             title="KV-cache decoding: causal attention one token at a time",
             description="Equals masked; the work stage counts multiply-adds saved by the cache.",
             run=kv_cache,
+            mistakes=MISTAKES,
             stages=("inputs", "decode", "weights", "context", "work"),
             loops=("decode",),
         )

@@ -10,6 +10,7 @@ nothing left to attend to gets zero weights rather than NaN.
 from tracer.builtin_plugins._causal_core import causal_attention
 
 from tracer import RunContext, Variant, hookimpl, stage
+from tracer.mistakes import causal_mistakes
 
 
 def masked(run: RunContext):
@@ -47,6 +48,7 @@ def register_variants(register):
             name="masked",
             title="Causal self-attention: no peeking at later tokens",
             run=masked,
+            mistakes=causal_mistakes(),
             stages=(
                 "inputs",
                 "queries",

@@ -30,6 +30,7 @@ from tracer.builtin_plugins.multihead_wrapper import (
 
 from tracer import RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
+from tracer.mistakes import head_mistakes
 
 
 def split_weights(run: RunContext, d_out: int):
@@ -162,6 +163,9 @@ def register_variants(register):
             description="--d-out is the total width, divisible by --heads N (default 2).",
             options=(HEADS,),
             run=multihead,
+            mistakes=head_mistakes(
+                lambda run: split_weights(run, run.weights.query.shape[1]), heads_option
+            ),
             stages=(
                 "inputs",
                 "projections",

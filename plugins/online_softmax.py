@@ -24,8 +24,9 @@ The weights are those of ``trainable`` for the same ``--seed``, ``--init`` and
 
 import torch
 
-from tracer import Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
+from tracer.mistakes import common_mistakes
 
 TILE = Option("tile", int, 2, "keys per tile", min=1)
 CAUSAL = Option("causal", bool, False, "hide later keys from each query, as masked does")
@@ -143,6 +144,88 @@ def normalise(weighted: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
     return torch.where(total.unsqueeze(1) > 0, weighted / safe, 0.0)
 
 
+# Mistakes learners make in the recurrence, as changed loops (attn check names one when it
+# reproduces their numbers). A learner's tile may differ from -o tile, so each is tried
+# at several tile sizes.
+def tiled(
+    run: RunContext,
+    tile: int,
+    *,
+    rescale_sum: bool = True,
+    rescale_values: bool = True,
+    local: bool = False,
+):
+    """The recurrence over tiles of ``tile`` keys, without a rescale (of l, of O) or with a
+    causal index local to the tile (key positions counted from the tile's start)."""
+    W = run.weights
+    queries, keys, values = run.inputs @ W.query, run.inputs @ W.key, run.inputs @ W.value
+    n, d_k = keys.shape[0], keys.shape[-1]
+    rows = torch.arange(queries.shape[0]).unsqueeze(1)
+    m = torch.full((queries.shape[0],), float("-inf"))
+    l = torch.zeros(queries.shape[0])  # noqa: E741
+    O = torch.zeros(queries.shape[0], values.shape[-1])  # noqa: E741
+    for start in range(0, n, tile):
+        stop = min(start + tile, n)
+        scaled = queries @ keys[start:stop].T / d_k**0.5
+        if run.options["causal"]:
+            columns = torch.arange(stop - start) if local else torch.arange(start, stop)
+            scaled = scaled.masked_fill(columns.unsqueeze(0) > rows, float("-inf"))
+        m_old, m = m, torch.maximum(m, scaled.max(dim=-1).values)
+        shift = torch.where(m == float("-inf"), 0.0, m)
+        factor = torch.exp(m_old - shift)
+        p = torch.exp(scaled - shift.unsqueeze(1))
+        l = (factor * l if rescale_sum else l) + p.sum(dim=-1)  # noqa: E741
+        O = (factor.unsqueeze(1) * O if rescale_values else O) + p @ values[start:stop]  # noqa: E741
+    return {"context": O / l.unsqueeze(1)}
+
+
+def _causal_or_not(run: RunContext):
+    n = run.inputs.shape[0]
+    return torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if run.options["causal"] else None
+
+
+def _at_tiles(code: str, title: str, advice: str, ops, **change) -> tuple[Mistake, ...]:
+    return tuple(
+        Mistake(
+            code,
+            title,
+            advice,
+            lambda run, size=size: tiled(run, size or run.options["tile"], **change),
+            ops=ops,
+        )
+        for size in (0, 1, 2, 3, 4)  # 0: the variant's own tile
+    )
+
+
+MISTAKES = (
+    *common_mistakes(_causal_or_not),
+    *(
+        mistake
+        for title, change in (
+            ("running sums that are not rescaled", {"rescale_sum": False, "rescale_values": False}),
+            ("a running total l that is not rescaled", {"rescale_sum": False}),
+            ("a running weighted sum O that is not rescaled", {"rescale_values": False}),
+        )
+        for mistake in _at_tiles(
+            "no-rescale",
+            f"{title} when the maximum grows",
+            "when a tile raises the running maximum from m to m_new, multiply both l and O by "
+            "exp(m - m_new) before adding the tile's terms.",
+            ("add", "__add__", "__iadd__", "add_"),
+            **change,
+        )
+    ),
+    *_at_tiles(
+        "tile-local-index",
+        "a causal index counted from the tile's start",
+        "compare each key's position in the whole text with the query's: "
+        "`torch.arange(start, stop)`, not `torch.arange(stop - start)`.",
+        ("masked_fill", "masked_fill_", "where"),
+        local=True,
+    ),
+)
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -152,6 +235,7 @@ def register_variants(register):
             description="-o tile=N keys per tile (default 2), -o causal=true to hide later keys.",
             options=(TILE, CAUSAL),
             run=online_softmax,
+            mistakes=MISTAKES,
             stages=("inputs", "projected", "tiles", "context"),
             loops=("tiles",),
         )

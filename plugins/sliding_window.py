@@ -18,7 +18,8 @@ band hides nothing the causal mask did not, and the output equals ``masked``'s.
 import torch
 from tracer.builtin_plugins._dropout import dropout
 
-from tracer import Option, RunContext, Variant, hookimpl, stage
+from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer.mistakes import attend, common_mistakes
 
 WINDOW = Option(
     "window", int, 3, "how many keys each query sees: itself and the ones before", min=1
@@ -118,6 +119,61 @@ def sliding_window(run: RunContext):
     return context
 
 
+# Mistakes learners make here, as changes to the band (attn check names one when it
+# reproduces their numbers).
+def band(run: RunContext, window: int, *, causal: bool = True, symmetric: bool = False):
+    """True where query i may not see key j, for a window of ``window`` keys."""
+    n = run.inputs.shape[0]
+    i, j = torch.arange(n).unsqueeze(1), torch.arange(n).unsqueeze(0)
+    if symmetric:
+        return (i - j).abs() >= window
+    hidden = j <= i - window
+    return hidden | (j > i) if causal else hidden
+
+
+MASK_OPS = ("masked_fill", "masked_fill_", "where", "__setitem__")
+
+MISTAKES = (
+    *common_mistakes(lambda run: band(run, run.options["window"])),
+    Mistake(
+        "window-off-by-one",
+        "a window one key too wide",
+        "query i sees keys i - window + 1 .. i: hide j <= i - window (not j < i - window).",
+        lambda run: attend(run, band(run, run.options["window"] + 1)),
+        ops=MASK_OPS,
+    ),
+    Mistake(
+        "window-off-by-one",
+        "a window one key too narrow",
+        "query i sees keys i - window + 1 .. i, itself included: hide j <= i - window "
+        "(not j <= i - window + 1).",
+        lambda run: attend(run, band(run, run.options["window"] - 1)),
+        ops=MASK_OPS,
+    ),
+    Mistake(
+        "window-symmetric",
+        "a band that also looks ahead",
+        "the window reaches back only: hide later keys too (j > i), not just |i - j| >= window.",
+        lambda run: attend(run, band(run, run.options["window"], symmetric=True)),
+        ops=MASK_OPS,
+    ),
+    Mistake(
+        "window-not-causal",
+        "a band without the causal mask",
+        "hide later keys as well as old ones: `(j > i) | (j <= i - window)`.",
+        lambda run: attend(run, band(run, run.options["window"], causal=False)),
+        ops=MASK_OPS,
+    ),
+    Mistake(
+        "mask-unused",
+        "no band applied",
+        "hide the keys outside the window before the softmax: "
+        "`scores.masked_fill((j > i) | (j <= i - window), -torch.inf)`.",
+        lambda run: attend(run, None),
+    ),
+)
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -127,6 +183,7 @@ def register_variants(register):
             description="-o window=N: query i sees keys i-N+1 .. i (default 3).",
             options=(WINDOW,),
             run=sliding_window,
+            mistakes=MISTAKES,
             stages=(
                 "inputs",
                 "projected",

@@ -9,6 +9,7 @@ width and push the softmax into saturation.
 import torch
 
 from tracer import RunContext, Variant, hookimpl, stage
+from tracer.mistakes import common_mistakes, nothing
 
 
 def trainable(run: RunContext):
@@ -86,6 +87,7 @@ def register_variants(register):
             name="trainable",
             title="Scaled dot-product attention with trainable weights",
             run=trainable,
+            mistakes=common_mistakes(nothing),
             stages=(
                 "inputs",
                 "projections",

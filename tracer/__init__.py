@@ -14,6 +14,7 @@ from tracer.hookspecs import hookimpl
 from tracer.variant import (
     Accumulate,
     Dot,
+    Mistake,
     Option,
     RunContext,
     Stage,
@@ -42,6 +43,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Accumulate",
     "Dot",
+    "Mistake",
     "Option",
     "RunContext",
     "Stage",

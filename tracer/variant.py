@@ -399,6 +399,27 @@ def substep(
 
 
 @dataclass(frozen=True)
+class Mistake:
+    """A mistake learners make in this variant, written as a change to its computation.
+
+    ``make`` receives the same :class:`RunContext` as ``run`` and returns what the
+    mistaken code computes, by the variant's tensor names (``weights``, ``context``...).
+    ``attn check`` names the mistake when a learner's tensors equal these, whatever
+    their code looks like. ``advice`` says what to do instead, in one or two sentences.
+    """
+
+    code: str
+    """Stable identifier, e.g. ``window-off-by-one``."""
+    title: str
+    advice: str
+    make: Callable[[RunContext], Mapping[str, Any]]
+    ops: tuple[str, ...] = ()
+    """Torch operations that make what this mistake changes (``cat`` for a cache): when no
+    tensor of the learner's equals one the mistake makes, the line of the first of these
+    the learner's code ran is named."""
+
+
+@dataclass(frozen=True)
 class Variant:
     """An attention variant, as registered by a plugin."""
 
@@ -432,6 +453,9 @@ class Variant:
     """The source used when none is given, for ``source="required"``: a built-in input set's
     name or an :class:`~tracer.inputs.InputSet`; None means the tracer's default source
     (``ton-voyage``: five tokens of width 4). Its tokens and embeddings are used, not its weights."""
+    mistakes: tuple[Mistake, ...] = ()
+    """Known mistakes, as changed computations: ``attn check`` names one when it reproduces
+    a learner's tensors (see :class:`Mistake`)."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""

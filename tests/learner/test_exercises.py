@@ -32,17 +32,9 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
     return target
 
 
-# The modern variants (sliding windows onwards) have lessons but no exercises yet; induction
-# runs a trained model rather than a function a learner writes.
-MODERN = {
-    "sliding-window",
-    "grouped-query",
-    "kv-cache",
-    "online-softmax",
-    "training",
-    "cross-attention",
-    "induction",
-}
+# Training has a lesson but no exercise yet; cross-attention is new; induction runs a trained
+# model rather than a function a learner writes.
+MODERN = {"training", "cross-attention", "induction"}
 
 
 @pytest.mark.lists_variants
@@ -71,7 +63,7 @@ def test_init_never_overwrites_a_learners_file(folder: Path, attn: Attn) -> None
     assert mine.read_text() == "# my work\n"
     assert f"  kept   {mine}\n" in out
     assert f"  wrote  {folder / '05_causal_mask.py'}\n" in out
-    assert "(8 already there, left as they were)" in out
+    assert f"({len(EXERCISES) - 1} already there, left as they were)" in out
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.slug)
@@ -93,15 +85,15 @@ def test_fix_the_mistakes_names_all_three(folder: Path) -> None:
 def test_watch_once_reports_and_records_progress(folder: Path, attn: Attn) -> None:
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 1
-    assert out.startswith("exercise 1/9: 01_dot_products.py - Dot products as alignment")
+    assert out.startswith("exercise 1/13: 01_dot_products.py - Dot products as alignment")
     assert "is waiting for you: replace the TODOs." in out
     shutil.copy(SOLUTIONS / "01_dot_products.py", folder / "01_dot_products.py")
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 0
-    assert "passed: 1/9 done. Next: 02_normalising.py" in out
+    assert "passed: 1/13 done. Next: 02_normalising.py" in out
     assert json.loads((folder / PROGRESS_FILE).read_text())["done"] == ["01_dot_products"]
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
-    assert out.startswith("exercise 2/9: 02_normalising.py")
+    assert out.startswith("exercise 2/13: 02_normalising.py")
 
 
 def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
@@ -117,9 +109,9 @@ def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
     status = watch(folder, shown.append, polls=3, sleep=sleep)
     text = "\n".join(shown)
     assert status == EXIT_PROBLEMS
-    assert text.count("exercise 1/9") == 2 and "passed: 1/9 done" in text
-    assert "passed: 2/9 done. Next: 03_vectorising.py" in text
-    assert shown[-2].startswith("exercise 3/9")
+    assert text.count("exercise 1/13") == 2 and "passed: 1/13 done" in text
+    assert "passed: 2/13 done. Next: 03_vectorising.py" in text
+    assert shown[-2].startswith("exercise 3/13")
 
 
 def test_watch_with_everything_done(folder: Path) -> None:
@@ -127,7 +119,7 @@ def test_watch_with_everything_done(folder: Path) -> None:
         shutil.copy(SOLUTIONS / exercise.filename, folder / exercise.filename)
     shown: list[str] = []
     assert watch(folder, shown.append, polls=0) == EXIT_OK
-    assert shown[-1] == "All 9 exercises are done. Well done!"
+    assert shown[-1] == f"All {len(EXERCISES)} exercises are done. Well done!"
 
 
 def test_hints_come_one_at_a_time(folder: Path, attn: Attn) -> None:
@@ -153,7 +145,7 @@ def test_list_shows_progress(folder: Path, attn: Attn) -> None:
     assert status == 0
     assert lines[0].split()[:2] == ["done", "01_dot_products.py"]
     assert lines[1].split()[:2] == ["next", "02_normalising.py"]
-    assert lines[-1] == "1/9 done"
+    assert lines[-1] == "1/13 done"
 
 
 def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
@@ -163,8 +155,8 @@ def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
         err
         == f"attn: exercise folder not found: {tmp_path / 'nowhere'} (run 'attn exercises init {tmp_path / 'nowhere'}')\n"
     )
-    status, _, err = attn("exercises", "hint", str(folder), "12")
-    assert status == 2 and err.startswith("attn: no exercise '12'")
+    status, _, err = attn("exercises", "hint", str(folder), "42")
+    assert status == 2 and err.startswith("attn: no exercise '42'")
 
 
 def test_watch_shows_the_edited_line_not_a_stale_one(folder: Path) -> None:
@@ -196,7 +188,7 @@ def test_a_damaged_progress_file_is_set_aside(
     path = folder / PROGRESS_FILE
     path.write_bytes(content)
     status, out, err = attn("exercises", "list", str(folder))
-    assert status == 0 and out.splitlines()[-1] == "0/9 done"
+    assert status == 0 and out.splitlines()[-1] == "0/13 done"
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"attn: warning: {path}")
     assert problem in err and err.rstrip().endswith(
@@ -282,6 +274,32 @@ def test_a_reset_needs_a_yes(folder: Path) -> None:
     assert path.read_text() == "# my work\n"
     assert not (folder / "01_dot_products.py.bak").exists()
     assert "not reset" in shown
+
+
+@pytest.mark.parametrize(
+    ("slug", "wrong", "right", "code"),
+    [
+        ("13_online_softmax", "l = rescale * l", "l = l", "no-rescale"),
+        (
+            "11_grouped_query",
+            "repeat_interleave(group, dim=0)",
+            "repeat(group, 1, 1)",
+            "heads-tiled",
+        ),
+        ("10_sliding_window", "(j <= i - window)", "(j < i - window)", "window-off-by-one"),
+    ],
+)
+def test_new_exercises_name_their_classic_mistake(
+    folder: Path, slug: str, wrong: str, right: str, code: str
+) -> None:
+    """The solution with one classic slip is refused, and the slip is named by what it computes."""
+    exercise = next(e for e in EXERCISES if e.slug == slug)
+    solution = (SOLUTIONS / exercise.filename).read_text()
+    assert wrong in solution
+    (folder / exercise.filename).write_text(solution.replace(wrong, right))
+    outcome = check_exercise(folder, exercise)
+    assert outcome.status == EXIT_PROBLEMS
+    assert f"[{code}]" in outcome.text, outcome.text
 
 
 SCALE = " / head_dim**0.5"

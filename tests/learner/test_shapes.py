@@ -96,16 +96,17 @@ def test_returned_weights_are_checked(attn: Attn) -> None:
 
 
 def test_a_class_that_needs_what_the_tool_cannot_give(attn: Attn, tmp_path: Path) -> None:
-    path = tmp_path / "config.py"
+    path = tmp_path / "vocab.py"
     path.write_text(
         "from torch import nn\n\n\nclass Attention(nn.Module):\n"
-        "    def __init__(self, config):\n        super().__init__()\n"
+        "    def __init__(self, vocabulary):\n        super().__init__()\n"
     )
     status, _, err = attn("check", str(path), "--against", "trainable")
     assert status == 2
     assert err == (
-        f"{path}:4: Attention.__init__ needs 'config', which attn check cannot supply; it "
-        "builds classes as (d_in, d_out[, context_length, dropout[, num_heads]], qkv_bias=False)\n"
+        f"{path}:4: Attention.__init__ needs 'vocabulary', which attn check cannot supply; it "
+        "builds classes as (d_in, d_out[, context_length, dropout[, num_heads]], qkv_bias=False) "
+        "or from one `config`\n"
     )
 
 

@@ -8,7 +8,13 @@ learner's code. A file may offer:
 - an ``nn.Module`` class with the book's constructor signature
   (``d_in, d_out[, context_length, dropout[, num_heads]], qkv_bias=False``),
   built and loaded with the reference's weights;
-- an ``nn.Module`` instance, loaded with the reference's weights.
+- an ``nn.Module`` instance, loaded with the reference's weights;
+- a class built from one ``config`` object (nanoGPT, Hugging Face): it is
+  handed one with the variant's sizes under the usual names;
+- the Annotated Transformer's ``attention(query, key, value, mask=None,
+  dropout=None)``, called with the already projected tensors;
+- numpy code: a file that uses numpy and not torch gets numpy arrays, and an
+  ``ndarray`` it returns is compared like a tensor.
 
 Weights are recognised by name (``W_query``, ``q_proj``, ``c_attn``...) and
 their layout by shape: the tool's matrices are applied as ``x @ W``, while
@@ -22,7 +28,7 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -41,6 +47,10 @@ CONTEXT = {"context_length", "context_len", "block_size", "max_len", "max_seq_le
 DROPOUT = {"dropout", "dropout_p", "p", "attn_pdrop", "dropout_rate", "drop"}
 HEADS = {"num_heads", "n_heads", "n_head", "heads", "nhead", "h"}
 BIAS = {"qkv_bias", "bias"}
+CONFIG = {"config", "cfg", "conf", "args", "hparams", "params", "settings", "configuration"}
+PROJECTED = (("query", "key", "value"), ("q", "k", "v"), ("queries", "keys", "values"))
+"""Parameter names of a function that takes the tensors already projected (Annotated Transformer)."""
+MASK_NAMES = {"mask", "attn_mask", "attention_mask", "causal_mask"}
 
 # Parameter names, by the projection they hold.
 ROLES = {
@@ -78,6 +88,14 @@ class Setting:
     causal: bool
     stacked: bool
     """Per-head weights stacked (heads, d_in, width), as the wrapper variant gives them."""
+    hidden: torch.Tensor | None = None
+    """(query, key) pairs the reference hides (True), for code that takes a mask; None: none."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The variant's own options (``window``, ``tile``...): a function parameter of that name
+    gets the value the reference used."""
+    eval_dropout: float | None = None
+    """Build the learner's module with this dropout rate, then switch it to eval mode: its
+    output must equal the reference's without dropout (the eval-mode re-check)."""
 
 
 Thunk = Callable[[], Any]
@@ -98,6 +116,8 @@ class Call:
     """The module the last ``prepare`` built (None for a function)."""
     takes_dropout: bool = False
     """Whether the check hands it the dropout rate (a constructor or function parameter)."""
+    numpy: bool = False
+    """numpy code: its steps are read from its variables (torch records none of them)."""
 
 
 def expected_signature(arguments: dict[str, Any]) -> str:
@@ -217,31 +237,143 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
 
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
         call = _module_call(f"class {name}({shown})", build, setting)
-        call.takes_dropout = any(k.lower() in DROPOUT for k in kwargs)
+        call.takes_dropout = any(
+            k.lower() in DROPOUT or isinstance(v, Config) for k, v in kwargs.items()
+        )
         return call
     if callable(value) and not isinstance(value, type):
         function = value
+        numpy_only = _numpy_only(function)
+        projected = projected_parameters(function)
+        if projected is not None:
+            return _projected_call(function, name, projected, filename, setting, numpy_only)
         args, kwargs = bind(function, setting.arguments, filename, name)
         rate = dropout_parameter(function, args, kwargs)
+        own = variant_options(function, args, kwargs, setting)
 
         def prepare_function(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
             copies = {n: _copy(v) for n, v in setting.arguments.items()}
             tensors = {n: v for n, v in copies.items() if isinstance(v, torch.Tensor)}
             if batched:
                 copies["inputs"] = copies["inputs"].unsqueeze(0)  # a view: writes still show
+            if numpy_only:
+                copies = {n: _to_numpy(v) for n, v in copies.items()}
             positional = [copies[n] for n in args]
             keywords: dict[str, Any] = {k: copies[n] for k, n in kwargs.items()}
             if rate is not None:
                 keywords[rate] = setting.dropout
+            keywords.update(own)
             return tensors, lambda: function(*positional, **keywords)
 
-        return Call(f"function {name}", False, prepare_function, takes_dropout=rate is not None)
+        return Call(
+            f"function {name}" + (" (numpy)" if numpy_only else ""),
+            False,
+            prepare_function,
+            takes_dropout=rate is not None,
+            numpy=numpy_only,
+        )
     raise UsageError(f"'{name}' is a {type(value).__name__}, not a function or nn.Module", where)
+
+
+def _numpy_only(function: Any) -> bool:
+    """Whether the function's module uses numpy and not torch: it gets numpy arrays then."""
+    names = getattr(function, "__globals__", {})
+    modules = [v for v in names.values() if isinstance(v, types.ModuleType)]
+    roots = {m.__name__.split(".")[0] for m in modules}
+    torch_names = any(getattr(v, "__module__", "") == "torch" for v in names.values())
+    return "numpy" in roots and "torch" not in roots and not torch_names
+
+
+def _to_numpy(value: Any) -> Any:
+    return value.numpy() if isinstance(value, torch.Tensor) else value
+
+
+def projected_parameters(function: Any) -> tuple[list[str], str | None, str | None] | None:
+    """``([query, key, value], mask, dropout)`` parameter names when the function takes the
+    tensors already projected, as the Annotated Transformer's ``attention`` does."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    names = [p.name for p in parameters]
+    lowered = [n.lower() for n in names]
+    for triple in PROJECTED:
+        if tuple(lowered[:3]) == triple:
+            mask = next((n for n in names[3:] if n.lower() in MASK_NAMES), None)
+            dropout = next(
+                (n for n in names[3:] if n.lower() in DROPOUT or n.lower() == "dropout_module"),
+                None,
+            )
+            return names[:3], mask, dropout
+    return None
+
+
+def _projected_call(
+    function: Any,
+    name: str,
+    projected: tuple[list[str], str | None, str | None],
+    filename: str,
+    setting: Setting,
+    numpy_only: bool,
+) -> Call:
+    """Call ``attention(query, key, value, mask=None, dropout=None)`` on the projections."""
+    arguments = setting.arguments
+    if "W_query" not in arguments or "W_out" in arguments or setting.stacked:
+        line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
+        raise UsageError(
+            f"{name}({', '.join(projected[0])}, ...) takes tensors already projected; attn check "
+            "can call it against a single-head variant with weights (trainable, masked, "
+            "sliding-window), not this one",
+            Location(filename, line),
+        )
+    parameters, mask_name, dropout_name = projected
+    hidden = setting.hidden
+    if mask_name is None and hidden is not None and bool(hidden.any()):
+        line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
+        raise UsageError(
+            f"{name}({', '.join(parameters)}) takes no mask, but this variant hides keys; add a "
+            "parameter `mask=None` (1 = visible) and apply it with "
+            "`scores.masked_fill(mask == 0, float('-inf'))`",
+            Location(filename, line),
+        )
+
+    def prepare_projected(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
+        inputs = arguments["inputs"].detach().clone()
+        given = inputs.unsqueeze(0) if batched else inputs
+        tensors = [
+            given @ arguments[w] for w in ("W_query", "W_key", "W_value")
+        ]  # recorded: the projections are the first stages
+        keywords: dict[str, Any] = {}
+        if mask_name is not None:
+            keywords[mask_name] = (
+                None if hidden is None else (~hidden).to(torch.int64)  # 1 = visible, as it expects
+            )
+        if dropout_name is not None and setting.dropout > 0:
+            keywords[dropout_name] = nn.Dropout(setting.dropout)
+        values = [_to_numpy(t) for t in tensors] if numpy_only else tensors
+        if numpy_only and keywords.get(mask_name or "") is not None:
+            keywords[mask_name or ""] = _to_numpy(keywords[mask_name or ""])
+        return {"inputs": inputs}, lambda: function(*values, **keywords)
+
+    return Call(
+        f"function {name}({', '.join(parameters)}) on the projected queries, keys and values",
+        False,
+        prepare_projected,
+        takes_dropout=dropout_name is not None,
+        numpy=numpy_only,
+    )
+
+
+def _rate(setting: Setting) -> float:
+    """The dropout rate a learner's class is built with."""
+    return setting.dropout if setting.eval_dropout is None else setting.eval_dropout
 
 
 def _module_call(description: str, build: Callable[[], nn.Module], setting: Setting) -> Call:
     def prepare_module(batched: bool) -> tuple[dict[str, torch.Tensor], Thunk]:
         module = build()
+        if setting.eval_dropout is not None:
+            module.eval()  # dropout must be off in eval mode, whatever the rate
         call.built = module
         inputs = setting.arguments["inputs"].detach().clone()
         given = inputs.unsqueeze(0) if batched else inputs
@@ -282,6 +414,27 @@ def bind(
         f"{name}{signature} does not fit: it should be def {expected_signature(provided)}",
         Location(filename, line),
     )
+
+
+def variant_options(
+    function: Callable[..., Any], args: list[str], kwargs: dict[str, str], setting: Setting
+) -> dict[str, Any]:
+    """Keyword arguments for the function's parameters named like the variant's options
+    (``window=3``, ``tile=2``), so the learner's code runs with the reference's values."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    given = {*kwargs}
+    found = {}
+    for position, parameter in enumerate(parameters):
+        if position < len(args) or parameter.name in given:
+            continue
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.kind != parameter.POSITIONAL_ONLY and parameter.name in setting.options:
+            found[parameter.name] = setting.options[parameter.name]
+    return found
 
 
 def dropout_parameter(
@@ -328,19 +481,73 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
         elif key in CONTEXT:
             kwargs[parameter.name] = setting.context_length
         elif key in DROPOUT:
-            kwargs[parameter.name] = setting.dropout
+            kwargs[parameter.name] = _rate(setting)
         elif key in HEADS and setting.num_heads is not None:
             kwargs[parameter.name] = setting.num_heads
         elif key in BIAS:
             kwargs[parameter.name] = False
+        elif key in CONFIG and parameter.default is parameter.empty:
+            kwargs[parameter.name] = make_config(cls, setting, filename)
         elif parameter.default is parameter.empty:
             raise UsageError(
                 f"{cls.__name__}.__init__ needs '{parameter.name}', which attn check cannot "
                 f"supply; it builds classes as (d_in, d_out[, context_length, dropout"
-                f"[, num_heads]], qkv_bias=False)",
+                f"[, num_heads]], qkv_bias=False) or from one `config`",
                 Location(filename, _line(cls)),
             )
     return kwargs
+
+
+class MissingConfig(AttributeError):
+    """The learner's class read a name the supplied config lacks (reported as one line)."""
+
+
+class Config(dict):  # type: ignore[type-arg]
+    """A config object read as ``config.n_embd`` or ``config["n_embd"]``: the variant's sizes."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise MissingConfig(
+                f"the config attn check builds has no '{name}'; it has {', '.join(sorted(self))}"
+            ) from None
+
+
+def make_config(cls: type, setting: Setting, filename: str) -> Config:
+    """Every usual name for the variant's sizes (nanoGPT's, Hugging Face's, the book's GPT's)."""
+    if setting.d_in != setting.d_out:
+        raise UsageError(
+            f"{cls.__name__} is built from a config with one width for inputs and outputs, but "
+            f"the inputs are {setting.d_in} wide and the variant's d_out is {setting.d_out}; run "
+            f"with --d-out {setting.d_in}",
+            Location(filename, _line(cls)),
+        )
+    width, heads = setting.d_in, setting.num_heads or 1
+    config = Config()
+    for name in ("n_embd", "hidden_size", "d_model", "emb_dim", "embed_dim", "dim", "n_embed"):
+        config[name] = width
+    for name in ("n_head", "n_heads", "num_heads", "num_attention_heads", "nhead", "heads"):
+        config[name] = heads
+    for name in ("block_size", "context_length", "max_position_embeddings", "n_positions"):
+        config[name] = setting.context_length
+    config["n_ctx"] = config["max_seq_len"] = setting.context_length
+    for name in (
+        "dropout",
+        "attn_pdrop",
+        "resid_pdrop",
+        "drop_rate",
+        "attention_dropout",
+        "attention_probs_dropout_prob",
+        "hidden_dropout_prob",
+        "dropout_rate",
+    ):
+        config[name] = _rate(setting)
+    config["bias"] = True  # nanoGPT: biases on every Linear (the query/key/value ones get 0)
+    config["qkv_bias"] = False
+    config["is_causal"] = config["causal"] = setting.causal
+    config["head_dim"] = width // heads
+    return config
 
 
 def _line(cls: type) -> int | None:
@@ -398,6 +605,8 @@ def load_weights(module: nn.Module, setting: Setting, filename: str, name: str) 
             if parts[-1].endswith("_bias"):
                 kind = "bias"
             role = _role(parts[:-1] if kind != "raw" else parts)
+            if role is None and kind == "bias" and parts[-1].endswith("_bias"):
+                role = _role([parts[-1]])  # nn.MultiheadAttention's in_proj_bias
             if role is None:
                 raise UsageError(
                     f"cannot tell which weights {name}.{full_name} holds; name the projections "

@@ -368,7 +368,9 @@ def scaling(evidence: Evidence) -> list[Diagnosis]:
             continue
         for head in heads:
             c = _ratio(record.value, head)
-            if c is None or abs(c - 1) < 1e-5 or abs(c - expected) < 1e-5 * max(1.0, expected):
+            if c is None or abs(c) < 1e-9 or abs(c - 1) < 1e-5:
+                continue
+            if abs(c - expected) < 1e-5 * max(1.0, expected):
                 continue
             if abs(1 / c - d_k) < 1e-3:
                 how = f"divides the scores by d_k = {d_k} instead of √d_k ≈ {root:.4g}"

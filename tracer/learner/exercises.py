@@ -138,7 +138,56 @@ EXERCISES: tuple[Exercise, ...] = (
         ),
         {"init": "linear", "heads": 2, "d_out": 4},
     ),
+    Exercise(
+        "10_sliding_window",
+        "Sliding-window attention: only the last few keys",
+        "sliding-window",
+        (
+            "i = torch.arange(n).unsqueeze(1) is a column of query positions, "
+            "j = torch.arange(n).unsqueeze(0) a row of key positions.",
+            "hidden = (j > i) | (j <= i - window): the future, and keys too far back.",
+            "scores.masked_fill(hidden, -torch.inf), then softmax(dim=-1) @ values.",
+        ),
+    ),
+    Exercise(
+        "11_grouped_query",
+        "Grouped-query attention: query heads share key/value heads",
+        "grouped-query",
+        (
+            "group = num_heads // kv_heads query heads read each key/value head.",
+            "keys.repeat_interleave(group, dim=0) gives heads 0, 0, 1, 1; repeat would give "
+            "0, 1, 0, 1, pairing the wrong heads.",
+            "Then exercise 9: masked, scaled scores per head, transpose back, @ W_out + b_out.",
+        ),
+        {"heads": 4, "kv_heads": 2, "d_out": 8},
+    ),
+    Exercise(
+        "12_kv_cache",
+        "Decoding with a KV cache",
+        "kv-cache",
+        (
+            "torch.cat returns a new tensor: keys = torch.cat([keys, key.unsqueeze(0)]).",
+            "The scores of one query are keys @ query / d_out ** 0.5, one per cached key.",
+            "rows.append(torch.softmax(scores, dim=-1) @ values).",
+        ),
+    ),
+    Exercise(
+        "13_online_softmax",
+        "Online softmax: the FlashAttention recurrence",
+        "online-softmax",
+        (
+            "m_new = torch.maximum(m, scores.max(dim=-1, keepdim=True).values).",
+            "rescale = torch.exp(m - m_new) corrects everything summed under the old maximum: "
+            "multiply both l and O by it.",
+            "p = torch.exp(scores - m_new); l = rescale * l + p.sum(-1, keepdim=True); "
+            "O = rescale * O + p @ values[start : start + tile]; then m = m_new.",
+        ),
+        {"init": "randn"},
+    ),
 )
+
+VARIANT_OPTIONS = ("heads", "kv_heads", "window", "tile", "causal")
+"""Exercise options that are the variant's own (``-o``), not trace options."""
 
 
 def template(exercise: Exercise) -> str:
@@ -370,8 +419,8 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
             f"{path} is missing; 'attn exercises init {folder}' writes it again (and keeps your other files)",
         )
     options = dict(exercise.options)
-    heads = options.pop("heads", None)
-    trace_options = TraceOptions(extra={} if heads is None else {"heads": heads}, **options)
+    extra = {k: options.pop(k) for k in VARIANT_OPTIONS if k in options}
+    trace_options = TraceOptions(extra=extra, **options)
     host = reference_host(exercise.variant, PluginHost)
     trace = start_trace(exercise.variant, trace_options, host).run_to_end()
 

@@ -191,3 +191,55 @@ class Recorder(TorchFunctionMode):
         if inplace and args and isinstance(args[0], torch.Tensor):
             return args[0]
         return None
+
+
+class NumpySteps:
+    """numpy code does no torch operations: its steps are read from its local variables.
+
+    A line tracer on the learner's own frames looks, after each line, for floating
+    numpy arrays (of a stage's shape) that are new or changed, and records them as
+    made by that line, so numpy code gets stages and lines like torch code.
+    """
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self._previous: dict[int, int] = {}
+        self._seen: dict[tuple[int, str], bytes] = {}
+
+    def __enter__(self) -> NumpySteps:
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(None)
+
+    def _call(self, frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename != self.recorder.filename:
+            return None
+        return self._line
+
+    def _line(self, frame: Any, event: str, arg: Any) -> Any:
+        if event in ("line", "return"):
+            previous = self._previous.get(id(frame))
+            if previous is not None:
+                self._note(frame, previous)
+            self._previous[id(frame)] = frame.f_lineno
+        return self._line
+
+    def _note(self, frame: Any, line: int) -> None:
+        recorder = self.recorder
+        for name, value in list(frame.f_locals.items()):
+            kind = type(value)
+            if kind.__module__ != "numpy" or kind.__name__ != "ndarray":
+                continue
+            if value.dtype.kind != "f" or tuple(value.shape) not in recorder.shapes:
+                continue
+            key = (id(frame), name)
+            data = value.tobytes()
+            if self._seen.get(key) == data or recorder._snapshots >= MAX_SNAPSHOTS:
+                continue
+            self._seen[key] = data
+            record = Record(index=len(recorder.records), op="numpy", line=line)
+            record.value = torch.from_numpy(value.copy())
+            recorder._snapshots += 1
+            recorder.records.append(record)

@@ -29,10 +29,13 @@ from typing import Any
 
 import torch
 
-from tracer.errors import UsageError
-from tracer.learner.calling import Call, Setting, choose, prepare
+from tracer.errors import Location, UsageError
+from tracer.learner.calling import Call, MissingConfig, Setting, choose, prepare
 from tracer.learner.loader import learner_traceback
-from tracer.learner.recorder import Recorder
+from tracer.learner.recorder import NumpySteps, Recorder
+
+HIDDEN = "__hidden__"
+"""Sent next to the arguments: the (query, key) pairs the reference hides (see check.py)."""
 
 # Taken before any learner code runs, so a file that replaces them cannot fake a result.
 _save = torch.save
@@ -144,7 +147,20 @@ def _unbatch(value: torch.Tensor | None) -> torch.Tensor | None:
     return value
 
 
+def _from_numpy(value: Any) -> Any:
+    """A numpy array the learner returned, as a tensor (numpy code is checked like torch code)."""
+    if type(value).__module__ == "numpy" and type(value).__name__ == "ndarray":
+        try:
+            return torch.from_numpy(value.copy())
+        except (TypeError, ValueError):  # object or string arrays: reported as not a tensor
+            return value
+    return value
+
+
 def _output(value: Any, batched: bool) -> dict[str, Any]:
+    if isinstance(value, (tuple, list)) and value:
+        value = type(value)(_from_numpy(v) for v in value)
+    value = _from_numpy(value)
     if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
         first = _output(value[0], batched)
         if len(value) > 1 and isinstance(value[1], torch.Tensor):
@@ -170,7 +186,11 @@ def run_call(
         tensors, thunk = call.prepare(batched)
         recorder.watch_arguments(tensors)
         torch.manual_seed(seed)  # dropout can match the reference's draws
-        output = thunk()
+        if call.numpy:
+            with NumpySteps(recorder):
+                output = thunk()
+        else:
+            output = thunk()
     return output, tensors, recorder
 
 
@@ -286,6 +306,15 @@ def dropout_lines(call: Call, path: str) -> list[tuple[float, int]]:
     return found
 
 
+def _sequence_first(module: torch.nn.Module | None) -> bool:
+    """Whether the module holds an nn.MultiheadAttention that reads (tokens, batch, d)."""
+    if module is None:
+        return False
+    return any(
+        isinstance(m, torch.nn.MultiheadAttention) and not m.batch_first for m in module.modules()
+    )
+
+
 def _usage(error: UsageError) -> dict[str, Any]:
     location = error.location
     return {
@@ -297,6 +326,7 @@ def _usage(error: UsageError) -> dict[str, Any]:
 
 def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
     path = request["path"]
+    hidden = arguments.pop(HIDDEN, None)
     setting = Setting(
         arguments=arguments,
         d_in=request["d_in"],
@@ -306,6 +336,9 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         num_heads=request["num_heads"],
         causal=request["causal"],
         stacked=request["stacked"],
+        hidden=hidden,
+        eval_dropout=request.get("eval_dropout"),
+        options=dict(request.get("variant_options") or {}),
     )
     shapes = {tuple(s) for s in request["shapes"]}
     module = types.ModuleType(LEARNER_MODULE)
@@ -339,6 +372,10 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             output, tensors, recorder = run_call(call, batched, path, shapes, request["seed"])
         except UsageError as error:  # weights that cannot be placed in the learner's module
             return _usage(error)
+        except MissingConfig as exc:  # their class wants a size the config cannot give
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+            line = frames[-1].lineno if frames else None
+            return _usage(UsageError(str(exc), Location(path, line)))
         except BaseException as exc:
             failure = _failure(exc, path, setting)
             if failure["status"] != "failed":
@@ -346,6 +383,11 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             if first is None:
                 first = failure
                 _rewind_output(marks)  # the retry's output replaces this attempt's
+            continue
+        if batched and _sequence_first(call.built) and False in attempts:
+            # nn.MultiheadAttention(batch_first=False) reads (1, n, d) as n sequences of one
+            # token: it runs, but wrongly; give it the tokens unbatched instead.
+            _rewind_output(marks)
             continue
         try:
             return _result(call, note, batched, output, tensors, recorder, path)

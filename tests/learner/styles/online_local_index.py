@@ -1,0 +1,25 @@
+"""Causal online softmax whose mask compares the query with the key's index in its tile."""
+
+import torch
+
+
+def attention(inputs, W_query, W_key, W_value, tile=2):
+    q, k, v = inputs @ W_query, inputs @ W_key, inputs @ W_value
+    n = q.shape[0]
+    rows = torch.arange(n)[:, None]
+    m = torch.full((n, 1), -torch.inf)
+    l = torch.zeros(n, 1)
+    acc = torch.zeros(n, v.shape[1])
+    for s in range(0, n, tile):
+        scores = q @ k[s : s + tile].T / k.shape[1] ** 0.5
+        cols = torch.arange(scores.shape[1])[None, :]
+        scores = scores.masked_fill(cols > rows, -torch.inf)
+        m_new = torch.maximum(m, scores.max(dim=1, keepdim=True).values)
+        p = torch.exp(scores - m_new)
+        l = l * torch.exp(m - m_new) + p.sum(dim=1, keepdim=True)
+        acc = acc * torch.exp(m - m_new) + p @ v[s : s + tile]
+        m = m_new
+    return acc / l
+
+
+# expect: --against online-softmax -o causal=true -> tile-local-index at 15

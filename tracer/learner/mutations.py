@@ -1,0 +1,141 @@
+"""Diagnosis by value: a variant's known mistakes, tried as mutations of the reference.
+
+A variant declares its mistakes (:class:`tracer.variant.Mistake`) as changed
+computations. Each is run on the reference's own context; when the learner's
+output or one of their recorded tensors equals what the mistake computes (and
+not what the reference computes), the mistake is named, whatever the
+learner's code looks like. The line is the learner's line that produced the
+first such tensor, from the operations recorded while their code ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from tracer.learner.compare import close, matches_any
+from tracer.learner.diagnosis import Diagnosis, Evidence, at_line
+from tracer.learner.recorder import Record
+from tracer.variant import Mistake, RunContext
+
+
+def _reference(evidence: Evidence) -> dict[str, list[torch.Tensor]]:
+    found: dict[str, list[torch.Tensor]] = {}
+    for stage in evidence.stages:
+        for name, tensor in stage.tensors.items():
+            if tensor.is_floating_point():
+                found.setdefault(name, []).append(tensor)
+    return found
+
+
+def _made(mistake: Mistake, run: RunContext) -> dict[str, torch.Tensor]:
+    try:
+        made = dict(mistake.make(run))
+    except Exception:  # a mistake that does not apply to these options (or a plugin's bug)
+        return {}
+    return {
+        str(name): tensor
+        for name, tensor in made.items()
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point()
+    }
+
+
+def reproduce(
+    evidence: Evidence, mistakes: Sequence[Mistake], run: RunContext | None
+) -> list[tuple[bool, Diagnosis]]:
+    """(reproduces the output, diagnosis) for each mistake the learner's tensors show."""
+    if run is None or not mistakes or run.dropout > 0:
+        return []
+    reference = _reference(evidence)
+    every = [t for tensors in reference.values() for t in tensors]
+    found: list[tuple[bool, Diagnosis]] = []
+    for mistake in mistakes:
+        made = _made(mistake, run)
+        # Only what the mistake changes tells it apart: tensors equal to the reference's are not.
+        wrong = [
+            tensor
+            for name, tensor in made.items()
+            if not any(close(tensor, r) for r in reference.get(name, []))
+            and not matches_any(tensor, every)
+        ]
+        context = made.get("context")
+        if not wrong or (context is not None and close(context, evidence.expected_output)):
+            continue  # the mistake changes nothing these inputs can show
+        output = evidence.output
+        whole = output is not None and context is not None and close(output, context)
+        hits = [r for r in evidence.records if _equals(r, wrong)]
+        if not whole and not hits:
+            continue
+        made_by = [r for r in evidence.records if r.op in mistake.ops and r.line is not None]
+        # A tensor on the way is where the mistake shows first; the output only says that
+        # the result is wrong, so the operation the mistake changes says where, if it ran.
+        steps = [r for r in hits if not (context is not None and _equals(r, [context]))]
+        if steps:
+            # The operation this mistake changes, when it ran on the way to that tensor,
+            # is the line to fix (the scores' product, not the softmax after it).
+            before = [r for r in made_by if r.index <= steps[0].index]
+            line = before[-1].line if before else steps[0].line
+        elif made_by:
+            line = made_by[0].line
+        elif hits:
+            line = hits[0].line
+        else:
+            line = _last_line(evidence.records)
+        found.append(
+            (
+                whole,
+                Diagnosis(
+                    mistake.code,
+                    mistake.title,
+                    line,
+                    f"{at_line(line)}: your tensors are exactly what {mistake.title} computes. "
+                    f"Fix: {mistake.advice}",
+                ),
+            )
+        )
+    found.sort(key=lambda item: not item[0])  # the ones that reproduce the output first
+    return found
+
+
+def _equals(record: Record, wrong: list[torch.Tensor]) -> bool:
+    value = record.value
+    return value is not None and value.is_floating_point() and any(close(value, w) for w in wrong)
+
+
+def _last_line(records: Sequence[Record]) -> int | None:
+    return next((r.line for r in reversed(records) if r.line is not None), None)
+
+
+CAUSES = {"mask-unused": ("discarded-masked-fill",)}
+"""Pattern diagnoses that say why a mistake's numbers came out: a masked_fill whose result
+is thrown away leaves the scores unmasked, and names the line better."""
+
+
+def merge(patterns: list[Diagnosis], by_value: list[tuple[bool, Diagnosis]]) -> list[Diagnosis]:
+    """A mistake that reproduces the learner's output is the diagnosis; otherwise the pattern
+    detectors' findings come first and the mistakes seen in intermediate tensors follow."""
+    whole = [d for reproduces, d in by_value if reproduces]
+    if whole:
+        # The learner's output is exactly what this mistake computes: that settles it. A
+        # pattern detector that names the same mistake may know its line better (where a
+        # mask is built, say); in-place writes to the inputs are reported as well.
+        causes = {whole[0].code, *CAUSES.get(whole[0].code, ())}
+        same = [d for d in patterns if d.code in causes]
+        mutated = [d for d in patterns if d.code == "inputs-mutated"]
+        return [*mutated, *(same[:1] or whole[:1])]
+    ordered = [*patterns, *(d for _, d in by_value)]
+    seen: set[str] = set()
+    unique = []
+    for diagnosis in ordered:
+        if diagnosis.code not in seen:
+            seen.add(diagnosis.code)
+            unique.append(diagnosis)
+    return unique
+
+
+def mistakes_of(variant: Any) -> tuple[Mistake, ...]:
+    """The variant's declared mistakes (a variant made before they existed has none)."""
+    declared = getattr(variant, "mistakes", ())
+    return tuple(m for m in declared if isinstance(m, Mistake))

@@ -154,7 +154,10 @@ def _guess_token_tables(trace: Trace, step: Stage | SubStep) -> None:
     so that every front end can say the labels were inferred.
     """
     n = len(trace.tokens)
-    guessed = []
+    # A step checked twice (in a plugin's worker, then again by the tool) keeps the first
+    # check's guesses: by then those tensors have axes, and the hint must still be given.
+    earlier = step.guessed_axes if isinstance(step.guessed_axes, tuple) else ()
+    guessed = [name for name in earlier if isinstance(name, str) and name in step.tensors]
     for name, tensor in step.tensors.items():
         if name in step.axes or n < 2 or tuple(tensor.shape) != (n, n):
             continue

@@ -213,18 +213,23 @@ def _file_names(stage: Stage) -> str:
 
 
 def _inputs_spec(resolved: Resolved) -> str | None:
-    """How ``trace(inputs=...)`` names the run's inputs: a built-in name or an inputs file."""
+    """How ``trace(inputs=...)`` names the run's inputs, as Python: a built-in name, an
+    inputs file, or the lesson's own ``inputs:`` written out as an ``InputSet``."""
     from pathlib import Path
 
     inputs = resolved.ref.options.inputs
     if inputs is None:
         return None
     if inputs.source == "built-in":
-        return inputs.name
+        return repr(inputs.name)
+    if inputs.name == "inline":
+        # Inputs written inside the lesson: the file is a lesson, not an inputs file, so the
+        # cell carries the values themselves (InputSet's repr is its constructor call).
+        return repr(inputs)
     path = Path(inputs.source)
     if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
-        return str(path.resolve())
-    return None  # inputs written inside the lesson: no file a notebook could load
+        return repr(str(path.resolve()))
+    return None
 
 
 def _program(resolved: Resolved, runner: LessonRunner) -> str | None:
@@ -237,7 +242,7 @@ def _program(resolved: Resolved, runner: LessonRunner) -> str | None:
     options = ref.options
     inputs = options.inputs
     assert inputs is not None
-    arguments = [repr(ref.variant), f"inputs={spec!r}"]
+    arguments = [repr(ref.variant), f"inputs={spec}"]
     arguments.append(f"seed={options.seed if options.seed is not None else 123!r}")
     arguments.append(f"init={options.init or 'rand'!r}")
     if options.d_out is not None and inputs.d_out is None:
@@ -263,7 +268,11 @@ def _program(resolved: Resolved, runner: LessonRunner) -> str | None:
 
 
 TRACE_ARGUMENTS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query", "plugin_dirs"})
-SETUP = "from tracer import trace\nfrom tracer.render.text import format_tensor"
+SETUP = (
+    "from tracer import trace\n"
+    "from tracer.inputs.input_set import InputSet, SourceSequence\n"
+    "from tracer.render.text import format_tensor"
+)
 """The notebook's first code cell: what the cells that recompute a table need."""
 NOTE = (
     "How to read this: the code of each variant is shown as text, the lines that "

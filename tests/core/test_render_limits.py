@@ -289,3 +289,11 @@ def test_trace_json_streams_the_same_document(tmp_path: Path) -> None:
             start_trace(name, TraceOptions(query="1"), host), substeps=True, tensor=LazyTensor
         )
         assert _streamed(lazy) == json.dumps(eager, indent=1), name
+
+
+def test_integer_tensors_print_whole_numbers() -> None:
+    # Token ids and counts are integers: "17", never "17.0000", which reads like a measurement.
+    table = format_tensor(torch.tensor([17, 9, 0]), ("R", "J", "A"), axes=("token",))
+    assert table.splitlines()[-1].split() == ["17", "9", "0"]
+    floats = format_tensor(torch.tensor([17.0, 9.0]), ("R", "J"), axes=("token",))
+    assert floats.splitlines()[-1].split() == ["17.0000", "9.0000"]

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 def format_number(value: float | bool) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
+    if isinstance(value, int):  # an integer tensor (token ids, counts): whole, not "17.0000"
+        return str(value)
     if math.isnan(value):
         return "nan"
     if math.isinf(value):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -249,3 +250,27 @@ def test_the_lesson_summary_counts_what_was_recorded() -> None:
     assert "Quizzes: 1 of 4 right (2 answered)." in summary
     assert "Not answered: step 8, 13." in summary
     assert "What it covered:" in summary
+
+
+FRONT_ENDS = [
+    *sorted(Path("tracer/tui").glob("*.py")),
+    Path("tracer/lessons/plain.py"),
+    Path("tracer/lessons/export.py"),
+    Path("tracer/notebook.py"),
+]
+STEP_KINDS = {"Narration", "Show", "Loop", "Compare", "Quiz", "Checkpoint"}
+
+
+@pytest.mark.parametrize("path", FRONT_ENDS, ids=str)
+def test_no_front_end_decides_by_step_kind(path: Path) -> None:
+    """Front ends draw the walk's view through a registry keyed by its kind; only the walk
+    tells the kinds apart (``isinstance`` on a step class)."""
+    root = Path(__file__).resolve().parents[2]
+    tree = ast.parse((root / path).read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            if names & STEP_KINDS:
+                found.append(f"{path}:{node.lineno}")
+    assert not found

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import torch
 
 from tracer.inputs import load_inputs
 from tracer.lessons.export import export_text
 from tracer.lessons.loader import load_lesson, resolve_lesson
-from tracer.lessons.model import Lesson
+from tracer.lessons.model import Lesson, Loop
 from tracer.lessons.plain import plain_lines
 from tracer.lessons.runner import LessonRunner
-from tracer.lessons.walk import grid_cell, quiz_tables
+from tracer.lessons.walk import (
+    grade,
+    grid_cell,
+    lesson_summary,
+    loop_at,
+    quiz_at,
+    quiz_tables,
+    start_loop,
+    step_as,
+)
 from tracer.plugin_host import PluginHost
 
 Attn = Callable[..., tuple[int, str, str]]
@@ -188,3 +201,76 @@ def test_lesson_05s_caption_names_exactly_the_keys_starts_may_see() -> None:
 def test_no_explanation_refers_to_a_table_the_lesson_never_shows() -> None:
     lesson, _, _ = lesson_and_runner("08_windows_and_groups")
     assert not any("keys_seen" in step.explanation for step in lesson.quizzes)
+
+
+def test_grading_a_quiz_checks_against_the_inputs_and_names_what_to_record() -> None:
+    lesson, runner, _ = lesson_and_runner("01_dot_products")
+    # Step 4: the dot product of "Your" and "journey", from the inputs file (not our output).
+    right = round(float(INPUTS[0] @ INPUTS[1]), 4)
+    graded = grade(lesson, runner, 3, str(right))
+    assert graded.right and graded.quiz_id == "your-journey" and graded.response == str(right)
+    shown = re.search(r"-?\d+\.\d+", graded.answer)
+    assert shown is not None and abs(float(shown.group()) - right) < 1e-3
+    assert not grade(lesson, runner, 3, str(right + 1)).right
+    with pytest.raises(TypeError):
+        grade(lesson, runner, 2, "1")  # step 3 is narration: nothing to grade
+
+
+def test_the_walk_says_which_steps_are_loops_and_quizzes() -> None:
+    lesson, _, _ = lesson_and_runner("01_dot_products")
+    assert [n for n in range(len(lesson.steps)) if loop_at(lesson, n)] == [5, 9]
+    assert [n for n in range(len(lesson.steps)) if quiz_at(lesson, n)] == [3, 7, 11, 12]
+    assert loop_at(lesson, len(lesson.steps)) is None and quiz_at(lesson, -1) is None
+
+
+def test_stepping_a_loop_finds_one_sub_step_per_key_then_its_end() -> None:
+    lesson, runner, _ = lesson_and_runner("01_dot_products")
+    loop = step_as(lesson.steps[5], Loop)  # "journey" with each token
+    state = start_loop(runner, loop)
+    assert state is not None
+    sub, seen = 0, []
+    while (after := state.after(sub, loop.stage)) == "next":
+        sub += 1
+        seen.append(sub)
+    assert after == "end"
+    assert sub + 1 == len(TOKENS)  # one dot product per key
+    assert state.count_known() == len(TOKENS) and state.last_sub() == len(TOKENS) - 1
+    assert state.clamp(99) == len(TOKENS) - 1 and state.clamp(2) == 2
+    assert not state.may_go_on(len(TOKENS) - 1) and state.may_go_on(0)
+
+
+@dataclass
+class Saved:
+    right: bool
+
+
+def test_the_lesson_summary_counts_what_was_recorded() -> None:
+    lesson, _, _ = lesson_and_runner("01_dot_products")
+    summary = lesson_summary(lesson, {"your-journey": Saved(True), "one-step": Saved(False)})
+    assert "Quizzes: 1 of 4 right (2 answered)." in summary
+    assert "Not answered: step 8, 13." in summary
+    assert "What it covered:" in summary
+
+
+FRONT_ENDS = [
+    *sorted(Path("tracer/tui").glob("*.py")),
+    Path("tracer/lessons/plain.py"),
+    Path("tracer/lessons/export.py"),
+    Path("tracer/notebook.py"),
+]
+STEP_KINDS = {"Narration", "Show", "Loop", "Compare", "Quiz", "Checkpoint"}
+
+
+@pytest.mark.parametrize("path", FRONT_ENDS, ids=str)
+def test_no_front_end_decides_by_step_kind(path: Path) -> None:
+    """Front ends draw the walk's view through a registry keyed by its kind; only the walk
+    tells the kinds apart (``isinstance`` on a step class)."""
+    root = Path(__file__).resolve().parents[2]
+    tree = ast.parse((root / path).read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            if names & STEP_KINDS:
+                found.append(f"{path}:{node.lineno}")
+    assert not found

@@ -18,7 +18,7 @@ from __future__ import annotations
 import linecache
 import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,14 +28,14 @@ from tracer.lessons.model import (
     Lesson,
     LessonStep,
     Loop,
-    Narration,
     Quiz,
     Show,
 )
-from tracer.lessons.walk import TABLE_WIDTH
+from tracer.lessons.walk import TABLE_WIDTH, step_as
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
+    from tracer.lessons.walk import StepView
     from tracer.plugin_host import PluginHost
     from tracer.variant import Stage
 
@@ -123,55 +123,79 @@ def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
 
 
 def _heading(step: LessonStep) -> str:
-    if isinstance(step, Show):
-        return escape(f"{step.ref.variant}, stage {step.ref.stage}")
-    if isinstance(step, Loop):
-        return escape(f"the {step.stage} loop of {step.variant}")
-    if isinstance(step, Checkpoint):
-        return escape(step.title)
-    return step.kind
+    return _HEADINGS[step.kind](step)
+
+
+def _show_heading(step: LessonStep) -> str:
+    ref = step_as(step, Show).ref
+    return escape(f"{ref.variant}, stage {ref.stage}")
+
+
+def _loop_heading(step: LessonStep) -> str:
+    loop = step_as(step, Loop)
+    return escape(f"the {loop.stage} loop of {loop.variant}")
+
+
+_HEADINGS: dict[str, Callable[[LessonStep], str]] = {
+    "narration": lambda step: step.kind,
+    "show": _show_heading,
+    "loop": _loop_heading,
+    "compare": lambda step: step.kind,
+    "quiz": lambda step: step.kind,
+    "checkpoint": lambda step: escape(step_as(step, Checkpoint).title),
+}
+"""Each step kind's heading in an export."""
 
 
 def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block]:
-    from tracer.lessons.plain import focus_lines, loop_lines
     from tracer.lessons.walk import step_view
 
-    if isinstance(step, Narration):
-        yield Block("markdown", escape(step_view(runner.lesson, runner, number).text))
-    elif isinstance(step, Show):
-        view = step_view(runner.lesson, runner, number)
-        if view.text:
-            yield Block("markdown", escape(view.text))
-        main, *others = view.tables
-        focus = focus_lines(main.focus, main.resolved) if main.focus is not None else []
-        yield from _tensor_block(main.resolved, "\n".join(focus), runner=runner)
-        for other in others:
-            yield from _tensor_block(other.resolved, "", code=False, runner=runner)
-    elif isinstance(step, Loop):
-        yield Block("output", "\n".join(loop_lines(step, runner)))
-    elif isinstance(step, Compare):
-        from tracer.render.text import format_tensor
+    yield from _DRAW[step.kind](step_view(runner.lesson, runner, number), runner)
 
-        caption = step_view(runner.lesson, runner, number).text
-        if caption:
-            yield Block("markdown", escape(caption))
-        left, right, difference = runner.compare(step)
-        for side, resolved in (("Left", left), ("Right", right)):
-            label = resolved.ref.label or resolved.ref.variant
-            yield Block("markdown", escape(f"{side}: {label}"))
-            yield from _tensor_block(resolved, "", runner=runner)
-        if difference is not None:
-            yield Block("markdown", escape("Difference, right minus left"))
-            yield Block(
-                "output",
-                format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH),
-            )
-    elif isinstance(step, Quiz):
-        yield from _quiz(step, runner, number)
-    else:
-        assert isinstance(step, Checkpoint)
-        points = step_view(runner.lesson, runner, number).points
-        yield Block("markdown", "\n".join(f"- {escape(point)}" for point in points))
+
+def _narration(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+    yield Block("markdown", escape(view.text))
+
+
+def _checkpoint(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+    yield Block("markdown", "\n".join(f"- {escape(point)}" for point in view.points))
+
+
+def _show(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+    from tracer.lessons.plain import focus_lines
+
+    if view.text:
+        yield Block("markdown", escape(view.text))
+    main, *others = view.tables
+    focus = focus_lines(main.focus, main.resolved) if main.focus is not None else []
+    yield from _tensor_block(main.resolved, "\n".join(focus), runner=runner)
+    for other in others:
+        yield from _tensor_block(other.resolved, "", code=False, runner=runner)
+
+
+def _loop(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+    from tracer.lessons.plain import loop_lines
+
+    yield Block("output", "\n".join(loop_lines(step_as(view.step, Loop), runner)))
+
+
+def _compare(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+    from tracer.render.text import format_tensor
+
+    caption = view.text
+    if caption:
+        yield Block("markdown", escape(caption))
+    left, right, difference = runner.compare(step_as(view.step, Compare))
+    for side, resolved in (("Left", left), ("Right", right)):
+        label = resolved.ref.label or resolved.ref.variant
+        yield Block("markdown", escape(f"{side}: {label}"))
+        yield from _tensor_block(resolved, "", runner=runner)
+    if difference is not None:
+        yield Block("markdown", escape("Difference, right minus left"))
+        yield Block(
+            "output",
+            format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH),
+        )
 
 
 def _tensor_block(
@@ -282,11 +306,11 @@ NOTE = (
 )
 
 
-def _quiz(step: Quiz, runner: LessonRunner, number: int) -> Iterator[Block]:
-    from tracer.lessons.walk import quiz_tables
-
+def _quiz(step_view: StepView, runner: LessonRunner) -> Iterator[Block]:
+    step = step_as(step_view.step, Quiz)
     lines = [f"**Quiz:** {escape(runner.text(step.question))}"]
-    view = quiz_tables(runner.lesson, runner, number)
+    view = step_view.quiz
+    assert view is not None  # the walk gives every quiz its tables
     if view.tables:
         yield Block("markdown", lines[0] + (f"\n\n{escape(view.caption)}" if view.caption else ""))
         lines = []
@@ -310,6 +334,17 @@ def _quiz(step: Quiz, runner: LessonRunner, number: int) -> Iterator[Block]:
     why = f"\n\n{escape(runner.text(step.explanation, step))}" if step.explanation else ""
     lines.append(f"<details><summary>Answer</summary>\n\n{answer}{why}\n\n</details>")
     yield Block("markdown", "\n\n".join(line for line in lines if line))
+
+
+_DRAW: dict[str, Callable[[StepView, LessonRunner], Iterator[Block]]] = {
+    "narration": _narration,
+    "show": _show,
+    "loop": _loop,
+    "compare": _compare,
+    "quiz": _quiz,
+    "checkpoint": _checkpoint,
+}
+"""How an export draws each kind of step's view (what the view holds is the walk's)."""
 
 
 def markdown(lesson: Lesson, host: PluginHost) -> str:

@@ -13,7 +13,7 @@ as written, with its live values filled in (:func:`tracer.lessons.prose.live_tex
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from tracer.lessons.model import (
@@ -23,12 +23,11 @@ from tracer.lessons.model import (
     Lesson,
     LessonStep,
     Loop,
-    Narration,
     Quiz,
     Show,
     TensorRef,
 )
-from tracer.lessons.walk import TABLE_WIDTH
+from tracer.lessons.walk import TABLE_WIDTH, step_as
 
 if TYPE_CHECKING:
     import torch
@@ -53,17 +52,28 @@ def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
 
 
 def _heading(step: LessonStep) -> str:
-    if isinstance(step, Show):
-        return f"{step.ref.variant}, stage {step.ref.stage}{_query_words(step.ref)}"
-    if isinstance(step, Loop):
-        return f"the {step.stage} loop of {step.variant}, step by step"
-    if isinstance(step, Compare):
-        return "compare"
-    if isinstance(step, Quiz):
-        return "quiz"
-    if isinstance(step, Checkpoint):
-        return step.title
-    return "narration"
+    return _HEADINGS[step.kind](step)
+
+
+def _show_heading(step: LessonStep) -> str:
+    ref = step_as(step, Show).ref
+    return f"{ref.variant}, stage {ref.stage}{_query_words(ref)}"
+
+
+def _loop_heading(step: LessonStep) -> str:
+    loop = step_as(step, Loop)
+    return f"the {loop.stage} loop of {loop.variant}, step by step"
+
+
+_HEADINGS: dict[str, Callable[[LessonStep], str]] = {
+    "narration": lambda step: "narration",
+    "show": _show_heading,
+    "loop": _loop_heading,
+    "compare": lambda step: "compare",
+    "quiz": lambda step: "quiz",
+    "checkpoint": lambda step: step_as(step, Checkpoint).title,
+}
+"""Each step kind's heading in ``--plain``."""
 
 
 def _query_words(ref: TensorRef) -> str:
@@ -75,18 +85,7 @@ def _query_words(ref: TensorRef) -> str:
 def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str]:
     from tracer.lessons.walk import step_view
 
-    if isinstance(step, Narration):
-        return [step_view(runner.lesson, runner, number).text.rstrip()]
-    if isinstance(step, Show):
-        return _show(step_view(runner.lesson, runner, number))
-    if isinstance(step, Loop):
-        return loop_lines(step, runner)
-    if isinstance(step, Compare):
-        return _compare(step, runner, step_view(runner.lesson, runner, number).text)
-    if isinstance(step, Quiz):
-        return _quiz(step, runner, number)
-    assert isinstance(step, Checkpoint)
-    return [f"- {point.strip()}" for point in step_view(runner.lesson, runner, number).points]
+    return _DRAW[step.kind](step_view(runner.lesson, runner, number), runner)
 
 
 def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
@@ -103,7 +102,15 @@ def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
     return lines
 
 
-def _show(view: StepView) -> list[str]:
+def _narration(view: StepView, runner: LessonRunner) -> list[str]:
+    return [view.text.rstrip()]
+
+
+def _checkpoint(view: StepView, runner: LessonRunner) -> list[str]:
+    return [f"- {point.strip()}" for point in view.points]
+
+
+def _show(view: StepView, runner: LessonRunner) -> list[str]:
     main, *others = view.tables
     resolved = main.resolved
     lines = [view.text.strip()] if view.text else []
@@ -172,10 +179,15 @@ def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
     return lines
 
 
-def _compare(step: Compare, runner: LessonRunner, caption: str) -> list[str]:
+def _loop(view: StepView, runner: LessonRunner) -> list[str]:
+    return loop_lines(step_as(view.step, Loop), runner)
+
+
+def _compare(view: StepView, runner: LessonRunner) -> list[str]:
     from tracer.render.text import format_number, format_tensor, shape_text
 
-    left, right, difference = runner.compare(step)
+    left, right, difference = runner.compare(step_as(view.step, Compare))
+    caption = view.text
     lines = [caption.strip()] if caption else []
     for side, resolved in (("Left", left), ("Right", right)):
         label = resolved.ref.label or f"{resolved.ref.variant}"
@@ -194,12 +206,13 @@ def _compare(step: Compare, runner: LessonRunner, caption: str) -> list[str]:
     return lines
 
 
-def _quiz(step: Quiz, runner: LessonRunner, number: int) -> list[str]:
-    from tracer.lessons.walk import quiz_tables
+def _quiz(step_view: StepView, runner: LessonRunner) -> list[str]:
     from tracer.render.text import format_tensor, shape_text
 
+    step = step_as(step_view.step, Quiz)
     lines = [f"Quiz: {runner.text(step.question).strip()}"]
-    view = quiz_tables(runner.lesson, runner, number)
+    view = step_view.quiz
+    assert view is not None  # the walk gives every quiz its tables
     if view.caption:
         lines.append(view.caption)
     for table in view.tables:
@@ -244,3 +257,14 @@ def _quiz(step: Quiz, runner: LessonRunner, number: int) -> list[str]:
     if step.explanation:
         lines.append(f"Why: {runner.text(step.explanation, step).strip()}")
     return lines
+
+
+_DRAW: dict[str, Callable[[StepView, LessonRunner], list[str]]] = {
+    "narration": _narration,
+    "show": _show,
+    "loop": _loop,
+    "compare": _compare,
+    "quiz": _quiz,
+    "checkpoint": _checkpoint,
+}
+"""How ``--plain`` draws each kind of step's view (what the view holds is the walk's)."""

@@ -19,9 +19,9 @@ screen before it is given.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tracer.lessons.model import (
     Checkpoint,
@@ -213,6 +213,20 @@ class StepView:
         return self.step.kind
 
 
+StepT = TypeVar("StepT", Narration, Show, Loop, Compare, Quiz, Checkpoint)
+
+
+def step_as(step: LessonStep, kind: type[StepT]) -> StepT:
+    """``step`` as the class its kind names.
+
+    A front end picks its drawer from a registry keyed by ``step.kind`` and asks
+    here for the step's own type; the walk stays the one place that checks it.
+    """
+    if not isinstance(step, kind):
+        raise TypeError(f"a {step.kind} step is not a {kind.__name__}")
+    return step
+
+
 def live(runner: LessonRunner, text: str, quiz: Quiz | None = None) -> str:
     """Prose as shown; a value that cannot be computed stays as the author wrote it."""
     from tracer.errors import TracerError
@@ -254,6 +268,80 @@ def step_view(lesson: Lesson, runner: LessonRunner, number: int) -> StepView:
     assert isinstance(step, Quiz)
     view = quiz_tables(lesson, runner, number)
     return StepView(number, step, live(runner, step.question, step), view.tables, view)
+
+
+def loop_at(lesson: Lesson, number: int) -> Loop | None:
+    """Step ``number`` if it is a loop (it then has sub-steps to walk)."""
+    step = lesson.steps[number] if 0 <= number < len(lesson.steps) else None
+    return step if isinstance(step, Loop) else None
+
+
+def quiz_at(lesson: Lesson, number: int) -> Quiz | None:
+    """Step ``number`` if it is a quiz (it then waits for an answer)."""
+    step = lesson.steps[number] if 0 <= number < len(lesson.steps) else None
+    return step if isinstance(step, Quiz) else None
+
+
+# Quiz answers ---------------------------------------------------------------------
+
+
+class Recorded(Protocol):
+    """A saved answer to a quiz, as far as the walk reads it."""
+
+    @property
+    def right(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A learner's response to a quiz, checked: what to record and what to tell them."""
+
+    quiz_id: str
+    """The key the answer is saved under (:func:`quiz_id`)."""
+    response: str
+    right: bool
+    answer: str
+    """The right answer as the learner should see it."""
+
+
+def quiz_id(number: int, quiz: Quiz) -> str:
+    """The key a quiz's answer is saved under: its ``id:``, else its step number from 1."""
+    return quiz.id or f"step-{number + 1}"
+
+
+def grade(lesson: Lesson, runner: LessonRunner, number: int, response: str) -> Graded:
+    """Check ``response`` to the quiz at step ``number`` against the answer computed live."""
+    quiz = step_as(lesson.steps[number], Quiz)
+    right = runner.is_right(quiz, response)
+    return Graded(quiz_id(number, quiz), response, right, runner.answer_text(quiz))
+
+
+def lesson_summary(
+    lesson: Lesson,
+    answers: Mapping[str, Recorded],
+    key: Callable[[int, Quiz], str] = quiz_id,
+) -> str:
+    """The end-of-lesson text: the quiz score and the checkpoints' points."""
+    quizzes = [(n, step) for n, step in enumerate(lesson.steps) if isinstance(step, Quiz)]
+    lines = []
+    if quizzes:
+        given = [answers.get(key(n, quiz)) for n, quiz in quizzes]
+        right = sum(1 for answer in given if answer is not None and answer.right)
+        answered = sum(1 for answer in given if answer is not None)
+        lines.append(f"Quizzes: {right} of {len(quizzes)} right ({answered} answered).")
+        missed = [n + 1 for (n, _), answer in zip(quizzes, given, strict=True) if answer is None]
+        if missed:
+            lines.append("Not answered: step " + ", ".join(str(n) for n in missed) + ".")
+    else:
+        lines.append("This lesson has no quizzes.")
+    covered = [
+        point for step in lesson.steps if isinstance(step, Checkpoint) for point in step.points
+    ]
+    if covered:
+        lines.append("")
+        lines.append("What it covered:")
+        lines.extend(f"• {point}" for point in covered)
+    return "\n".join(lines)
 
 
 # Step labels ----------------------------------------------------------------------
@@ -298,6 +386,37 @@ class LoopState:
 
     def count_known(self) -> int | None:
         return None if self.last is None else self.last - self.first + 1
+
+    def clamp(self, sub: int) -> int:
+        """``sub``, or the loop's last sub-step if ``sub`` lies past a known end."""
+        limit = self.count_known()
+        return max(limit - 1, 0) if limit is not None and sub >= limit else sub
+
+    def last_sub(self) -> int:
+        """The loop's last sub-step (counted from 0) if its end is known, else its first."""
+        return self.last - self.first if self.last is not None else 0
+
+    def may_go_on(self, sub: int) -> bool:
+        """Whether a sub-step may follow ``sub`` (none does past a known end)."""
+        return self.last is None or self.first + sub + 1 <= self.last
+
+    def after(self, sub: int, stage: str) -> str:
+        """What follows sub-step ``sub`` of the loop building ``stage``, once it is computed.
+
+        ``"next"``: another sub-step of the loop. ``"failed"``: the variant raised inside
+        the loop (``stepper.error``). ``"end"``: the loop is over, and its end is now known.
+        """
+        target = self.first + sub + 1
+        try:
+            item = self.stepper.get(target)
+        except IndexError:
+            item = None
+        if isinstance(item, SubStep) and item.stage == stage:
+            return "next"
+        if self.stepper.error is not None:
+            return "failed"
+        self.last = target - 1
+        return "end"
 
     def count_within(self, steps: int) -> int | None:
         """Run the loop to its end if that takes at most ``steps`` sub-steps (loading worker)."""

@@ -28,13 +28,11 @@ from textual.worker import Worker, WorkerState
 
 from tracer.errors import TracerError
 from tracer.lessons.model import (
-    Checkpoint,
     Compare,
     Focus,
     Lesson,
     LessonStep,
     Loop,
-    Narration,
     Operation,
     Quiz,
     Show,
@@ -49,12 +47,19 @@ from tracer.lessons.walk import (
 from tracer.lessons.walk import (
     LoopState,
     QuizTables,
+    StepView,
+    grade,
+    loop_at,
+    quiz_at,
     quiz_has_tables,
+    quiz_id,
     quiz_tables,
     start_loop,
+    step_as,
     step_label,
     step_view,
 )
+from tracer.lessons.walk import lesson_summary as walk_lesson_summary
 from tracer.lessons.walk import warm_up as walk_warm_up
 from tracer.sanitize import visible
 from tracer.tui.commands import PaletteCommand
@@ -62,7 +67,7 @@ from tracer.tui.grid import Highlight
 from tracer.tui.loop_count import loop_noun
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
-from tracer.tui.quiz_view import QuizView, answer_text
+from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView, highlighted
 from tracer.tui.step_screen import StepScreen, freeze_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
@@ -81,6 +86,33 @@ COMPARE_SMALL = 12
 """A compared table this many lines high (or less) gets exactly its height."""
 HELD_POSITIONS = 256
 """Loops up to this long hold their tallest position's height from the first sub-step."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The panes a kind of step uses."""
+
+    left: bool = True
+    """The left column (prose above the source); a quiz without tables drops it too."""
+    compare: bool = False
+    """Two source panes and the three compare tables."""
+    quiz: bool = False
+    """The question box above the tables."""
+    loop: bool = False
+    """The loop's position text ("pair 8 of 36")."""
+    fit: str | None = None
+    """``tensors`` or ``compare``: the tables whose width sets the left column's."""
+
+
+LAYOUTS: dict[str, Layout] = {
+    "narration": Layout(left=False),
+    "checkpoint": Layout(left=False),
+    "show": Layout(fit="tensors"),
+    "loop": Layout(loop=True, fit="tensors"),
+    "compare": Layout(compare=True, fit="compare"),
+    "quiz": Layout(quiz=True),
+}
+"""Each step kind's panes (the registry :meth:`LessonScreen._arrange` reads)."""
 
 
 def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
@@ -363,17 +395,13 @@ class LessonScreen(StepScreen):
         if not 0 <= position.step < len(steps):
             return False
         step = steps[position.step]
-        if isinstance(step, Loop):
+        loop = loop_at(session.lesson, position.step)
+        if loop is not None:
             try:
-                state = self._loop(position.step, step)
+                state = self._loop(position.step, loop)
             except Exception:  # shown by _draw below, which asks again
                 state = None
-            if state is None:
-                position = Position(position.step, 0)
-            else:
-                limit = state.count_known()
-                if limit is not None and position.sub >= limit:
-                    position = Position(position.step, max(limit - 1, 0))
+            position = Position(position.step, 0 if state is None else state.clamp(position.sub))
         else:
             position = Position(position.step, 0)
         self.position = position
@@ -396,41 +424,42 @@ class LessonScreen(StepScreen):
         Styles are set on the widgets, not as a class on the screen: a screen
         class restyles every widget, which costs a visible fraction of a frame.
         """
+        layout = LAYOUTS[step.kind]
         left = self.query_one("#left")
-        wanted = not isinstance(step, (Narration, Checkpoint)) and not (
-            isinstance(step, Quiz)
+        wanted = layout.left and not (
+            layout.quiz
             and self.session is not None
             and not quiz_has_tables(self.session.lesson, self.position.step)
         )
         if left.display != wanted:
             left.display = wanted
-        compare = isinstance(step, Compare)
+        compare = layout.compare
         if left.has_class("-compare") != compare:
             left.set_class(compare, "-compare")
             self.query_one("#source-right").set_class(not compare, "-hidden")
-        quiz = isinstance(step, Quiz)
+        quiz = layout.quiz
         quiz_view = self.query_one(QuizView)
         if quiz_view.display != quiz:
             quiz_view.display = quiz
             # The question and its table need the room more than the code behind the table.
             self.query_one("#source").set_class(quiz, "-quiz")
         position = self.query_one("#loop-position", TextPane)
-        if position.display != isinstance(step, Loop):
-            position.display = isinstance(step, Loop)
+        if position.display != layout.loop:
+            position.display = layout.loop
 
     def fit_columns(self) -> None:
         """The code gets the room the step's tensors leave (show and loop steps, compare)."""
         steps = self._steps()
         if not steps:
             return
-        step = steps[self.position.step]
+        layout = LAYOUTS[steps[self.position.step].kind]
         left = self.query_one("#left")
         source = self.query_one("#source", SourceView)
-        if isinstance(step, (Show, Loop)):
+        if layout.fit == "tensors":
             columns = self.give_left(left, self.pane.natural_width(), source.natural_width())
-            if isinstance(step, Loop):
+            if layout.loop:
                 self._hold_position_height(columns)
-        elif isinstance(step, Compare):
+        elif layout.fit == "compare":
             panes = [
                 p.natural_width() for p in self.query("#compare TensorPane").results(TensorPane)
             ]
@@ -501,122 +530,146 @@ class LessonScreen(StepScreen):
         self.app.notify(self.describe(error), title="Step failed", severity="error", markup=False)
 
     def _draw(self, step: LessonStep, position: Position) -> None:
-        switcher = self.query_one(ContentSwitcher)
+        """Draw the walk's view of the step with the drawer registered for its kind."""
         source = self.query_one("#source", SourceView)
         assert self.session is not None
-        runner = self.session.runner
         body = self.query_one("#lesson-switch")
         if not body.display:
             body.display = True
-        if not isinstance(step, Compare) and str(source.border_title).startswith("source:"):
+        if not LAYOUTS[step.kind].compare and str(source.border_title).startswith("source:"):
             source.border_title = "source"  # a compare step's side title no longer applies
-        # The walk's view of the step: its prose as shown and, for a quiz, its tables.
-        view = step_view(self.session.lesson, runner, position.step)
-        if isinstance(step, Narration):
-            switcher.current = "narration-body"
-            self._prose("#narration-text", view.text)
-        elif isinstance(step, Checkpoint):
-            switcher.current = "checkpoint"
-            self._prose("#checkpoint-text", view.text)
-        elif isinstance(step, Show):
-            switcher.current = "tensors"
-            self._prose("#caption", view.text)
-            self._show_tensors(self.pane, step.ref, step.focus)
-            resolved = runner.tensor(step.ref)
-            source.show_file(
-                resolved.stage.source_file,
-                resolved.stage.lines,
-                produced=resolved.ref.tensor or next(iter(resolved.stage.tensors), None),
-                files=resolved.stage.files,
+        view = step_view(self.session.lesson, self.session.runner, position.step)
+        self.DRAWERS[view.kind](self, view, position)
+
+    def _draw_narration(self, view: StepView, position: Position) -> None:
+        self.query_one(ContentSwitcher).current = "narration-body"
+        self._prose("#narration-text", view.text)
+
+    def _draw_checkpoint(self, view: StepView, position: Position) -> None:
+        self.query_one(ContentSwitcher).current = "checkpoint"
+        self._prose("#checkpoint-text", view.text)
+
+    def _draw_show(self, view: StepView, position: Position) -> None:
+        assert self.session is not None
+        step = step_as(view.step, Show)
+        self.query_one(ContentSwitcher).current = "tensors"
+        self._prose("#caption", view.text)
+        self._show_tensors(self.pane, step.ref, step.focus)
+        resolved = self.session.runner.tensor(step.ref)
+        self.query_one("#source", SourceView).show_file(
+            resolved.stage.source_file,
+            resolved.stage.lines,
+            produced=resolved.ref.tensor or next(iter(resolved.stage.tensors), None),
+            files=resolved.stage.files,
+        )
+
+    def _draw_loop(self, view: StepView, position: Position) -> None:
+        step = step_as(view.step, Loop)
+        self.query_one(ContentSwitcher).current = "tensors"
+        self._prose("#caption", view.text)
+        state = self._loop(position.step, step)
+        if state is None:
+            raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
+        sub = state.stepper.get(state.first + position.sub)
+        assert isinstance(sub, SubStep)
+        self.pane.show_substep(
+            sub,
+            state.stepper.canvases.get(sub.stage),
+            state.stepper.tokens,
+            canvas_axes=loop_axes(self._loop_stage(step)),
+            query=step.query,
+        )
+        where = self.query_one("#loop-position", TextPane)
+        where.show(loop_position(sub, position.sub, state.count_known(), state.stepper.tokens))
+        self.query_one("#source", SourceView).show_file(sub.source_file, sub.lines, files=sub.files)
+
+    def _draw_compare(self, view: StepView, position: Position) -> None:
+        assert self.session is not None
+        step = step_as(view.step, Compare)
+        source = self.query_one("#source", SourceView)
+        self.query_one(ContentSwitcher).current = "compare"
+        self._prose("#caption", view.text)
+        left, right, difference = self.session.runner.compare(step)
+        for pane_id, resolved, label in (
+            ("#compare-left", left, step.left.label),
+            ("#compare-right", right, step.right.label),
+        ):
+            name = label or resolved.name
+            stage = Stage(
+                name=resolved.stage.name,
+                title=resolved.stage.title,
+                tensors={name: resolved.tensor},
+                axes=_derived_axes(resolved, name),
             )
-        elif isinstance(step, Loop):
-            switcher.current = "tensors"
-            self._prose("#caption", view.text)
-            state = self._loop(position.step, step)
-            if state is None:
-                raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
-            sub = state.stepper.get(state.first + position.sub)
-            assert isinstance(sub, SubStep)
-            self.pane.show_substep(
-                sub,
-                state.stepper.canvases.get(sub.stage),
-                state.stepper.tokens,
-                canvas_axes=loop_axes(self._loop_stage(step)),
-                query=step.query,
+            self.query_one(pane_id, TensorPane).show_stage(
+                stage,
+                resolved.tokens,
+                resolved.query,
+                title=f"{name} ({resolved.ref.variant})",
             )
-            where = self.query_one("#loop-position", TextPane)
-            where.show(loop_position(sub, position.sub, state.count_known(), state.stepper.tokens))
-            source.show_file(sub.source_file, sub.lines, files=sub.files)
-        elif isinstance(step, Compare):
-            switcher.current = "compare"
-            self._prose("#caption", view.text)
-            left, right, difference = runner.compare(step)
-            for pane_id, resolved, label in (
-                ("#compare-left", left, step.left.label),
-                ("#compare-right", right, step.right.label),
-            ):
-                name = label or resolved.name
-                stage = Stage(
-                    name=resolved.stage.name,
-                    title=resolved.stage.title,
-                    tensors={name: resolved.tensor},
-                    axes=_derived_axes(resolved, name),
-                )
-                self.query_one(pane_id, TensorPane).show_stage(
-                    stage,
-                    resolved.tokens,
-                    resolved.query,
-                    title=f"{name} ({resolved.ref.variant})",
-                )
-            diff_pane = self.query_one("#compare-difference", TensorPane)
-            if difference is None:
-                diff_pane.show_message(
-                    "The two tensors have different shapes, so there is no difference to show."
-                )
-            else:
-                diff_stage = Stage(
-                    "difference",
-                    "right − left",
-                    {"right − left": difference},
-                    axes=_derived_axes(left, "right − left"),
-                )
-                diff_pane.show_stage(diff_stage, left.tokens, left.query)
-            # Small tables get the lines they need (a 1fr share could hide a one-row table).
-            for pane in self.query("#compare TensorPane").results(TensorPane):
-                natural = pane.natural_height()
-                height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
-                if str(pane.styles.height) != str(height):
-                    pane.styles.height = height
-            source.border_title = f"source: {step.left.label or left.name} ({left.ref.variant})"
-            source.show_file(left.stage.source_file, left.stage.lines)
-            right_source = self.query_one("#source-right", SourceView)
-            right_source.border_title = (
-                f"source: {step.right.label or right.name} ({right.ref.variant})"
+        diff_pane = self.query_one("#compare-difference", TensorPane)
+        if difference is None:
+            diff_pane.show_message(
+                "The two tensors have different shapes, so there is no difference to show."
             )
-            right_source.show_file(right.stage.source_file, right.stage.lines)
-        elif isinstance(step, Quiz):
-            quiz_view = self.query_one(QuizView)
-            previous = self.progress.answers.get(self._quiz_id(position.step, step))
-            answer = answer_text(step, runner.answer(step)) if previous else None
-            quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
-            tables = view.quiz
-            assert tables is not None
-            quiz_view.set_class(not tables.tables, "-alone")  # no table below: all the height
-            if not tables.tables:
-                body.display = False
-                self._prose("#caption", "")  # no stale caption from the step before
-            else:
-                switcher.current = "tensors"
-                self._prose("#caption", tables.caption)
-                self._show_quiz_tables(tables, answered=previous is not None)
-                stage = tables.tables[0].resolved.stage
-                source.show_file(stage.source_file, stage.lines, files=stage.files)
+        else:
+            diff_stage = Stage(
+                "difference",
+                "right − left",
+                {"right − left": difference},
+                axes=_derived_axes(left, "right − left"),
+            )
+            diff_pane.show_stage(diff_stage, left.tokens, left.query)
+        # Small tables get the lines they need (a 1fr share could hide a one-row table).
+        for pane in self.query("#compare TensorPane").results(TensorPane):
+            natural = pane.natural_height()
+            height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
+            if str(pane.styles.height) != str(height):
+                pane.styles.height = height
+        source.border_title = f"source: {step.left.label or left.name} ({left.ref.variant})"
+        source.show_file(left.stage.source_file, left.stage.lines)
+        right_source = self.query_one("#source-right", SourceView)
+        right_source.border_title = (
+            f"source: {step.right.label or right.name} ({right.ref.variant})"
+        )
+        right_source.show_file(right.stage.source_file, right.stage.lines)
+
+    def _draw_quiz(self, view: StepView, position: Position) -> None:
+        assert self.session is not None
+        step = step_as(view.step, Quiz)
+        quiz_view = self.query_one(QuizView)
+        previous = self.progress.answers.get(quiz_id(position.step, step))
+        answer = self.session.runner.answer_text(step) if previous else None
+        quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
+        tables = view.quiz
+        assert tables is not None
+        quiz_view.set_class(not tables.tables, "-alone")  # no table below: all the height
+        if not tables.tables:
+            self.query_one("#lesson-switch").display = False
+            self._prose("#caption", "")  # no stale caption from the step before
+        else:
+            self.query_one(ContentSwitcher).current = "tensors"
+            self._prose("#caption", tables.caption)
+            self._show_quiz_tables(tables, answered=previous is not None)
+            stage = tables.tables[0].resolved.stage
+            self.query_one("#source", SourceView).show_file(
+                stage.source_file, stage.lines, files=stage.files
+            )
+
+    DRAWERS: ClassVar[dict[str, Callable[[LessonScreen, StepView, Position], None]]] = {
+        "narration": _draw_narration,
+        "show": _draw_show,
+        "loop": _draw_loop,
+        "compare": _draw_compare,
+        "quiz": _draw_quiz,
+        "checkpoint": _draw_checkpoint,
+    }
+    """The widget code for each kind of step's view: the walk decides what a step shows."""
 
     def _show_quiz_tables(self, view: QuizTables, *, answered: bool) -> None:
         """The tables the walk gives a quiz, with the answer's cells hidden until it is answered."""
         if view.context is not None:
-            shown = self._steps()[view.context]
-            assert isinstance(shown, Show)
+            shown = step_as(self._steps()[view.context], Show)
             hidden = {t.resolved.name: frozenset() if answered else t.hidden for t in view.tables}
             self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
             return
@@ -712,32 +765,27 @@ class LessonScreen(StepScreen):
     def step_next(self) -> bool:
         if self.session is None:
             return False
-        steps = self._steps()
+        lesson = self.session.lesson
+        steps = lesson.steps
         position = self.position
-        step = steps[position.step] if position.step < len(steps) else None
-        if isinstance(step, Loop):
-            state = self.loops.get(position.step)
-            if state is not None:
-                target = state.first + position.sub + 1
-                if state.last is None or target <= state.last:
-                    if self._compute_first(state, target, self.step_next):
-                        return True
-                    try:
-                        item = state.stepper.get(target)
-                    except IndexError:
-                        item = None
-                    if isinstance(item, SubStep) and item.stage == step.stage:
-                        return self.show(Position(position.step, position.sub + 1))
-                    if state.stepper.error is not None:
-                        # The variant failed inside the loop: say so, and stay.
-                        self._step_error(state.stepper.error)
-                        return False
-                    state.last = target - 1
+        loop = loop_at(lesson, position.step)
+        state = self.loops.get(position.step) if loop is not None else None
+        if loop is not None and state is not None and state.may_go_on(position.sub):
+            target = state.first + position.sub + 1
+            if self._compute_first(state, target, self.step_next):
+                return True
+            after = state.after(position.sub, loop.stage)
+            if after == "next":
+                return self.show(Position(position.step, position.sub + 1))
+            if after == "failed" and state.stepper.error is not None:
+                # The variant failed inside the loop: say so, and stay.
+                self._step_error(state.stepper.error)
+                return False
         if position.step + 1 >= len(steps):
             self._finish()
             return False
         shown = self.show(Position(position.step + 1))
-        if self.playing and isinstance(steps[position.step + 1], Quiz):
+        if self.playing and quiz_at(lesson, position.step + 1) is not None:
             # A quiz waits for its answer: auto-play never walks past a question.
             self.stop_autoplay()
             self.app.notify("Auto-play paused at a quiz", timeout=2)
@@ -778,10 +826,7 @@ class LessonScreen(StepScreen):
             return False
         target = position.step - 1
         state = self.loops.get(target)
-        sub = 0
-        if state is not None and state.last is not None:
-            sub = state.last - state.first
-        return self.show(Position(target, sub))
+        return self.show(Position(target, state.last_sub() if state is not None else 0))
 
     def step_start(self) -> None:
         self.show(Position())
@@ -792,9 +837,8 @@ class LessonScreen(StepScreen):
             self.show(Position(len(steps) - 1))
 
     def step_loop_end(self) -> None:
-        steps = self._steps()
         position = self.position
-        if not steps or not isinstance(steps[position.step], Loop):
+        if self.session is None or loop_at(self.session.lesson, position.step) is None:
             self.app.notify("This step is not a loop", timeout=1.5)
             return
         state = self.loops.get(position.step)
@@ -882,12 +926,15 @@ class LessonScreen(StepScreen):
     # Quizzes ------------------------------------------------------------------------------
 
     def _quiz_id(self, number: int, quiz: Quiz) -> str:
-        return quiz.id or f"step-{number + 1}"
+        return quiz_id(number, quiz)
+
+    def _quiz_here(self) -> Quiz | None:
+        """The step on screen, if it is a quiz (keys and pastes then go to its answer box)."""
+        return quiz_at(self.session.lesson, self.position.step) if self.session else None
 
     def action_choose(self, number: int) -> None:
         """A digit: picks a choice, or starts typing a number quiz's answer."""
-        steps = self._steps()
-        if steps and isinstance(steps[self.position.step], Quiz):
+        if self._quiz_here() is not None:
             self.query_one(QuizView).choose(number)
 
     def action_answer(self) -> None:
@@ -895,35 +942,28 @@ class LessonScreen(StepScreen):
 
     def on_key(self, event: events.Key) -> None:
         """Typing meant for a quiz's answer box that reached the screen instead (see take_key)."""
-        steps = self._steps()
-        quiz = bool(steps) and isinstance(steps[self.position.step], Quiz)
+        quiz = self._quiz_here() is not None
         if quiz and self.query_one(QuizView).take_key(event.key, event.character):
             event.stop()
             event.prevent_default()
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste while no box has the focus: a quiz's answer, into its box (else it is lost)."""
-        steps = self._steps()
-        quiz = bool(steps) and isinstance(steps[self.position.step], Quiz)
+        quiz = self._quiz_here() is not None
         if quiz and self.query_one(QuizView).type_text(event.text):
             event.stop()
 
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
-        steps = self._steps()
-        step = steps[self.position.step] if steps else None
-        if not isinstance(step, Quiz) or self.session is None:
+        if self.session is None or self._quiz_here() is None:
             return
         runner = self.session.runner
         try:
-            right = runner.is_right(step, event.response)
-            answer = answer_text(step, runner.answer(step))
+            graded = grade(self.session.lesson, runner, self.position.step, event.response)
         except Exception as error:
             self._step_error(error)
             return
-        self.progress.answers[self._quiz_id(self.position.step, step)] = QuizAnswer(
-            event.response, right
-        )
-        self.query_one(QuizView).feedback(event.response, right, answer)
+        self.progress.answers[graded.quiz_id] = QuizAnswer(graded.response, graded.right)
+        self.query_one(QuizView).feedback(graded.response, graded.right, graded.answer)
         self._save()
         view = quiz_tables(self.session.lesson, runner, self.position.step)
         if view.tables:  # answered: the hidden cells of its tables show now
@@ -1015,26 +1055,7 @@ def describe_operation(operation: object) -> str:
 
 
 def lesson_summary(
-    lesson: Lesson, progress: LessonProgress, quiz_id: Callable[[int, Quiz], str]
+    lesson: Lesson, progress: LessonProgress, quiz_id: Callable[[int, Quiz], str] = quiz_id
 ) -> str:
-    """The end-of-lesson text: the quiz score and the checkpoints' points."""
-    quizzes = [(n, step) for n, step in enumerate(lesson.steps) if isinstance(step, Quiz)]
-    lines = []
-    if quizzes:
-        answers = [progress.answers.get(quiz_id(n, quiz)) for n, quiz in quizzes]
-        right = sum(1 for answer in answers if answer is not None and answer.right)
-        answered = sum(1 for answer in answers if answer is not None)
-        lines.append(f"Quizzes: {right} of {len(quizzes)} right ({answered} answered).")
-        missed = [n + 1 for (n, _), answer in zip(quizzes, answers, strict=True) if answer is None]
-        if missed:
-            lines.append("Not answered: step " + ", ".join(str(n) for n in missed) + ".")
-    else:
-        lines.append("This lesson has no quizzes.")
-    covered = [
-        point for step in lesson.steps if isinstance(step, Checkpoint) for point in step.points
-    ]
-    if covered:
-        lines.append("")
-        lines.append("What it covered:")
-        lines.extend(f"• {point}" for point in covered)
-    return "\n".join(lines)
+    """The end-of-lesson text: the quiz score and the checkpoints' points (the walk's)."""
+    return walk_lesson_summary(lesson, progress.answers, quiz_id)

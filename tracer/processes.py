@@ -41,7 +41,8 @@ def become_subreaper() -> bool:
     return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (none once it is gone)."""
     found: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -59,13 +60,13 @@ def _children(pid: int) -> list[int]:
 def descendants(pid: int) -> list[int]:
     """Every process below ``pid`` (orphans come back to a subreaper, so this is all of them)."""
     found: list[int] = []
-    todo = _children(pid)
+    todo = children(pid)
     while todo:
         child = todo.pop()
         if child in found:
             continue
         found.append(child)
-        todo.extend(_children(child))
+        todo.extend(children(child))
     return found
 
 

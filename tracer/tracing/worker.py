@@ -52,6 +52,7 @@ from tracer.errors import InputError, Location, PluginError, TracerError, UsageE
 from tracer.processes import (
     PR_SET_PDEATHSIG,
     become_subreaper,
+    children,
     descendants,
     die_with_parent,
     kill_descendants,
@@ -252,7 +253,8 @@ class WorkerTrace(Trace):
         with contextlib.suppress(OSError):  # also set in the child: whichever runs first
             os.setpgid(pid, pid)
         self._connection, self._process = parent_end, process
-        self._watch = _MemoryWatch(pid, _rss() + self.limits.memory_mb * 2**20)
+        worker = _worker_of(pid, process)
+        self._watch = _MemoryWatch(worker, _rss() + self.limits.memory_mb * 2**20, root=pid)
         self._finalizer = weakref.finalize(
             self, _stop, process, parent_end, self._watch, guard_write
         )
@@ -436,16 +438,21 @@ def _rss(pid: int | str = "self") -> int:
     return resident(pid)
 
 
-def _tree_memory(pid: int) -> int:
-    """Memory of ``pid`` and every process below it, each page counted once (0 once gone).
+TREE_EVERY = 10
+"""The processes a step forked are measured every tenth look (reading what a process holds
+privately costs milliseconds; the worker's own resident memory costs microseconds)."""
 
-    ``pid`` counts whole (what it shares with the tool is the baseline of the limit);
-    the processes below it count only what they do not share with it.
-    """
-    used = _rss(pid)
-    if used == 0:
-        return 0
-    return used + sum(private_memory(child) for child in descendants(pid))
+
+def _worker_of(guard: int, process: Any) -> int:
+    """The worker below a guard: the guard's first child, forked before any plugin code
+    runs there (the guard itself when it is gone or never forked)."""
+    deadline = time.monotonic() + GUARD_S
+    while time.monotonic() < deadline and process.is_alive():
+        found = children(guard)
+        if found:
+            return found[0]
+        time.sleep(0.001)
+    return guard
 
 
 class _MemoryWatch:
@@ -454,13 +461,19 @@ class _MemoryWatch:
     The address-space rlimit set in the worker is a first line only: as root a plugin can
     raise even the hard limit with one ``setrlimit`` call, and every process a step forks
     gets a limit of its own. This limit is enforced from outside, by the parent, where no
-    plugin code runs, on the memory of the whole tree (:func:`_tree_memory`).
+    plugin code runs, on the memory of the whole tree: ``pid`` (the worker) counts whole,
+    as the tool's own memory is the baseline of ``limit``; every other process below
+    ``root`` (the worker's guard) counts only the memory it does not share (a forked
+    process starts sharing all of it). The guard itself allocates nothing.
     """
 
-    def __init__(self, pid: int, limit: int) -> None:
+    def __init__(self, pid: int, limit: int, root: int | None = None) -> None:
         import threading
 
         self.pid, self.limit = pid, limit
+        self.root = pid if root is None else root
+        self._others = 0
+        self._looks = 0
         self.exceeded = False
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="attn-memory-watch", daemon=True)
@@ -468,17 +481,21 @@ class _MemoryWatch:
 
     def _run(self) -> None:
         while not self._done.wait(WATCH_S):
-            used = _tree_memory(self.pid)
+            used = _rss(self.pid)
             if used == 0:
                 return  # gone
-            if used > self.limit:
+            if self._looks % TREE_EVERY == 0:
+                others = [p for p in descendants(self.root) if p != self.pid]
+                self._others = sum(private_memory(p) for p in others)
+            self._looks += 1
+            if used + self._others > self.limit:
                 self.exceeded = True
-                # Below the root first: the worker's guard (the root) then ends as well.
-                for pid in descendants(self.pid):
+                # Below the guard first: the guard (the root) then ends as well.
+                for pid in descendants(self.root):
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
                 with contextlib.suppress(OSError):
-                    os.killpg(self.pid, signal.SIGKILL)
+                    os.killpg(self.root, signal.SIGKILL)
                 with contextlib.suppress(OSError):
                     os.kill(self.pid, signal.SIGKILL)
                 return

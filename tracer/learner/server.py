@@ -28,19 +28,25 @@ What the server does that a child cannot undo:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import select
 import signal
 import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
+from tracer.processes import (
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_PDEATHSIG,
+    descendants,
+    kill_descendants,
+    prctl,
+    resident,
+)
+from tracer.processes import reaped as _ended
+
 POLL_SECONDS = 0.01
 """How often the memory of the child is looked at (its tree, every tenth time)."""
 MESSAGE_SIZE = 1 << 20
@@ -48,67 +54,6 @@ MESSAGE_SIZE = 1 << 20
 
 class _Stop(BaseException):
     """The parent has gone: kill everything and end."""
-
-
-def prctl(option: int, value: int) -> bool:
-    """``prctl(2)`` through libc; False where it is not available (not Linux)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(option, value, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as handle:
-                found.extend(int(p) for p in handle.read().split())
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (orphans come back to a subreaper, so this is all of them)."""
-    found: list[int] = []
-    todo = _children(pid)
-    while todo:
-        child = todo.pop()
-        if child in found:
-            continue
-        found.append(child)
-        todo.extend(_children(child))
-    return found
-
-
-def resident(pid: int) -> int:
-    """Resident memory of ``pid`` in bytes (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-_ended: dict[int, int] = {}
-"""Wait statuses of children reaped while killing, by pid (the check's child among them)."""
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        _ended[pid] = status
 
 
 def _ended_status(pid: int) -> int | None:
@@ -119,29 +64,6 @@ def _ended_status(pid: int) -> int | None:
     except ChildProcessError:
         return _ended.pop(pid, 0)
     return status if done else None
-
-
-def kill_descendants(group: int | None = None, limit: float = 5.0) -> None:
-    """SIGKILL every descendant until none is left (a forking loop included), reaping them.
-
-    ``group``: the check's process group, killed first (all there is without ``/proc``).
-    """
-    if group is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGKILL)
-    me = os.getpid()
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        living = descendants(me)
-        if not living:
-            break
-        for pid in living:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        _reap()
-        if descendants(me):
-            time.sleep(0.005)
-    _reap()
 
 
 def _start_child(request: dict[str, Any], fds: list[int], control: socket.socket) -> int:

@@ -37,6 +37,7 @@ import io
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 import sys
 import time
@@ -48,7 +49,19 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.environment import env_number
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
-from tracer.processes import die_with_parent
+from tracer.processes import (
+    PR_SET_PDEATHSIG,
+    become_subreaper,
+    children,
+    descendants,
+    die_with_parent,
+    kill_descendants,
+    prctl,
+    private_memory,
+    reap,
+    reaped,
+    resident,
+)
 from tracer.sanitize import visible
 from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, SubStep, Variant
@@ -183,6 +196,8 @@ class WorkerTrace(Trace):
             self.torch_changes.extend(changes)
             self.output = self._checked_output(output)
             raise StopIteration
+        if kind != "error":
+            raise self._error(f"sent a message the tool refused: a '{visible(kind)}' message")
         _, name, text, location, changes, printed = message
         self._print(printed)
         self.torch_changes.extend(changes)
@@ -238,7 +253,8 @@ class WorkerTrace(Trace):
         with contextlib.suppress(OSError):  # also set in the child: whichever runs first
             os.setpgid(pid, pid)
         self._connection, self._process = parent_end, process
-        self._watch = _MemoryWatch(pid, _rss() + self.limits.memory_mb * 2**20)
+        worker = _worker_of(pid, process)
+        self._watch = _MemoryWatch(worker, _rss() + self.limits.memory_mb * 2**20, root=pid)
         self._finalizer = weakref.finalize(
             self, _stop, process, parent_end, self._watch, guard_write
         )
@@ -256,6 +272,11 @@ class WorkerTrace(Trace):
                     return _read(connection)
             except (EOFError, OSError):
                 raise self._died(process) from None
+            except _Refused as refused:
+                what = visible(str(refused), multiline=False)
+                raise self._error(
+                    f"sent a message the tool refused: {what} is not part of a step"
+                ) from None
             if not process.is_alive() and not connection.poll(0):
                 raise self._died(process)
             should_stop = self.should_stop
@@ -267,7 +288,7 @@ class WorkerTrace(Trace):
     def _timed_out(self, connection: Connection, process: Any) -> VariantRunError:
         """Ask the child where it is stuck (its plugin's line), then give up on it."""
         where = Location(self.source_file)
-        with contextlib.suppress(OSError, EOFError):  # a child that is gone says nothing
+        with contextlib.suppress(OSError, EOFError, _Refused):  # a child gone says nothing
             os.kill(process.pid, signal.SIGUSR1)
             if connection.poll(WHERE_GRACE_S):
                 message = _read(connection)
@@ -392,7 +413,11 @@ def _stop(
             os.close(guard)
     with contextlib.suppress(Exception):
         connection.close()
-    # The whole group: whatever the variant started (even a plain fork) ends with its run.
+    # The end of file on the guard's pipe: the guard kills every process below it (a
+    # setsid or a double fork included: it is their subreaper), then ends.
+    with contextlib.suppress(Exception):
+        process.join(GUARD_S)
+    # A guard that is gone or stuck: the group at least (even a plain fork is in it).
     with contextlib.suppress(Exception):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):
@@ -403,29 +428,52 @@ def _stop(
 
 WATCH_S = 0.05
 """How often the parent measures a worker's memory."""
+GUARD_S = 5.0
+"""How long the tool waits for a worker's guard to kill what is below it."""
+GUARD_POLL_S = 0.2
 
 
 def _rss(pid: int | str = "self") -> int:
     """Resident memory of a process in bytes (0 when it cannot be read)."""
-    try:
-        with open(f"/proc/{pid}/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    return resident(pid)
+
+
+TREE_EVERY = 10
+"""The processes a step forked are measured every tenth look (reading what a process holds
+privately costs milliseconds; the worker's own resident memory costs microseconds)."""
+
+
+def _worker_of(guard: int, process: Any) -> int:
+    """The worker below a guard: the guard's first child, forked before any plugin code
+    runs there (the guard itself when it is gone or never forked)."""
+    deadline = time.monotonic() + GUARD_S
+    while time.monotonic() < deadline and process.is_alive():
+        found = children(guard)
+        if found:
+            return found[0]
+        time.sleep(0.001)
+    return guard
 
 
 class _MemoryWatch:
-    """Kills a worker's process group when its resident memory passes ``limit`` bytes.
+    """Kills a worker and everything below it when their memory passes ``limit`` bytes.
 
     The address-space rlimit set in the worker is a first line only: as root a plugin can
-    raise even the hard limit with one ``setrlimit`` call. This limit is enforced from
-    outside, by the parent, where no plugin code runs.
+    raise even the hard limit with one ``setrlimit`` call, and every process a step forks
+    gets a limit of its own. This limit is enforced from outside, by the parent, where no
+    plugin code runs, on the memory of the whole tree: ``pid`` (the worker) counts whole,
+    as the tool's own memory is the baseline of ``limit``; every other process below
+    ``root`` (the worker's guard) counts only the memory it does not share (a forked
+    process starts sharing all of it). The guard itself allocates nothing.
     """
 
-    def __init__(self, pid: int, limit: int) -> None:
+    def __init__(self, pid: int, limit: int, root: int | None = None) -> None:
         import threading
 
         self.pid, self.limit = pid, limit
+        self.root = pid if root is None else root
+        self._others = 0
+        self._looks = 0
         self.exceeded = False
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="attn-memory-watch", daemon=True)
@@ -436,10 +484,18 @@ class _MemoryWatch:
             used = _rss(self.pid)
             if used == 0:
                 return  # gone
-            if used > self.limit:
+            if self._looks % TREE_EVERY == 0:
+                others = [p for p in descendants(self.root) if p != self.pid]
+                self._others = sum(private_memory(p) for p in others)
+            self._looks += 1
+            if used + self._others > self.limit:
                 self.exceeded = True
+                # Below the guard first: the guard (the root) then ends as well.
+                for pid in descendants(self.root):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
                 with contextlib.suppress(OSError):
-                    os.killpg(self.pid, signal.SIGKILL)
+                    os.killpg(self.root, signal.SIGKILL)
                 with contextlib.suppress(OSError):
                     os.kill(self.pid, signal.SIGKILL)
                 return
@@ -482,10 +538,9 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
 
     with contextlib.suppress(OSError):  # its own group, killed as one when the run ends
         os.setpgid(0, 0)
-    die_with_parent()
-    _start_group_guard(*owner.guard)
     # Ctrl+C reaches the whole process group; the parent answers it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _guard_the_worker(*owner.guard)  # from here on, this is the worker below its guard
     torch.set_num_threads(1)  # the parent's OpenMP threads do not survive fork
     _NUMPY_DTYPES.update({torch.float16, torch.float32, torch.float64, torch.bool, torch.uint8})
     _NUMPY_DTYPES.update({torch.int8, torch.int16, torch.int32, torch.int64})
@@ -571,8 +626,83 @@ def _send(connection: Connection, message: tuple[Any, ...]) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
+class _Refused(Exception):
+    """A worker sent something that is not part of the protocol (never run, never built)."""
+
+
+_ALLOWED = {
+    ("tracer.variant", "Stage"),
+    ("tracer.variant", "SubStep"),
+    ("tracer.variant", "Dot"),
+    ("tracer.variant", "Accumulate"),
+    ("tracer.tracing.worker", "_unpack"),
+    ("numpy", "dtype"),
+    ("numpy", "ndarray"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("torch._utils", "_rebuild_tensor_v2"),
+    ("collections", "OrderedDict"),
+}
+"""What the worker's messages are made of: steps, their equations, and tensors (as numpy
+arrays, or torch's own pickling for the rest)."""
+
+
+class _MessageUnpickler(pickle.Unpickler):
+    """Builds only the classes and calls a step needs: a plugin controls every byte its
+    worker sends, and an ordinary unpickler would run whatever call those bytes name."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ALLOWED:
+            return super().find_class(module, name)
+        if (module, name) == ("torch.storage", "_load_from_bytes"):
+            return _load_storage
+        if module == "torch" and name in _TORCH_DTYPES:
+            return super().find_class(module, name)
+        raise _Refused(f"{module}.{name}")
+
+
+_TORCH_DTYPES = {
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+}
+
+
+def _load_storage(data: bytes) -> Any:
+    """torch's own pickling of a storage, read by torch's restricted (weights only) loader."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.load(io.BytesIO(data), weights_only=True)
+
+
+def _loads(data: bytes, buffers: Sequence[Any] = ()) -> Any:
+    try:
+        return _MessageUnpickler(io.BytesIO(data), buffers=buffers).load()
+    except _Refused:
+        raise
+    except Exception as exc:  # truncated or malformed bytes
+        raise _Refused(f"unreadable message ({type(exc).__name__})") from None
+
+
 def _read(connection: Connection) -> tuple[Any, ...]:
-    sizes = pickle.loads(connection.recv_bytes())
+    sizes = _loads(connection.recv_bytes())
+    if not (isinstance(sizes, list) and all(type(size) is int and size >= 0 for size in sizes)):
+        raise _Refused("unreadable message (buffer sizes)")
     data = connection.recv_bytes()
     buffers = []
     for size in sizes:
@@ -582,8 +712,48 @@ def _read(connection: Connection) -> tuple[Any, ...]:
         else:
             connection.recv_bytes()
         buffers.append(buffer)
-    message: tuple[Any, ...] = pickle.loads(data, buffers=buffers)
+    message: tuple[Any, ...] = _loads(data, buffers)
+    if not _well_formed(message):
+        raise _Refused("a message of the wrong form")
     return message
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _well_formed(message: object) -> bool:
+    """The message has the shape ``_serve`` sends (what is in a step is checked later)."""
+    if not (isinstance(message, tuple) and message):
+        return False
+    kind, fields = message[0], message[1:]
+    if kind in ("step", "end"):
+        return len(fields) == 3 and _strings(fields[1]) and isinstance(fields[2], str)
+    if kind == "error":
+        if len(fields) != 5:
+            return False
+        name, text, location, changes, printed = fields
+        return (
+            isinstance(name, str)
+            and isinstance(text, str)
+            and (
+                location is None
+                or (
+                    isinstance(location, tuple)
+                    and len(location) == 3
+                    and isinstance(location[0], str)
+                    and all(part is None or type(part) is int for part in location[1:])
+                )
+            )
+            and _strings(changes)
+            and isinstance(printed, str)
+        )
+    if kind == "where":
+        where = fields[0] if len(fields) == 1 else ()
+        return where is None or (
+            isinstance(where, tuple) and len(where) == 3 and isinstance(where[0], str)
+        )
+    return False
 
 
 class _Packed:
@@ -640,38 +810,75 @@ def _memory_error(error: TracerError, owner: _Run) -> TracerError:
     return error
 
 
-def _start_group_guard(read_fd: int, write_fd: int) -> None:
-    """Fork a small process that kills the worker's whole group once the tool is gone.
+def _guard_the_worker(read_fd: int, write_fd: int) -> None:
+    """Split this process in two: a guard that stays here and the worker, its child.
 
-    ``die_with_parent`` ends the worker itself, even on ``kill -9`` of the tool, but
-    not what a step forked. The guard waits on a pipe only the tool can write to: end
-    of file means the tool has ended, however it ended, and the guard kills the group
-    (itself included). When a run ends normally the tool kills the group, guard and all.
+    Returns in the worker only. The guard runs no plugin code. It is a child subreaper,
+    so every process the variant starts stays below it, even one that calls ``setsid``
+    or forks twice to leave the worker's group. It waits on a pipe only the tool can
+    write to: end of file means the run is over or the tool has died (even by
+    ``kill -9``), and the guard kills everything below it and ends. When the worker
+    ends first, the guard kills what the worker left behind and ends the same way as
+    the worker did, so the tool reads the worker's exit status from the guard.
     """
-    if read_fd < 0:
+    if read_fd < 0:  # no pipe (not from WorkerTrace._spawn): a worker with no guard
+        die_with_parent()
         return
     with contextlib.suppress(OSError):
         os.close(write_fd)  # only the tool holds it: its death is the end of file
+    die_with_parent()  # the guard itself: only if the tool dies before the fork
+    become_subreaper()
     try:
-        pid = os.fork()
+        worker = os.fork()
     except OSError:
-        return  # no guard: the tool still kills the group when the run ends
-    if pid:
+        os._exit(71)  # the tool reports that the worker could not start
+    if worker == 0:
         os.close(read_fd)
+        die_with_parent()  # the worker dies with its guard
         return
-    try:  # the guard: no plugin code, nothing but the wait
-        with contextlib.suppress(OSError, ValueError):
-            for name in os.listdir("/proc/self/fd"):
-                if int(name) > 2 and int(name) != read_fd:
-                    with contextlib.suppress(OSError):
-                        os.close(int(name))
-        with contextlib.suppress(OSError):
-            while os.read(read_fd, 1):
-                pass
-        with contextlib.suppress(OSError):
-            os.killpg(0, signal.SIGKILL)
+    try:
+        _guard(worker, read_fd)
     finally:
-        os._exit(0)
+        os._exit(70)
+
+
+def _guard(worker: int, read_fd: int) -> None:
+    # Nothing of the tool's stays open here: the worker's end of file must reach the tool.
+    with contextlib.suppress(OSError, ValueError):
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) > 2 and int(name) != read_fd:
+                with contextlib.suppress(OSError):
+                    os.close(int(name))
+    # The tool's death must not kill the guard at once: the pipe tells it, and it cleans up.
+    prctl(PR_SET_PDEATHSIG, 0)
+    # "Where are you stuck?" is meant for the worker.
+    signal.signal(signal.SIGUSR1, lambda signum, frame: os.kill(worker, signal.SIGUSR1))
+    status: int | None = None
+    while status is None:
+        with contextlib.suppress(InterruptedError):
+            ready, _, _ = select.select([read_fd], [], [], GUARD_POLL_S)
+            if ready and not os.read(read_fd, 1):
+                break  # the run is over, or the tool is gone
+        reap()  # the worker, and orphans that ended (they come back to the guard)
+        status = reaped.pop(worker, None)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.kill(worker, signal.SIGKILL)
+    kill_descendants()
+    if status is None:
+        status = reaped.pop(worker, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        with contextlib.suppress(Exception):
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        with contextlib.suppress(Exception):
+            signal.signal(number, signal.SIG_DFL)
+        with contextlib.suppress(Exception):
+            os.kill(os.getpid(), number)
+        os._exit(128 + number)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0)
 
 
 def _say_where(connection: Connection, trace: Trace, frame: Any) -> None:

@@ -19,8 +19,9 @@ Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
 import torch
 from tracer.builtin_plugins._causal_core import causal_attention
 
-from tracer import Option, RunContext, Variant, hookimpl, stage
+from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
+from tracer.mistakes import causal
 
 DEFAULT_HEADS = 2
 HEADS = Option(
@@ -141,6 +142,88 @@ def focus(run: RunContext, per_head: torch.Tensor) -> torch.Tensor:
     return per_head if run.query is None else per_head[:, run.query]
 
 
+# Mistakes learners make here, as changes to every head (attn check names one when it
+# reproduces their numbers).
+def stacked(run: RunContext, hidden, *, scale=None, softmax_dim=-1):
+    """Every head's causal attention, side by side, with one thing changed."""
+    inputs = run.inputs
+    per_head = head_weights(run, heads_option(run))
+    W_query, W_key, W_value = (torch.stack([w[i] for w in per_head]) for i in range(3))
+    queries, keys, values = inputs @ W_query, inputs @ W_key, inputs @ W_value
+    width = keys.shape[-1]
+    scaled = queries @ keys.transpose(1, 2) * (width**-0.5 if scale is None else scale)
+    masked = scaled if hidden is None else scaled.masked_fill(hidden, float("-inf"))
+    weights = torch.softmax(masked, dim=softmax_dim).nan_to_num(0.0)
+    head_context = weights @ values
+    return {
+        "scaled": scaled,
+        "masked_scores": masked,
+        "weights": weights,
+        "head_context": head_context,
+        "context": torch.cat(list(head_context), dim=-1),
+    }
+
+
+def _width(run: RunContext) -> int:
+    return head_weights(run, heads_option(run))[0][0].shape[-1]
+
+
+SCALE_OPS = ("div", "__truediv__", "mul", "__mul__")
+
+MISTAKES = (
+    Mistake(
+        "scaling",
+        "dividing the scores by d_k instead of √d_k",
+        "divide each head's scores by the square root of its key width: `/ keys.shape[-1] ** 0.5`.",
+        lambda run: stacked(run, causal(run), scale=1 / _width(run)),
+        ops=SCALE_OPS,
+    ),
+    Mistake(
+        "scaling",
+        "scores not scaled",
+        "divide each head's scores by √d_k (`/ keys.shape[-1] ** 0.5`) before the softmax.",
+        lambda run: stacked(run, causal(run), scale=1.0),
+        ops=("matmul", "__matmul__"),
+    ),
+    Mistake(
+        "scaling",
+        "multiplying the scores by √d_k instead of dividing",
+        "divide the scores by √d_k; multiplying sharpens the softmax instead of calming it.",
+        lambda run: stacked(run, causal(run), scale=_width(run) ** 0.5),
+        ops=SCALE_OPS,
+    ),
+    Mistake(
+        "scaling",
+        "scaling by the width of all the heads together",
+        "each head is its own attention: √d_k is the square root of one head's key width, "
+        "not of the concatenated output's.",
+        lambda run: stacked(run, causal(run), scale=(_width(run) * heads_option(run)) ** -0.5),
+        ops=SCALE_OPS,
+    ),
+    Mistake(
+        "softmax-dim",
+        "softmax over the wrong dimension",
+        "each query's weights must sum to 1 across the keys: `softmax(..., dim=-1)`.",
+        lambda run: stacked(run, causal(run), softmax_dim=-2),
+        ops=("softmax",),
+    ),
+    Mistake(
+        "mask-diagonal",
+        "a mask that includes the diagonal",
+        "hide only later keys: `torch.triu(torch.ones(n, n), diagonal=1)`.",
+        lambda run: stacked(run, causal(run, 0)),
+        ops=("triu", "tril"),
+    ),
+    Mistake(
+        "mask-unused",
+        "no causal mask applied",
+        "hide later keys before the softmax: "
+        "`scores.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), -torch.inf)`.",
+        lambda run: stacked(run, None),
+    ),
+)
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -150,6 +233,7 @@ def register_variants(register):
             description="--d-out is each head's width; --heads N heads (default 2).",
             options=(HEADS,),
             run=multihead_wrapper,
+            mistakes=MISTAKES,
             stages=(
                 "inputs",
                 "projections",

@@ -11,6 +11,7 @@ sub-step per (query, key) pair; a reader can watch the matrix fill in.
 import torch
 
 from tracer import Accumulate, Dot, RunContext, Variant, hookimpl, stage, substep
+from tracer.mistakes import simplified_mistakes
 
 
 def naive_loop(run: RunContext):
@@ -94,5 +95,6 @@ def register_variants(register):
             stages=("inputs", "scores", "weights", "context"),
             loops=("scores", "context"),
             uses_weights=False,
+            mistakes=simplified_mistakes(),
         )
     )

@@ -24,7 +24,7 @@ against torch.autograd. Each step then moves every matrix a little downhill:
 
 import torch
 
-from tracer import Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
 STEPS = Option("steps", int, 50, "gradient-descent steps", min=1, max=100_000)
@@ -150,6 +150,93 @@ def loss_and_gradients(X, partner, Y, W_query, W_key, W_value):
     return loss, grads, A
 
 
+# Mistakes learners make here, as changes to the training loop (attn check names one when it
+# reproduces their numbers). Written with autograd, apart from the hand-worked gradients above,
+# so that a changed forward pass gets its own gradients.
+def descend(run: RunContext, *, sign=1.0, scale=None, softmax_dim=-1, moving=False, skip=0):
+    """The trained matrices, weights and context of ``training`` with one thing changed."""
+    inputs, W = run.inputs, run.weights
+    n = inputs.shape[0]
+    partner = (torch.arange(n) + 1) % n
+    matrices = [m.clone() for m in (W.query, W.key, W.value)]
+
+    def forward(W_query, W_key, W_value):
+        keys = inputs @ W_key
+        factor = keys.shape[-1] ** -0.5 if scale is None else scale
+        weights = torch.softmax((inputs @ W_query) @ keys.T * factor, dim=softmax_dim)
+        return weights, weights @ (inputs @ W_value)
+
+    made = {}
+    for step in range(run.options["steps"] - skip):
+        with torch.enable_grad():
+            tracked = [m.detach().requires_grad_() for m in matrices]
+            weights, context = forward(*tracked)
+            targets = inputs[partner] @ (tracked[2] if moving else W.value)
+            loss = -torch.log(weights[torch.arange(n), partner]).mean()
+            loss = loss + ((context - targets) ** 2).mean()
+            grads = torch.autograd.grad(loss, tracked)
+        matrices = [m - sign * run.options["lr"] * g for m, g in zip(matrices, grads, strict=True)]
+        if step == 0 and sign < 0:  # uphill soon overflows: the first step is where it shows
+            made.update(first_W_query=matrices[0], first_W_key=matrices[1])
+            made.update(first_W_value=matrices[2])
+    weights, context = forward(*matrices)
+    return {
+        **made,
+        "W_query": matrices[0],
+        "W_key": matrices[1],
+        "W_value": matrices[2],
+        "after": weights,
+        "context": context,
+    }
+
+
+STEP_OPS = ("sub", "__sub__", "add", "__add__", "__rsub__")
+
+MISTAKES = (
+    Mistake(
+        "step-sign",
+        "stepping uphill: W + lr · dL/dW",
+        "gradient descent moves against the gradient: `W = W - lr * grad`.",
+        lambda run: descend(run, sign=-1.0),
+        ops=STEP_OPS,
+    ),
+    Mistake(
+        "moving-targets",
+        "targets recomputed from the W_value being trained",
+        "compute the targets once, from the starting W_value, before the loop: with the "
+        "moving W_value the loss can be lowered by shrinking the targets themselves.",
+        lambda run: descend(run, moving=True),
+    ),
+    Mistake(
+        "loop-range",
+        "one step short",
+        "take all `steps` steps: `for _ in range(steps)`.",
+        lambda run: descend(run, skip=1),
+    ),
+    Mistake(
+        "scaling",
+        "scores not scaled",
+        "divide the scores by √d_k (`/ keys.shape[-1] ** 0.5`) before the softmax.",
+        lambda run: descend(run, scale=1.0),
+        ops=("matmul", "__matmul__"),
+    ),
+    Mistake(
+        "scaling",
+        "dividing the scores by d_k instead of √d_k",
+        "divide the scores by the square root of the key width: `/ keys.shape[-1] ** 0.5`.",
+        lambda run: descend(run, scale=1 / run.weights.key.shape[-1]),
+        ops=("div", "__truediv__", "mul", "__mul__"),
+    ),
+    Mistake(
+        "softmax-dim",
+        "softmax over the wrong dimension",
+        "each query's weights must sum to 1 across the keys: `softmax(..., dim=-1)`.",
+        lambda run: descend(run, softmax_dim=0),
+        ops=("softmax",),
+    ),
+)
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -160,6 +247,7 @@ def register_variants(register):
             "attend to the token after it and carry its value.",
             options=(STEPS, LR),
             run=training,
+            mistakes=MISTAKES,
             stages=("inputs", "objective", "steps", "trained", "weights", "context"),
             loops=("steps",),
         )

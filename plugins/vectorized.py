@@ -8,6 +8,7 @@ shows.
 import torch
 
 from tracer import RunContext, Variant, hookimpl, stage
+from tracer.mistakes import simplified_mistakes
 
 
 def vectorized(run: RunContext):
@@ -49,5 +50,6 @@ def register_variants(register):
             run=vectorized,
             stages=("inputs", "scores", "weights", "context"),
             uses_weights=False,
+            mistakes=simplified_mistakes(),
         )
     )

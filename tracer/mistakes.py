@@ -249,3 +249,63 @@ def head_mistakes(
             with_changes(nothing),
         ),
     )
+
+
+def attend_simplified(
+    run: RunContext,
+    *,
+    scale: float = 1.0,
+    softmax_dim: int = -1,
+    normalise: str = "softmax",
+    mix: str = "weights",
+) -> dict[str, torch.Tensor]:
+    """Simplified self-attention (each embedding its own query, key and value) with changes.
+
+    ``normalise="sum"`` divides each row by its sum instead of the softmax; ``mix="scores"``
+    mixes the inputs with the scores instead of the weights.
+    """
+    inputs = run.inputs
+    scores = inputs @ inputs.T * scale
+    if normalise == "sum":
+        weights = scores / scores.sum(dim=-1, keepdim=True)
+    else:
+        weights = torch.softmax(scores, dim=softmax_dim)
+    return {
+        "scores": scores,
+        "weights": weights,
+        "context": (scores if mix == "scores" else weights) @ inputs,
+    }
+
+
+def simplified_mistakes() -> tuple[Mistake, ...]:
+    """The mistakes of simplified self-attention (no weights, no scale yet)."""
+    return (
+        Mistake(
+            "softmax-dim",
+            "softmax over the wrong dimension",
+            "each query's weights must sum to 1 across the keys: `softmax(scores, dim=-1)`.",
+            lambda run: attend_simplified(run, softmax_dim=0),
+            ops=("softmax",),
+        ),
+        Mistake(
+            "sum-normalised",
+            "weights normalised by their sum instead of the softmax",
+            "dividing by the row sum is the notebook's first try; the weights are "
+            "`torch.softmax(scores, dim=-1)`.",
+            lambda run: attend_simplified(run, normalise="sum"),
+            ops=("div", "__truediv__", "sum"),
+        ),
+        Mistake(
+            "scaling",
+            "scores scaled, though simplified attention has no √d_k yet",
+            "the scores here are plain dot products: `inputs @ inputs.T`, no division.",
+            lambda run: attend_simplified(run, scale=run.inputs.shape[-1] ** -0.5),
+            ops=("div", "__truediv__", "mul", "__mul__"),
+        ),
+        Mistake(
+            "scores-as-weights",
+            "the scores used where the weights belong",
+            "mix the inputs with the normalised weights: `weights @ inputs`, not `scores @ inputs`.",
+            lambda run: attend_simplified(run, mix="scores"),
+        ),
+    )

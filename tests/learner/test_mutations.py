@@ -6,6 +6,11 @@ written out in the test), so a mistake is named only when its numbers truly agre
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 import torch
 
 from tracer import Mistake
@@ -15,6 +20,8 @@ from tracer.learner.recorder import Record
 from tracer.mistakes import attend
 from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+
+Attn = Callable[..., tuple[int, str, str]]
 
 
 def sliding(window: int = 3) -> Trace:
@@ -96,7 +103,17 @@ def test_a_mistake_that_changes_nothing_here_is_not_named() -> None:
 
 
 def test_the_built_in_variants_declare_mistakes() -> None:
-    for name in ("trainable", "masked", "multihead", "sliding-window", "grouped-query"):
+    for name in (
+        "trainable",
+        "masked",
+        "multihead",
+        "sliding-window",
+        "grouped-query",
+        "multihead-wrapper",
+        "naive-loop",
+        "vectorized",
+        "training",
+    ):
         variant = start_trace(name).variant
         assert mistakes_of(variant), name
     codes = {m.code for m in mistakes_of(start_trace("kv-cache").variant)}
@@ -113,3 +130,118 @@ def test_a_reproduced_output_settles_the_diagnosis() -> None:
     by_value = Diagnosis("scaling", "s", 5, "m")
     assert merge([mutated, pattern], [(True, by_value)]) == [mutated, by_value]
     assert merge([pattern], [(False, by_value)]) == [pattern, by_value]
+
+
+SIMPLIFIED = (
+    "import torch\n\n\ndef attention(inputs):\n"
+    "    scores = inputs @ inputs.T\n"
+    "    weights = torch.softmax(scores, dim=-1)\n"
+    "    return weights @ inputs\n"
+)
+LOOPS = (
+    "import torch\n\n\ndef attention(inputs):\n"
+    "    n = inputs.shape[0]\n"
+    "    scores = torch.zeros(n, n)\n"
+    "    for i in range(n):\n"
+    "        for j in range(n):\n"
+    "            scores[i, j] = torch.dot(inputs[i], inputs[j])\n"
+    "    weights = torch.softmax(scores, dim=-1)\n"
+    "    context = torch.zeros_like(inputs)\n"
+    "    for i in range(n):\n"
+    "        for j in range(n):\n"
+    "            context[i] += weights[i, j] * inputs[j]\n"
+    "    return context\n"
+)
+SOFTMAX = "torch.softmax(scores, dim=-1)"
+SUM = "scores / scores.sum(dim=-1, keepdim=True)"
+WRAPPER = (Path(__file__).parent / "solutions" / "08_multihead_wrapper.py").read_text()
+SCALE = "scores / keys.shape[-1] ** 0.5"
+TRAINING = (Path(__file__).parent / "solutions" / "14_training.py").read_text()
+TARGETS = "(context - targets)"
+UNSCALED = " / keys.shape[-1] ** 0.5, dim=-1)"
+WRAPPER_OPTIONS = ("--init", "linear", "--heads", "2", "--d-out", "2")
+
+
+@pytest.mark.parametrize(
+    ("variant", "source", "wrong", "right", "code", "title"),
+    [
+        ("vectorized", SIMPLIFIED, "dim=-1", "dim=0", "softmax-dim", "softmax over the wrong"),
+        ("vectorized", SIMPLIFIED, SOFTMAX, SUM, "sum-normalised", "by their sum"),
+        ("vectorized", SIMPLIFIED, "inputs.T\n", "inputs.T / 3**0.5\n", "scaling", "no √d_k yet"),
+        ("vectorized", SIMPLIFIED, "weights @", "scores @", "scores-as-weights", "the scores"),
+        ("naive-loop", LOOPS, "dim=-1", "dim=0", "softmax-dim", "softmax over the wrong"),
+        ("naive-loop", LOOPS, SOFTMAX, SUM, "sum-normalised", "by their sum"),
+        ("naive-loop", LOOPS, "[j])\n", "[j]) / 3**0.5\n", "scaling", "no √d_k yet"),
+        ("naive-loop", LOOPS, "weights[i, j] *", "scores[i, j] *", "scores-as-weights", "scores"),
+        ("multihead-wrapper", WRAPPER, SCALE, "scores / keys.shape[-1]", "scaling", "by d_k"),
+        ("multihead-wrapper", WRAPPER, SCALE, "scores", "scaling", "scores not scaled"),
+        (
+            "multihead-wrapper",
+            WRAPPER,
+            SCALE,
+            "scores * keys.shape[-1] ** 0.5",
+            "scaling",
+            "multiplying the scores",
+        ),
+        (
+            "multihead-wrapper",
+            WRAPPER,
+            SCALE,
+            "scores / (keys.shape[-1] * 2) ** 0.5",
+            "scaling",
+            "all the heads together",
+        ),
+        ("multihead-wrapper", WRAPPER, "dim=-1) @", "dim=0) @", "softmax-dim", "wrong dimension"),
+        ("multihead-wrapper", WRAPPER, "diagonal=1", "diagonal=0", "mask-diagonal", "diagonal"),
+        (
+            "multihead-wrapper",
+            WRAPPER,
+            "(queries @ keys.T).masked_fill(mask, -torch.inf)",
+            "queries @ keys.T",
+            "mask-unused",
+            "mask",
+        ),
+        (
+            "training",
+            TRAINING,
+            TARGETS,
+            "(context - inputs[partner] @ W_value)",
+            "moving-targets",
+            "targets",
+        ),
+        ("training", TRAINING, "range(steps)", "range(steps - 1)", "loop-range", "one step short"),
+        ("training", TRAINING, UNSCALED, ", dim=-1)", "scaling", "scores not scaled"),
+        ("training", TRAINING, "dim=-1)", "dim=0)", "softmax-dim", "wrong dimension"),
+    ],
+)
+def test_the_first_variants_name_their_mistakes(
+    attn: Attn,
+    tmp_path: Path,
+    variant: str,
+    source: str,
+    wrong: str,
+    right: str,
+    code: str,
+    title: str,
+) -> None:
+    """A file with one of the mistakes these variants declare is refused, the mistake named."""
+    assert wrong in source
+    path = tmp_path / "mine.py"
+    path.write_text(source.replace(wrong, right))
+    extra = WRAPPER_OPTIONS if variant == "multihead-wrapper" else ()
+    status, out, err = attn("check", str(path), "--against", variant, *extra, "--json")
+    assert status == 1, out + err
+    first = json.loads(out)["diagnoses"][0]
+    # A pattern detector that names the same mistake keeps its own wording and line.
+    assert first["code"] == code, first
+    assert first["line"] is not None
+    declared = [m.title for m in mistakes_of(start_trace(variant).variant) if m.code == code]
+    assert any(title in t for t in declared), declared
+
+
+def test_the_simplified_variants_correct_file_names_nothing(attn: Attn, tmp_path: Path) -> None:
+    path = tmp_path / "mine.py"
+    path.write_text(SIMPLIFIED)
+    for variant in ("vectorized", "naive-loop"):
+        status, out, err = attn("check", str(path), "--against", variant)
+        assert status == 0, out + err

@@ -184,6 +184,20 @@ EXERCISES: tuple[Exercise, ...] = (
         ),
         {"init": "randn"},
     ),
+    Exercise(
+        "14_training",
+        "Training the projections by gradient descent",
+        "training",
+        (
+            "keys = inputs @ W_key; weights = torch.softmax((inputs @ W_query) @ keys.T "
+            "/ keys.shape[-1] ** 0.5, dim=-1); context = weights @ (inputs @ W_value).",
+            "loss = -torch.log(weights[torch.arange(n), partner]).mean() "
+            "+ ((context - targets) ** 2).mean(): targets stay those of the starting W_value.",
+            "Downhill is minus the gradient: W_query = (W_query - lr * grads[0]).requires_grad_(), "
+            "and the same for W_key and W_value. attn check runs your code with gradients off, "
+            "so the loss and autograd.grad stay inside `with torch.enable_grad():`.",
+        ),
+    ),
 )
 
 VARIANT_OPTIONS = ("heads", "kv_heads", "window", "tile", "causal")

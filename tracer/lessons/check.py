@@ -82,6 +82,7 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
+    runner.close()  # a plugin's worker processes stop now, not when collected
     if typed:
         problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)
     return one_line(problems)

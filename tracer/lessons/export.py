@@ -120,6 +120,7 @@ def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
     for number, step in enumerate(lesson.steps, start=1):
         yield Block("markdown", f"## Step {number} of {total}: {_heading(step)}")
         yield from _step(step, runner, number - 1)
+    runner.close()  # a plugin's worker processes stop now, not when collected
 
 
 def _heading(step: LessonStep) -> str:

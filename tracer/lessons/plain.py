@@ -48,6 +48,7 @@ def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
     for number, step in enumerate(lesson.steps, start=1):
         yield f"--- Step {number} of {total}: {_heading(step)}"
         yield "\n".join(_step_lines(step, runner, number - 1)) + "\n"
+    runner.close()  # a plugin's worker processes stop now, not when collected
     yield "--- End of the lesson."
 
 

@@ -148,6 +148,13 @@ class LessonRunner:
             self._traces[key] = self.start(variant, options, query)
         return self._traces[key]
 
+    def close(self) -> None:
+        """Stop every run this runner started (a plugin's worker process is stopped now,
+        not whenever the collector finds it); for when the lesson is done with."""
+        for trace in self._traces.values():
+            trace.close()
+        self._traces.clear()
+
     def tensor(self, ref: TensorRef) -> Resolved:
         """The tensor ``ref`` names, after its operations (not yet picking ``ref.cell``)."""
         trace = self.trace(ref.variant, ref.options, ref.query)
@@ -221,14 +228,17 @@ class LessonRunner:
         """The sub-steps that build ``step.stage``, on a fresh trace, at most ``step.limit``."""
         trace = self.start(step.variant, step.options, step.query)
         shown = 0
-        for item in trace:
-            if isinstance(item, SubStep) and item.stage == step.stage:
-                yield item
-                shown += 1
-                if step.limit is not None and shown >= step.limit:
+        try:
+            for item in trace:
+                if isinstance(item, SubStep) and item.stage == step.stage:
+                    yield item
+                    shown += 1
+                    if step.limit is not None and shown >= step.limit:
+                        return
+                elif isinstance(item, Stage) and item.name == step.stage:
                     return
-            elif isinstance(item, Stage) and item.name == step.stage:
-                return
+        finally:
+            trace.close()  # the rest of the run is not needed: its worker process stops now
 
     def compare(self, step: Compare) -> tuple[Resolved, Resolved, torch.Tensor | None]:
         """Both sides and ``right - left`` (None when their shapes differ)."""

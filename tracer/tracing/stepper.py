@@ -337,6 +337,12 @@ class Stepper:
         finally:
             self.lock.release()
 
+    def close(self) -> None:
+        """Stop the variant for good (its worker process, if it has one); for whoever owns
+        the stepper, when nothing will be asked of it again."""
+        self._interrupt.set()  # a prefetch computing now gives up
+        self.trace.close()
+
     # Internals -------------------------------------------------------------------
 
     @contextmanager
@@ -370,6 +376,8 @@ class Stepper:
             pass
 
     def _restart(self) -> None:
+        # The old run's worker process is stopped now, not whenever the collector finds it.
+        self.trace.close()
         self.trace = self._factory()
         self.trace.should_stop = self._stop_requested
         self._stale = False

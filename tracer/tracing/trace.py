@@ -108,6 +108,11 @@ class Trace:
             self.finished = True  # any BaseException of a plugin's own is its failure, one line
             raise self._failure(exc) from exc
 
+    def close(self) -> None:
+        """Give up on the rest of the run: the trace ends here (a worker's process stops)."""
+        self.finished = True
+        self._generator = None  # not closed: that would run the plugin's own cleanup here
+
     def run_to_end(self, keep_substeps: bool = False) -> Trace:
         """Run the rest of the variant, keeping stages and discarding sub-steps.
 

@@ -205,6 +205,7 @@ class WorkerTrace(Trace):
 
     def close(self) -> None:
         """Stop the child (if any); the trace cannot go on."""
+        self.finished = True
         if self._finalizer is not None:
             self._finalizer()
         self._connection = None

@@ -27,7 +27,7 @@ from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
 from tracer.tui.source_view import SourceView, highlighted
-from tracer.tui.step_screen import StepScreen, freeze_heap
+from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
@@ -100,6 +100,13 @@ class ExploreScreen(StepScreen):
         self.pane.loading = True
         # Start the heavy work only once the first frame is on screen.
         self.call_after_refresh(self._load)
+
+    def on_unmount(self) -> None:
+        # The heap was frozen after loading, so the collector would never stop the plugin's
+        # worker process: stop it here, when the variant leaves the screen.
+        if self.session is not None:
+            self.session.stepper.close()
+        thaw_heap()  # what this screen held can be collected; the next screen freezes anew
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self) -> ExploreSession:

@@ -69,7 +69,7 @@ from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView, highlighted
-from tracer.tui.step_screen import StepScreen, freeze_heap
+from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
@@ -210,8 +210,9 @@ class LessonScreen(StepScreen):
         self.progress = LessonProgress()
         self.loops: dict[int, LoopState] = {}
         self._reload_error: ErrorScreen | None = None
-        self._position_lines = (-1, 0)
-        """(loop step, lines): the most lines its position text has taken so far."""
+        self._position_lines = (-1, 0, 0)
+        """(loop step, width, lines): the most lines its position text has taken so far at
+        that width (a resize measures anew)."""
         self._reserves: dict[tuple[int, int], int] = {}
         """(loop step, width) -> lines held for its position text (``_position_reserve``)."""
 
@@ -258,6 +259,15 @@ class LessonScreen(StepScreen):
         self.query_one("#source", SourceView).border_title = "source"
         self.pane.loading = True
         self.call_after_refresh(self._load)
+
+    def on_unmount(self) -> None:
+        # The heap was frozen after loading, so the collector would never stop the plugins'
+        # worker processes: stop them here, when the lesson leaves the screen.
+        if self.session is not None:
+            self.session.runner.close()
+        for state in (*self.loops.values(), *(self.session.loops.values() if self.session else ())):
+            state.stepper.close()
+        thaw_heap()  # what this screen held can be collected; the next screen freezes anew
 
     # Loading -------------------------------------------------------------------------
 
@@ -488,9 +498,9 @@ class LessonScreen(StepScreen):
         text_box = self.query_one("#lesson-text")
         width = columns - text_box.styles.gutter.width - where.styles.gutter.width
         tallest = max(where.line_count, self._position_reserve(state, width))
-        if self._position_lines[0] == self.position.step:
-            tallest = max(tallest, self._position_lines[1])
-        self._position_lines = (self.position.step, tallest)
+        if self._position_lines[:2] == (self.position.step, width):  # a resize measures anew
+            tallest = max(tallest, self._position_lines[2])
+        self._position_lines = (self.position.step, width, tallest)
         if where.styles.min_height is None or where.styles.min_height.value != tallest:
             where.styles.min_height = tallest
 

@@ -56,6 +56,11 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
+def thaw_heap() -> None:
+    """Let the collector see the heap again: a screen that froze it is leaving."""
+    gc.unfreeze()
+
+
 class StepScreen(Screen[None]):
     """Base for screens that step through something: keys, auto-play and background work."""
 

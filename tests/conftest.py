@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -67,6 +68,15 @@ def _only_builtin_entry_points() -> Iterator[None]:
     patch.setattr(metadata, "entry_points", filtered)
     yield
     patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def _thawed_heap() -> Iterator[None]:
+    """The app freezes the heap once it has loaded (it owns its process); a test's app does
+    not own the suite's, so what it froze is thawed for the collector after the test."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 @pytest.fixture(scope="session")

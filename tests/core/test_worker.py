@@ -9,8 +9,10 @@ process running ``attn`` (here: pytest) unharmed.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from tests.conftest import FIXTURES
 from tracer.errors import TracerError
 from tracer.plugin_host import PluginHost
 from tracer.plugin_host.host import ORIGIN_BUILTIN
+from tracer.processes import descendants
 from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
 from tracer.tracing.stepper import Cancelled, Stepper
@@ -275,3 +278,33 @@ def test_a_trace_the_reader_lets_go_of_takes_its_worker_with_it() -> None:
     for child in children:
         child.join(5)
         assert not child.is_alive()
+
+
+def pipes_held(pid: int) -> set[str]:
+    """The pipes process ``pid`` holds open, as ``pipe:[inode]``."""
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("pipe:"):
+                held.add(target)
+    return held
+
+
+def test_a_worker_started_later_holds_none_of_an_earlier_workers_pipes() -> None:
+    """Else the earlier worker's guard never reads its end of file when that run is closed."""
+    host = PluginHost([HOSTILE], use_env=False)
+    first = start_trace("misbehaving", TraceOptions(), host)
+    second = start_trace("misbehaving", TraceOptions(), host)
+    try:
+        next(first)
+        next(second)
+        assert isinstance(first, WorkerTrace) and isinstance(second, WorkerTrace)
+        first_pipes = {os.readlink(f"/proc/self/fd/{fd}") for fd in first._ends}
+        later = [second._process.pid, *descendants(second._process.pid)]
+        assert later[1:]  # the second guard and the worker below it
+        for pid in later:
+            assert not pipes_held(pid) & first_pipes, pid
+    finally:
+        first.close()
+        second.close()

@@ -159,6 +159,8 @@ class WorkerTrace(Trace):
         self._process: Any = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._watch: _MemoryWatch | None = None
+        self._ends: tuple[int, ...] = ()
+        """The tool's ends of the worker's pipes (its guard's and its two)."""
 
     def __next__(self) -> Step:
         if self.finished:
@@ -254,10 +256,13 @@ class WorkerTrace(Trace):
         with contextlib.suppress(OSError):  # also set in the child: whichever runs first
             os.setpgid(pid, pid)
         self._connection, self._process = parent_end, process
+        ends = (guard_write, *_fds(parent_end))
+        _TOOL_ENDS.update(ends)  # a worker forked after this one closes them (see _TOOL_ENDS)
+        self._ends = ends
         worker = _worker_of(pid, process)
         self._watch = _MemoryWatch(worker, _rss() + self.limits.memory_mb * 2**20, root=pid)
         self._finalizer = weakref.finalize(
-            self, _stop, process, parent_end, self._watch, guard_write
+            self, _stop, process, parent_end, self._watch, guard_write, ends
         )
 
     def _receive(self) -> tuple[Any, ...]:
@@ -391,6 +396,11 @@ class _Duplex:
         self.writer.close()
 
 
+def _fds(connection: Any) -> tuple[int, int]:
+    """The two file descriptors of a :class:`_Duplex`."""
+    return connection.reader.fileno(), connection.writer.fileno()
+
+
 def _pipes(context: Any) -> tuple[Connection, Connection]:
     """(parent's end, child's end)."""
     requests_read, requests_write = context.Pipe(duplex=False)
@@ -404,9 +414,20 @@ def _pipes(context: Any) -> tuple[Connection, Connection]:
     return parent, child
 
 
+_TOOL_ENDS: set[int] = set()
+"""The tool's ends of every running worker's pipes. A worker forked later inherits copies
+and closes them first thing: while one stayed open there, an earlier worker's guard would
+never read its end of file, and stopping that worker would wait GUARD_S for nothing."""
+
+
 def _stop(
-    process: Any, connection: Connection, watch: _MemoryWatch | None = None, guard: int = -1
+    process: Any,
+    connection: Connection,
+    watch: _MemoryWatch | None = None,
+    guard: int = -1,
+    ends: tuple[int, ...] = (),
 ) -> None:
+    _TOOL_ENDS.difference_update(ends)  # before they are closed: the numbers get reused
     if watch is not None:
         watch.stop()
     if guard >= 0:
@@ -535,7 +556,11 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
     """The child: run the variant one step per ``next`` and send each step back."""
     import torch
 
+    own = {*_fds(parents_end), owner.guard[1]}
     parents_end.close()  # so that the parent going away reads as the end of the requests
+    for fd in _TOOL_ENDS - own:  # other workers' ends, inherited by the fork
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
     with contextlib.suppress(OSError):  # its own group, killed as one when the run ends
         os.setpgid(0, 0)

@@ -10,8 +10,15 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual import _wait
 from textual.app import App
 from textual.pilot import Pilot
+
+# Textual's pilot waits for the app to go idle in slices of 20 ms, several per key press: two
+# thirds of a key's time in these tests. Slices of 5 ms (the same ratio of busy to idle)
+# decide "idle" the same way; our waits never rely on it alone (see settle()).
+_wait.SLEEP_GRANULARITY = 0.005
+_wait.SLEEP_IDLE = _wait.SLEEP_GRANULARITY / 20
 
 HERE = Path(__file__).parent
 PLUGINS = HERE / "plugins"

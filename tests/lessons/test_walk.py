@@ -252,25 +252,61 @@ def test_the_lesson_summary_counts_what_was_recorded() -> None:
     assert "What it covered:" in summary
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted(path.relative_to(ROOT) for path in (ROOT / folder).glob("*.py"))
+
+
 FRONT_ENDS = [
-    *sorted(Path("tracer/tui").glob("*.py")),
-    Path("tracer/lessons/plain.py"),
-    Path("tracer/lessons/export.py"),
+    *_modules("tracer/tui"),
+    *_modules("tracer/serve"),
+    *_modules("tracer/cli"),
     Path("tracer/notebook.py"),
+    # Every lesson module but the walk and the model, which define the kinds: the checker
+    # (`attn lesson check`), the loader, the runner, --plain and the exports among them.
+    *(path for path in _modules("tracer/lessons") if path.name not in ("walk.py", "model.py")),
 ]
 STEP_KINDS = {"Narration", "Show", "Loop", "Compare", "Quiz", "Checkpoint"}
 
 
-@pytest.mark.parametrize("path", FRONT_ENDS, ids=str)
-def test_no_front_end_decides_by_step_kind(path: Path) -> None:
-    """Front ends draw the walk's view through a registry keyed by its kind; only the walk
-    tells the kinds apart (``isinstance`` on a step class)."""
-    root = Path(__file__).resolve().parents[2]
-    tree = ast.parse((root / path).read_text(encoding="utf-8"))
+def decides_by_step_kind(source: str) -> list[int]:
+    """The lines where ``source`` tells step kinds apart by class: ``isinstance``,
+    ``type(...) is`` or a ``case Show(...)`` pattern naming a step class."""
+    tree = ast.parse(source)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
             names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
-            if names & STEP_KINDS:
-                found.append(f"{path}:{node.lineno}")
-    assert not found
+        elif isinstance(node, ast.Compare) and any(
+            isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) for op in node.ops
+        ):
+            sides = [node.left, *node.comparators]
+            typed = any(isinstance(side, ast.Call) and getattr(side.func, "id", None) == "type"
+                        for side in sides)  # fmt: skip
+            names = {n.id for n in sides if isinstance(n, ast.Name)} if typed else set()
+        elif isinstance(node, ast.MatchClass):
+            names = {n.id for n in ast.walk(node.cls) if isinstance(n, ast.Name)}
+        else:
+            continue
+        if names & STEP_KINDS:
+            found.append(getattr(node, "lineno", 0))
+    return found
+
+
+def test_the_scan_finds_the_walk_deciding_by_kind() -> None:
+    """The scan below is not vacuous: it finds the walk's own switch, and every kind of it."""
+    assert len(FRONT_ENDS) > 30 and Path("tracer/lessons/check.py") in FRONT_ENDS
+    assert decides_by_step_kind((ROOT / "tracer/lessons/walk.py").read_text(encoding="utf-8"))
+    probe = (
+        "if isinstance(s, Quiz): pass\nif type(s) is Show: pass\nmatch s:\n    case Loop(): pass\n"
+    )
+    assert decides_by_step_kind(probe) == [1, 2, 4]
+
+
+@pytest.mark.parametrize("path", FRONT_ENDS, ids=str)
+def test_no_front_end_decides_by_step_kind(path: Path) -> None:
+    """Front ends draw the walk's view through a registry keyed by its kind, and the checker
+    reads each step's ``prose()`` and ``tables()``; only the walk tells the kinds apart."""
+    assert not decides_by_step_kind((ROOT / path).read_text(encoding="utf-8"))

@@ -33,6 +33,12 @@ dimension, ``diagonal``, ...), which is how a lesson shows what a *mistake*
 would compute without hard-coding its numbers. Evaluating refs is
 :mod:`tracer.lessons.runner`'s job; this module never imports torch.
 
+Every step kind answers the same three questions, so no module needs to tell the
+kinds apart to read them: ``prose()`` (every text the author wrote for it, as
+written), ``tables()`` (the tensors it shows with that prose, in order) and
+``reported_at`` (the tensor a failure of the step is reported at, if any). The
+walk (:mod:`tracer.lessons.walk`) shows them; ``attn lesson check`` checks them.
+
 Indices in focuses and cells are 0-based, as in the code; a token may stand
 in for an index wherever one is expected (``cell: [journey, Your]``). The
 loader resolves tokens, so every index here is an ``int``.
@@ -170,6 +176,16 @@ class Narration:
     column: int = 0
     kind: Literal["narration"] = "narration"
 
+    def prose(self) -> tuple[str, ...]:
+        return (self.text,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return ()
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
+
 
 @dataclass(frozen=True)
 class Show:
@@ -179,6 +195,16 @@ class Show:
     line: int = 0
     column: int = 0
     kind: Literal["show"] = "show"
+
+    def prose(self) -> tuple[str, ...]:
+        return (self.caption,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return (self.ref,)
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return self.ref
 
 
 @dataclass(frozen=True)
@@ -198,6 +224,16 @@ class Loop:
     column: int = 0
     kind: Literal["loop"] = "loop"
 
+    def prose(self) -> tuple[str, ...]:
+        return (self.caption,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return ()
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
+
 
 @dataclass(frozen=True)
 class Compare:
@@ -209,6 +245,16 @@ class Compare:
     line: int = 0
     column: int = 0
     kind: Literal["compare"] = "compare"
+
+    def prose(self) -> tuple[str, ...]:
+        return (self.caption,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return (self.left, self.right)
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -252,6 +298,18 @@ class Quiz:
         or the one the author shows. Never the answer's own tensor, which would give it away."""
         return self.cells if self.cells is not None else self.shown
 
+    def prose(self) -> tuple[str, ...]:
+        return (self.question, self.explanation, *self.hints, *self.choices)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        """The author's ``show:`` table, then the ``cells:`` to select (the walk may add the
+        table of the show step before a quiz that has neither)."""
+        return tuple(ref for ref in (self.shown, self.cells) if ref is not None)
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return self.answer if isinstance(self.answer, TensorRef) else None
+
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -260,6 +318,16 @@ class Checkpoint:
     line: int = 0
     column: int = 0
     kind: Literal["checkpoint"] = "checkpoint"
+
+    def prose(self) -> tuple[str, ...]:
+        return self.points
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return ()
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
 
 
 @dataclass(frozen=True)

@@ -127,10 +127,8 @@ def quiz_tables(lesson: Lesson, runner: LessonRunner, number: int) -> QuizTables
     assert isinstance(quiz, Quiz)
     tables: list[Table] = []
     context = None
-    if quiz.shown is not None:
-        tables.append(Table(quiz.shown, runner.tensor(quiz.shown), "show"))
-    if quiz.cells is not None:
-        tables.append(Table(quiz.cells, runner.tensor(quiz.cells), "cells"))
+    for ref in quiz.tables():  # the same tables `attn lesson check` computes
+        tables.append(Table(ref, runner.tensor(ref), "cells" if ref is quiz.cells else "show"))
     if not tables:
         context = quiz_context(lesson.steps, number)
         if context is not None:

@@ -103,15 +103,22 @@ class Options:
     d_out: int | None = None
     dropout: float | None = None
     heads: int | None = None
-    """Attention heads, for the multi-head variants (None: the variant's default)."""
+    """Attention heads (None: the variant's default). The old spelling, kept so code that
+    builds or reads ``Options(heads=...)`` keeps working: ``heads`` is an ordinary variant
+    option, held in ``values`` like ``window``, and this field always agrees with it."""
     values: tuple[OptionValue, ...] = ()
-    """Options the variant declares (``window``...), by name; later entries win."""
+    """Options the variant declares (``window``, ``heads``...), by name; later entries win."""
+
+    def __post_init__(self) -> None:
+        written = [value for value in self.values if value.name == "heads"]
+        if written:  # the values are the truth; the field follows them
+            object.__setattr__(self, "heads", written[-1].value)
+        elif self.heads is not None:  # built the old way: Options(heads=2)
+            object.__setattr__(self, "values", (*self.values, OptionValue("heads", self.heads)))
 
     def variant_options(self) -> dict[str, object]:
         """The variant's own options by name (``heads`` included when set)."""
-        found: dict[str, object] = {} if self.heads is None else {"heads": self.heads}
-        found.update((value.name, value.value) for value in self.values)
-        return found
+        return {value.name: value.value for value in self.values}
 
     def over(self, base: Options) -> Options:
         """These options, with anything unset taken from ``base``."""
@@ -122,7 +129,6 @@ class Options:
             init=self.init if self.init is not None else base.init,
             d_out=self.d_out if self.d_out is not None else base.d_out,
             dropout=self.dropout if self.dropout is not None else base.dropout,
-            heads=self.heads if self.heads is not None else base.heads,
             values=tuple(v for v in base.values if v.name not in mine) + self.values,
         )
 

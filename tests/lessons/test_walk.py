@@ -310,3 +310,21 @@ def test_no_front_end_decides_by_step_kind(path: Path) -> None:
     """Front ends draw the walk's view through a registry keyed by its kind, and the checker
     reads each step's ``prose()`` and ``tables()``; only the walk tells the kinds apart."""
     assert not decides_by_step_kind((ROOT / path).read_text(encoding="utf-8"))
+
+
+def test_a_number_many_cells_read_hides_only_the_answers_cell() -> None:
+    """Lesson 05 step 17 asks what dropout made of (starts, journey); its table is the dropout
+    output, full of zeros (the causal ones among them). Hiding every 0 would put "?" where the
+    learner knows the weight is 0, so the answer, 0, would be on screen: only its cell is hidden."""
+    lesson, runner, _ = lesson_and_runner("05_causal_masking")
+    number = next(
+        n for n, step in enumerate(lesson.steps) if getattr(step, "id", "") == "dropout-kept"
+    )
+    view = quiz_tables(lesson, runner, number)
+    (table,) = view.tables
+    starts, journey = TOKENS.index("starts"), TOKENS.index("journey")
+    weights = table.resolved.tensor
+    assert float(weights[starts, journey]) == 0.0  # dropped: the answer is 0 ...
+    assert int((weights == 0).sum()) > 3  # ... a number many cells read (15 causal zeros alone)
+    assert table.hidden == {(starts, journey)}
+    assert all(float(weights[r, c]) == 0.0 for r in range(6) for c in range(r + 1, 6))

@@ -14,7 +14,7 @@ import torch
 from tracer.inputs import load_inputs
 from tracer.lessons.export import export_text
 from tracer.lessons.loader import load_lesson, resolve_lesson
-from tracer.lessons.model import Lesson, Loop
+from tracer.lessons.model import Lesson, Loop, Quiz
 from tracer.lessons.plain import plain_lines
 from tracer.lessons.runner import LessonRunner
 from tracer.lessons.walk import (
@@ -328,3 +328,30 @@ def test_a_number_many_cells_read_hides_only_the_answers_cell() -> None:
     assert int((weights == 0).sum()) > 3  # ... a number many cells read (15 causal zeros alone)
     assert table.hidden == {(starts, journey)}
     assert all(float(weights[r, c]) == 0.0 for r in range(6) for c in range(r + 1, 6))
+
+
+def test_lesson_08s_cache_quizzes_come_before_the_table_that_states_their_answers() -> None:
+    """The grouped-query 'groups' stage is titled "... the cache holds N numbers per token
+    instead of M": both cache quizzes' answers. It is shown after them; each quiz shows the
+    keys whose columns the learner counts, and no earlier text gives the later answer."""
+    lesson, runner, _ = lesson_and_runner("08_windows_and_groups")
+    numbers = {q.id: n for n in range(len(lesson.steps)) if (q := quiz_at(lesson, n)) and q.id}
+    first, second = numbers["cache-per-token"], numbers["cache-per-token-multihead"]
+    groups = next(
+        n
+        for n, step in enumerate(lesson.steps)
+        if any(ref.stage == "groups" for ref in step.tables())
+    )
+    assert first < second < groups
+    for number, heads_sharing in ((first, 1), (second, 4)):
+        (table,) = quiz_tables(lesson, runner, number).tables
+        keys = table.resolved.tensor
+        assert table.role == "show" and table.resolved.name.endswith("keys")
+        # The oracle: keys and values of (d_out 8 / 4 heads) columns, per key/value head.
+        assert runner.answer(lesson.steps[number]) == 2 * keys.shape[-1]  # type: ignore[arg-type]
+        assert keys.shape[-1] == heads_sharing * 8 // 4
+    title = runner.tensor(lesson.steps[groups].tables()[0]).stage.title
+    answers = [str(int(runner.answer(lesson.steps[n]))) for n in (first, second)]  # type: ignore[arg-type]
+    assert all(answer in title for answer in answers)
+    # The first quiz's explanation, read before the second is answered, gives no multiple.
+    assert "times" not in step_as(lesson.steps[first], Quiz).explanation

@@ -100,3 +100,25 @@ async def test_a_borrowed_table_is_titled_by_its_name_not_a_stage_title_stating_
             assert screen.query_one(QuizView).display
             title = str(screen.pane.border_title)
             assert title.startswith(table.resolved.name) and answer not in title
+
+
+async def test_a_borrowed_pair_of_tables_is_titled_by_both_names() -> None:
+    """Lesson 10's m quiz borrows step 7's two tables (m and l): the pane names both."""
+    from tracer.lessons.loader import load_lesson, resolve_lesson
+    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.walk import quiz_at, quiz_tables
+    from tracer.plugin_host import PluginHost
+
+    host = PluginHost(())
+    lesson = load_lesson(resolve_lesson("10_online_softmax", ()), host)
+    runner = LessonRunner(lesson, host)
+    number = next(
+        n for n in range(len(lesson.steps)) if quiz_at(lesson, n) and quiz_tables(
+            lesson, runner, n).context is not None and len(quiz_tables(lesson, runner, n).tables) == 2
+    )  # fmt: skip
+    names = [table.resolved.name for table in quiz_tables(lesson, runner, number).tables]
+    app = make_lesson_app("10_online_softmax", resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await at_step(pilot, number + 1)
+        assert str(screen.pane.border_title) == ", ".join(names)
+        assert [grid.name for grid in grids(screen.pane)] == names  # type: ignore[attr-defined]

@@ -673,8 +673,8 @@ class LessonScreen(StepScreen):
             hidden = {t.resolved.name: frozenset() if answered else t.hidden for t in view.tables}
             # Titled by the tensor's name, as --plain and the exports title it: a stage's title
             # may state the answer ("192 with the cache", "the cache holds 4 numbers").
-            name = view.tables[0].resolved.name
-            self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden, title=name)
+            names = ", ".join(table.resolved.name for table in view.tables)
+            self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden, title=names)
             return
         tensors, axes, hide = {}, {}, {}
         for table in view.tables:

@@ -355,3 +355,26 @@ def test_lesson_08s_cache_quizzes_come_before_the_table_that_states_their_answer
     assert all(answer in title for answer in answers)
     # The first quiz's explanation, read before the second is answered, gives no multiple.
     assert "times" not in step_as(lesson.steps[first], Quiz).explanation
+
+
+def test_attn_serve_runs_the_app_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`attn serve LESSON` starts, per browser tab, `python -m tracer lesson LESSON`: the same
+    app and lesson screen as the terminal, so the browser draws the walk's view as the app does
+    (tracer/serve itself is in the scan above and decides nothing about steps)."""
+    import sys
+
+    from tracer.cli import app_cmd
+    from tracer.cli.main import main
+    from tracer.cli.serve_cmd import app_command
+
+    command = app_command("01_dot_products")
+    assert command[:3] == [sys.executable, "-m", "tracer"]
+    opened: list[str] = []
+
+    def open_lesson(args: object) -> int:
+        opened.append(getattr(args, "lesson", ""))
+        return 0
+
+    monkeypatch.setattr(app_cmd, "open_lesson", open_lesson)
+    assert main(command[3:]) == 0
+    assert opened == ["01_dot_products"]

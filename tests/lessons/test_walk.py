@@ -378,3 +378,20 @@ def test_attn_serve_runs_the_app_itself(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(app_cmd, "open_lesson", open_lesson)
     assert main(command[3:]) == 0
     assert opened == ["01_dot_products"]
+
+
+def test_lesson_10s_loop_caption_says_what_the_last_tile_does() -> None:
+    """ "In the last tile the key "one" beats every earlier maximum: m grows, and rescale drops
+    below 1": checked against the tiles the loop computed, for every query."""
+    lesson, runner, _ = lesson_and_runner("10_online_softmax")
+    number = next(n for n in range(len(lesson.steps)) if loop_at(lesson, n))
+    loop = step_as(lesson.steps[number], Loop)
+    assert 'In the last tile the key "one" beats every earlier' in " ".join(loop.caption.split())
+    *_, last = runner.substeps(loop)
+    assert tuple(last.axes["scaled"])[-1] == "key:4"  # the last tile starts at key 4: one
+    scaled, m_old, m, rescale = (last.tensors[name] for name in ("scaled", "m_old", "m", "rescale"))
+    one = TOKENS.index("one") - 4  # the last tile holds keys 4 and 5: one, step
+    assert torch.equal(m, torch.maximum(m_old, scaled.max(dim=-1).values))
+    assert bool((scaled[:, one] == m).all()) and bool((m > m_old).all())
+    assert bool((rescale < 1).all())
+    assert torch.allclose(rescale, torch.exp(m_old - m))

@@ -31,8 +31,16 @@ TRACE_OPTIONS = (
 """The options every trace takes, declared like a variant's: one set of bounds for the
 command line (``--d-out``), lessons (``options: {d_out: ...}``) and ``tracer.trace(...)``."""
 
-LEGACY_OPTIONS = frozenset({"heads"})
-"""Options passed to every variant before variants declared theirs."""
+HEADS = Option("heads", int, 2, "attention heads, for the multi-head variants", 1)
+"""``heads``, declared for the variants that do not declare it themselves (see below)."""
+LEGACY = (HEADS,)
+"""Options every variant was passed before variants declared theirs, declared like a
+variant's own. A variant that declares the option checks it by its own declaration; one
+that declares no options at all is still passed it, checked by this one (plugins written
+before options existed read ``run.extra["heads"]``); one that declares other options but
+not this one is not for it: a lesson's ``heads`` is left out of its runs, as it always was."""
+LEGACY_OPTIONS = frozenset(option.name for option in LEGACY)
+"""The names of :data:`LEGACY`."""
 TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
 FALSE_WORDS = frozenset({"false", "no", "off", "0"})
 
@@ -114,7 +122,10 @@ def check_options(
         others = [name for name in values if name not in LEGACY_OPTIONS]
         if others:
             raise UsageError(f"{where(others[0])}: variant '{variant.name}' takes no options")
-        return dict(values)
+        return {
+            name: convert(legacy_option(name), value, where(name), variant.name)
+            for name, value in values.items()
+        }
     known = [option.name for option in variant.options]
     checked: dict[str, Any] = {}
     for name, value in values.items():
@@ -128,6 +139,20 @@ def check_options(
     for option in variant.options:
         checked.setdefault(option.name, option.default)
     return checked
+
+
+def legacy_option(name: str) -> Option:
+    """The declaration of a legacy option (``heads``) for a variant that does not declare it."""
+    return next(option for option in LEGACY if option.name == name)
+
+
+def option_for(variant: Variant, name: str) -> Option | None:
+    """The declaration that checks option ``name`` for ``variant``: its own, else the legacy
+    one when ``variant`` declares no options at all; None when the option is not for it."""
+    own = variant.option(name)
+    if own is not None or variant.options or name not in LEGACY_OPTIONS:
+        return own
+    return legacy_option(name)
 
 
 def convert(option: Option, value: Any, where: str, variant: str = "") -> Any:

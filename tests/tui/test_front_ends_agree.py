@@ -90,3 +90,58 @@ async def test_the_app_shows_what_the_walk_decided(name: str) -> None:
                 assert [g.name for g in grids] == [t.resolved.name for t in view.tables], where
             for grid, table in zip(grids, view.tables, strict=False):
                 assert grid.highlight.hidden == table.hidden, where
+
+
+def notebook_sections(lesson: Lesson, host: PluginHost, count: int) -> list[list[dict[str, str]]]:
+    """The exported notebook's cells, step by step: each cell's kind, its source and the
+    output saved with it (what a reader sees before running anything)."""
+    import json
+
+    document = json.loads(export_text(lesson, host, "ipynb"))
+    steps: list[list[dict[str, str]]] = []
+    for cell in document["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and source.startswith("## Step "):
+            assert source.startswith(f"## Step {len(steps) + 1} of {count}")
+            steps.append([])
+            continue
+        saved = "".join(
+            "".join(output.get("text", "")) for output in cell.get("outputs", ())
+        )  # fmt: skip
+        if steps:
+            steps[-1].append({"kind": cell["cell_type"], "source": source, "output": saved})
+    assert len(steps) == count
+    return steps
+
+
+@pytest.mark.parametrize("name", [ref.name for ref in SHIPPED])
+def test_the_notebook_export_shows_what_the_walk_decided(name: str) -> None:
+    """Step by step, the notebook's markdown holds the walk's prose, and every table the walk
+    shows is in a markdown cell or in the saved output of the code cell that recomputes it.
+    A table with hidden cells is only ever text: no code cell would print the answer."""
+    lesson, host, views = walked(name)
+    steps = notebook_sections(lesson, host, len(views))
+    for view, cells in zip(views, steps, strict=True):
+        where = f"{name} step {view.number + 1}"
+        markdown = "\n".join(cell["source"] for cell in cells if cell["kind"] == "markdown")
+        code = [cell for cell in cells if cell["kind"] == "code"]
+        prose = view.text.strip()
+        if view.kind == "checkpoint":
+            for point in view.points:
+                assert f"- {escape(point)}" in markdown, where
+        elif prose and view.kind == "loop":  # its caption heads the sub-steps, as text
+            for line in prose.split("\n"):
+                assert line.strip() in markdown, where
+        elif prose:
+            assert escape(prose.split("\n")[0]) in markdown, where
+        for table in view.tables:
+            shown = printed(table)
+            in_text = shown in markdown
+            in_code = [cell for cell in code if cell["output"].rstrip("\n") == shown]
+            assert in_text or in_code, where
+            if table.hidden:
+                assert "?" in shown and in_text and not in_code, where
+                whole = printed(Table(table.ref, table.resolved, table.role, table.focus))
+                assert not any(cell["output"].rstrip("\n") == whole for cell in code), where
+        for cell in code:  # every code cell recomputes a table of this step, or sets up
+            assert cell["output"].rstrip("\n") in {printed(t) for t in view.tables}, where

@@ -68,3 +68,57 @@ async def test_a_quiz_hides_its_answer_and_the_symmetric_twin() -> None:
         await press(pilot, *[("full_stop" if ch == "." else ch) for ch in answer], "enter")
         (grid,) = grids(screen.pane)
         assert grid.highlight.hidden == frozenset()  # type: ignore[attr-defined]
+
+
+async def test_a_borrowed_table_is_titled_by_its_name_not_a_stage_title_stating_the_answer() -> (
+    None
+):
+    """Lesson 09's work quizzes borrow the table of the step before them; the kv-cache stage is
+    titled "Multiply-adds to decode 6 tokens: N with the cache, M recomputing ...", which is
+    both answers. The app titles the borrowed table by its name, as --plain and exports do."""
+    from tracer.lessons.loader import load_lesson, resolve_lesson
+    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.walk import quiz_at, quiz_tables
+    from tracer.plugin_host import PluginHost
+
+    host = PluginHost(())
+    lesson = load_lesson(resolve_lesson("09_kv_cache", ()), host)
+    runner = LessonRunner(lesson, host)
+    numbers = [
+        n
+        for n in range(len(lesson.steps))
+        if (q := quiz_at(lesson, n)) and q.id and q.id.startswith("work-")
+    ]
+    assert len(numbers) == 2
+    app = make_lesson_app("09_kv_cache", resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for number in numbers:
+            answer = str(int(runner.answer(lesson.steps[number])))  # type: ignore[arg-type]
+            (table,) = quiz_tables(lesson, runner, number).tables
+            assert answer in table.resolved.stage.title  # what the title would have given away
+            screen = await at_step(pilot, number + 1)
+            assert screen.query_one(QuizView).display
+            title = str(screen.pane.border_title)
+            assert title.startswith(table.resolved.name) and answer not in title
+
+
+async def test_a_borrowed_pair_of_tables_is_titled_by_both_names() -> None:
+    """Lesson 10's m quiz borrows step 7's two tables (m and l): the pane names both."""
+    from tracer.lessons.loader import load_lesson, resolve_lesson
+    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.walk import quiz_at, quiz_tables
+    from tracer.plugin_host import PluginHost
+
+    host = PluginHost(())
+    lesson = load_lesson(resolve_lesson("10_online_softmax", ()), host)
+    runner = LessonRunner(lesson, host)
+    number = next(
+        n for n in range(len(lesson.steps)) if quiz_at(lesson, n) and quiz_tables(
+            lesson, runner, n).context is not None and len(quiz_tables(lesson, runner, n).tables) == 2
+    )  # fmt: skip
+    names = [table.resolved.name for table in quiz_tables(lesson, runner, number).tables]
+    app = make_lesson_app("10_online_softmax", resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await at_step(pilot, number + 1)
+        assert str(screen.pane.border_title) == ", ".join(names)
+        assert [grid.name for grid in grids(screen.pane)] == names  # type: ignore[attr-defined]

@@ -13,17 +13,15 @@ more decimals typed into prose, which go stale when the lesson changes::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.model import (
-    Checkpoint,
-    Compare,
     Focus,
     Lesson,
     LessonStep,
     Loop,
-    Narration,
     Quiz,
     Show,
     TensorRef,
@@ -31,6 +29,7 @@ from tracer.lessons.model import (
 )
 from tracer.lessons.prose import TOKEN_FORMAT, format_value, placeholders
 from tracer.lessons.reading import one_line
+from tracer.lessons.walk import quiz_at, step_as
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
@@ -57,13 +56,14 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
             computed[f"{{{{{named.name}}}}}"] = runner.value(named.ref)
         except (ArithmeticError, RuntimeError, ValueError, IndexError, TracerError) as exc:
             problems.append(_problem(exc, named.ref, named.line, named.column, path))
-    for step in lesson.steps:
+    for number, step in enumerate(lesson.steps):
         try:
             _check_step(step, runner)
-            if isinstance(step, Quiz) and step.quiz_kind == "number":
-                answer = runner.answer(step)
+            quiz = quiz_at(lesson, number)
+            if quiz is not None and quiz.quiz_kind == "number":
+                answer = runner.answer(quiz)
                 assert isinstance(answer, (int, float))
-                computed.setdefault(f"quiz '{step.id or step.line}'", float(answer))
+                computed.setdefault(f"quiz '{quiz.id or quiz.line}'", float(answer))
             _check_prose(step, runner)
         except (ArithmeticError, RuntimeError, ValueError, IndexError) as exc:
             # A safety net: whatever a step asks of torch, the author gets a line, not a traceback.
@@ -73,7 +73,7 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
             )
         except TracerError as exc:
             line, column = step.line, step.column
-            where = _where(step)
+            where = step.reported_at
             if where is not None:
                 line, column = where.line, where.column
             message = exc.message
@@ -149,21 +149,9 @@ def _typed(number: TypedNumber, computed: dict[str, float], path: str) -> Proble
     return Problem(number.line, number.column, message, path)
 
 
-def _prose(step: LessonStep) -> list[str]:
-    if isinstance(step, Narration):
-        return [step.text]
-    if isinstance(step, (Show, Loop, Compare)):
-        return [step.caption]
-    if isinstance(step, Quiz):
-        return [step.question, step.explanation, *step.hints, *step.choices]
-    if isinstance(step, Checkpoint):
-        return list(step.points)
-    return []
-
-
 def _check_prose(step: LessonStep, runner: LessonRunner) -> None:
     """A value shown as a token must be a token's index."""
-    for text in _prose(step):
+    for text in step.prose():
         for placeholder in placeholders(text):
             named = runner.lesson.value(placeholder.name)
             if placeholder.format != TOKEN_FORMAT or named is None:
@@ -176,36 +164,45 @@ def _check_prose(step: LessonStep, runner: LessonRunner) -> None:
                 )
 
 
-def _where(step: object) -> TensorRef | None:
-    if isinstance(step, Show):
-        return step.ref
-    if isinstance(step, Quiz) and isinstance(step.answer, TensorRef):
-        return step.answer
-    return None
+def _check_step(step: LessonStep, runner: LessonRunner) -> None:
+    """Compute what the step shows (the tensors the walk draws with it), then what only its
+    kind computes (a show step's focus, a loop's sub-steps, a quiz's answer)."""
+    own = step.reported_at
+    for ref in step.tables():
+        if ref is own:
+            runner.tensor(ref)  # a failure is reported at the step's own tensor
+            continue
+        try:
+            runner.tensor(ref)
+        except TracerError as exc:
+            raise _error(exc.message, ref) from None
+    computes = _COMPUTES.get(step.kind)
+    if computes is not None:
+        computes(step, runner)
 
 
-def _check_step(step: object, runner: LessonRunner) -> None:
-    if isinstance(step, Show):
-        resolved = runner.tensor(step.ref)
-        if step.focus is not None:
-            _check_focus(step.focus, resolved)
-    elif isinstance(step, Loop):
-        if next(iter(runner.substeps(step)), None) is None:
-            raise _error(f"the '{step.stage}' loop of '{step.variant}' yielded no sub-steps")
-    elif isinstance(step, Compare):
-        for side in (step.left, step.right):
-            try:
-                runner.tensor(side)
-            except TracerError as exc:
-                raise _error(exc.message, side) from None
-    elif isinstance(step, Quiz):
-        for shown in (step.cells, step.shown):
-            if shown is not None:
-                try:
-                    runner.tensor(shown)
-                except TracerError as exc:
-                    raise _error(exc.message, shown) from None
-        runner.answer(step)
+def _show_focus(step: LessonStep, runner: LessonRunner) -> None:
+    show = step_as(step, Show)
+    if show.focus is not None:
+        _check_focus(show.focus, runner.tensor(show.ref))
+
+
+def _loop_substeps(step: LessonStep, runner: LessonRunner) -> None:
+    loop = step_as(step, Loop)
+    if next(iter(runner.substeps(loop)), None) is None:
+        raise _error(f"the '{loop.stage}' loop of '{loop.variant}' yielded no sub-steps")
+
+
+def _quiz_answer(step: LessonStep, runner: LessonRunner) -> None:
+    runner.answer(step_as(step, Quiz))
+
+
+_COMPUTES: dict[str, Callable[[LessonStep, LessonRunner], None]] = {
+    "show": _show_focus,
+    "loop": _loop_substeps,
+    "quiz": _quiz_answer,
+}
+"""What a step of each kind computes beyond its tables, by ``step.kind``."""
 
 
 def _check_focus(focus: Focus, resolved: Resolved) -> None:

@@ -49,10 +49,10 @@ from tracer.lessons.prose import (
     typed_numbers,
 )
 from tracer.lessons.reading import line_column
+from tracer.options import LEGACY_OPTIONS
 from tracer.suggest import did_you_mean
 from tracer.variant import Tokens, source_tokens
 from tracer.yamldoc import Problem
-from tracer.yamldoc import position as node_position
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -71,7 +71,11 @@ LESSON_KEYS = (
     "values",
     "steps",
 )
-OPTION_KEYS = ("seed", "init", "d_out", "dropout", "heads")
+TRACE_KEYS = ("seed", "init", "d_out", "dropout")
+"""The trace options, read into :class:`Options`' own fields."""
+OPTION_KEYS = (*TRACE_KEYS, "heads")
+"""The option names a lesson may always write: the trace options, and ``heads``, which every
+variant may be passed (:data:`tracer.options.LEGACY_OPTIONS`); others are declared by variants."""
 """Options every variant shares; any other name is one of the variant's declared options."""
 DEFAULT_KEYS = ("variant", "query", "inputs", "options")
 """What ``defaults:`` sets for the steps after it (the whole lesson, or until the next one)."""
@@ -158,8 +162,6 @@ class Reader:
         self.shared_values: list[OptionValue] = []
         self.used_options: set[str] = set()
         self.used_variants: set[str] = set()
-        self.heads_at: dict[int, tuple[Options, int, int]] = {}
-        """Options (by id, kept alive here) -> where their 'heads' was written."""
         self.missing_plugins: list[str] = []
         """Plugins the lesson says it needs that are not installed."""
         self.partial: Lesson | None = None
@@ -516,6 +518,8 @@ class Reader:
         for value in self.shared_values:
             if value.name in self.used_options or value.name in reported:
                 continue
+            if value.name in LEGACY_OPTIONS:
+                continue  # heads was always accepted lesson-wide, whichever variants follow
             reported.add(value.name)
             known = sorted(
                 {o.name for v in self.used_variants for o in self.host.variants[v].options}
@@ -551,16 +555,16 @@ class Reader:
         variants that declare them.
         """
         inputs = self.inputs(entries["inputs"][1]) if "inputs" in entries else None
-        seed = init = d_out = dropout = heads = None
+        seed = init = d_out = dropout = None
         values: list[OptionValue] = []
         if "options" in entries:
             node = entries["options"][1]
             fields = self.mapping(node, "options", None) or {}
             declared = self.declared_options()
             for name, (key_node, value_node) in fields.items():
-                if name in OPTION_KEYS:
+                if name in TRACE_KEYS:
                     continue
-                if name not in declared:
+                if name not in declared and name not in LEGACY_OPTIONS:
                     # No installed variant has it: a slip, reported where it is written.
                     self.problem(
                         key_node, f"unknown key '{name}' in options"
@@ -569,12 +573,19 @@ class Reader:
                         f"{' (' + ', '.join(declared) + ')' if declared else ''}",
                     )  # fmt: skip
                     continue
-                value = _scalar(value_node)
-                if not isinstance(value_node, yaml.ScalarNode) or value is None:
-                    self.problem(
-                        value_node, f"option '{name}' must be a number, true/false or text, "
-                        f"not {_kind(value_node)}",
-                    )  # fmt: skip
+                if name in LEGACY_OPTIONS:
+                    # Every variant may be passed it (heads): read and bounded by its legacy
+                    # declaration now, as written; a variant that declares it checks it again.
+                    value = self.legacy_option(value_node, name)
+                else:
+                    value = _scalar(value_node)
+                    if not isinstance(value_node, yaml.ScalarNode) or value is None:
+                        self.problem(
+                            value_node, f"option '{name}' must be a number, true/false or "
+                            f"text, not {_kind(value_node)}",
+                        )  # fmt: skip
+                        continue
+                if value is None:
                     continue
                 line, column = value_node.start_mark.line + 1, value_node.start_mark.column + 1
                 option_value = OptionValue(name, value, line, column)
@@ -591,15 +602,7 @@ class Reader:
                 d_out = self.trace_option(fields["d_out"][1], "d_out", self.integer)
             if "dropout" in fields:
                 dropout = self.trace_option(fields["dropout"][1], "dropout", self.number)
-            if "heads" in fields:
-                heads = self.integer(fields["heads"][1], "heads", minimum=1)
-        merged = Options(inputs, seed, init, d_out, dropout, heads, tuple(values)).over(base)
-        # Where the heads in force were written, so a bound a variant declares is reported there.
-        if heads is not None and "options" in entries:
-            node = fields["heads"][1]
-            self.heads_at[id(merged)] = (merged, *node_position(node))
-        elif id(base) in self.heads_at:
-            self.heads_at[id(merged)] = (merged, *self.heads_at[id(base)][1:])
+        merged = Options(inputs, seed, init, d_out, dropout, values=tuple(values)).over(base)
         explicit = merged.inputs.d_out if merged.inputs is not None else None
         if explicit is not None and merged.d_out not in (None, explicit) and "options" in entries:
             self.problem(
@@ -626,6 +629,25 @@ class Reader:
             self.problem(node, error.message)
             return None
         return value
+
+    def legacy_option(self, node: yaml.Node, name: str) -> object | None:
+        """An option every variant may be passed (``heads``), as its type within the bounds of
+        :func:`tracer.options.legacy_option`, or None after reporting it at ``node``."""
+        from tracer.errors import UsageError
+        from tracer.options import convert, legacy_option
+
+        option = legacy_option(name)
+        value: object | None = (
+            self.integer(node, name) if option.type is int else self.number(node, name)
+        )
+        if value is None:
+            return None
+        try:
+            converted: object = convert(option, value, name)
+            return converted
+        except UsageError as error:
+            self.problem(node, error.message)
+            return None
 
     def inputs(self, node: yaml.Node) -> InputSet | None:
         from tracer.inputs import load_inputs
@@ -792,7 +814,7 @@ class Reader:
         An option the variant does not declare is a problem where the step sets it,
         and skipped where it comes from the lesson's or a section's options.
         """
-        from tracer.options import convert
+        from tracer.options import convert, option_for
 
         self.used_variants.add(variant)
         found = self.host.variants[variant]
@@ -800,7 +822,9 @@ class Reader:
         shared = {id(value) for value in self.shared_values}
         resolved: list[OptionValue] = []
         for value in options.values:
-            option = found.option(value.name)
+            option = option_for(found, value.name)
+            if option is None and value.name in LEGACY_OPTIONS:
+                continue  # a variant with options of its own but not heads: not for it
             if option is None:
                 if id(value) not in shared:
                     takes = f"it takes {', '.join(declared)}" if declared else "it takes no options"
@@ -817,20 +841,7 @@ class Reader:
                 self.problem_at(value.line, value.column, error.message)
                 continue
             resolved.append(replace(value, value=converted))
-        heads = options.heads
-        if heads is not None:
-            option = found.option("heads")
-            if option is not None:
-                self.used_options.add("heads")
-                try:
-                    heads = convert(option, heads, "option 'heads'", variant)
-                except UsageError as error:
-                    _, line, column = self.heads_at.get(id(options), (None, 1, 1))
-                    self.problem_at(line, column, error.message)
-                    heads = None  # reported; a run of what could be read uses the default
-            elif declared:
-                heads = None  # a variant with options of its own and no heads: not for it
-        return replace(options, values=tuple(resolved), heads=heads)
+        return replace(options, values=tuple(resolved), heads=None)  # heads follows values
 
     def variant(self, node: yaml.Node) -> str | None:
         name = self.text(node, "variant")

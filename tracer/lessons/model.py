@@ -33,6 +33,12 @@ dimension, ``diagonal``, ...), which is how a lesson shows what a *mistake*
 would compute without hard-coding its numbers. Evaluating refs is
 :mod:`tracer.lessons.runner`'s job; this module never imports torch.
 
+Every step kind answers the same three questions, so no module needs to tell the
+kinds apart to read them: ``prose()`` (every text the author wrote for it, as
+written), ``tables()`` (the tensors it shows with that prose, in order) and
+``reported_at`` (the tensor a failure of the step is reported at, if any). The
+walk (:mod:`tracer.lessons.walk`) shows them; ``attn lesson check`` checks them.
+
 Indices in focuses and cells are 0-based, as in the code; a token may stand
 in for an index wherever one is expected (``cell: [journey, Your]``). The
 loader resolves tokens, so every index here is an ``int``.
@@ -97,15 +103,22 @@ class Options:
     d_out: int | None = None
     dropout: float | None = None
     heads: int | None = None
-    """Attention heads, for the multi-head variants (None: the variant's default)."""
+    """Attention heads (None: the variant's default). The old spelling, kept so code that
+    builds or reads ``Options(heads=...)`` keeps working: ``heads`` is an ordinary variant
+    option, held in ``values`` like ``window``, and this field always agrees with it."""
     values: tuple[OptionValue, ...] = ()
-    """Options the variant declares (``window``...), by name; later entries win."""
+    """Options the variant declares (``window``, ``heads``...), by name; later entries win."""
+
+    def __post_init__(self) -> None:
+        written = [value for value in self.values if value.name == "heads"]
+        if written:  # the values are the truth; the field follows them
+            object.__setattr__(self, "heads", written[-1].value)
+        elif self.heads is not None:  # built the old way: Options(heads=2)
+            object.__setattr__(self, "values", (*self.values, OptionValue("heads", self.heads)))
 
     def variant_options(self) -> dict[str, object]:
         """The variant's own options by name (``heads`` included when set)."""
-        found: dict[str, object] = {} if self.heads is None else {"heads": self.heads}
-        found.update((value.name, value.value) for value in self.values)
-        return found
+        return {value.name: value.value for value in self.values}
 
     def over(self, base: Options) -> Options:
         """These options, with anything unset taken from ``base``."""
@@ -116,7 +129,6 @@ class Options:
             init=self.init if self.init is not None else base.init,
             d_out=self.d_out if self.d_out is not None else base.d_out,
             dropout=self.dropout if self.dropout is not None else base.dropout,
-            heads=self.heads if self.heads is not None else base.heads,
             values=tuple(v for v in base.values if v.name not in mine) + self.values,
         )
 
@@ -170,6 +182,16 @@ class Narration:
     column: int = 0
     kind: Literal["narration"] = "narration"
 
+    def prose(self) -> tuple[str, ...]:
+        return (self.text,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return ()
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
+
 
 @dataclass(frozen=True)
 class Show:
@@ -179,6 +201,16 @@ class Show:
     line: int = 0
     column: int = 0
     kind: Literal["show"] = "show"
+
+    def prose(self) -> tuple[str, ...]:
+        return (self.caption,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return (self.ref,)
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return self.ref
 
 
 @dataclass(frozen=True)
@@ -198,6 +230,16 @@ class Loop:
     column: int = 0
     kind: Literal["loop"] = "loop"
 
+    def prose(self) -> tuple[str, ...]:
+        return (self.caption,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return ()
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
+
 
 @dataclass(frozen=True)
 class Compare:
@@ -209,6 +251,16 @@ class Compare:
     line: int = 0
     column: int = 0
     kind: Literal["compare"] = "compare"
+
+    def prose(self) -> tuple[str, ...]:
+        return (self.caption,)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return (self.left, self.right)
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -252,6 +304,18 @@ class Quiz:
         or the one the author shows. Never the answer's own tensor, which would give it away."""
         return self.cells if self.cells is not None else self.shown
 
+    def prose(self) -> tuple[str, ...]:
+        return (self.question, self.explanation, *self.hints, *self.choices)
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        """The author's ``show:`` table, then the ``cells:`` to select (the walk may add the
+        table of the show step before a quiz that has neither)."""
+        return tuple(ref for ref in (self.shown, self.cells) if ref is not None)
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return self.answer if isinstance(self.answer, TensorRef) else None
+
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -260,6 +324,16 @@ class Checkpoint:
     line: int = 0
     column: int = 0
     kind: Literal["checkpoint"] = "checkpoint"
+
+    def prose(self) -> tuple[str, ...]:
+        return self.points
+
+    def tables(self) -> tuple[TensorRef, ...]:
+        return ()
+
+    @property
+    def reported_at(self) -> TensorRef | None:
+        return None
 
 
 @dataclass(frozen=True)

@@ -127,11 +127,15 @@ class LessonRunner:
 
     def variant_options(self, variant: str, options: Options) -> dict[str, object]:
         """The variant's own options a run of ``variant`` under ``options`` is given."""
-        values = options.variant_options()
+        from tracer.options import LEGACY_OPTIONS, option_for
+
         found = self.host.variants.get(variant)
-        if found is not None and found.options and found.option("heads") is None:
-            values.pop("heads", None)  # lesson-wide heads is not for a variant without it
-        return values
+        # Options the grammar checked; a legacy one (heads) a variant does not take is left out.
+        return {
+            name: value
+            for name, value in options.variant_options().items()
+            if found is None or name not in LEGACY_OPTIONS or option_for(found, name) is not None
+        }
 
     def trace(self, variant: str, options: Options, query: int | None) -> Trace:
         key = (

@@ -50,6 +50,10 @@ TABLE_WIDTH = 80
 """Text front ends (``--plain``, md, ipynb) print tables at most this wide: wider ones are
 printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap``)."""
 
+MAX_COPIES = 2
+"""A quiz hides at most this many cells of a table besides the answer's own, for reading the
+answer's number (a symmetric twin, a copy beside it); see :func:`_hide_answer`."""
+
 Cell = tuple[int, int]
 """A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
 
@@ -127,10 +131,8 @@ def quiz_tables(lesson: Lesson, runner: LessonRunner, number: int) -> QuizTables
     assert isinstance(quiz, Quiz)
     tables: list[Table] = []
     context = None
-    if quiz.shown is not None:
-        tables.append(Table(quiz.shown, runner.tensor(quiz.shown), "show"))
-    if quiz.cells is not None:
-        tables.append(Table(quiz.cells, runner.tensor(quiz.cells), "cells"))
+    for ref in quiz.tables():  # the same tables `attn lesson check` computes
+        tables.append(Table(ref, runner.tensor(ref), "cells" if ref is quiz.cells else "show"))
     if not tables:
         context = quiz_context(lesson.steps, number)
         if context is not None:
@@ -147,7 +149,11 @@ def _hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple
 
     The answer's own cell (when the table is the answer's tensor) and any cell
     on screen that reads the same number as it is drawn: a learner would read
-    it off the symmetric twin, or off another table beside it.
+    it off the symmetric twin, or off another table beside it. Only when such
+    copies are few (:data:`MAX_COPIES` in a table): a number many cells read
+    (the zeros of a dropout or a causal table) singles out no cell as the
+    answer, and hiding every one would tell the learner that each ``?`` is the
+    answer, so it would be read off a cell the learner knows is 0.
     """
     from tracer.render.text import format_number
 
@@ -172,9 +178,13 @@ def _hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple
             if cell is not None:
                 hidden.add(cell)
         columns = shape[-1] if shape else 1
-        for flat, value in enumerate(tensor.double().reshape(-1).tolist()):
-            if format_number(float(value)) == drawn:
-                hidden.add((flat // columns, flat % columns))
+        same = {
+            (flat // columns, flat % columns)
+            for flat, value in enumerate(tensor.double().reshape(-1).tolist())
+            if format_number(float(value)) == drawn
+        }
+        if len(same - hidden) <= MAX_COPIES:
+            hidden |= same
         hidden_tables.append(
             Table(table.ref, table.resolved, table.role, table.focus, frozenset(hidden))
         )

@@ -681,7 +681,10 @@ class LessonScreen(StepScreen):
         if view.context is not None:
             shown = step_as(self._steps()[view.context], Show)
             hidden = {t.resolved.name: frozenset() if answered else t.hidden for t in view.tables}
-            self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden)
+            # Titled by the tensor's name, as --plain and the exports title it: a stage's title
+            # may state the answer ("192 with the cache", "the cache holds 4 numbers").
+            names = ", ".join(table.resolved.name for table in view.tables)
+            self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden, title=names)
             return
         tensors, axes, hide = {}, {}, {}
         for table in view.tables:
@@ -704,8 +707,11 @@ class LessonScreen(StepScreen):
         ref: TensorRef,
         focus: Focus | None,
         hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
+        title: str | None = None,
     ) -> None:
-        """A show step's tensors: the one it names, or all of its stage's; derived values titled."""
+        """A show step's tensors: the one it names, or all of its stage's; derived values titled.
+
+        ``title``: in place of the stage's (a quiz showing this step's table again)."""
         assert self.session is not None
         runner = self.session.runner
         resolved_all = runner.tensors(ref)
@@ -724,7 +730,7 @@ class LessonScreen(StepScreen):
                 describe_operation(op) for op in ref.then
             )
         else:
-            title = main.stage.title
+            title = title or main.stage.title
             formula = main.stage.formula or ""
         stage = Stage(
             name=main.stage.name, title=title, tensors=tensors, formula=formula, axes=axes

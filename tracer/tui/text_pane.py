@@ -12,9 +12,10 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tracer.sanitize import visible
+from tracer.tui.steady import SteadySize
 
 
-class TextPane(Static):
+class TextPane(Static, SteadySize):
     """Literal text (never markup) that repaints in place when its height stays the same."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -32,12 +33,15 @@ class TextPane(Static):
             text = Text(visible(text.plain))
         width = self.content_region.width
         lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0
-        same = lines == self._lines and width == self._width
+        # A height held by min-height (the loop's position text) does not change with the text.
+        held = self.styles.min_height
+        floor = int(held.value) if held is not None and held.is_cells else 0
+        same = max(lines, floor) == max(self._lines, floor) and width == self._width
         self._lines, self._width = lines, width
         self.update(text, layout=not same)
 
 
-class ProsePane(Static):
+class ProsePane(Static, SteadySize):
     """A lesson author's prose, shown as written: plain text, wrapped, nothing interpreted.
 
     The lesson format promises narration is shown literally (``The <mask> token``,

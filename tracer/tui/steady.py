@@ -73,9 +73,18 @@ class SteadyScroll(ScrollView):
     place of ``ScrollView``.
     """
 
+    _scrollbars_for: Size | None = None
+    """The view's own virtual size when its scrollbars were last fitted."""
+
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
     ) -> bool:
-        # ScrollView._size_updated ignores the virtual size it is given (it keeps its own);
-        # passing its own makes it compare like with like.
-        return super()._size_updated(size, self.virtual_size, container_size, layout)
+        # ScrollView._size_updated ignores the virtual size it is given (it keeps its own)
+        # except to decide whether anything changed. Given its own, it compares like with
+        # like; given the region, as Textual does, it refits the scrollbars, which is needed
+        # whenever the view's content changed size since they were last fitted.
+        own = self.virtual_size
+        if own != self._scrollbars_for:
+            self._scrollbars_for = own
+            return super()._size_updated(size, virtual_size, container_size, layout)
+        return super()._size_updated(size, own, container_size, layout)

@@ -22,6 +22,7 @@ class TextPane(Static, SteadySize):
         super().__init__(id=id, classes=classes, markup=False)
         self._lines = -1
         self._width = -1
+        self._shown: Text | None = None
 
     @property
     def line_count(self) -> int:
@@ -33,11 +34,17 @@ class TextPane(Static, SteadySize):
             text = Text(visible(text.plain))
         width = self.content_region.width
         lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0
+        previous = self._lines
+        if width != self._width and width > 0 and self._shown is not None:
+            # Last shown at another width (or while just made visible, at none): the layout
+            # since then gave the pane the height of that text at this width.
+            shown = self._shown
+            previous = len(shown.wrap(self.app.console, width)) if shown.plain else 0
         # A height held by min-height (the loop's position text) does not change with the text.
         held = self.styles.min_height
         floor = int(held.value) if held is not None and held.is_cells else 0
-        same = max(lines, floor) == max(self._lines, floor) and width == self._width
-        self._lines, self._width = lines, width
+        same = width > 0 and max(lines, floor) == max(previous, floor)
+        self._lines, self._width, self._shown = lines, width, text
         self.update(text, layout=not same)
 
 

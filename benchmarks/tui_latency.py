@@ -112,6 +112,9 @@ class Terminal:
         self.started = time.perf_counter()
         pid, fd = pty.fork()
         if pid == 0:  # the child
+            # Out of the checkout: ``python -m tracer`` puts the working folder first on the
+            # path, which would shadow a --baseline tree given on PYTHONPATH.
+            os.chdir(env["ATTN_DATA_DIR"])
             os.execvpe(argv[0], list(argv), env)
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
@@ -263,6 +266,12 @@ def main() -> int:
         default="",
         help="run the key-press cases at each of these TEXTUAL_FPS values, side by side (60,240)",
     )
+    parser.add_argument(
+        "--baseline",
+        default="",
+        help="also run each key-press case with the tracer package in this folder first on the "
+        "path (e.g. `git archive main tracer | tar -x -C DIR`), before ours: before/after side by side",
+    )
     args = parser.parse_args()
     only = [text for text in args.only.split(",") if text]
     rates = [rate.strip() for rate in args.fps.split(",") if rate.strip()] or [None]
@@ -317,11 +326,22 @@ def main() -> int:
             ),
         ]
         rows = []
-        runs = [(rate, case) for case in cases for rate in rates]  # each case at each rate, in turn
-        for rate, (title, argv, marker, key) in runs:
+        trees = [""] + ([str(Path(args.baseline).resolve())] if args.baseline else [])
+        # Each case at each rate, in turn; with a baseline, its run right before ours.
+        runs = [
+            (rate, tree, case)
+            for case in cases
+            for rate in rates
+            for tree in reversed(trees)
+            if not (tree and case[0] == FLOOR)
+        ]
+        for rate, tree, (title, argv, marker, key) in runs:
             if only and title != FLOOR and not any(text in title for text in only):
                 continue
             run_env = env if rate is None else {**env, "TEXTUAL_FPS": rate}
+            if tree:
+                run_env = {**run_env, "PYTHONPATH": tree}
+                title = f"before: {title}"
             presses = args.presses
             if "lesson" in title:
                 presses = min(presses, 12)  # the lesson has a fixed number of steps

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
@@ -27,6 +26,7 @@ from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
 from tracer.tui.source_view import SourceView, highlighted
+from tracer.tui.steady import Column, Row
 from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
@@ -79,8 +79,8 @@ class ExploreScreen(StepScreen):
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
         yield Timeline(id="timeline")
-        with Horizontal(id="main"):
-            with Vertical(id="left"):
+        with Row(id="main"):
+            with Column(id="left"):
                 yield TextPane(id="narration")
                 yield SourceView(id="source")
             yield TensorPane(id="tensors")

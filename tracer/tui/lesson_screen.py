@@ -22,7 +22,6 @@ from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import ContentSwitcher, Footer, Header
 from textual.worker import Worker, WorkerState
 
@@ -69,6 +68,7 @@ from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView, highlighted
+from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
 from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import ProsePane, TextPane
@@ -215,28 +215,30 @@ class LessonScreen(StepScreen):
         that width (a resize measures anew)."""
         self._reserves: dict[tuple[int, int], int] = {}
         """(loop step, width) -> lines held for its position text (``_position_reserve``)."""
+        self._save_pending = False
+        """A move's position is to be saved once its step is on screen (``_save_soon``)."""
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
         yield Timeline(id="timeline")
-        with Horizontal(id="main"):
-            with Vertical(id="left"):
-                with VerticalScroll(id="lesson-text"):
+        with Row(id="main"):
+            with Column(id="left"):
+                with ScrollColumn(id="lesson-text"):
                     yield ProsePane(id="caption")
                     yield TextPane(id="loop-position")
                 yield SourceView(id="source")
                 yield SourceView(id="source-right", classes="-hidden")
-            with Vertical(id="lesson-body"):
+            with Column(id="lesson-body"):
                 yield QuizView(id="quiz")
-                with ContentSwitcher(id="lesson-switch", initial="tensors"):
+                with Switcher(id="lesson-switch", initial="tensors"):
                     yield TensorPane(id="tensors")
-                    with Vertical(id="compare"):
+                    with Column(id="compare"):
                         yield TensorPane(id="compare-left")
                         yield TensorPane(id="compare-right")
                         yield TensorPane(id="compare-difference")
-                    with VerticalScroll(id="narration-body"):
+                    with ScrollColumn(id="narration-body"):
                         yield ProsePane(id="narration-text")
-                    with VerticalScroll(id="checkpoint"):
+                    with ScrollColumn(id="checkpoint"):
                         yield ProsePane(id="checkpoint-text")
         yield Footer()
 
@@ -425,7 +427,7 @@ class LessonScreen(StepScreen):
                 str(position.step), [str(n) for n in range(position.step)]
             )
             self.fit_columns()
-        self._save()
+        self._save_soon()
         return True
 
     def _arrange(self, step: LessonStep) -> None:
@@ -987,7 +989,26 @@ class LessonScreen(StepScreen):
 
     # Progress ---------------------------------------------------------------------------------
 
+    def _save_soon(self) -> None:
+        """Save the position once the step is on screen.
+
+        Saving writes the progress file and waits for the disk (``fsync``), which
+        took from a few to tens of milliseconds here: done before the frame, every
+        key press waited for it. Quiz answers are still saved at once.
+        """
+        if not self._save_pending:
+            self._save_pending = True
+            self.call_after_refresh(self._save_if_pending)
+
+    def _save_if_pending(self) -> None:
+        if self._save_pending:
+            self._save()
+
+    def on_unmount(self) -> None:
+        self._save_if_pending()  # quitting right after a move still saves where it went
+
     def _save(self) -> None:
+        self._save_pending = False
         if self.session is None or self.store is None:
             return
         self.progress.step = self.position.step

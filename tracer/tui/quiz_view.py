@@ -21,6 +21,7 @@ from tracer.lessons.grading import Answer, CellAnswer, parse_cells, response_pro
 from tracer.lessons.grading import answer_text as _answer_text
 from tracer.lessons.model import Quiz
 from tracer.sanitize import visible
+from tracer.tui.steady import Column, Label, SteadySize
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner
@@ -31,7 +32,7 @@ PLACEHOLDERS = {
 }
 
 
-class QuizView(VerticalScroll):
+class QuizView(VerticalScroll, SteadySize):
     """One question. Posts :class:`QuizView.Answered`; the screen checks it and calls ``feedback``."""
 
     class Answered(Message):
@@ -50,14 +51,14 @@ class QuizView(VerticalScroll):
         """Choices toggled so far in a multiple-choice quiz (0-based)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="quiz-question", markup=False)
-        yield Vertical(id="quiz-choices")
+        yield Label(id="quiz-question", markup=False)
+        yield Column(id="quiz-choices")
         yield Input(id="quiz-input", placeholder=PLACEHOLDERS["number"], select_on_focus=False)
         yield Button("Check", id="quiz-submit", compact=True)
-        yield Static(id="quiz-hint", markup=False)
+        yield Label(id="quiz-hint", markup=False)
         yield Button("Hint", id="quiz-more-hints", compact=True)
-        yield Static(id="quiz-hints", markup=False)
-        yield Static(id="quiz-feedback", markup=False)
+        yield Label(id="quiz-hints", markup=False)
+        yield Label(id="quiz-feedback", markup=False)
 
     def text(self, prose: str) -> str:
         """Prose as shown: live values filled in when the lesson's runner is known."""

@@ -29,10 +29,10 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.errors import NoWidget
 from textual.geometry import Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tracer.tui.colours import theme_colours
+from tracer.tui.steady import SteadyScroll
 
 PLUMBING_CALL = re.compile(r"\brun\.[A-Za-z_]+\b")
 """``run.focus``, ``run.query_indices``, ``run.options``: the tracer's accessors."""
@@ -161,7 +161,7 @@ class Row:
     first: bool
 
 
-class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
+class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     """Read-only view of one source file with a set of highlighted lines."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -265,9 +265,24 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
     def _text_width(self) -> int:
         return max(self.scrollable_content_region.width - self._gutter(), 10)
 
-    def _wrap(self) -> None:
-        """Fold every line to the pane's width; continuation pieces get a ↪ gutter."""
-        width = self._text_width()
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        # Fold the lines for a new width in the layout pass that gives it, before the
+        # scrollbar is sized from them: folding while painting changed the virtual size
+        # after the layout, and Textual then laid the screen out again (a second frame).
+        chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical
+        if size.width > chrome:
+            self._wrap(max(size.width - chrome - self._gutter(), 10), in_layout=True)
+        return super()._size_updated(size, virtual_size, container_size, layout)
+
+    def _wrap(self, width: int | None = None, *, in_layout: bool = False) -> None:
+        """Fold every line to the pane's width; continuation pieces get a ↪ gutter.
+
+        ``in_layout``: called while Textual lays the screen out, which sizes the
+        scrollbar from the new virtual size itself (no further layout is asked for).
+        """
+        width = self._text_width() if width is None else width
         if width == self._wrapped_for:
             return
         self._wrapped_for = width
@@ -288,7 +303,11 @@ class SourceView(ScrollView, can_focus=True, inherit_bindings=False):
             rows.extend(Row(number, piece, n == 0) for n, piece in enumerate(pieces))
         self.rows = rows
         self._strips.clear()
-        self.virtual_size = Size(self._gutter() + width, len(rows))
+        folded = Size(self._gutter() + width, len(rows))
+        if in_layout:
+            self.set_reactive(SourceView.virtual_size, folded)
+        else:
+            self.virtual_size = folded
 
     def on_resize(self) -> None:
         self._wrap()

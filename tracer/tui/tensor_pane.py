@@ -23,6 +23,7 @@ from textual.widgets import Static
 from tracer.tracing.stepper import LoopCanvas, cell_of
 from tracer.tui.equations import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
+from tracer.tui.steady import Label, ScrollColumn, SteadySize
 from tracer.tui.tensor_view import TensorView
 from tracer.tui.text_pane import TextPane
 from tracer.variant import Stage, SubStep
@@ -59,7 +60,7 @@ def loop_axes(stage: Stage | None) -> tuple[str, ...] | None:
     return None
 
 
-class TensorPane(Vertical):
+class TensorPane(Vertical, SteadySize):
     """Every tensor of the current step, or the error that stopped them."""
 
     DEFAULT_CSS = """
@@ -112,12 +113,12 @@ class TensorPane(Vertical):
         """The line of detail under the tables (a formula, a written-out equation)."""
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="tensor-stack"):
+        with ScrollColumn(id="tensor-stack"):
             for n in range(SLOTS):
-                yield Static(id=f"tensor-title-{n}", classes="tensor-title", markup=False)
+                yield Label(id=f"tensor-title-{n}", classes="tensor-title", markup=False)
                 yield TensorView(id=f"tensor-view-{n}" if n else "tensor-view")
         yield TextPane(id="tensor-detail")
-        yield Static(id="tensor-message", markup=False)
+        yield Label(id="tensor-message", markup=False)
 
     def on_mount(self) -> None:
         stack = self.query_one("#tensor-stack", VerticalScroll)
@@ -201,8 +202,9 @@ class TensorPane(Vertical):
         if equation is not None:
             detail.append_text(equation)
         detail.rstrip()
-        where = ", ".join(str(p) for p in step.position)
-        self._show(shown, f"{step.stage} loop · ({where})", detail)
+        # The cell is in the narration and highlighted in the matrix; a title that changed
+        # with every sub-step would repaint the whole pane, border and all, at each one.
+        self._show(shown, f"{step.stage} loop", detail)
 
     def _slots(self, count: int) -> list[TensorView]:
         """At least ``count`` table views (titles before them), mounting more when needed."""
@@ -211,7 +213,7 @@ class TensorPane(Vertical):
             stack = self.query_one("#tensor-stack", VerticalScroll)
             for n in range(len(views), count):
                 stack.mount(
-                    Static(id=f"tensor-title-{n}", classes="tensor-title", markup=False),
+                    Label(id=f"tensor-title-{n}", classes="tensor-title", markup=False),
                     TensorView(id=f"tensor-view-{n}"),
                 )
             views = self.views

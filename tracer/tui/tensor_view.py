@@ -27,12 +27,12 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.css.scalar import Scalar
 from textual.geometry import Region, Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tracer.render.text import format_number
 from tracer.tui.colours import theme_colours
 from tracer.tui.grid import Grid
+from tracer.tui.steady import SteadyScroll
 
 LABEL_LIMIT = 12
 HEAT_STEPS = 10
@@ -78,7 +78,7 @@ def _fit(text: str, width: int) -> str:
     return text[: max(width - 1, 0)] + "…"
 
 
-class TensorView(ScrollView, can_focus=True, inherit_bindings=False):
+class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
     """Shows one :class:`~tracer.tui.grid.Grid`; scrolls with ↑/↓, PgUp/PgDn and shift+←/→."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -12,15 +12,17 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tracer.sanitize import visible
+from tracer.tui.steady import SteadySize
 
 
-class TextPane(Static):
+class TextPane(Static, SteadySize):
     """Literal text (never markup) that repaints in place when its height stays the same."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes, markup=False)
         self._lines = -1
         self._width = -1
+        self._shown: Text | None = None
 
     @property
     def line_count(self) -> int:
@@ -32,12 +34,21 @@ class TextPane(Static):
             text = Text(visible(text.plain))
         width = self.content_region.width
         lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0
-        same = lines == self._lines and width == self._width
-        self._lines, self._width = lines, width
+        previous = self._lines
+        if width != self._width and width > 0 and self._shown is not None:
+            # Last shown at another width (or while just made visible, at none): the layout
+            # since then gave the pane the height of that text at this width.
+            shown = self._shown
+            previous = len(shown.wrap(self.app.console, width)) if shown.plain else 0
+        # A height held by min-height (the loop's position text) does not change with the text.
+        held = self.styles.min_height
+        floor = int(held.value) if held is not None and held.is_cells else 0
+        same = width > 0 and max(lines, floor) == max(previous, floor)
+        self._lines, self._width, self._shown = lines, width, text
         self.update(text, layout=not same)
 
 
-class ProsePane(Static):
+class ProsePane(Static, SteadySize):
     """A lesson author's prose, shown as written: plain text, wrapped, nothing interpreted.
 
     The lesson format promises narration is shown literally (``The <mask> token``,

@@ -17,11 +17,13 @@ from textual.containers import Horizontal, HorizontalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from tracer.tui.steady import SteadySize
+
 VISITED = "✓ "
 """The mark in front of a visited item: not a colour, so NO_COLOR keeps it."""
 
 
-class TimelineItem(Static):
+class TimelineItem(Static, SteadySize):
     """One stage or step; a click asks the timeline to jump there."""
 
     def __init__(self, key: str, label: str, tooltip: str | None = None) -> None:
@@ -34,8 +36,8 @@ class TimelineItem(Static):
             self.tooltip = Text(tooltip)
 
     def mark_visited(self, visited: bool) -> None:
-        self.set_class(visited, "-done")
-        if visited != self.visited:
+        if visited != self.visited:  # untouched otherwise: a class change restyles the item
+            self.set_class(visited, "-done")
             self.visited = visited
             self.update(Text(VISITED + self.label if visited else self.label))
 
@@ -44,7 +46,7 @@ class TimelineItem(Static):
         self.post_message(Timeline.Selected(self.key))
 
 
-class TimelineMore(Static):
+class TimelineMore(Static, SteadySize):
     """How many items are out of view on one side; a click scrolls that way."""
 
     def __init__(self, side: str) -> None:
@@ -168,8 +170,10 @@ class Timeline(Horizontal, can_focus=False):
         """Mark ``key`` as current and ``done`` as visited."""
         finished = set(done)
         for item_key, widget in self._items.items():
-            widget.set_class(item_key == key, "-current")
-            widget.mark_visited(item_key in finished and item_key != key)
+            current = item_key == key
+            if widget.has_class("-current") != current:
+                widget.set_class(current, "-current")
+            widget.mark_visited(item_key in finished and not current)
         moved = key != self.current
         self.current = key
         target = self._items.get(key) if key is not None else None

@@ -1,0 +1,125 @@
+"""A key press is laid out once, and what that one pass draws is what a full layout draws.
+
+``tracer.tui.steady`` skips the second layout pass Textual asks for when a pane's
+size changes. These tests count layout passes (no clock: nothing here is timed)
+and check, after every step of the test lesson and at three terminal sizes, that
+laying the screen out once more moves no widget and changes no cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from textual.screen import Screen
+from textual.widget import Widget
+
+from tracer.runner import TraceOptions
+from tracer.tui.app import TracerApp
+from tracer.tui.explore_screen import ExploreScreen
+from tracer.tui.launch import make_explore_app, make_lesson_app
+from tracer.tui.lesson_screen import LessonScreen
+from tracer.variant import SubStep
+
+from .conftest import LESSON, PLUGINS, settle
+
+
+@contextmanager
+def counting_layouts() -> Iterator[list[int]]:
+    """Counts the screen's layout passes while the block runs."""
+    passes = [0]
+    original = Screen._refresh_layout
+
+    def counted(self: Screen[object], *args: object, **kwargs: object) -> None:
+        passes[0] += 1
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    Screen._refresh_layout = counted  # type: ignore[method-assign]
+    try:
+        yield passes
+    finally:
+        Screen._refresh_layout = original  # type: ignore[method-assign]
+
+
+def geometry(app: TracerApp) -> dict[str, object]:
+    """Every visible widget's place on screen, keyed by its path in the DOM."""
+    placed: dict[str, object] = {}
+    for widget in app.screen.query("*").results(Widget):
+        if widget.display and widget.is_mounted:
+            path = "/".join(
+                f"{type(node).__name__}#{node.id}" for node in widget.ancestors_with_self
+            )
+            placed[f"{path}@{len(placed)}"] = (widget.region, widget.virtual_size)
+    return placed
+
+
+async def relaid_out_changes_nothing(app: TracerApp, pilot: object) -> None:
+    before_places, before_picture = geometry(app), app.export_screenshot()
+    app.screen.refresh(layout=True)
+    for widget in app.screen.query("*").results(Widget):
+        widget.refresh(layout=True)
+    await settle(pilot)  # type: ignore[arg-type]
+    assert geometry(app) == before_places
+    assert app.export_screenshot() == before_picture
+
+
+@pytest.mark.parametrize(
+    "size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"]
+)
+async def test_every_lesson_step_is_drawn_as_a_full_layout_draws_it(size: tuple[int, int]) -> None:
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        for number in range(len(screen.session.lesson.steps)):
+            screen.go_to_step(number)
+            await settle(pilot)
+            await relaid_out_changes_nothing(app, pilot)
+        # And backwards, where each pane shrinks back from the step after it.
+        for number in reversed(range(len(screen.session.lesson.steps) - 1)):
+            screen.go_to_step(number)
+            await settle(pilot)
+            await relaid_out_changes_nothing(app, pilot)
+
+
+async def test_a_change_of_step_kind_is_laid_out_once() -> None:
+    """Narration (the whole width) to a show step (code beside a table) and back: each is
+    one layout pass, where Textual alone lays out a second time after the panes resize."""
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        kinds = [step.kind for step in screen.session.lesson.steps]
+        assert kinds[:2] == ["narration", "show"]
+        for number in (1, 0):  # first visits: a scrollbar that appears is laid out on its own
+            screen.go_to_step(number)
+            await settle(pilot)
+        for _ in range(2):
+            for number in (1, 0):
+                with counting_layouts() as passes:
+                    screen.go_to_step(number)
+                    await settle(pilot)
+                assert passes[0] == 1, (number, passes[0])
+
+
+async def test_explorer_loop_sub_steps_are_not_laid_out() -> None:
+    """Inside a loop only numbers change: no pane changes size, so no layout pass at all."""
+    app = make_explore_app("tiny", TraceOptions(), [str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ExploreScreen) and screen.session is not None
+        stepper = screen.session.stepper
+        while not isinstance(stepper.get(screen.position), SubStep):
+            await pilot.press("right")
+            await settle(pilot)
+        await pilot.press("right")  # the loop's second sub-step: the panes have their sizes
+        await settle(pilot)
+        for _ in range(3):
+            with counting_layouts() as passes:
+                await pilot.press("right")
+                await settle(pilot)
+            assert passes[0] == 0

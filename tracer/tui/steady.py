@@ -1,0 +1,90 @@
+"""Panes that are laid out once per key press, not twice.
+
+Textual (8.2.8, pinned in pyproject.toml) gives every widget whose size changed
+during a layout pass a new ``virtual_size``, and that reactive asks for another
+layout of the whole screen. For a pane without scrollbars of its own the second
+pass finds nothing to move: the first one already sized its children at the new
+size (``height: auto`` included). It costs a second arrangement and a second frame
+on every step whose panes change size, which is most changes of step kind (a
+narration takes the whole width, a quiz adds its question): about a third of such
+a key press.
+
+:class:`SteadySize` lays such a pane out once. The new size still reaches the
+widget (it is repainted, it gets its Resize event), and a scrolling container
+still updates its scrollbars: showing or hiding one asks for a layout of its own.
+Only the layout that the size change alone would have asked for is skipped.
+``tests/tui/test_steady.py`` checks that a change of step kind is laid out once
+and that what is drawn equals a screen laid out from scratch.
+"""
+
+from __future__ import annotations
+
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher, Static
+
+
+class SteadySize(Widget):
+    """A widget whose change of size alone does not ask for a second layout pass.
+
+    A mixin: list it after the Textual class (``class Column(Vertical, SteadySize)``),
+    so that CSS type selectors and default styles still follow the Textual class.
+    Not for widgets that watch their ``virtual_size`` (the watcher would not run) or
+    that scroll content of their own (a ``ScrollView`` keeps its own virtual size).
+    """
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        # Overrides a private hook of Textual's: the one place that asks for the second
+        # pass. ``layout=False`` stores the new virtual size without a layout request.
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+
+class Column(Vertical, SteadySize):
+    """A ``Vertical`` laid out once per change."""
+
+
+class Row(Horizontal, SteadySize):
+    """A ``Horizontal`` laid out once per change."""
+
+
+class ScrollColumn(VerticalScroll, SteadySize):
+    """A ``VerticalScroll`` laid out once per change (its scrollbars still ask for their own)."""
+
+
+class Switcher(ContentSwitcher, SteadySize):
+    """A ``ContentSwitcher`` laid out once per change."""
+
+
+class Label(Static, SteadySize):
+    """A ``Static`` laid out once per change (a new text that needs more lines still asks)."""
+
+
+class SteadyScroll(ScrollView):
+    """A ``ScrollView`` that repaints its scrollbars only when its own size changed.
+
+    Textual hands a ``ScrollView`` the region it was given as its virtual size
+    (a ``ScrollView`` keeps its own), so every layout of the screen looks like a
+    change to it and repaints its scrollbar: one more frame, some 30 ms after the
+    step on a busy machine, for every step that is laid out at all. Subclass it in
+    place of ``ScrollView``.
+    """
+
+    _scrollbars_for: Size | None = None
+    """The view's own virtual size when its scrollbars were last fitted."""
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        # ScrollView._size_updated ignores the virtual size it is given (it keeps its own)
+        # except to decide whether anything changed. Given its own, it compares like with
+        # like; given the region, as Textual does, it refits the scrollbars, which is needed
+        # whenever the view's content changed size since they were last fitted.
+        own = self.virtual_size
+        if own != self._scrollbars_for:
+            self._scrollbars_for = own
+            return super()._size_updated(size, virtual_size, container_size, layout)
+        return super()._size_updated(size, own, container_size, layout)

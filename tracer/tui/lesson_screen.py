@@ -263,6 +263,7 @@ class LessonScreen(StepScreen):
         self.call_after_refresh(self._load)
 
     def on_unmount(self) -> None:
+        self._save_if_pending()  # quitting right after a move still saves where it went
         # The heap was frozen after loading, so the collector would never stop the plugins'
         # worker processes: stop them here, when the lesson leaves the screen.
         if self.session is not None:
@@ -499,6 +500,8 @@ class LessonScreen(StepScreen):
         where = self.query_one("#loop-position", TextPane)
         text_box = self.query_one("#lesson-text")
         width = columns - text_box.styles.gutter.width - where.styles.gutter.width
+        if text_box.show_vertical_scrollbar:  # a long caption scrolls: its bar takes columns
+            width -= text_box.scrollbar_size_vertical
         tallest = max(where.line_count, self._position_reserve(state, width))
         if self._position_lines[:2] == (self.position.step, width):  # a resize measures anew
             tallest = max(tallest, self._position_lines[2])
@@ -1003,9 +1006,6 @@ class LessonScreen(StepScreen):
     def _save_if_pending(self) -> None:
         if self._save_pending:
             self._save()
-
-    def on_unmount(self) -> None:
-        self._save_if_pending()  # quitting right after a move still saves where it went
 
     def _save(self) -> None:
         self._save_pending = False

@@ -51,6 +51,9 @@ async def settle(pilot: Pilot[object], *, attribute: str = "session", limit: int
         screen = app.screen
         loaded = getattr(screen, attribute, True) is not None
         if loaded and not any(worker.is_running for worker in app.workers):
+            # Two more passes: what the last messages scheduled "after the next refresh"
+            # (a timeline counting the items its new size hides) runs, and is drawn.
+            await pilot.pause()
             await pilot.pause()
             return
         await asyncio.sleep(0.005)

@@ -256,8 +256,10 @@ async def test_a_lesson_that_cannot_load_is_an_error_modal(tmp_path: Path) -> No
     bad.write_text("title: Bad\nsteps:\n  - narration: [not, text]\n", encoding="utf-8")
     app = lesson_app(bad)
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, attribute="spec")
-        await pilot.pause()
+        for _ in range(2000):  # the loading worker starts after the first frame, then fails
+            await pilot.pause()
+            if isinstance(app.screen, ErrorScreen):
+                break
         modal = app.screen
         assert isinstance(modal, ErrorScreen)
         assert f"{bad}:3:" in modal.message

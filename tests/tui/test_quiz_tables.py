@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from textual.pilot import Pilot
 
@@ -122,3 +124,27 @@ async def test_a_borrowed_pair_of_tables_is_titled_by_both_names() -> None:
         screen = await at_step(pilot, number + 1)
         assert str(screen.pane.border_title) == ", ".join(names)
         assert [grid.name for grid in grids(screen.pane)] == names  # type: ignore[attr-defined]
+
+
+async def test_a_quiz_with_two_tables_of_its_own_is_titled_by_their_names(tmp_path: Path) -> None:
+    """Not by their stage's title: kv-cache's work stage is titled with both totals."""
+    lesson = tmp_path / "two.yaml"
+    lesson.write_text(
+        "title: Two tables of its own\n"
+        "summary: A quiz with a show table and a cells table.\n"
+        "steps:\n"
+        "  - quiz:\n"
+        "      question: Which decoded tokens cost more than 30 multiply-adds with the cache?\n"
+        "      show: {variant: kv-cache, stage: work, tensor: recompute}\n"
+        "      cells: {variant: kv-cache, stage: work, tensor: cached}\n"
+        "      answer: {variant: kv-cache, stage: work, tensor: cached, then: [{compare: '> 30'}]}\n"
+        "      explanation: The later ones.\n",
+        encoding="utf-8",
+    )
+    app = make_lesson_app(lesson, resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await at_step(pilot, 1)
+        assert screen.query_one(QuizView).display
+        title = str(screen.pane.border_title)
+        assert title == "work.recompute, work.cached"
+        assert "with the cache" not in title

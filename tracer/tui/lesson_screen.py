@@ -700,7 +700,8 @@ class LessonScreen(StepScreen):
             axes.update(_derived_axes(table.resolved, name))
             hide[name] = frozenset() if answered else table.hidden
         main = view.tables[0].resolved
-        title = main.stage.title if len(tensors) > 1 else next(iter(tensors))
+        # By the tables' names, never the stage's title, which may state the answer.
+        title = ", ".join(tensors)
         stage = Stage(name=main.stage.name, title=title, tensors=tensors, axes=axes)
         self.pane.show_stage(
             stage, main.tokens, main.query, formula=False, title=title, hidden=hide

@@ -111,7 +111,10 @@ class Trace:
     def close(self) -> None:
         """Give up on the rest of the run: the trace ends here (a worker's process stops)."""
         self.finished = True
-        self._generator = None  # not closed: that would run the plugin's own cleanup here
+        # Dropped, not closed here: closing runs the plugin's own cleanup (its ``finally``)
+        # outside the tracer's guards; a dropped generator is left to the collector, as an
+        # abandoned trace's always was.
+        self._generator = None
 
     def run_to_end(self, keep_substeps: bool = False) -> Trace:
         """Run the rest of the variant, keeping stages and discarding sub-steps.

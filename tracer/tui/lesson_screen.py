@@ -268,7 +268,7 @@ class LessonScreen(StepScreen):
         # worker processes: stop them here, when the lesson leaves the screen.
         if self.session is not None:
             self.session.runner.close()
-        for state in (*self.loops.values(), *(self.session.loops.values() if self.session else ())):
+        for state in self.loops.values():  # the session's warmed-up loops and those started since
             state.stepper.close()
         thaw_heap()  # what this screen held can be collected; the next screen freezes anew
 

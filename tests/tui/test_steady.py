@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from textual._compositor import Compositor
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -20,6 +21,7 @@ from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
+from tracer.tui.source_view import _highlighted
 from tracer.variant import SubStep
 
 from .conftest import LESSON, PLUGINS, settle
@@ -123,3 +125,68 @@ async def test_explorer_loop_sub_steps_are_not_laid_out() -> None:
                 await pilot.press("right")
                 await settle(pilot)
             assert passes[0] == 0
+
+
+@contextmanager
+def counting_frames() -> Iterator[list[int]]:
+    """Counts the frames the screen paints (full or partial) while the block runs."""
+    frames = [0]
+    original = Compositor.render_update
+
+    def counted(self: Compositor, *args: object, **kwargs: object) -> object:
+        frames[0] += 1
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    Compositor.render_update = counted  # type: ignore[method-assign,assignment]
+    try:
+        yield frames
+    finally:
+        Compositor.render_update = original  # type: ignore[method-assign]
+
+
+async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_one_frame() -> None:
+    """Stepping forward through every step and sub-step, each seen for the first time: a
+    step that brings the code back, a loop entered, the first quiz (its buttons), a ✓ that
+    marks a step visited on the timeline: each is one layout (none inside a loop) and one
+    frame. Textual alone paints a second frame for a scrollbar, a scroll to the marked lines,
+    new buttons or a timeline marker, each asked for after the first frame."""
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        steps = screen.session.lesson.steps
+        kinds = {step.kind for step in steps}
+        assert {"narration", "show", "loop", "compare", "quiz", "checkpoint"} <= kinds
+        seen = []
+        while screen.position.step < len(steps) - 1:
+            before = (screen.position.step, screen.position.sub)
+            with counting_layouts() as passes, counting_frames() as frames:
+                await pilot.press("right")
+                await settle(pilot)
+            where = (screen.position.step, screen.position.sub)
+            assert where != before
+            inside_a_loop = where[0] == before[0]
+            seen.append((where, passes[0], frames[0]))
+            assert passes[0] == (0 if inside_a_loop else 1), seen[-3:]
+            assert frames[0] == 1, seen[-3:]
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+async def test_stepping_through_a_lesson_highlights_no_source_file_anew(theme: str) -> None:
+    """The loading worker highlights (and maps) every file a step shows, in the theme's shade,
+    so no key press pays for it: the first show step took 10–20 ms more when it missed."""
+    _highlighted.cache_clear()
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    app.theme = theme
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        prepared = _highlighted.cache_info()
+        assert prepared.currsize > 0
+        for number in range(len(screen.session.lesson.steps)):
+            screen.go_to_step(number)
+            await settle(pilot)
+        assert _highlighted.cache_info().misses == prepared.misses
+        assert _highlighted.cache_info().hits > prepared.hits

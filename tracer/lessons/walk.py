@@ -499,9 +499,11 @@ def warm_up(
 
     The runner caches its traces, so the main thread later finds them done. A
     step that fails here fails again when shown, where its error is displayed.
-    ``highlight``: called with each shown stage's source file (a viewer prepares it).
+    ``highlight``: called once with each source file a show, loop or compare step shows (a
+    viewer prepares it).
     """
     loops: dict[int, LoopState] = {}
+    sources: list[str | None] = []
     for number, step in enumerate(lesson.steps):
         try:
             if isinstance(step, Loop):
@@ -510,15 +512,22 @@ def warm_up(
                     loops[number] = state
                     state.count_within(COUNT_STEPS)  # "pair 8 of 36" needs the 36
                     # The stage the loop builds names the axes of the matrix it fills.
-                    runner.trace(step.variant, step.options, step.query).stage(step.stage)
+                    built = runner.trace(step.variant, step.options, step.query).stage(step.stage)
+                    sources.append(built.source_file)
             elif isinstance(step, Show):
-                source = runner.tensor(step.ref).stage.source_file
-                if source and highlight is not None:
-                    highlight(source)
+                sources.append(runner.tensor(step.ref).stage.source_file)
             elif isinstance(step, Compare):
-                runner.compare(step)
+                left, right, _difference = runner.compare(step)
+                sources += [left.stage.source_file, right.stage.source_file]
             elif isinstance(step, Quiz):
                 runner.answer(step)
         except Exception:  # reported when the step is shown
             continue
+    if highlight is not None:
+        for source in dict.fromkeys(sources):  # each file once, in the lesson's order
+            if source:
+                try:
+                    highlight(source)
+                except Exception:  # the pane says what is wrong with the file when shown
+                    continue
     return loops

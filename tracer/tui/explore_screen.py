@@ -25,7 +25,7 @@ from tracer.sanitize import visible
 from tracer.tracing.stepper import Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
-from tracer.tui.source_view import SourceView, highlighted
+from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row
 from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
@@ -120,7 +120,8 @@ class ExploreScreen(StepScreen):
                 raise session.stepper.error from None
             raise PluginError(f"variant '{session.variant.name}' yielded no steps") from None
         if first.source_file:
-            highlighted(first.source_file)  # the plugin's file, highlighted off the UI thread
+            # The plugin's file, highlighted (in the theme's shade) and mapped off the UI thread.
+            prepare_source(first.source_file, self.app.current_theme.dark)
         gc.collect()  # here, off the UI thread; the screen then freezes what is left
         return session
 

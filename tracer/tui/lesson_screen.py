@@ -67,7 +67,7 @@ from tracer.tui.loop_count import loop_noun
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.tui.quiz_view import QuizView
-from tracer.tui.source_view import SourceView, highlighted
+from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
 from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
@@ -293,7 +293,7 @@ class LessonScreen(StepScreen):
         lesson = load_lesson(path, host, extra_dirs=self.lesson_dirs)
         key = lesson_key(path, shipped_dir())
         runner = LessonRunner(lesson, host)
-        loops = warm_up(lesson, runner)
+        loops = warm_up(lesson, runner, dark=self.app.current_theme.dark)
         return LessonSession(lesson, runner, host, path, key, mtime, loops)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -1038,14 +1038,15 @@ class LessonScreen(StepScreen):
         return commands
 
 
-def warm_up(lesson: Lesson, runner: LessonRunner) -> dict[int, LoopState]:
+def warm_up(lesson: Lesson, runner: LessonRunner, *, dark: bool = True) -> dict[int, LoopState]:
     """The walk's warm-up (every step computed once, in the loading worker), and the app's:
-    the Markdown parser and the Python lexer loaded, each shown stage's source highlighted."""
+    the Markdown parser and the Python lexer loaded, each shown stage's source highlighted
+    (in the theme's shade, ``dark`` or not) and mapped."""
     from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
     from rich.syntax import Syntax
 
     Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once
-    return walk_warm_up(lesson, runner, highlight=highlighted)
+    return walk_warm_up(lesson, runner, highlight=lambda path: prepare_source(path, dark))
 
 
 def _mtime(path: Path) -> float:

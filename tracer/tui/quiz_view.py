@@ -26,6 +26,14 @@ from tracer.tui.steady import Column, Label, SteadySize
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner
 
+CHOICE_BUTTONS = 6
+"""Choice buttons made with the view: mounting them on the first quiz costs a layout and a frame."""
+
+
+class QuizButton(Button, SteadySize):
+    """A ``Button`` laid out once per change: a new label resizes it inside the quiz's pass."""
+
+
 PLACEHOLDERS = {
     "number": "your answer, e.g. 0.95",
     "cells": "cells as row,column separated by ';', e.g. journey,Your; starts,Your",
@@ -52,11 +60,15 @@ class QuizView(VerticalScroll, SteadySize):
 
     def compose(self) -> ComposeResult:
         yield Label(id="quiz-question", markup=False)
-        yield Column(id="quiz-choices")
+        with Column(id="quiz-choices"):
+            for number in range(1, CHOICE_BUTTONS + 1):
+                button = QuizButton("", id=f"choice-{number}", compact=True)
+                button.display = False
+                yield button
         yield Input(id="quiz-input", placeholder=PLACEHOLDERS["number"], select_on_focus=False)
-        yield Button("Check", id="quiz-submit", compact=True)
+        yield QuizButton("Check", id="quiz-submit", compact=True)
         yield Label(id="quiz-hint", markup=False)
-        yield Button("Hint", id="quiz-more-hints", compact=True)
+        yield QuizButton("Hint", id="quiz-more-hints", compact=True)
         yield Label(id="quiz-hints", markup=False)
         yield Label(id="quiz-feedback", markup=False)
 
@@ -149,7 +161,7 @@ class QuizView(VerticalScroll, SteadySize):
                 button.display = shown
         if count > len(buttons):
             choices.mount_all(
-                Button(Content(self._choice_label(number)), id=f"choice-{number}", compact=True)
+                QuizButton(Content(self._choice_label(number)), id=f"choice-{number}", compact=True)
                 for number in range(len(buttons) + 1, count + 1)
             )
 

@@ -45,9 +45,21 @@ def _source(path: str) -> str:
     return code
 
 
-@functools.lru_cache(maxsize=32)
 def highlighted(path: str, dark: bool = True) -> tuple[Text, ...]:
     """A source file's lines, syntax-highlighted once (loading workers call this ahead)."""
+    # One cache key however it is called: ``f(p)`` and ``f(p, True)`` are two keys to
+    # lru_cache, and the loading workers' warm-up missed the pane's call.
+    return _highlighted(path, dark)
+
+
+def prepare_source(path: str, dark: bool) -> None:
+    """What showing ``path`` needs, done ahead (a loading worker): its highlighted lines and map."""
+    highlighted(path, dark)
+    source_map(path)
+
+
+@functools.lru_cache(maxsize=32)
+def _highlighted(path: str, dark: bool) -> tuple[Text, ...]:
     code = _source(path)
     if not code:
         return ()
@@ -194,6 +206,11 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._longest = -1
         self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
         self._colours: tuple[Color, Color, Color] | None = None
+        self._reveal_due = False
+        """Marked lines wait for the layout pass that gives the pane a size."""
+        # overflow-y is "scroll": the bar is there from the first layout, not added by a
+        # second one (a pane first shown on a compare step would take two frames).
+        self.set_reactive(SourceView.show_vertical_scrollbar, True)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._reload())
@@ -244,11 +261,12 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         # only lines whose marking changed are built again (all of them cost ~5 ms a frame).
         self.refresh()
         if self.marked:
-            # Scroll in the same frame when the size is known; a later frame costs a repaint.
+            # Scroll in the same frame: now when the size is known, else in the layout pass
+            # that gives the pane its size (a later frame would cost a second repaint).
             if self.size.height > 0:
                 self._reveal()
             else:
-                self.call_after_refresh(self._reveal)
+                self._reveal_due = True
 
     def natural_width(self) -> int:
         """Columns that show every line of the file unwrapped (gutter, scrollbar and border included).
@@ -274,7 +292,14 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical
         if size.width > chrome:
             self._wrap(max(size.width - chrome - self._gutter(), 10), in_layout=True)
-        return super()._size_updated(size, virtual_size, container_size, layout)
+        resized = size != self.size
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        if (resized or self._reveal_due) and size.height > 0:
+            # A new size may hide the marked lines: scroll to them in this pass, which
+            # paints the resized pane anyway (on_resize's check then finds them in view).
+            self._reveal_due = False
+            self._reveal(in_layout=True)
+        return changed
 
     def _wrap(self, width: int | None = None, *, in_layout: bool = False) -> None:
         """Fold every line to the pane's width; continuation pieces get a ↪ gutter.
@@ -315,10 +340,16 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         if self.marked:
             self.call_after_refresh(self._reveal)
 
-    def _reveal(self) -> None:
+    def _reveal(self, *, in_layout: bool = False) -> None:
+        """Scroll the marked lines into view (centred) unless they already are.
+
+        ``in_layout``: called while Textual lays the screen out, whose frame draws
+        this pane: the offset is set without asking for another repaint.
+        """
         if not self.marked:
             return
-        self._wrap()
+        if not in_layout:
+            self._wrap()
         first_row = next((n for n, r in enumerate(self.rows) if r.number == min(self.marked)), 0)
         last_row = max(
             (n for n, r in enumerate(self.rows) if r.number == max(self.marked)), default=first_row
@@ -329,7 +360,14 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             return  # already in view: scrolling would only cost a repaint
         # Centred in the rows actually on screen (a parent may clip the pane's last rows).
         span = min(last_row - first_row + 1, visible)
-        self.scroll_to(y=max(first_row - (visible - span) // 2, 0), animate=False, immediate=True)
+        y = max(first_row - (visible - span) // 2, 0)
+        if in_layout:
+            y = min(y, self.max_scroll_y)
+            self.set_reactive(SourceView.scroll_y, float(y))
+            self.set_reactive(SourceView.scroll_target_y, float(y))
+            self.vertical_scrollbar.position = y
+            return
+        self.scroll_to(y=y, animate=False, immediate=True)
 
     def _visible_rows(self) -> int:
         """Rows of text on screen: fewer than the pane's height when its parent clips it."""

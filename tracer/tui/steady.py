@@ -19,9 +19,13 @@ and that what is drawn equals a screen laid out from scratch.
 
 from __future__ import annotations
 
+from typing import Self
+
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
 
@@ -63,6 +67,43 @@ class Label(Static, SteadySize):
     """A ``Static`` laid out once per change (a new text that needs more lines still asks)."""
 
 
+class SteadyScrollBar(ScrollBar, SteadySize):
+    """A ``ScrollBar`` laid out once per change, and painted once.
+
+    A scrollbar has no children, so the layout its new size asks for moves
+    nothing; it is the second pass left on a step that brings the code pane back
+    (its bar goes from no size to the pane's height). That same layout sets the
+    bar's new window and position, which asks for a repaint; the request reaches
+    the screen only after the layout's frame, which has already drawn the bar
+    whole with those values, so it would cost a second frame that changes nothing.
+    A request that a whole paint has answered since is dropped.
+    """
+
+    _painted_since_refresh = False
+
+    def refresh(
+        self,
+        *regions: Region,
+        repaint: bool = True,
+        layout: bool = False,
+        recompose: bool = False,
+    ) -> Self:
+        self._painted_since_refresh = False
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        if crop.width >= self.size.width and crop.height >= self.size.height:
+            self._painted_since_refresh = True
+        return lines
+
+    def _check_refresh(self) -> None:
+        # Overrides Textual's private hook that turns a repaint request into an Update message.
+        if self._painted_since_refresh:
+            self._repaint_required = False
+        super()._check_refresh()
+
+
 class SteadyScroll(ScrollView):
     """A ``ScrollView`` that repaints its scrollbars only when its own size changed.
 
@@ -88,3 +129,29 @@ class SteadyScroll(ScrollView):
             self._scrollbars_for = own
             return super()._size_updated(size, virtual_size, container_size, layout)
         return super()._size_updated(size, own, container_size, layout)
+
+    # Textual creates a view's scrollbars on first use, always as its own ScrollBar class;
+    # these two properties do what Textual's do, with the steady kind.
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        if self._vertical_scrollbar is None:
+            bar = SteadyScrollBar(
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+            )
+            # Shown from the start where the view already shows one (Textual hides it, and
+            # showing it in the layout pass that placed it asks for another pass).
+            bar.display = self.show_vertical_scrollbar
+            self._vertical_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
+
+    @property
+    def horizontal_scrollbar(self) -> ScrollBar:
+        if self._horizontal_scrollbar is None:
+            bar = SteadyScrollBar(
+                vertical=False, name="horizontal", thickness=self.scrollbar_size_horizontal
+            )
+            bar.display = self.show_horizontal_scrollbar
+            self._horizontal_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return self._horizontal_scrollbar

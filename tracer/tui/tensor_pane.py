@@ -277,7 +277,7 @@ class TensorPane(Vertical, SteadySize):
             names = ", ".join(hidden)
             noun = "table" if len(hidden) == 1 else "tables"
             text = f"{len(hidden)} more {noun} out of sight: {names} (t or scroll)"
-        if self.border_subtitle != text:
+        if (self.border_subtitle or "") != text:  # None to "" would repaint the border
             self.border_subtitle = text
 
     def on_resize(self) -> None:

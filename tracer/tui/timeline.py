@@ -21,6 +21,9 @@ from tracer.tui.steady import SteadySize
 
 VISITED = "✓ "
 """The mark in front of a visited item: not a colour, so NO_COLOR keeps it."""
+NOT_VISITED = " " * len(VISITED)
+"""Holds the mark's room on an item not visited yet: an item that widened when visited would
+move every item after it, and could push the last ones out of view (a layout and a frame)."""
 
 
 class TimelineItem(Static, SteadySize):
@@ -28,7 +31,7 @@ class TimelineItem(Static, SteadySize):
 
     def __init__(self, key: str, label: str, tooltip: str | None = None) -> None:
         # Labels are stage names or author text: never parsed as markup.
-        super().__init__(label, markup=False, classes="timeline-item")
+        super().__init__(NOT_VISITED + label, markup=False, classes="timeline-item")
         self.key = key
         self.label = label
         self.visited = False
@@ -39,7 +42,7 @@ class TimelineItem(Static, SteadySize):
         if visited != self.visited:  # untouched otherwise: a class change restyles the item
             self.set_class(visited, "-done")
             self.visited = visited
-            self.update(Text(VISITED + self.label if visited else self.label))
+            self.update(Text((VISITED if visited else NOT_VISITED) + self.label))
 
     def on_click(self, event: events.Click) -> None:
         event.stop()

@@ -8,7 +8,6 @@ which makes stepping back possible on a trace that only runs forwards.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,7 +26,7 @@ from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row
-from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
+from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
@@ -122,7 +121,7 @@ class ExploreScreen(StepScreen):
         if first.source_file:
             # The plugin's file, highlighted (in the theme's shade) and mapped off the UI thread.
             prepare_source(first.source_file, self.app.current_theme.dark)
-        gc.collect()  # here, off the UI thread; the screen then freezes what is left
+        collect_before_freezing()  # here, off the UI thread; the screen then freezes the rest
         return session
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

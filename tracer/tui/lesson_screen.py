@@ -12,7 +12,6 @@ keeps the last good version on screen.
 from __future__ import annotations
 
 import contextlib
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +68,7 @@ from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesso
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
-from tracer.tui.step_screen import StepScreen, freeze_heap, thaw_heap
+from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
@@ -277,7 +276,7 @@ class LessonScreen(StepScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self) -> LessonSession:
         session = self._read_lesson(self.spec, self._host)
-        gc.collect()  # here, off the UI thread; the screen then freezes what is left
+        collect_before_freezing()  # here, off the UI thread; the screen then freezes the rest
         return session
 
     def _read_lesson(self, spec: str | Path, host: PluginHost | None) -> LessonSession:

@@ -46,6 +46,16 @@ Progress = Callable[[int], None]
 LongJob = Callable[[Callable[[], bool], Progress], Any]
 
 
+def collect_before_freezing() -> None:
+    """Collect the garbage a load left, so that :func:`freeze_heap` freezes little of it.
+
+    A full collection: called from the loading worker, off the UI thread. A screen
+    that is leaving thaws the heap, and the next load's collection reclaims what
+    that screen held.
+    """
+    gc.collect()
+
+
 def freeze_heap() -> None:
     """Exclude everything loaded so far (torch, the plugins, Textual) from garbage collection.
 

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests import forked
+
 FORKS = """\
 import os, time
 from tracer import RunContext, Variant, hookimpl, stage
@@ -64,15 +66,19 @@ def running(pid: int) -> bool:
 
 
 def attn(tmp_path: Path, name: str, source: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``attn trace NAME`` forked from this process (tests/forked.py), not a fresh interpreter.
+
+    Equivalent here: the limits checked are the plugin worker's, which ``attn trace`` forks
+    for the run whatever its parent imported; the variables set are read when the worker
+    starts. The forked ``attn`` is its own session and nothing here kills its group after it
+    ends, so a process a step leaves behind is found as it would be. The two tests that
+    ``kill -9`` the tool keep a real ``attn`` process.
+    """
     folder = tmp_path / "plugins"
     folder.mkdir(exist_ok=True)
     (folder / f"{name.replace('-', '_')}.py").write_text(source)
-    return subprocess.run(
-        [sys.executable, "-m", "tracer", "trace", name, "--plugins-dir", str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
+    return forked.run_attn(
+        "trace", name, "--plugins-dir", str(folder), timeout=120, env={**os.environ, **env}
     )
 
 

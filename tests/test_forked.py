@@ -1,0 +1,90 @@
+"""The forked ``attn`` of tests/forked.py is what a fresh ``python -m tracer`` is, for the
+things the tests that use it look at: output, exit status, stdin, signals, timeouts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import forked
+
+
+def test_a_forked_attn_writes_and_exits_as_a_fresh_interpreter_does(tmp_path: Path) -> None:
+    for argv in (["trace", "vectorized", "--query", "1"], ["trace", "no-such-variant"]):
+        real = subprocess.run(
+            [sys.executable, "-m", "tracer", *argv], capture_output=True, timeout=300
+        )
+        fork = forked.run_attn(*argv, text=False)
+        assert (fork.returncode, fork.stdout, fork.stderr) == (
+            real.returncode,
+            real.stdout,
+            real.stderr,
+        )
+    assert real.returncode == 2  # the second is a usage error, not a pass
+
+
+def test_a_forked_attn_starts_as_an_interpreter_would(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"  # a plugin reporting what it finds at import
+    probe.write_text(
+        "import os, signal, sys, warnings\n"
+        "print(os.getcwd(), os.environ.get('ATTN_TEST_PROBE'), sys.stdin.read() or 'eof',\n"
+        "      signal.getsignal(signal.SIGINT) is signal.default_int_handler,\n"
+        "      signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,\n"
+        "      signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN,\n"
+        "      sys.stdout.line_buffering, sys.stderr.line_buffering, sys.stdin.fileno(),\n"
+        "      file=sys.stderr)\n"
+    )
+    env = {**os.environ, "ATTN_TEST_PROBE": "seen"}
+    argv = ["plugins", "--plugins-dir", str(tmp_path)]
+    for typed in (None, "typed"):
+        real = subprocess.run(
+            [sys.executable, "-m", "tracer", *argv],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env=env,
+            input=typed,
+            stdin=subprocess.DEVNULL if typed is None else None,
+        )
+        fork = forked.run_attn(*argv, cwd=tmp_path, env=env, input=typed)
+        assert real.returncode == 0, real.stderr
+        assert (fork.returncode, fork.stdout, fork.stderr) == (0, real.stdout, real.stderr)
+        assert f"{tmp_path} seen {typed or 'eof'} True True True" in fork.stderr
+
+
+def test_what_a_fork_cannot_apply_is_refused() -> None:
+    changed = "latin-1" if os.environ.get("PYTHONIOENCODING") != "latin-1" else "ascii"
+    with pytest.raises(forked.StartUpDiffers, match="PYTHONIOENCODING"):
+        forked.run_attn("--version", env={**os.environ, "PYTHONIOENCODING": changed})
+
+
+def test_a_timeout_kills_the_forked_attn_and_its_group(tmp_path: Path) -> None:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    pids = tmp_path / "pids"
+    (folder / "sleeps.py").write_text(
+        f"import os, time\nopen({str(pids)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    env = {**os.environ, "ATTN_IMPORT_TIMEOUT": "100"}
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        forked.run_attn("plugins", "--plugins-dir", str(folder), env=env, timeout=5)
+    assert time.monotonic() - started < 30
+    sleeper = int(pids.read_text())  # the plugin's trial child, in the forked attn's group
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(sleeper, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(sleeper, signal.SIGKILL)
+        pytest.fail("a process of the timed-out attn outlived it")

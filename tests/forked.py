@@ -143,6 +143,49 @@ def run_attn_on_terminal(
     return _wait(pid), output.decode("utf-8", "replace")
 
 
+class Started:
+    """A forked ``attn`` left running, its output discarded: ``subprocess.Popen``'s
+    ``pid``, ``kill`` (SIGKILL to it alone) and ``wait``."""
+
+    def __init__(self, pid: int, argv: Sequence[str]) -> None:
+        self.pid = pid
+        self.argv = list(argv)
+        self.returncode: int | None = None
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.returncode is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            elif time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(_cmd(self.argv), timeout)
+            else:
+                time.sleep(0.02)
+        return self.returncode
+
+
+def start_attn(
+    *argv: str,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Started:
+    """``subprocess.Popen([sys.executable, "-m", "tracer", *argv])`` with stdin, stdout and
+    stderr on ``/dev/null``, forked; the caller kills and waits for it."""
+    environment = _checked(env)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        pid = _fork(argv, cwd, environment, None, stdin=-1, stdout=null, stderr=null, close=[])
+    finally:
+        os.close(null)
+    return Started(pid, argv)
+
+
 def _cmd(argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "tracer", *argv]
 

@@ -72,7 +72,8 @@ def attn(tmp_path: Path, name: str, source: str, **env: str) -> subprocess.Compl
     for the run whatever its parent imported; the variables set are read when the worker
     starts. The forked ``attn`` is its own session and nothing here kills its group after it
     ends, so a process a step leaves behind is found as it would be. The two tests that
-    ``kill -9`` the tool keep a real ``attn`` process.
+    ``kill -9`` the tool fork it with ``forked.start_attn``: SIGKILL reaches the process
+    running ``attn`` alone, as it reaches a real one.
     """
     folder = tmp_path / "plugins"
     folder.mkdir(exist_ok=True)
@@ -135,12 +136,10 @@ def test_a_process_forked_by_a_step_ends_when_attn_is_killed(tmp_path: Path) -> 
     folder = tmp_path / "plugins"
     folder.mkdir()
     (folder / "forks.py").write_text(FORKS_AND_WAITS)
-    tool = subprocess.Popen(
-        [sys.executable, "-m", "tracer", "trace", "forks", "--plugins-dir", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    tool = forked.start_attn(
+        "trace", "forks", "--plugins-dir", str(folder),
         env={**os.environ, "ATTN_TEST_PIDS": str(pids), "ATTN_STEP_TIMEOUT": "100"},
-    )
+    )  # fmt: skip
     child = 0
     try:
         deadline = time.monotonic() + 60
@@ -217,11 +216,8 @@ def test_a_process_a_step_starts_in_a_new_session_ends_when_attn_is_killed(
     folder.mkdir()
     (folder / "leaves.py").write_text(LEAVES_THE_GROUP)
     env = {"ATTN_TEST_PIDS": str(pids), "ATTN_TEST_WAIT": "60", "ATTN_STEP_TIMEOUT": "100"}
-    tool = subprocess.Popen(
-        [sys.executable, "-m", "tracer", "trace", "leaves", "--plugins-dir", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, **env},
+    tool = forked.start_attn(
+        "trace", "leaves", "--plugins-dir", str(folder), env={**os.environ, **env}
     )
     child = 0
     try:

@@ -30,7 +30,8 @@ interpreter would have given (``SystemExit``, a traceback and 1, or death by SIG
 
 What forking cannot give: whatever the interpreter reads at start-up. An environment that
 differs from the test process's in a ``PYTHON*``, ``LANG`` or ``LC_*`` variable raises
-:class:`StartUpDiffers`: such a test keeps a real subprocess. The entry points seen are the
+:class:`StartUpDiffers`: such a test keeps a real subprocess. ``PYTHONUNBUFFERED`` is the
+exception: the child's streams are opened unbuffered as the interpreter's would be. The entry points seen are the
 test process's (``conftest._only_builtin_entry_points``: built-ins and the plugins a test
 makes, not plugin distributions installed beside the project).
 
@@ -63,6 +64,13 @@ from tracer.processes import die_with_parent
 _EXIT = posix._exit  # never a patched os._exit
 _START_UP = ("PYTHON", "LANG", "LC_")
 """Environment variables the interpreter reads before ``attn`` runs: a fork cannot apply them."""
+_APPLIED = frozenset({"PYTHONUNBUFFERED"})
+"""Except these, which the child applies as the interpreter would (see :func:`_fresh_streams`)."""
+_STARTED_WITH_U = bool(getattr(sys.__stdout__, "write_through", False)) and not os.environ.get(
+    "PYTHONUNBUFFERED"
+)
+"""This interpreter runs with ``python -u``, which a child of ``python -m tracer`` would not
+inherit, but the tests' children are started with the same interpreter options."""
 
 
 class StartUpDiffers(ValueError):
@@ -195,7 +203,9 @@ def _checked(env: Mapping[str, str] | None) -> dict[str, str]:
     differs = sorted(
         name
         for name in set(environment) | set(os.environ)
-        if name.startswith(_START_UP) and environment.get(name) != os.environ.get(name)
+        if name.startswith(_START_UP)
+        and name not in _APPLIED
+        and environment.get(name) != os.environ.get(name)
     )
     if differs:
         raise StartUpDiffers(
@@ -332,8 +342,9 @@ def _fresh_streams() -> None:
     line-buffered on a terminal and stderr always."""
     import locale
 
-    # -u or PYTHONUNBUFFERED (the same for this process): its stdout writes through.
-    unbuffered = bool(getattr(sys.__stdout__, "write_through", False))
+    # As ``python -u`` or a non-empty PYTHONUNBUFFERED (read here from the child's own
+    # environment): stdout and stderr unbuffered, writing through; stdin as ever.
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED")) or _STARTED_WITH_U
 
     def stream(fd: int, name: str, original: Any) -> io.TextIOWrapper:
         encoding = getattr(original, "encoding", None) or locale.getpreferredencoding(False)

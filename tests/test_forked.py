@@ -15,42 +15,39 @@ import pytest
 from tests import forked
 
 
-def test_a_forked_attn_writes_what_a_fresh_interpreter_writes() -> None:
-    argv = ["trace", "vectorized", "--query", "1"]
-    real = subprocess.run([sys.executable, "-m", "tracer", *argv], capture_output=True, timeout=300)
-    fork = forked.run_attn(*argv, text=False)
-    assert real.returncode == 0, real.stderr
-    assert (fork.returncode, fork.stdout, fork.stderr) == (0, real.stdout, real.stderr)
-
-
-def test_a_forked_attn_starts_as_an_interpreter_would(tmp_path: Path) -> None:
+def test_a_forked_attn_runs_as_a_fresh_interpreter_does(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"  # a plugin reporting what it finds at import
     probe.write_text(
-        "import os, signal, sys, warnings\n"
+        "import os, signal, sys\n"
         "print(os.getcwd(), os.environ.get('ATTN_TEST_PROBE'), sys.stdin.read() or 'eof',\n"
         "      signal.getsignal(signal.SIGINT) is signal.default_int_handler,\n"
         "      signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,\n"
         "      signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN,\n"
-        "      sys.stdout.line_buffering, sys.stderr.line_buffering, sys.stdin.fileno(),\n"
-        "      file=sys.stderr)\n"
+        "      sys.stdout.line_buffering, sys.stdout.write_through,\n"
+        "      sys.stderr.line_buffering, type(sys.stdout.buffer).__name__,\n"
+        "      sys.stdin.fileno(), file=sys.stderr)\n"
     )
-    env = {**os.environ, "ATTN_TEST_PROBE": "seen"}
-    argv = ["trace", "no-such-variant", "--plugins-dir", str(tmp_path)]  # a usage error: 2
+    # PYTHONUNBUFFERED the other way round from this process: applied in the child too.
+    unbuffered = "" if os.environ.get("PYTHONUNBUFFERED") else "1"
+    env = {**os.environ, "ATTN_TEST_PROBE": "seen", "PYTHONUNBUFFERED": unbuffered}
+    argv = ["trace", "vectorized", "--query", "1", "--plugins-dir", str(tmp_path)]
     real = subprocess.run(
         [sys.executable, "-m", "tracer", *argv],
         capture_output=True,
-        text=True,
         timeout=300,
         cwd=tmp_path,
         env=env,
         stdin=subprocess.DEVNULL,
     )
-    fork = forked.run_attn(*argv, cwd=tmp_path, env=env)
-    assert real.returncode == 2, real.stderr
-    assert (fork.returncode, fork.stdout, fork.stderr) == (2, real.stdout, real.stderr)
-    assert f"{tmp_path} seen eof True True True" in fork.stderr
+    fork = forked.run_attn(*argv, cwd=tmp_path, env=env, text=False)
+    assert real.returncode == 0, real.stderr
+    assert (fork.returncode, fork.stdout, fork.stderr) == (0, real.stdout, real.stderr)
+    assert f"{tmp_path} seen eof True True True".encode() in fork.stderr
     typed = forked.run_attn(*argv, cwd=tmp_path, env=env, input="typed")
     assert f"{tmp_path} seen typed True True True" in typed.stderr
+    usage = forked.run_attn("trace", "no-such-variant")
+    assert (usage.returncode, usage.stdout) == (2, "")
+    assert usage.stderr.startswith("attn: unknown variant 'no-such-variant'")
 
 
 def test_what_a_fork_cannot_apply_is_refused() -> None:

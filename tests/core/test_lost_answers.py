@@ -7,8 +7,6 @@ import json
 import os
 import resource
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -161,15 +159,13 @@ def test_a_printing_thread_from_a_plugin_cannot_corrupt_the_json(tmp_path: Path)
     folder.mkdir()
     (folder / "chatty.py").write_text(PRINTS_FOREVER)
     for argv in (["trace", "vectorized"], ["plugins"]):
-        # A real interpreter: PYTHONUNBUFFERED is read at its start-up, which a fork cannot
-        # apply (tests/forked.py refuses it).
-        result = subprocess.run(
-            [sys.executable, "-m", "tracer", *argv, "--json", "--plugins-dir", str(folder)],
-            capture_output=True,
-            text=True,
+        # Forked (tests/forked.py): the plugin's thread runs in the child, whose stdout and
+        # stderr are opened unbuffered, as PYTHONUNBUFFERED has the interpreter open them.
+        result = forked.run_attn(
+            *argv, "--json", "--plugins-dir", str(folder),
             timeout=120,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        )  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         json.loads(result.stdout)  # one whole document, nothing else
         assert "chatter" in result.stderr

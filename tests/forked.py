@@ -18,7 +18,8 @@ a one-line change:
 - torch on one thread (the test process's OpenMP threads did not fork, and a child that
   uses more hangs in their pool) and a fresh random seed for torch, numpy and ``random``;
 - Python's default warning filters and exception hooks (pytest's are collecting), no
-  faulthandler, no tracer;
+  faulthandler, no tracer; the test process's objects frozen (``gc.freeze``), so the
+  collector never finalizes them in the child;
 - process-wide state of the tracer that a fresh interpreter would not have: the learner's
   shared sandbox server (the test process's own), the cached built-in plugin host and the
   source caches; see :func:`_fresh_process`.
@@ -274,15 +275,16 @@ def _fork(
     terminal: bool = False,
 ) -> int:
     _warm()
-    # Garbage of the test process is collected here, not in the child, where a finalizer
-    # (say of a trace with a worker) would act on the test process's resources.
-    gc.collect()
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
+    # What the test process holds is never collected in the child: no finalizer of the test
+    # process's objects (say a trace with a worker) runs here, and the collector walks only
+    # what this run makes, as in a fresh interpreter after its imports.
+    gc.freeze()
     try:
         for fd in close:
             os.close(fd)
@@ -403,7 +405,6 @@ def _fresh_process() -> None:
     import faulthandler
 
     faulthandler.disable()
-    gc.unfreeze()
     gc.enable()
     atexit._clear()  # the test process's (pytest's) are not this run's
     # The tracer's process-wide state: the test process's learner sandbox server (a

@@ -21,8 +21,9 @@ a one-line change:
   faulthandler, no tracer; the test process's objects frozen (``gc.freeze``), so the
   collector never finalizes them in the child;
 - process-wide state of the tracer that a fresh interpreter would not have: the learner's
-  shared sandbox server (the test process's own), the cached built-in plugin host and the
-  source caches; see :func:`_fresh_process`.
+  shared sandbox server (the test process's own), the exit statuses of the test process's
+  children, the cached built-in plugin host and the source caches; see
+  :func:`_fresh_process`.
 
 Then it runs ``tracer/__main__.py`` as ``__main__`` (what ``python -m tracer`` runs), joins
 non-daemon threads and runs the ``atexit`` functions registered during the run, flushes,
@@ -379,6 +380,7 @@ def _fresh_process() -> None:
     import torch
 
     import tracer.learner.isolation as isolation
+    from tracer import processes
     from tracer.learner.check import _builtin_host
     from tracer.tracing.lines import _statement_spans
 
@@ -410,6 +412,7 @@ def _fresh_process() -> None:
     # The tracer's process-wide state: the test process's learner sandbox server (a
     # socket to a process this child must not share), caches a fresh run fills anew.
     isolation._shared = None
+    processes.reaped.clear()  # statuses of the test process's children, by pid
     _builtin_host.cache_clear()
     _statement_spans.cache_clear()
     linecache.clearcache()

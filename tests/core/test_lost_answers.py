@@ -7,6 +7,8 @@ import json
 import os
 import resource
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -159,13 +161,16 @@ def test_a_printing_thread_from_a_plugin_cannot_corrupt_the_json(tmp_path: Path)
     folder.mkdir()
     (folder / "chatty.py").write_text(PRINTS_FOREVER)
     for argv in (["trace", "vectorized"], ["plugins"]):
-        # Forked (tests/forked.py): the plugin's thread runs in the child, whose stdout and
-        # stderr are opened unbuffered, as PYTHONUNBUFFERED has the interpreter open them.
-        result = forked.run_attn(
-            *argv, "--json", "--plugins-dir", str(folder),
+        # A real interpreter: whether the thread gets to print before the end depends on
+        # how long the process takes to finish, which a forked attn (ending with os._exit)
+        # shortens; forked, "chatter" was missing from stderr one run in three.
+        result = subprocess.run(
+            [sys.executable, "-m", "tracer", *argv, "--json", "--plugins-dir", str(folder)],
+            capture_output=True,
+            text=True,
             timeout=120,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         json.loads(result.stdout)  # one whole document, nothing else
         assert "chatter" in result.stderr

@@ -68,11 +68,6 @@ _START_UP = ("PYTHON", "LANG", "LC_")
 """Environment variables the interpreter reads before ``attn`` runs: a fork cannot apply them."""
 _APPLIED = frozenset({"PYTHONUNBUFFERED"})
 """Except these, which the child applies as the interpreter would (see :func:`_fresh_streams`)."""
-_STARTED_WITH_U = bool(getattr(sys.__stdout__, "write_through", False)) and not os.environ.get(
-    "PYTHONUNBUFFERED"
-)
-"""This interpreter runs with ``python -u``, which a child of ``python -m tracer`` would not
-inherit, but the tests' children are started with the same interpreter options."""
 
 
 class StartUpDiffers(ValueError):
@@ -345,9 +340,10 @@ def _fresh_streams() -> None:
     line-buffered on a terminal and stderr always."""
     import locale
 
-    # As ``python -u`` or a non-empty PYTHONUNBUFFERED (read here from the child's own
-    # environment): stdout and stderr unbuffered, writing through; stdin as ever.
-    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED")) or _STARTED_WITH_U
+    # A non-empty PYTHONUNBUFFERED (the child's own environment by now): stdout and stderr
+    # unbuffered, writing through; stdin as ever. Not this process's ``-u`` (xdist starts
+    # its workers so): ``python -m tracer`` would not have it.
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
 
     def stream(fd: int, name: str, original: Any) -> io.TextIOWrapper:
         encoding = getattr(original, "encoding", None) or locale.getpreferredencoding(False)

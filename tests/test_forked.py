@@ -43,6 +43,10 @@ def test_a_forked_attn_runs_as_a_fresh_interpreter_does(tmp_path: Path) -> None:
     assert real.returncode == 0, real.stderr
     assert (fork.returncode, fork.stdout, fork.stderr) == (0, real.stdout, real.stderr)
     assert f"{tmp_path} seen eof True True True".encode() in fork.stderr
+    # Without PYTHONUNBUFFERED, buffered as Python opens pipes (whatever this process's -u).
+    env.pop("PYTHONUNBUFFERED")
+    buffered = forked.run_attn(*argv, cwd=tmp_path, env=env)
+    assert buffered.stderr.endswith(" False True BufferedWriter 0\n"), buffered.stderr
     typed = forked.run_attn(*argv, cwd=tmp_path, env=env, input="typed")
     assert f"{tmp_path} seen typed True True True" in typed.stderr
     usage = forked.run_attn("trace", "no-such-variant")

@@ -468,51 +468,55 @@ def _communicate(
     timeout: float,
     argv: Sequence[str],
 ) -> dict[int, bytes]:
-    """Feed stdin and read every output to its end; kill the child's group on timeout."""
+    """Feed stdin and read every output to its end. On a timeout (or the test being
+    interrupted) the child's whole group is killed and the child reaped first."""
     deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        for fd in outputs:
-            selector.register(fd, selectors.EVENT_READ)
-        pending = memoryview(data or b"")
-        if stdin >= 0:
-            if pending:
+    pending = memoryview(data or b"")
+    if stdin >= 0 and not pending:
+        os.close(stdin)
+        stdin = -1
+    try:
+        with selectors.DefaultSelector() as selector:
+            for fd in outputs:
+                selector.register(fd, selectors.EVENT_READ)
+            if stdin >= 0:
                 os.set_blocking(stdin, False)
                 selector.register(stdin, selectors.EVENT_WRITE)
-            else:
-                os.close(stdin)
-        open_outputs = set(outputs)
-        while open_outputs:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
-                _wait(pid)
-                if stdin >= 0 and pending:
-                    os.close(stdin)
-                raise subprocess.TimeoutExpired(_cmd(argv), timeout)
-            for key, _ in selector.select(min(left, 1.0)):
-                fd = int(key.fd)
-                if fd == stdin:
+            open_outputs = set(outputs)
+            while open_outputs:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(_cmd(argv), timeout)
+                for key, _ in selector.select(min(left, 1.0)):
+                    fd = int(key.fd)
+                    if fd == stdin:
+                        try:
+                            pending = pending[os.write(stdin, pending[:65536]) :]
+                        except BrokenPipeError:
+                            pending = pending[:0]
+                        if not pending:
+                            selector.unregister(stdin)
+                            os.close(stdin)
+                            stdin = -1
+                        continue
                     try:
-                        pending = pending[os.write(stdin, pending[:65536]) :]
-                    except BrokenPipeError:
-                        pending = pending[:0]
-                    if not pending:
-                        selector.unregister(stdin)
-                        os.close(stdin)
-                    continue
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError as error:  # a pseudo-terminal whose other side closed
-                    if error.errno != errno.EIO:
-                        raise
-                    chunk = b""
-                if chunk:
-                    outputs[fd] += chunk
-                else:
-                    selector.unregister(fd)
-                    open_outputs.discard(fd)
-        if stdin >= 0 and pending:
+                        chunk = os.read(fd, 65536)
+                    except OSError as error:  # a pseudo-terminal whose other side closed
+                        if error.errno != errno.EIO:
+                            raise
+                        chunk = b""
+                    if chunk:
+                        outputs[fd] += chunk
+                    else:
+                        selector.unregister(fd)
+                        open_outputs.discard(fd)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        _wait(pid)
+        raise
+    finally:
+        if stdin >= 0:
             os.close(stdin)
     return outputs
 

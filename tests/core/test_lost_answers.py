@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tracer.learner.exercises import PROGRESS_FILE, Progress
 from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer
 
@@ -110,11 +111,10 @@ def test_export_force_on_a_full_disk_leaves_the_old_file_whole(tmp_path: Path) -
     lesson.write_text(LESSON)
     output = tmp_path / "mine.md"
     output.write_text("the learner's own notes\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "tracer", "lesson", "export", str(lesson), "--to", "md",
-         "-o", str(output), "--force"],
-        capture_output=True,
-        text=True,
+    # Forked (tests/forked.py): the limit is set in the child before attn runs, as a
+    # subprocess's preexec_fn sets it before the interpreter starts.
+    result = forked.run_attn(
+        "lesson", "export", str(lesson), "--to", "md", "-o", str(output), "--force",
         timeout=120,
         preexec_fn=_small_files,  # the export is longer than 60 bytes: the "disk" fills up
     )  # fmt: skip
@@ -131,11 +131,11 @@ def test_a_plugins_chdir_at_import_does_not_move_the_export(tmp_path: Path) -> N
     elsewhere.mkdir()
     (folder / "wanders.py").write_text(f"import os\nos.chdir({str(elsewhere)!r})\n")
     (tmp_path / "mine.yaml").write_text(LESSON)
-    result = subprocess.run(
-        [sys.executable, "-m", "tracer", "lesson", "export", "mine.yaml", "--to", "md",
-         "-o", "out.md", "--plugins-dir", str(folder)],
-        capture_output=True,
-        text=True,
+    # Forked (tests/forked.py) in its own working folder: the plugin's chdir happens in the
+    # child, and relative paths are resolved there as in a fresh interpreter.
+    result = forked.run_attn(
+        "lesson", "export", "mine.yaml", "--to", "md", "-o", "out.md",
+        "--plugins-dir", str(folder),
         timeout=120,
         cwd=tmp_path,
     )  # fmt: skip
@@ -161,6 +161,9 @@ def test_a_printing_thread_from_a_plugin_cannot_corrupt_the_json(tmp_path: Path)
     folder.mkdir()
     (folder / "chatty.py").write_text(PRINTS_FOREVER)
     for argv in (["trace", "vectorized"], ["plugins"]):
+        # A real interpreter: whether the thread gets to print before the end depends on
+        # how long the process takes to finish, which a forked attn (ending with os._exit)
+        # shortens; forked, "chatter" was missing from stderr one run in three.
         result = subprocess.run(
             [sys.executable, "-m", "tracer", *argv, "--json", "--plugins-dir", str(folder)],
             capture_output=True,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests import forked
 from tracer.inputs.input_set import MAX_TOKENS, load_inputs
 from tracer.render.text import COLUMN_LIMIT, ROW_LIMIT, format_tensor
 
@@ -83,15 +83,15 @@ def plugin_folder(tmp_path: Path, **files: str) -> Path:
 
 
 def run_attn(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``attn ARGV`` forked from this process (tests/forked.py), not a fresh interpreter.
+
+    Equivalent here: what is checked is what ``attn trace`` does with a plugin's steps and
+    errors; the variables set (``ATTN_ISOLATE``) are read when the command runs, and the
+    plugins are loaded by the child from folders no other test uses.
+    """
     import os
 
-    return subprocess.run(
-        [sys.executable, "-m", "tracer", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    return forked.run_attn(*argv, timeout=300, env={**os.environ, **(env or {})})
 
 
 def test_a_big_tensor_is_drawn_by_its_corner_only() -> None:

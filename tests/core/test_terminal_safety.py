@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tracer.sanitize import message, visible
 
 OSC_TITLE = "\x1b]0;owned\x07"
@@ -17,9 +17,13 @@ OSC_52 = "\x1b]52;c;aGVsbG8=\x07"
 
 
 def run_attn(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "tracer", *argv], capture_output=True, timeout=300, cwd=cwd
-    )
+    """``attn ARGV`` forked from this process (tests/forked.py), its output as bytes.
+
+    Equivalent here: what is checked is the bytes ``attn`` writes to its stdout and stderr,
+    which the child writes through new streams on pipes, opened as the interpreter opens
+    them (same encoding and error handler); the files read are this test's own.
+    """
+    return forked.run_attn(*argv, timeout=300, cwd=cwd, text=False)
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests import forked
+
 FORKS = """\
 import os, time
 from tracer import RunContext, Variant, hookimpl, stage
@@ -64,15 +66,20 @@ def running(pid: int) -> bool:
 
 
 def attn(tmp_path: Path, name: str, source: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``attn trace NAME`` forked from this process (tests/forked.py), not a fresh interpreter.
+
+    Equivalent here: the limits checked are the plugin worker's, which ``attn trace`` forks
+    for the run whatever its parent imported; the variables set are read when the worker
+    starts. The forked ``attn`` is its own session and nothing here kills its group after it
+    ends, so a process a step leaves behind is found as it would be. The two tests that
+    ``kill -9`` the tool fork it with ``forked.start_attn``: SIGKILL reaches the process
+    running ``attn`` alone, as it reaches a real one.
+    """
     folder = tmp_path / "plugins"
     folder.mkdir(exist_ok=True)
     (folder / f"{name.replace('-', '_')}.py").write_text(source)
-    return subprocess.run(
-        [sys.executable, "-m", "tracer", "trace", name, "--plugins-dir", str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
+    return forked.run_attn(
+        "trace", name, "--plugins-dir", str(folder), timeout=120, env={**os.environ, **env}
     )
 
 
@@ -129,12 +136,10 @@ def test_a_process_forked_by_a_step_ends_when_attn_is_killed(tmp_path: Path) -> 
     folder = tmp_path / "plugins"
     folder.mkdir()
     (folder / "forks.py").write_text(FORKS_AND_WAITS)
-    tool = subprocess.Popen(
-        [sys.executable, "-m", "tracer", "trace", "forks", "--plugins-dir", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    tool = forked.start_attn(
+        "trace", "forks", "--plugins-dir", str(folder),
         env={**os.environ, "ATTN_TEST_PIDS": str(pids), "ATTN_STEP_TIMEOUT": "100"},
-    )
+    )  # fmt: skip
     child = 0
     try:
         deadline = time.monotonic() + 60
@@ -211,11 +216,8 @@ def test_a_process_a_step_starts_in_a_new_session_ends_when_attn_is_killed(
     folder.mkdir()
     (folder / "leaves.py").write_text(LEAVES_THE_GROUP)
     env = {"ATTN_TEST_PIDS": str(pids), "ATTN_TEST_WAIT": "60", "ATTN_STEP_TIMEOUT": "100"}
-    tool = subprocess.Popen(
-        [sys.executable, "-m", "tracer", "trace", "leaves", "--plugins-dir", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, **env},
+    tool = forked.start_attn(
+        "trace", "leaves", "--plugins-dir", str(folder), env={**os.environ, **env}
     )
     child = 0
     try:

@@ -8,14 +8,12 @@ form there, on a pseudo-terminal here, and say so in one line on stderr.
 from __future__ import annotations
 
 import os
-import select
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tracer.tui.progress import LessonProgress, ProgressStore
 from tracer.tui.source_view import SourceView
 from tracer.tui.tensor_pane import TensorPane
@@ -23,40 +21,26 @@ from tracer.tui.timeline import Timeline
 
 from .conftest import PLUGINS, press, settle
 
-ATTN = [sys.executable, "-c", "from tracer.cli.main import run; run()"]
 NOTICE = "TERM=dumb cannot draw the app"
 
 
 def on_a_terminal(argv: list[str], term: str = "dumb") -> tuple[int, str]:
-    """Run ``attn ARGV`` on a pseudo-terminal with TERM set; (exit status, all it wrote)."""
-    import pty
+    """Run ``attn ARGV`` on a pseudo-terminal with TERM set; (exit status, all it wrote).
 
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: stdin, stdout and stderr are the terminal
-        os.environ["TERM"] = term
-        os.environ.pop("NO_COLOR", None)
-        os.execv(sys.executable, [*ATTN, *argv])
-    output = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if not ready:
-            continue
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), output.decode("utf-8", "replace")
+    Forked from this process (tests/forked.py), not a fresh interpreter: what is checked is
+    what ``attn`` writes on a terminal it reads TERM and NO_COLOR from when it runs, and the
+    child's stdin, stdout and stderr are that terminal, its controlling one, as with
+    ``pty.fork``. ``tests/tui/test_entry.py`` starts the real ``attn`` script.
+    """
+    env = {**os.environ, "TERM": term}
+    env.pop("NO_COLOR", None)
+    return forked.run_attn_on_terminal(*argv, env=env)
 
 
 def plain(argv: list[str]) -> str:
     """What the plain form prints into a pipe: the independent reference for the dumb terminal."""
-    result = subprocess.run([*ATTN, *argv], capture_output=True, text=True, timeout=120, check=True)
+    result = forked.run_attn(*argv)
+    assert result.returncode == 0, result.stderr
     return result.stdout
 
 
@@ -112,15 +96,7 @@ def test_term_dumb_still_refuses_an_unknown_lesson_with_exit_2() -> None:
 
 
 def test_term_dumb_without_a_terminal_still_exits_2() -> None:
-    result = subprocess.run(
-        [*ATTN],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "TERM": "dumb"},
-        check=False,
-    )
+    result = forked.run_attn(timeout=60, env={**os.environ, "TERM": "dumb"})  # stdin: /dev/null
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "needs an interactive terminal" in line and "--plain" in line

@@ -9,6 +9,7 @@ limit the app shows the limit's one-line message.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,11 @@ async def test_esc_stops_a_step_computing_in_the_worker_and_stepping_on_runs_it_
             assert child is not None and child.is_alive()
             await pilot.press("escape")
             await wait_for(pilot, lambda: not screen.busy)
-            child.join(5)
+            # The app's job thread joins (reaps) the killed worker too: a join here can return
+            # while that thread still holds the exit status, so wait for it to be recorded.
+            deadline = time.monotonic() + 5
+            while child.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert not child.is_alive()  # Esc killed the worker in the middle of its step
             assert screen.position == 0 and app.screen is screen
             release.write_text("go", encoding="utf-8")

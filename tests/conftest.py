@@ -71,12 +71,15 @@ def _only_builtin_entry_points() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _young_collections(monkeypatch: pytest.MonkeyPatch) -> None:
+def _young_collections(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """An app collects the whole heap before freezing it; in its own process that is its own
     objects (0.1–0.2 s), but a test worker's heap holds every earlier test's, and a full
     collection of it took 0.6 s per app: 108 s of CPU over the TUI tests. Here a load collects
     the young generations only (what it just made); the frozen heap is thawed after the test
-    (below), and the interpreter's own full collections reclaim what earlier apps left."""
+    (below), and the interpreter's own full collections reclaim what earlier apps left.
+    A test marked ``full_collection`` runs the app's own, full collection."""
+    if request.node.get_closest_marker("full_collection"):
+        return
 
     def young() -> None:
         gc.collect(1)

@@ -30,7 +30,10 @@ non-daemon threads and runs the ``atexit`` functions registered during the run, 
 and leaves with ``os._exit`` (never back into pytest), with the exit status the
 interpreter would have given (``SystemExit``, a traceback and 1, or death by SIGINT).
 
-What forking cannot give: whatever the interpreter reads at start-up. An environment that
+What forking cannot give: whatever the interpreter reads at start-up, and the interpreter's
+own exit (its atexit hooks and weakref finalizers were registered by the test process and are
+skipped), so a test of what happens when ``attn`` exits normally keeps a real interpreter.
+Descriptors above 2 are pointed at /dev/null, as ``subprocess`` would close them. An environment that
 differs from the test process's in a ``PYTHON*``, ``LANG`` or ``LC_*`` variable raises
 :class:`StartUpDiffers`: such a test keeps a real subprocess. ``PYTHONUNBUFFERED`` is the
 exception: the child's streams are opened unbuffered as the interpreter's would be. The entry points seen are the
@@ -274,54 +277,74 @@ def _fork(
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
-    pid = os.fork()
+    # No signal between the fork and the child's own handlers: one raised there would unwind
+    # into pytest's frames in the child, which would then go on running the suite.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        pid = os.fork()
+    finally:
+        if os.getpid() == parent:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if pid:
         return pid
-    # What the test process holds is never collected in the child: no finalizer of the test
-    # process's objects (say a trace with a worker) runs here, and the collector walks only
-    # what this run makes, as in a fresh interpreter after its imports.
-    gc.freeze()
-    try:
-        for fd in close:
-            os.close(fd)
-        os.setsid()
-        die_with_parent()
-        if os.getppid() != parent:
-            _EXIT(70)
-        if terminal:
-            import fcntl
-            import termios
-
-            fcntl.ioctl(stdin, termios.TIOCSCTTY, 0)
-        _fresh_signals()
-        if preexec_fn is not None:
-            preexec_fn()
-        null = os.open(os.devnull, os.O_RDONLY) if stdin < 0 else stdin
-        for target, fd in ((0, null), (1, stdout), (2, stderr)):
-            os.dup2(fd, target)
-        for fd in {null, stdout, stderr}:
-            if fd > 2:
-                os.close(fd)
-        if cwd is not None:
-            os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(env)
-        _fresh_streams()
-        _fresh_process()
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            os.write(2, traceback.format_exc().encode())
-        _EXIT(70)
     status = 70
-    try:
+    try:  # the child never leaves this block but through _EXIT
+        # What the test process holds is never collected in the child: no finalizer of the
+        # test process's objects (say a trace with a worker) runs here, and the collector
+        # walks only what this run makes, as in a fresh interpreter after its imports.
+        gc.freeze()
+        try:
+            for fd in close:
+                os.close(fd)
+            os.setsid()
+            die_with_parent()
+            if os.getppid() != parent:
+                _EXIT(70)
+            if terminal:
+                import fcntl
+                import termios
+
+                fcntl.ioctl(stdin, termios.TIOCSCTTY, 0)
+            null = os.open(os.devnull, os.O_RDONLY) if stdin < 0 else stdin
+            for target, fd in ((0, null), (1, stdout), (2, stderr)):
+                os.dup2(fd, target)
+            if cwd is not None:
+                os.chdir(cwd)
+            os.environ.clear()
+            os.environ.update(env)
+            _fresh_streams()
+            _fresh_process()
+            _close_inherited()
+            _fresh_signals()  # last: handlers set, then the mask lifted
+            if preexec_fn is not None:
+                preexec_fn()
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                os.write(2, traceback.format_exc().encode())
+            _EXIT(70)
         status = _run_main(argv)
     finally:
         _EXIT(status)
 
 
+def _close_inherited() -> None:
+    """Let go of every descriptor above 2, as ``subprocess`` closes them (``close_fds``): the
+    test process's capture files, xdist's channel, a notebook kernel's sockets and the like.
+
+    Each is pointed at /dev/null rather than closed: Python objects inherited from the test
+    process still own those numbers, and one closing "its" descriptor after the number was
+    reused would close a file of this run's."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != null:
+            with contextlib.suppress(OSError):  # the listing's own descriptor, gone by now
+                os.dup2(null, fd)
+    os.close(null)
+
+
 def _fresh_signals() -> None:
-    """The handlers, mask and wake-up fd of a freshly started Python."""
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    """The handlers, mask and wake-up fd of a freshly started Python (the mask lifted last)."""
     with contextlib.suppress(ValueError):
         signal.set_wakeup_fd(-1)
     for signum in signal.valid_signals():
@@ -332,6 +355,7 @@ def _fresh_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
 
 
 def _fresh_streams() -> None:
@@ -511,8 +535,7 @@ def _communicate(
                         selector.unregister(fd)
                         open_outputs.discard(fd)
     except BaseException:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        _kill(pid)
         _wait(pid)
         raise
     finally:
@@ -521,6 +544,27 @@ def _communicate(
     return outputs
 
 
-def _wait(pid: int) -> int:
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+def _kill(pid: int) -> None:
+    """SIGKILL to the child's group, and to the child itself (no group yet before its setsid)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+WAIT_S = 60.0
+"""How long a child that closed its output may take to exit before it is killed."""
+
+
+def _wait(pid: int, limit: float = WAIT_S) -> int:
+    """The child's exit status; killed (and TimeoutExpired) if it has not ended within ``limit``."""
+    deadline = time.monotonic() + limit
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            _kill(pid)
+            os.waitpid(pid, 0)
+            raise subprocess.TimeoutExpired(f"forked attn (pid {pid})", limit)
+        time.sleep(0.005)

@@ -83,9 +83,28 @@ def attn(tmp_path: Path, name: str, source: str, **env: str) -> subprocess.Compl
     )
 
 
+def attn_exiting(
+    tmp_path: Path, name: str, source: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``attn trace NAME`` in a real interpreter, for the tests of what ends when ``attn``
+    exits normally: a forked one skips the interpreter's exit (its atexit hooks belong to
+    the test process), so the trace's own finalizer, which stops the worker, would not run
+    and only the guard's end-of-pipe path would be tried."""
+    folder = tmp_path / "plugins"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name.replace('-', '_')}.py").write_text(source)
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", "trace", name, "--plugins-dir", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+
+
 def test_a_process_forked_by_a_step_ends_with_the_trace(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    result = attn(tmp_path, "forks", FORKS, ATTN_TEST_PIDS=str(pids))
+    result = attn_exiting(tmp_path, "forks", FORKS, ATTN_TEST_PIDS=str(pids))
     assert result.returncode == 0, result.stderr
     child = int(pids.read_text())
     deadline = time.monotonic() + 10
@@ -198,7 +217,7 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 def test_a_process_a_step_starts_in_a_new_session_ends_with_the_trace(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    result = attn(tmp_path, "leaves", LEAVES_THE_GROUP, ATTN_TEST_PIDS=str(pids))
+    result = attn_exiting(tmp_path, "leaves", LEAVES_THE_GROUP, ATTN_TEST_PIDS=str(pids))
     assert result.returncode == 0, result.stderr
     child = int(pids.read_text())
     try:

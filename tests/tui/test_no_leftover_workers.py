@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tracer.lessons import load_lesson
 from tracer.lessons.check import check_lesson
 from tracer.lessons.runner import LessonRunner
@@ -48,6 +50,7 @@ async def test_the_explorer_stops_its_worker_when_it_closes() -> None:
     assert children() - before == set()
 
 
+@pytest.mark.full_collection  # the app's own collection before it freezes its heap, once
 async def test_a_lesson_stops_its_workers_when_it_closes() -> None:
     before = children()
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])

@@ -124,6 +124,14 @@ async def test_with_no_color_the_explorer_marks_by_more_than_colour(
         gutters = [source.render_line(y).text[:1] for y in range(source.size.height)]
         assert {"▶", "◆"} & set(gutters)  # the lines that ran, marked by a sign
         timeline = screen.query_one(Timeline)
-        current_items = [w for w in timeline.items if w.has_class("-current")]
+        current_items = [w for w in timeline.items if w.current]
         assert len(current_items) == 1
-        assert current_items[0].styles.text_style.bold  # the step you are on: bold, not a hue
+        # The step you are on: bold as drawn, not only a hue; no other item is bold.
+        strips = screen._compositor.render_strips()
+        row = strips[timeline.region.y]
+        for item in timeline.items:
+            placed = screen.find_widget(item).region
+            cells = row.crop(placed.x, placed.right)
+            assert cells.text.strip()
+            bold = [bool(segment.style and segment.style.bold) for segment in cells]
+            assert all(bold) if item.current else not any(bold), item.label

@@ -21,7 +21,7 @@ from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
-from tracer.tui.source_view import _highlighted
+from tracer.tui.source_view import SourceView, _highlighted
 from tracer.variant import SubStep
 
 from .conftest import LESSON, PLUGINS, settle
@@ -196,3 +196,48 @@ async def test_stepping_through_a_lesson_highlights_no_source_file_anew() -> Non
             await settle(pilot)
         assert _highlighted.cache_info().misses == prepared.misses
         assert _highlighted.cache_info().hits > prepared.hits
+
+
+async def test_code_shown_again_after_a_page_without_it_shows_the_lines_that_ran() -> None:
+    """A checkpoint hides the code; the show step after it scrolls its marked lines into view
+    as the pane comes back, measured where the pane is drawn (a hidden pane keeps its last
+    size but has no rows on screen to measure)."""
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        kinds = [step.kind for step in screen.session.lesson.steps]
+        page = kinds.index("checkpoint")
+        shown = page + 1
+        assert kinds[shown] == "show"
+        # A loop's code, then none, then code further down the file.
+        for number in (kinds.index("loop"), page, shown):
+            screen.go_to_step(number)
+            await settle(pilot)
+        source = screen.query_one("#source", SourceView)
+        rows = [n for n, row in enumerate(source.rows) if row.number in source.marked]
+        first, last = min(rows), max(rows)
+        top, visible = int(source.scroll_offset.y), source._visible_rows()
+        assert top <= first and last < top + visible  # in view
+        assert top > 0  # the marked lines lie below the first screenful at this size
+
+
+async def test_a_new_theme_keeps_the_mark_on_the_line_that_made_the_tensor() -> None:
+    """The code is highlighted again in the new theme's shade, with its ◆ and its title."""
+    app = make_explore_app("tiny", TraceOptions(), [str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("end")  # the last stage: its tensor was made by a marked line
+        await settle(pilot)
+        source = app.screen.query_one("#source", SourceView)
+
+        def gutters() -> set[str]:
+            return {source.render_line(y).text[:1] for y in range(source.size.height)}
+
+        assert source.produced and "◆" in gutters()
+        title = str(source.border_title)
+        app.theme = "textual-light" if app.current_theme.dark else "textual-dark"
+        await settle(pilot)
+        assert source.produced and "◆" in gutters()
+        assert str(source.border_title) == title

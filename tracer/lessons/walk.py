@@ -514,6 +514,9 @@ def warm_up(
                     # The stage the loop builds names the axes of the matrix it fills.
                     built = runner.trace(step.variant, step.options, step.query).stage(step.stage)
                     sources.append(built.source_file)
+                    # Its sub-steps show the file they ran in, which may be a helper's.
+                    first = state.stepper.get(state.first)
+                    sources.append(getattr(first, "source_file", None))
             elif isinstance(step, Show):
                 sources.append(runner.tensor(step.ref).stage.source_file)
             elif isinstance(step, Compare):

@@ -208,6 +208,9 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._colours: tuple[Color, Color, Color] | None = None
         self._reveal_due = False
         """Marked lines wait for the layout pass that gives the pane a size."""
+        self._produced_name: str | None = None
+        self._files: dict[str, tuple[int, ...]] | None = None
+        """What the last ``show_file`` was given, to show it again in a new theme."""
         # overflow-y is "scroll": the bar is there from the first layout, not added by a
         # second one (a pane first shown on a compare step would take two frames).
         self.set_reactive(SourceView.show_vertical_scrollbar, True)
@@ -225,7 +228,9 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._strips.clear()
         if self.path is not None:
             path, self.path = self.path, None
-            self.show_file(path, self.marked)
+            # As last shown: the ◆ on what made the tensor and the title's "also ran" too.
+            marked, self.marked = self.marked, frozenset()
+            self.show_file(path, marked, produced=self._produced_name, files=self._files)
 
     def show_file(
         self,
@@ -236,6 +241,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         files: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         """Show ``path`` with ``marked`` (1-based) highlighted and in view; ◆ on what made ``produced``."""
+        self._produced_name, self._files = produced, files
         if path != self.path:
             self.path = path
             self._strips.clear()
@@ -261,9 +267,10 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         # only lines whose marking changed are built again (all of them cost ~5 ms a frame).
         self.refresh()
         if self.marked:
-            # Scroll in the same frame: now when the size is known, else in the layout pass
-            # that gives the pane its size (a later frame would cost a second repaint).
-            if self.size.height > 0:
+            # Scroll in the same frame: now when the pane is on screen, else in the layout pass
+            # that puts it there (a later frame would cost a second repaint). A hidden pane
+            # keeps its last size but has no place to measure its visible rows from.
+            if self.size.height > 0 and self._on_screen():
                 self._reveal()
             else:
                 self._reveal_due = True
@@ -368,6 +375,14 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             self.vertical_scrollbar.position = y
             return
         self.scroll_to(y=y, animate=False, immediate=True)
+
+    def _on_screen(self) -> bool:
+        """Whether the last layout put some of the pane on screen (not a hidden column's)."""
+        try:
+            placed = self.screen.find_widget(self)
+        except Exception:  # NoWidget (not placed) or NoScreen (not mounted yet)
+            return False
+        return placed.clip.intersection(placed.region).height > 0
 
     def _visible_rows(self) -> int:
         """Rows of text on screen: fewer than the pane's height when its parent clips it."""

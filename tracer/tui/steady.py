@@ -71,15 +71,32 @@ class SteadyScrollBar(ScrollBar, SteadySize):
     """A ``ScrollBar`` laid out once per change, and painted once.
 
     A scrollbar has no children, so the layout its new size asks for moves
-    nothing; it is the second pass left on a step that brings the code pane back
-    (its bar goes from no size to the pane's height). That same layout sets the
-    bar's new window and position, which asks for a repaint; the request reaches
-    the screen only after the layout's frame, which has already drawn the bar
-    whole with those values, so it would cost a second frame that changes nothing.
-    A request that a whole paint has answered since is dropped.
+    nothing; it is the second pass left on a step that brings the code pane back.
+    That same layout sets the bar's new window and position, which asks for a
+    repaint; the request reaches the screen only after the layout's frame. When
+    that frame placed the bar anew (shown, moved or resized), the compositor sent
+    the bar's whole region, painted with those values, and the request would cost
+    a second frame that changes nothing: it is dropped. Any other request (a hover,
+    a scroll, a paint of part of the bar) goes through as Textual sends it.
     """
 
+    _placed_at: Region | None = None
+    """Where the last layout pass placed the bar."""
+    _placed_anew = False
+    """The last layout pass placed the bar where it was not (so its frame sends all of it)."""
     _painted_since_refresh = False
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        # Called for every widget the layout pass placed, after the compositor's new map.
+        try:
+            region: Region | None = self.screen.find_widget(self).region
+        except Exception:  # not in the map (NoWidget) or no screen yet
+            region = None
+        self._placed_anew = region is not None and region != self._placed_at
+        self._placed_at = region
+        return super()._size_updated(size, virtual_size, container_size, layout)
 
     def refresh(
         self,
@@ -93,14 +110,17 @@ class SteadyScrollBar(ScrollBar, SteadySize):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         lines = super().render_lines(crop)
-        if crop.width >= self.size.width and crop.height >= self.size.height:
+        whole = crop.width >= self.size.width and crop.height >= self.size.height
+        if whole and self._placed_anew:
             self._painted_since_refresh = True
+        self._placed_anew = False  # one frame: the one that followed the layout pass
         return lines
 
     def _check_refresh(self) -> None:
         # Overrides Textual's private hook that turns a repaint request into an Update message.
         if self._painted_since_refresh:
             self._repaint_required = False
+            self._painted_since_refresh = False
         super()._check_refresh()
 
 

@@ -14,35 +14,56 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, HorizontalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
 from tracer.tui.steady import SteadySize
 
-VISITED = "✓ "
+VISITED = "✓"
 """The mark in front of a visited item: not a colour, so NO_COLOR keeps it."""
 NOT_VISITED = " " * len(VISITED)
 """Holds the mark's room on an item not visited yet: an item that widened when visited would
 move every item after it, and could push the last ones out of view (a layout and a frame)."""
 
 
+CURRENT_STYLE = "bold $text-accent on $accent"
+"""The step you are on: bold as well as a colour, so NO_COLOR still tells it apart."""
+NOT_VISITED_STYLE = "dim"
+"""A step not visited yet: fainter than a visited one (which also carries the ✓)."""
+
+
 class TimelineItem(Static, SteadySize):
-    """One stage or step; a click asks the timeline to jump there."""
+    """One stage or step; a click asks the timeline to jump there.
+
+    Its state (current, visited) is drawn in its text, not set as CSS classes: a class
+    change restyles the item through the whole stylesheet, and two or three items change
+    state at every step (about a millisecond of each key press).
+    """
 
     def __init__(self, key: str, label: str, tooltip: str | None = None) -> None:
-        # Labels are stage names or author text: never parsed as markup.
-        super().__init__(NOT_VISITED + label, markup=False, classes="timeline-item")
+        super().__init__("", classes="timeline-item")
         self.key = key
         self.label = label
         self.visited = False
+        self.current = False
         if tooltip:
             self.tooltip = Text(tooltip)
+        self._draw()
 
-    def mark_visited(self, visited: bool) -> None:
-        if visited != self.visited:  # untouched otherwise: a class change restyles the item
-            self.set_class(visited, "-done")
-            self.visited = visited
-            self.update(Text((VISITED if visited else NOT_VISITED) + self.label))
+    def set_state(self, *, current: bool, visited: bool) -> None:
+        """Show the item as the current step, a visited one, or neither (repainted if changed)."""
+        if (current, visited) != (self.current, self.visited):
+            self.current, self.visited = current, visited
+            self._draw()
+
+    def _draw(self) -> None:
+        # Labels are stage names or author text: never parsed as markup. The mark takes the
+        # left padding's place and its room is always held, so a new state never changes the
+        # item's width (no layout); the padding is text, so the current item's colours cover it.
+        text = f"{VISITED if self.visited else NOT_VISITED} {self.label} "
+        style = CURRENT_STYLE if self.current else "" if self.visited else NOT_VISITED_STYLE
+        self.update(Content.styled(text, style), layout=False)
 
     def on_click(self, event: events.Click) -> None:
         event.stop()
@@ -108,16 +129,7 @@ class Timeline(Horizontal, can_focus=False):
     }
     Timeline .timeline-item {
         width: auto;
-        padding: 0 1;
-        color: $text-muted;
-    }
-    Timeline .timeline-item.-done {
         color: $text;
-    }
-    Timeline .timeline-item.-current {
-        background: $accent;
-        color: $text-accent;
-        text-style: bold;
     }
     Timeline .timeline-item:hover {
         background: $boost;
@@ -174,9 +186,7 @@ class Timeline(Horizontal, can_focus=False):
         finished = set(done)
         for item_key, widget in self._items.items():
             current = item_key == key
-            if widget.has_class("-current") != current:
-                widget.set_class(current, "-current")
-            widget.mark_visited(item_key in finished and not current)
+            widget.set_state(current=current, visited=item_key in finished and not current)
         moved = key != self.current
         self.current = key
         target = self._items.get(key) if key is not None else None

@@ -29,6 +29,11 @@ so your own progress is never touched. ``--only TEXT`` runs the
 key-press cases whose title contains TEXT (and skips the first-frame runs);
 ``--fps 60,240`` runs each key-press case at each of those Textual frame caps in
 turn (the app's own default is 240), so the two are compared in one run.
+``--rounds N`` runs the key-press cases N times over, in turn, and pools each case's
+presses: one run's median moves with the machine about as much as the targets differ
+from the results, and twelve presses of a lesson make a coarse median::
+
+    .venv/bin/python benchmarks/tui_latency.py --only "naive-loop, 6,lesson" --rounds 4
 """
 
 from __future__ import annotations
@@ -259,6 +264,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="launches per app (default 5)")
     parser.add_argument("--presses", type=int, default=25, help="key presses per case (default 25)")
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the key-press cases this many times over, alternately, pooling their presses",
+    )
+    parser.add_argument(
         "--only", default="", help="only the key-press cases whose title has one of these (a,b)"
     )
     parser.add_argument(
@@ -325,9 +336,11 @@ def main() -> int:
                 [right, right, left, right, left, right, left, right],
             ),
         ]
-        rows = []
         trees = [""] + ([str(Path(args.baseline).resolve())] if args.baseline else [])
-        # Each case at each rate, in turn; with a baseline, its run right before ours.
+        # Each case at each rate, in turn; with a baseline, its run right before ours. With
+        # --rounds N the whole list runs N times over, and each row pools its presses from
+        # every round: the floor and the cases are measured alternately, so a slow spell of
+        # the machine falls on all of them alike.
         runs = [
             (rate, tree, case)
             for case in cases
@@ -335,33 +348,35 @@ def main() -> int:
             for tree in reversed(trees)
             if not (tree and case[0] == FLOOR)
         ]
-        for rate, tree, (title, argv, marker, key) in runs:
-            if only and title != FLOOR and not any(text in title for text in only):
-                continue
-            run_env = env if rate is None else {**env, "TEXTUAL_FPS": rate}
-            if tree:
-                run_env = {**run_env, "PYTHONPATH": tree}
-                title = f"before: {title}"
-            presses = args.presses
-            if "lesson" in title:
-                presses = min(presses, 12)  # the lesson has a fixed number of steps
-            if "trainable" in title:
-                presses = min(presses, 8)
-            keys = key if isinstance(key, list) else [key] * presses
-            presses = len(keys)
-            times = key_latency(argv, marker, keys, run_env)
-            firsts = [t[0] for t in times]
-            settled = [t[1] for t in times]
-            rows.append(
-                (
-                    rate,
-                    title if rate is None else f"{title} at {rate} fps",
-                    statistics.median(firsts),
-                    statistics.median(settled),
-                    max(settled),
-                    presses,
-                )
+        pooled: dict[tuple[str | None, str], list[tuple[float, float]]] = {}
+        for _round in range(args.rounds):
+            for rate, tree, (title, argv, marker, key) in runs:
+                if only and title != FLOOR and not any(text in title for text in only):
+                    continue
+                run_env = env if rate is None else {**env, "TEXTUAL_FPS": rate}
+                if tree:
+                    run_env = {**run_env, "PYTHONPATH": tree}
+                    title = f"before: {title}"
+                presses = args.presses
+                if "lesson" in title:
+                    presses = min(presses, 12)  # the lesson has a fixed number of steps
+                if "trainable" in title:
+                    presses = min(presses, 8)
+                keys = key if isinstance(key, list) else [key] * presses
+                label = title if rate is None else f"{title} at {rate} fps"
+                times = key_latency(argv, marker, keys, run_env)
+                pooled.setdefault((rate, label), []).extend(times)
+        rows = [
+            (
+                rate,
+                label,
+                statistics.median(t[0] for t in times),
+                statistics.median(t[1] for t in times),
+                max(t[1] for t in times),
+                len(times),
             )
+            for (rate, label), times in pooled.items()
+        ]
 
     print(f"terminal {COLUMNS}×{ROWS}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print()

@@ -27,12 +27,11 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.color import Color
-from textual.errors import NoWidget
 from textual.geometry import Size
 from textual.strip import Strip
 
 from tracer.tui.colours import theme_colours
-from tracer.tui.steady import SteadyScroll
+from tracer.tui.steady import SteadyScroll, placement
 
 PLUMBING_CALL = re.compile(r"\brun\.[A-Za-z_]+\b")
 """``run.focus``, ``run.query_indices``, ``run.options``: the tracer's accessors."""
@@ -378,20 +377,16 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
 
     def _on_screen(self) -> bool:
         """Whether the last layout put some of the pane on screen (not a hidden column's)."""
-        try:
-            placed = self.screen.find_widget(self)
-        except Exception:  # NoWidget (not placed) or NoScreen (not mounted yet)
-            return False
-        return placed.clip.intersection(placed.region).height > 0
+        placed = placement(self)
+        return placed is not None and placed.clip.intersection(placed.region).height > 0
 
     def _visible_rows(self) -> int:
         """Rows of text on screen: fewer than the pane's height when its parent clips it."""
         region = self.scrollable_content_region
-        try:
-            clip = self.screen.find_widget(self).clip
-        except NoWidget:
+        placed = placement(self)
+        if placed is None:
             return max(region.height, 1)
-        return max(clip.intersection(region).height, 1)
+        return max(placed.clip.intersection(region).height, 1)
 
     def _gutter(self) -> int:
         return len(str(max(len(self.lines), 1))) + 3

@@ -22,12 +22,24 @@ from __future__ import annotations
 from typing import Self
 
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.dom import NoScreen
+from textual.errors import NoWidget
 from textual.geometry import Region, Size
+from textual.map_geometry import MapGeometry
 from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
+
+
+def placement(widget: Widget) -> MapGeometry | None:
+    """Where the screen's last layout put ``widget`` (region and clip), or None where it did
+    not place it (a hidden column's pane, a widget not mounted yet)."""
+    try:
+        return widget.screen.find_widget(widget)
+    except (NoWidget, NoScreen):
+        return None
 
 
 class SteadySize(Widget):
@@ -90,10 +102,8 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
     ) -> bool:
         # Called for every widget the layout pass placed, after the compositor's new map.
-        try:
-            region: Region | None = self.screen.find_widget(self).region
-        except Exception:  # not in the map (NoWidget) or no screen yet
-            region = None
+        placed = placement(self)
+        region = placed.region if placed is not None else None
         self._placed_anew = region is not None and region != self._placed_at
         self._placed_at = region
         return super()._size_updated(size, virtual_size, container_size, layout)
@@ -155,23 +165,24 @@ class SteadyScroll(ScrollView):
     @property
     def vertical_scrollbar(self) -> ScrollBar:
         if self._vertical_scrollbar is None:
-            bar = SteadyScrollBar(
-                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
-            )
-            # Shown from the start where the view already shows one (Textual hides it, and
-            # showing it in the layout pass that placed it asks for another pass).
-            bar.display = self.show_vertical_scrollbar
-            self._vertical_scrollbar = bar
+            self._vertical_scrollbar = bar = self._steady_bar(vertical=True)
             self.app._start_widget(self, bar)
         return self._vertical_scrollbar
 
     @property
     def horizontal_scrollbar(self) -> ScrollBar:
         if self._horizontal_scrollbar is None:
-            bar = SteadyScrollBar(
-                vertical=False, name="horizontal", thickness=self.scrollbar_size_horizontal
-            )
-            bar.display = self.show_horizontal_scrollbar
-            self._horizontal_scrollbar = bar
+            self._horizontal_scrollbar = bar = self._steady_bar(vertical=False)
             self.app._start_widget(self, bar)
         return self._horizontal_scrollbar
+
+    def _steady_bar(self, *, vertical: bool) -> SteadyScrollBar:
+        bar = SteadyScrollBar(
+            vertical=vertical,
+            name="vertical" if vertical else "horizontal",
+            thickness=self.scrollbar_size_vertical if vertical else self.scrollbar_size_horizontal,
+        )
+        # Shown from the start where the view already shows one (Textual hides it, and
+        # showing it in the layout pass that placed it asks for another pass).
+        bar.display = self.show_vertical_scrollbar if vertical else self.show_horizontal_scrollbar
+        return bar

@@ -21,6 +21,7 @@ from tracer.lessons.grading import Answer, CellAnswer, parse_cells, response_pro
 from tracer.lessons.grading import answer_text as _answer_text
 from tracer.lessons.model import Quiz
 from tracer.sanitize import visible
+from tracer.tui.backdrop import Backdrop
 from tracer.tui.steady import Column, Label, SteadySize
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ PLACEHOLDERS = {
 }
 
 
-class QuizView(VerticalScroll, SteadySize):
+class QuizView(VerticalScroll, SteadySize, Backdrop):
     """One question. Posts :class:`QuizView.Answered`; the screen checks it and calls ``feedback``."""
 
     class Answered(Message):

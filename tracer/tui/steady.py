@@ -32,6 +32,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
 
+from tracer.tui.backdrop import Backdrop
+
 
 def placement(widget: Widget) -> MapGeometry | None:
     """Where the screen's last layout put ``widget`` (region and clip), or None where it did
@@ -59,20 +61,20 @@ class SteadySize(Widget):
         return super()._size_updated(size, virtual_size, container_size, layout=False)
 
 
-class Column(Vertical, SteadySize):
-    """A ``Vertical`` laid out once per change."""
+class Column(Vertical, SteadySize, Backdrop):
+    """A ``Vertical`` laid out once per change, each kind of blank row drawn once."""
 
 
-class Row(Horizontal, SteadySize):
-    """A ``Horizontal`` laid out once per change."""
+class Row(Horizontal, SteadySize, Backdrop):
+    """A ``Horizontal`` laid out once per change, each kind of blank row drawn once."""
 
 
-class ScrollColumn(VerticalScroll, SteadySize):
+class ScrollColumn(VerticalScroll, SteadySize, Backdrop):
     """A ``VerticalScroll`` laid out once per change (its scrollbars still ask for their own)."""
 
 
-class Switcher(ContentSwitcher, SteadySize):
-    """A ``ContentSwitcher`` laid out once per change."""
+class Switcher(ContentSwitcher, SteadySize, Backdrop):
+    """A ``ContentSwitcher`` laid out once per change, each kind of blank row drawn once."""
 
 
 class Label(Static, SteadySize):

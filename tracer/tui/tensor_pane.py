@@ -21,6 +21,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from tracer.tracing.stepper import LoopCanvas, cell_of
+from tracer.tui.backdrop import Backdrop
 from tracer.tui.equations import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
 from tracer.tui.steady import Label, ScrollColumn, SteadySize
@@ -60,7 +61,7 @@ def loop_axes(stage: Stage | None) -> tuple[str, ...] | None:
     return None
 
 
-class TensorPane(Vertical, SteadySize):
+class TensorPane(Vertical, SteadySize, Backdrop):
     """Every tensor of the current step, or the error that stopped them."""
 
     DEFAULT_CSS = """

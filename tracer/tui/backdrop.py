@@ -36,7 +36,7 @@ class Backdrop(Widget):
             crop.height < 2
             or type(self).render is not Widget.render
             or not self.is_container
-            or styles.keyline[0] != "none"
+            or styles.has_rule("keyline")
             or (styles.has_rule("hatch") and styles.hatch != "none")
         ):
             return super().render_lines(crop)

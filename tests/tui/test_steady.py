@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import pytest
 from textual._compositor import Compositor
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widget import Widget
 
 from tracer.runner import TraceOptions
@@ -241,3 +242,47 @@ async def test_a_new_theme_keeps_the_mark_on_the_line_that_made_the_tensor() -> 
         await settle(pilot)
         assert source.produced and "◆" in gutters()
         assert str(source.border_title) == title
+
+
+async def test_a_loop_sub_step_repaints_only_the_source_rows_whose_mark_moved() -> None:
+    """Inside a loop the ▶ moves by a line or two: only those rows are drawn again, and the
+    screen is what a repaint of every widget draws."""
+    app = make_explore_app("tiny", TraceOptions(), [str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ExploreScreen) and screen.session is not None
+        stepper = screen.session.stepper
+        while not isinstance(stepper.get(screen.position), SubStep):
+            await pilot.press("right")
+            await settle(pilot)
+        source = screen.query_one("#source", SourceView)
+        drawn: list[int] = []
+        original = SourceView.render_line
+
+        def counted(self: SourceView, y: int) -> Strip:
+            if self is source:
+                drawn.append(y)
+            return original(self, y)
+
+        moved = 0
+        for _ in range(6):
+            before = source.marked | source.produced
+            drawn.clear()
+            SourceView.render_line = counted  # type: ignore[method-assign]
+            try:
+                await pilot.press("right")
+                await settle(pilot)
+            finally:
+                SourceView.render_line = original  # type: ignore[method-assign]
+            changed = before ^ (source.marked | source.produced)
+            rows = [n for n, row in enumerate(source.rows) if row.number in changed]
+            if changed:
+                moved += 1
+            assert len(drawn) <= len(rows), (drawn, rows)
+            painted = picture(app)
+            for widget in app.screen.query("*").results(Widget):
+                widget.refresh()
+            await settle(pilot)
+            assert picture(app) == painted
+        assert moved > 0  # the walk did move the ▶

@@ -241,7 +241,8 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     ) -> None:
         """Show ``path`` with ``marked`` (1-based) highlighted and in view; ◆ on what made ``produced``."""
         self._produced_name, self._files = produced, files
-        if path != self.path:
+        path_changed = path != self.path
+        if path_changed:
             self.path = path
             self._strips.clear()
             self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
@@ -260,11 +261,18 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         made = producing_lines(path, marked, produced) if path else frozenset()
         if marked == self.marked and made == self.produced and self.lines:
             return
+        changed = (marked ^ self.marked) | (made ^ self.produced)
         self.marked = marked
         self.produced = made
         # The strip cache stays: its key says whether a line is marked or made the tensor, so
-        # only lines whose marking changed are built again (all of them cost ~5 ms a frame).
-        self.refresh()
+        # only lines whose marking changed are built again (all of them cost ~5 ms a frame),
+        # and only their rows are repainted (a loop's sub-step moves the ▶ by a line or two).
+        if path_changed:
+            self.refresh()
+        else:
+            for index, row in enumerate(self.rows):
+                if row.number in changed:
+                    self.refresh_line(index)
         if self.marked:
             # Scroll in the same frame: now when the pane is on screen, else in the layout pass
             # that puts it there (a later frame would cost a second repaint). A hidden pane

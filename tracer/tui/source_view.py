@@ -27,7 +27,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.color import Color
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 
 from tracer.tui.colours import theme_colours
@@ -210,6 +210,9 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._produced_name: str | None = None
         self._files: dict[str, tuple[int, ...]] | None = None
         """What the last ``show_file`` was given, to show it again in a new theme."""
+        self._placed_at: tuple[Region, Region] | None = None
+        self._placed_anew = False
+        """The last layout pass put the pane somewhere new (its frame draws all of it)."""
         # overflow-y is "scroll": the bar is there from the first layout, not added by a
         # second one (a pane first shown on a compare step would take two frames).
         self.set_reactive(SourceView.show_vertical_scrollbar, True)
@@ -264,15 +267,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         changed = (marked ^ self.marked) | (made ^ self.produced)
         self.marked = marked
         self.produced = made
-        # The strip cache stays: its key says whether a line is marked or made the tensor, so
-        # only lines whose marking changed are built again (all of them cost ~5 ms a frame),
-        # and only their rows are repainted (a loop's sub-step moves the ▶ by a line or two).
-        if path_changed:
-            self.refresh()
-        else:
-            for index, row in enumerate(self.rows):
-                if row.number in changed:
-                    self.refresh_line(index)
+        top = self.scroll_offset.y
         if self.marked:
             # Scroll in the same frame: now when the pane is on screen, else in the layout pass
             # that puts it there (a later frame would cost a second repaint). A hidden pane
@@ -281,6 +276,17 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
                 self._reveal()
             else:
                 self._reveal_due = True
+        # The strip cache stays: its key says whether a line is marked or made the tensor, so
+        # only lines whose marking changed are built again (all of them cost ~5 ms a frame).
+        # A pane that stays where it was on screen repaints only those rows (a loop's
+        # sub-step moves the ▶ by a line or two); a new file, a scroll, or a pane the
+        # layout pass will scroll repaints all of it.
+        if path_changed or self._reveal_due or self.scroll_offset.y != top:
+            self.refresh()
+        else:
+            for index, row in enumerate(self.rows):
+                if row.number in changed:
+                    self.refresh_line(index)
 
     def natural_width(self) -> int:
         """Columns that show every line of the file unwrapped (gutter, scrollbar and border included).
@@ -306,6 +312,9 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical
         if size.width > chrome:
             self._wrap(max(size.width - chrome - self._gutter(), 10), in_layout=True)
+        placed = placement(self)
+        where = (placed.region, placed.clip) if placed is not None else None
+        self._placed_anew, self._placed_at = where != self._placed_at, where
         resized = size != self.size
         changed = super()._size_updated(size, virtual_size, container_size, layout)
         if (resized or self._reveal_due) and size.height > 0:
@@ -380,6 +389,13 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             self.set_reactive(SourceView.scroll_y, float(y))
             self.set_reactive(SourceView.scroll_target_y, float(y))
             self.vertical_scrollbar.position = y
+            # Rows drawn at the old offset must not be reused. Where this layout placed the
+            # pane anew, its frame draws the whole pane: emptying Textual's row cache is
+            # enough (a refresh would ask for a second frame). Otherwise ask for the repaint.
+            if self._placed_anew:
+                self._styles_cache.clear()
+            else:
+                self.refresh()
             return
         self.scroll_to(y=y, animate=False, immediate=True)
 

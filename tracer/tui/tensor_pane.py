@@ -112,12 +112,18 @@ class TensorPane(Vertical, SteadySize, Backdrop):
         """The first tensor on screen (the loop's matrix, or the stage's first tensor)."""
         self.detail = Text()
         """The line of detail under the tables (a formula, a written-out equation)."""
+        # The tables and their titles, kept as well as mounted: finding them by query at
+        # every step cost about a millisecond of each key press.
+        self._titles = [_title(n) for n in range(SLOTS)]
+        self._views = [
+            TensorView(id=f"tensor-view-{n}" if n else "tensor-view") for n in range(SLOTS)
+        ]
 
     def compose(self) -> ComposeResult:
         with ScrollColumn(id="tensor-stack"):
-            for n in range(SLOTS):
-                yield Label(id=f"tensor-title-{n}", classes="tensor-title", markup=False)
-                yield TensorView(id=f"tensor-view-{n}" if n else "tensor-view")
+            for title, view in zip(self._titles, self._views, strict=True):
+                yield title
+                yield view
         yield TextPane(id="tensor-detail")
         yield Label(id="tensor-message", markup=False)
 
@@ -131,7 +137,7 @@ class TensorPane(Vertical, SteadySize, Backdrop):
 
     @property
     def views(self) -> list[TensorView]:
-        return list(self.query(TensorView))
+        return list(self._views)
 
     # What to show ------------------------------------------------------------------
 
@@ -209,16 +215,14 @@ class TensorPane(Vertical, SteadySize, Backdrop):
 
     def _slots(self, count: int) -> list[TensorView]:
         """At least ``count`` table views (titles before them), mounting more when needed."""
-        views = self.views
-        if count > len(views):
+        if count > len(self._views):
             stack = self.query_one("#tensor-stack", VerticalScroll)
-            for n in range(len(views), count):
-                stack.mount(
-                    Label(id=f"tensor-title-{n}", classes="tensor-title", markup=False),
-                    TensorView(id=f"tensor-view-{n}"),
-                )
-            views = self.views
-        return views
+            for n in range(len(self._views), count):
+                title, view = _title(n), TensorView(id=f"tensor-view-{n}")
+                self._titles.append(title)
+                self._views.append(view)
+                stack.mount(title, view)
+        return list(self._views)
 
     def _show(self, shown: list[Shown], title: str, detail: Text) -> None:
         self._message(None)
@@ -229,7 +233,7 @@ class TensorPane(Vertical, SteadySize, Backdrop):
         one = shown[0].title if len(shown) == 1 else title
         self._title(one)
         for n, view in enumerate(self._slots(len(shown))):
-            label = self.query_one(f"#tensor-title-{n}", Static)
+            label = self._titles[n]
             item = shown[n] if n < len(shown) else None
             visible = item is not None
             if view.display != visible:
@@ -361,3 +365,8 @@ class TensorPane(Vertical, SteadySize, Backdrop):
         if detail.display != bool(text.plain):
             detail.display = bool(text.plain)
         detail.show(text)
+
+
+def _title(n: int) -> Label:
+    """The title line above the ``n``-th table (shown when a step has several)."""
+    return Label(id=f"tensor-title-{n}", classes="tensor-title", markup=False)

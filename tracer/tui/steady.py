@@ -33,6 +33,7 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
 
 from tracer.tui.backdrop import Backdrop
+from tracer.tui.kept import Kept
 
 
 def placement(widget: Widget) -> MapGeometry | None:
@@ -77,7 +78,7 @@ class Switcher(ContentSwitcher, SteadySize, Backdrop):
     """A ``ContentSwitcher`` laid out once per change, each kind of blank row drawn once."""
 
 
-class Label(Static, SteadySize):
+class Label(Static, SteadySize, Kept):
     """A ``Static`` laid out once per change (a new text that needs more lines still asks)."""
 
 

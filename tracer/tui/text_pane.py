@@ -12,10 +12,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tracer.sanitize import visible
+from tracer.tui.kept import Kept
 from tracer.tui.steady import SteadySize
 
 
-class TextPane(Static, SteadySize):
+class TextPane(Static, SteadySize, Kept):
     """Literal text (never markup) that repaints in place when its height stays the same."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -48,7 +49,7 @@ class TextPane(Static, SteadySize):
         self.update(text, layout=not same)
 
 
-class ProsePane(Static, SteadySize):
+class ProsePane(Static, SteadySize, Kept):
     """A lesson author's prose, shown as written: plain text, wrapped, nothing interpreted.
 
     The lesson format promises narration is shown literally (``The <mask> token``,

@@ -18,6 +18,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
+from tracer.tui.kept import Kept
 from tracer.tui.steady import SteadySize
 
 VISITED = "✓"
@@ -33,7 +34,7 @@ NOT_VISITED_STYLE = "dim"
 """A step not visited yet: fainter than a visited one (which also carries the ✓)."""
 
 
-class TimelineItem(Static, SteadySize):
+class TimelineItem(Static, SteadySize, Kept):
     """One stage or step; a click asks the timeline to jump there.
 
     Its state (current, visited) is drawn in its text, not set as CSS classes: a class
@@ -70,7 +71,7 @@ class TimelineItem(Static, SteadySize):
         self.post_message(Timeline.Selected(self.key))
 
 
-class TimelineMore(Static, SteadySize):
+class TimelineMore(Static, SteadySize, Kept):
     """How many items are out of view on one side; a click scrolls that way."""
 
     def __init__(self, side: str) -> None:

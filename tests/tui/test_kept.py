@@ -1,0 +1,87 @@
+"""Widgets hand back their kept rows only while those are what Textual would draw.
+
+The oracle is Textual's own drawing of the widget from an empty cache, taken
+after each change a widget can see: a new step, a hover, a new theme.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widget import Widget
+
+from tracer.tui.kept import Kept
+from tracer.tui.launch import make_lesson_app
+from tracer.tui.lesson_screen import LessonScreen
+from tracer.tui.timeline import TimelineItem
+
+from .conftest import LESSON, PLUGINS, settle
+from .test_backdrop import rows, textual_draws, whole
+
+
+def kept_rows_match(screen: Widget) -> int:
+    """Compare every kept widget on screen with Textual's drawing; how many were compared."""
+    compared = 0
+    for widget in screen.query("*").results(Kept):
+        if not widget.display or widget.region.area == 0:
+            continue
+        assert rows(widget.render_lines(whole(widget))) == textual_draws(widget), (
+            f"{type(widget).__name__}#{widget.id}"
+        )
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme: str) -> None:
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        app.theme = theme
+        await settle(pilot)
+        compared = 0
+        for number in range(len(screen.session.lesson.steps)):
+            screen.go_to_step(number)
+            await settle(pilot)
+            compared += kept_rows_match(screen)
+            if number == 2:  # a hovered timeline item is underlined: drawn anew
+                item = screen.query(TimelineItem).results(TimelineItem).__next__()
+                await pilot.hover(item)
+                await settle(pilot)
+                assert item.mouse_hover
+                compared += kept_rows_match(screen)
+                await pilot.hover("#tensors")
+                await settle(pilot)
+        app.theme = "textual-light" if theme == "textual-dark" else "textual-dark"
+        await settle(pilot)
+        compared += kept_rows_match(screen)
+        assert compared > 10 * len(screen.session.lesson.steps)
+
+
+async def test_a_step_draws_only_the_timeline_items_whose_state_changed() -> None:
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        items = list(screen.query(TimelineItem).results(TimelineItem))
+        assert len(items) > 5
+        drawn: list[TimelineItem] = []
+        original = Widget.render_lines
+
+        def counted(self: Widget, crop: object) -> object:
+            if isinstance(self, TimelineItem):
+                drawn.append(self)
+            return original(self, crop)  # type: ignore[arg-type]
+
+        screen.go_to_step(1)
+        await settle(pilot)
+        Widget.render_lines = counted  # type: ignore[method-assign,assignment]
+        try:
+            screen.go_to_step(2)
+            await settle(pilot)
+        finally:
+            Widget.render_lines = original  # type: ignore[method-assign]
+        # Step 1 current -> visited, step 2 not visited -> current; Textual draws those two.
+        assert sorted(item.key for item in drawn) == ["1", "2"]

@@ -1,0 +1,55 @@
+"""Widgets that keep their drawn rows until something asks them to draw again.
+
+A frame repaints the smallest box around everything that changed, and every
+widget in that box is asked for its rows. Textual keeps each widget's rows, but
+handing them back still costs about 50 µs a widget (its colours, filters and
+region looked up again). A step of a lesson changes two timeline items and
+asks all of them, a dozen or more, on every step.
+
+:class:`Kept` hands back the very rows it handed back last time, as long as
+nothing asked the widget to draw again (every change Textual knows of, a new
+text, a style, a hover, a theme, goes through ``refresh``) and the crop, the
+size, the theme and the app's filters are the same. ``tests/tui/test_kept.py``
+compares them with Textual's own drawing after each such change.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+
+
+class Kept(Widget):
+    """A widget that hands back its last drawn rows until it is refreshed.
+
+    A mixin: list it after the Textual class (``class TimelineItem(Static, SteadySize, Kept)``).
+    """
+
+    _kept: tuple[object, list[Strip]] | None = None
+
+    def refresh(
+        self,
+        *regions: Region,
+        repaint: bool = True,
+        layout: bool = False,
+        recompose: bool = False,
+    ) -> Self:
+        self._kept = None
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def notify_style_update(self) -> None:
+        self._kept = None
+        super().notify_style_update()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        app = self.app
+        key = (crop, self.region.size, app.theme, tuple(map(id, self.get_line_filters())))
+        kept = self._kept
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        lines = super().render_lines(crop)
+        self._kept = (key, lines)
+        return lines

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -241,12 +242,38 @@ class LessonScreen(StepScreen):
                         yield ProsePane(id="checkpoint-text")
         yield Footer()
 
-    @property
+    # The panes every step touches, found once: a query walks the screen's widgets, and a
+    # step made about twenty of them (half a millisecond of each key press).
+    @cached_property
     def pane(self) -> TensorPane:
         return self.query_one("#tensors", TensorPane)
 
+    @cached_property
+    def _source(self) -> SourceView:
+        return self.query_one("#source", SourceView)
+
+    @cached_property
+    def _switcher(self) -> ContentSwitcher:
+        return self.query_one(ContentSwitcher)
+
+    @cached_property
+    def _quiz(self) -> QuizView:
+        return self.query_one(QuizView)
+
+    @cached_property
+    def _timeline(self) -> Timeline:
+        return self.query_one(Timeline)
+
+    @cached_property
+    def _position(self) -> TextPane:
+        return self.query_one("#loop-position", TextPane)
+
+    @cached_property
+    def _left(self) -> Column:
+        return self.query_one("#left", Column)
+
     def tensor_pane(self) -> TensorPane | None:
-        switcher = self.query_one(ContentSwitcher)
+        switcher = self._switcher
         if switcher.current == "compare":
             focused = self.focused
             for pane in self.query("#compare TensorPane").results(TensorPane):
@@ -257,7 +284,7 @@ class LessonScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.title = "attention-tracer"
-        self.query_one("#source", SourceView).border_title = "source"
+        self._source.border_title = "source"
         self.pane.loading = True
         self.call_after_refresh(self._load)
 
@@ -351,7 +378,7 @@ class LessonScreen(StepScreen):
         assert self.session is not None
         lesson = self.session.lesson
         self.title = visible(lesson.title, multiline=False)  # the file's text, made safe to show
-        self.query_one(Timeline).set_items(
+        self._timeline.set_items(
             (str(n), *step_label(n + 1, step)) for n, step in enumerate(lesson.steps)
         )
 
@@ -423,9 +450,7 @@ class LessonScreen(StepScreen):
                 self._draw(step, position)
             except Exception as error:
                 self._step_error(error)
-            self.query_one(Timeline).set_current(
-                str(position.step), [str(n) for n in range(position.step)]
-            )
+            self._timeline.set_current(str(position.step), [str(n) for n in range(position.step)])
             self.fit_columns()
         self._save_soon()
         return True
@@ -437,7 +462,7 @@ class LessonScreen(StepScreen):
         class restyles every widget, which costs a visible fraction of a frame.
         """
         layout = LAYOUTS[step.kind]
-        left = self.query_one("#left")
+        left = self._left
         wanted = layout.left and not (
             layout.quiz
             and self.session is not None
@@ -450,12 +475,12 @@ class LessonScreen(StepScreen):
             left.set_class(compare, "-compare")
             self.query_one("#source-right").set_class(not compare, "-hidden")
         quiz = layout.quiz
-        quiz_view = self.query_one(QuizView)
+        quiz_view = self._quiz
         if quiz_view.display != quiz:
             quiz_view.display = quiz
             # The question and its table need the room more than the code behind the table.
-            self.query_one("#source").set_class(quiz, "-quiz")
-        position = self.query_one("#loop-position", TextPane)
+            self._source.set_class(quiz, "-quiz")
+        position = self._position
         if position.display != layout.loop:
             position.display = layout.loop
 
@@ -465,8 +490,8 @@ class LessonScreen(StepScreen):
         if not steps:
             return
         layout = LAYOUTS[steps[self.position.step].kind]
-        left = self.query_one("#left")
-        source = self.query_one("#source", SourceView)
+        left = self._left
+        source = self._source
         if layout.fit == "tensors":
             columns = self.give_left(left, self.pane.natural_width(), source.natural_width())
             if layout.loop:
@@ -496,7 +521,7 @@ class LessonScreen(StepScreen):
         state = self.loops.get(self.position.step)
         if state is None:
             return
-        where = self.query_one("#loop-position", TextPane)
+        where = self._position
         text_box = self.query_one("#lesson-text")
         width = columns - text_box.styles.gutter.width - where.styles.gutter.width
         if text_box.show_vertical_scrollbar:  # a long caption scrolls: its bar takes columns
@@ -539,13 +564,13 @@ class LessonScreen(StepScreen):
         return lines(stepper.get(index), self.position.sub) if stepper.known(index) else 0
 
     def _step_error(self, error: BaseException) -> None:
-        self.query_one(ContentSwitcher).current = "tensors"
+        self._switcher.current = "tensors"
         self.pane.show_error(self.describe(error))
         self.app.notify(self.describe(error), title="Step failed", severity="error", markup=False)
 
     def _draw(self, step: LessonStep, position: Position) -> None:
         """Draw the walk's view of the step with the drawer registered for its kind."""
-        source = self.query_one("#source", SourceView)
+        source = self._source
         assert self.session is not None
         body = self.query_one("#lesson-switch")
         if not body.display:
@@ -556,21 +581,21 @@ class LessonScreen(StepScreen):
         self.DRAWERS[view.kind](self, view, position)
 
     def _draw_narration(self, view: StepView, position: Position) -> None:
-        self.query_one(ContentSwitcher).current = "narration-body"
+        self._switcher.current = "narration-body"
         self._prose("#narration-text", view.text)
 
     def _draw_checkpoint(self, view: StepView, position: Position) -> None:
-        self.query_one(ContentSwitcher).current = "checkpoint"
+        self._switcher.current = "checkpoint"
         self._prose("#checkpoint-text", view.text)
 
     def _draw_show(self, view: StepView, position: Position) -> None:
         assert self.session is not None
         step = step_as(view.step, Show)
-        self.query_one(ContentSwitcher).current = "tensors"
+        self._switcher.current = "tensors"
         self._prose("#caption", view.text)
         self._show_tensors(self.pane, step.ref, step.focus)
         resolved = self.session.runner.tensor(step.ref)
-        self.query_one("#source", SourceView).show_file(
+        self._source.show_file(
             resolved.stage.source_file,
             resolved.stage.lines,
             produced=resolved.ref.tensor or next(iter(resolved.stage.tensors), None),
@@ -579,7 +604,7 @@ class LessonScreen(StepScreen):
 
     def _draw_loop(self, view: StepView, position: Position) -> None:
         step = step_as(view.step, Loop)
-        self.query_one(ContentSwitcher).current = "tensors"
+        self._switcher.current = "tensors"
         self._prose("#caption", view.text)
         state = self._loop(position.step, step)
         if state is None:
@@ -593,15 +618,15 @@ class LessonScreen(StepScreen):
             canvas_axes=loop_axes(self._loop_stage(step)),
             query=step.query,
         )
-        where = self.query_one("#loop-position", TextPane)
+        where = self._position
         where.show(loop_position(sub, position.sub, state.count_known(), state.stepper.tokens))
-        self.query_one("#source", SourceView).show_file(sub.source_file, sub.lines, files=sub.files)
+        self._source.show_file(sub.source_file, sub.lines, files=sub.files)
 
     def _draw_compare(self, view: StepView, position: Position) -> None:
         assert self.session is not None
         step = step_as(view.step, Compare)
-        source = self.query_one("#source", SourceView)
-        self.query_one(ContentSwitcher).current = "compare"
+        source = self._source
+        self._switcher.current = "compare"
         self._prose("#caption", view.text)
         left, right, difference = self.session.runner.compare(step)
         for pane_id, resolved, label in (
@@ -651,7 +676,7 @@ class LessonScreen(StepScreen):
     def _draw_quiz(self, view: StepView, position: Position) -> None:
         assert self.session is not None
         step = step_as(view.step, Quiz)
-        quiz_view = self.query_one(QuizView)
+        quiz_view = self._quiz
         previous = self.progress.answers.get(quiz_id(position.step, step))
         answer = self.session.runner.answer_text(step) if previous else None
         quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
@@ -662,13 +687,11 @@ class LessonScreen(StepScreen):
             self.query_one("#lesson-switch").display = False
             self._prose("#caption", "")  # no stale caption from the step before
         else:
-            self.query_one(ContentSwitcher).current = "tensors"
+            self._switcher.current = "tensors"
             self._prose("#caption", tables.caption)
             self._show_quiz_tables(tables, answered=previous is not None)
             stage = tables.tables[0].resolved.stage
-            self.query_one("#source", SourceView).show_file(
-                stage.source_file, stage.lines, files=stage.files
-            )
+            self._source.show_file(stage.source_file, stage.lines, files=stage.files)
 
     DRAWERS: ClassVar[dict[str, Callable[[LessonScreen, StepView, Position], None]]] = {
         "narration": _draw_narration,
@@ -956,22 +979,22 @@ class LessonScreen(StepScreen):
     def action_choose(self, number: int) -> None:
         """A digit: picks a choice, or starts typing a number quiz's answer."""
         if self._quiz_here() is not None:
-            self.query_one(QuizView).choose(number)
+            self._quiz.choose(number)
 
     def action_answer(self) -> None:
-        self.query_one(QuizView).focus_answer()
+        self._quiz.focus_answer()
 
     def on_key(self, event: events.Key) -> None:
         """Typing meant for a quiz's answer box that reached the screen instead (see take_key)."""
         quiz = self._quiz_here() is not None
-        if quiz and self.query_one(QuizView).take_key(event.key, event.character):
+        if quiz and self._quiz.take_key(event.key, event.character):
             event.stop()
             event.prevent_default()
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste while no box has the focus: a quiz's answer, into its box (else it is lost)."""
         quiz = self._quiz_here() is not None
-        if quiz and self.query_one(QuizView).type_text(event.text):
+        if quiz and self._quiz.type_text(event.text):
             event.stop()
 
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
@@ -984,7 +1007,7 @@ class LessonScreen(StepScreen):
             self._step_error(error)
             return
         self.progress.answers[graded.quiz_id] = QuizAnswer(graded.response, graded.right)
-        self.query_one(QuizView).feedback(graded.response, graded.right, graded.answer)
+        self._quiz.feedback(graded.response, graded.right, graded.answer)
         self._save()
         view = quiz_tables(self.session.lesson, runner, self.position.step)
         if view.tables:  # answered: the hidden cells of its tables show now

@@ -149,7 +149,7 @@ async def test_a_plain_container_draws_each_band_once() -> None:
     async with app.run_test(size=(40, 30)) as pilot:
         await pilot.pause()
         bordered = app.query_one(Bordered)
-        bordered._styles_cache.clear()  # nothing drawn yet
+        bordered.refresh()  # nothing drawn since
         with counting_rows(bordered) as drawn:
             bordered.render_lines(whole(bordered))
         # Twelve rows: two border rows, the padding above, the rows inside, the padding
@@ -157,7 +157,7 @@ async def test_a_plain_container_draws_each_band_once() -> None:
         assert drawn[0] == 5
         for plain in ("keylined", "hatched"):  # rows that differ: Textual draws each
             widget = app.query_one(f"#{plain}")
-            widget._styles_cache.clear()
+            widget.refresh()
             with counting_rows(widget) as drawn:
                 widget.render_lines(whole(widget))
             assert drawn[0] == widget.region.height

@@ -12,6 +12,7 @@ from textual.widget import Widget
 from tracer.tui.kept import Kept
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
+from tracer.tui.source_view import SourceView
 from tracer.tui.timeline import TimelineItem
 
 from .conftest import LESSON, PLUGINS, settle
@@ -53,6 +54,14 @@ async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme
                 compared += kept_rows_match(screen)
                 await pilot.hover("#tensors")
                 await settle(pilot)
+            if number == 1:  # a scrolled view draws its new rows
+                source = screen.query_one("#source", SourceView)
+                top = source.scroll_offset.y
+                target = top + 2 if top + 2 <= source.max_scroll_y else top - 2
+                source.scroll_to(y=target, animate=False, immediate=True)
+                await settle(pilot)
+                assert source.scroll_offset.y == target
+                compared += kept_rows_match(screen)
         app.theme = "textual-light" if theme == "textual-dark" else "textual-dark"
         await settle(pilot)
         compared += kept_rows_match(screen)

@@ -4,7 +4,8 @@ A frame repaints the smallest box around everything that changed, and every
 widget in that box is asked for its rows. Textual keeps each widget's rows, but
 handing them back still costs about 50 µs a widget (its colours, filters and
 region looked up again). A step of a lesson changes two timeline items and
-asks all of them, a dozen or more, on every step.
+asks all of them, a dozen or more, on every step; a loop's sub-step changes a
+few tables and asks every container and pane around them.
 
 :class:`Kept` hands back the very rows it handed back last time, as long as
 nothing asked the widget to draw again (every change Textual knows of, a new
@@ -25,7 +26,9 @@ from textual.widget import Widget
 class Kept(Widget):
     """A widget that hands back its last drawn rows until it is refreshed.
 
-    A mixin: list it after the Textual class (``class TimelineItem(Static, SteadySize, Kept)``).
+    A mixin: list it after the Textual class (``class TimelineItem(Static, SteadySize, Kept)``),
+    and before :class:`~tracer.tui.backdrop.Backdrop` where both apply, so that the rows
+    kept are the whole crop the compositor asked for.
     """
 
     _kept: tuple[object, list[Strip]] | None = None

@@ -22,6 +22,7 @@ from tracer.lessons.grading import answer_text as _answer_text
 from tracer.lessons.model import Quiz
 from tracer.sanitize import visible
 from tracer.tui.backdrop import Backdrop
+from tracer.tui.kept import Kept
 from tracer.tui.steady import Column, Label, SteadySize
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ PLACEHOLDERS = {
 }
 
 
-class QuizView(VerticalScroll, SteadySize, Backdrop):
+class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
     """One question. Posts :class:`QuizView.Answered`; the screen checks it and calls ``feedback``."""
 
     class Answered(Message):

@@ -62,19 +62,19 @@ class SteadySize(Widget):
         return super()._size_updated(size, virtual_size, container_size, layout=False)
 
 
-class Column(Vertical, SteadySize, Backdrop):
+class Column(Vertical, SteadySize, Kept, Backdrop):
     """A ``Vertical`` laid out once per change, each kind of blank row drawn once."""
 
 
-class Row(Horizontal, SteadySize, Backdrop):
+class Row(Horizontal, SteadySize, Kept, Backdrop):
     """A ``Horizontal`` laid out once per change, each kind of blank row drawn once."""
 
 
-class ScrollColumn(VerticalScroll, SteadySize, Backdrop):
+class ScrollColumn(VerticalScroll, SteadySize, Kept, Backdrop):
     """A ``VerticalScroll`` laid out once per change (its scrollbars still ask for their own)."""
 
 
-class Switcher(ContentSwitcher, SteadySize, Backdrop):
+class Switcher(ContentSwitcher, SteadySize, Kept, Backdrop):
     """A ``ContentSwitcher`` laid out once per change, each kind of blank row drawn once."""
 
 
@@ -137,7 +137,7 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         super()._check_refresh()
 
 
-class SteadyScroll(ScrollView):
+class SteadyScroll(ScrollView, Kept):
     """A ``ScrollView`` that repaints its scrollbars only when its own size changed.
 
     Textual hands a ``ScrollView`` the region it was given as its virtual size

@@ -24,6 +24,7 @@ from tracer.tracing.stepper import LoopCanvas, cell_of
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.equations import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
+from tracer.tui.kept import Kept
 from tracer.tui.steady import Label, ScrollColumn, SteadySize
 from tracer.tui.tensor_view import TensorView
 from tracer.tui.text_pane import TextPane
@@ -61,7 +62,7 @@ def loop_axes(stage: Stage | None) -> tuple[str, ...] | None:
     return None
 
 
-class TensorPane(Vertical, SteadySize, Backdrop):
+class TensorPane(Vertical, SteadySize, Kept, Backdrop):
     """Every tensor of the current step, or the error that stopped them."""
 
     DEFAULT_CSS = """

@@ -8,6 +8,9 @@ Modules, by concern:
   (stepping keys with Binding ids, auto-play, long work in thread workers);
 - widgets: ``tensor_pane`` and ``tensor_view`` (a line-API heatmap drawing only visible
   cells), ``grid`` (what it draws), ``source_view``, ``timeline``, ``quiz_view``, ``text_pane``;
+- drawing less per key (mixins our widgets share): ``steady`` (one layout pass per change),
+  ``backdrop`` (a container draws each kind of blank row once), ``kept`` (rows handed back
+  until the widget is refreshed);
 - state: ``stepper`` (random access to a forward-only trace, with bounded memory) and
   ``progress`` (bookmarks, quiz answers and the theme, in the user's data directory).
 

@@ -9,8 +9,9 @@ few tables and asks every container and pane around them.
 
 :class:`Kept` hands back the very rows it handed back last time, as long as
 nothing asked the widget to draw again (every change Textual knows of, a new
-text, a style, a hover, a theme, goes through ``refresh``) and the crop, the
-size, the theme and the app's filters are the same. ``tests/tui/test_kept.py``
+text, a style, a hover, a theme, goes through ``refresh`` or the hook that
+empties Textual's own row cache) and the crop, the size, the theme and the
+app's filters are the same. ``tests/tui/test_kept.py``
 compares them with Textual's own drawing after each such change.
 """
 
@@ -46,6 +47,12 @@ class Kept(Widget):
     def notify_style_update(self) -> None:
         self._kept = None
         super().notify_style_update()
+
+    def _set_dirty(self, *regions: Region) -> None:
+        # Overrides Textual's private hook that empties its own row cache: a few paths (new
+        # size, styles reset) reach it without ``refresh``; the kept rows go with Textual's.
+        self._kept = None
+        super()._set_dirty(*regions)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         app = self.app

@@ -390,10 +390,11 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             self.set_reactive(SourceView.scroll_target_y, float(y))
             self.vertical_scrollbar.position = y
             # Rows drawn at the old offset must not be reused. Where this layout placed the
-            # pane anew, its frame draws the whole pane: emptying Textual's row cache is
-            # enough (a refresh would ask for a second frame). Otherwise ask for the repaint.
+            # pane anew, its frame draws the whole pane: marking the rows dirty (Textual's
+            # private hook, which empties its row cache and the kept rows) is enough; a
+            # refresh would ask for a second frame. Otherwise ask for the repaint.
             if self._placed_anew:
-                self._styles_cache.clear()
+                self._set_dirty()
             else:
                 self.refresh()
             return

@@ -311,8 +311,12 @@ def test_killing_attn_check_ends_the_learners_processes(tmp_path: Path) -> None:
         "    time.sleep(120)\n"
     )
     command = [sys.executable, "-m", "tracer", "check", str(path), "--against", "vectorized"]
+    # kill -9 leaves attn check no chance to remove its request folder: keep it in tmp_path.
     process = subprocess.Popen(
-        [*command, "--timeout", "100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*command, "--timeout", "100"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     started: list[int] = []
     try:

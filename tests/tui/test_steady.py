@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 from textual._compositor import Compositor
+from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
@@ -114,17 +115,23 @@ async def test_a_change_of_step_kind_is_laid_out_once() -> None:
                 assert passes[0] == 1, (number, passes[0])
 
 
+async def into_the_loop(app: TracerApp, pilot: Pilot[int]) -> ExploreScreen:
+    """Settle the explorer, then step to its loop's first sub-step."""
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, ExploreScreen) and screen.session is not None
+    stepper = screen.session.stepper
+    while not isinstance(stepper.get(screen.position), SubStep):
+        await pilot.press("right")
+        await settle(pilot)
+    return screen
+
+
 async def test_explorer_loop_sub_steps_are_not_laid_out() -> None:
     """Inside a loop only numbers change: no pane changes size, so no layout pass at all."""
     app = make_explore_app("tiny", TraceOptions(), [str(PLUGINS)])
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ExploreScreen) and screen.session is not None
-        stepper = screen.session.stepper
-        while not isinstance(stepper.get(screen.position), SubStep):
-            await pilot.press("right")
-            await settle(pilot)
+        await into_the_loop(app, pilot)
         await pilot.press("right")  # the loop's second sub-step: the panes have their sizes
         await settle(pilot)
         for _ in range(3):
@@ -249,13 +256,7 @@ async def test_a_loop_sub_step_repaints_only_the_source_rows_whose_mark_moved() 
     screen is what a repaint of every widget draws."""
     app = make_explore_app("tiny", TraceOptions(), [str(PLUGINS)])
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, ExploreScreen) and screen.session is not None
-        stepper = screen.session.stepper
-        while not isinstance(stepper.get(screen.position), SubStep):
-            await pilot.press("right")
-            await settle(pilot)
+        screen = await into_the_loop(app, pilot)
         source = screen.query_one("#source", SourceView)
         drawn: list[int] = []
         original = SourceView.render_line

@@ -114,6 +114,41 @@ async def test_a_narrow_terminal_stacks_the_panes_full_width() -> None:
         assert screen.pane.outer_size.width == 90
 
 
+async def test_a_narrow_quiz_gives_the_code_s_room_to_the_question_and_its_table() -> None:
+    """Narrow: a quiz with a table hides the code; wide, the code stays beside the table. A
+    terminal narrowed or widened on the quiz follows."""
+    app = lesson_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        steps = screen.session.lesson.steps
+        show = next(n for n, step in enumerate(steps) if step.kind == "show")
+        source = screen.query_one("#source", SourceView)
+        for number, step in enumerate(steps):
+            if step.kind != "quiz":
+                continue
+            screen.go_to_step(number)
+            await settle(pilot)
+            if screen.query_one("#left").display:  # a quiz with tables keeps the column
+                break
+        else:
+            raise AssertionError("the test lesson has no quiz with tables")
+        assert source.display and source.region.height > 0
+        await pilot.resize_terminal(90, 40)
+        await settle(pilot)
+        assert source.region.height == 0  # hidden: display none
+        screen.go_to_step(show)
+        await settle(pilot)
+        assert source.region.height > 0
+        screen.go_to_step(number)
+        await settle(pilot)
+        assert source.region.height == 0
+        await pilot.resize_terminal(120, 40)
+        await settle(pilot)
+        assert source.region.height > 0
+
+
 async def test_at_80x24_a_loop_sub_step_keeps_its_arithmetic_whole() -> None:
     """Lesson 2's weighted sums: every line written out stays on screen; the tables scroll."""
     app = make_lesson_app("02_normalising", resume=False)

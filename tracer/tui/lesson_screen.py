@@ -478,8 +478,6 @@ class LessonScreen(StepScreen):
         quiz_view = self._quiz
         if quiz_view.display != quiz:
             quiz_view.display = quiz
-            # The question and its table need the room more than the code behind the table.
-            self._source.set_class(quiz, "-quiz")
         position = self._position
         if position.display != layout.loop:
             position.display = layout.loop
@@ -492,6 +490,12 @@ class LessonScreen(StepScreen):
         layout = LAYOUTS[steps[self.position.step].kind]
         left = self._left
         source = self._source
+        # In a narrow terminal the question and its table need the room more than the code
+        # behind the table (``.-narrow #source.-quiz`` in app.tcss). The class is set only
+        # where it applies: a class change restyles the pane, about a millisecond of a key.
+        narrow_quiz = layout.quiz and self.has_class("-narrow")
+        if source.has_class("-quiz") != narrow_quiz:
+            source.set_class(narrow_quiz, "-quiz")
         if layout.fit == "tensors":
             columns = self.give_left(left, self.pane.natural_width(), source.natural_width())
             if layout.loop:

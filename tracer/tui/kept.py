@@ -9,15 +9,13 @@ few tables and asks every container and pane around them.
 
 :class:`Kept` hands back the very rows it handed back last time, as long as
 nothing asked the widget to draw again (every change Textual knows of, a new
-text, a style, a hover, a theme, goes through ``refresh`` or the hook that
-empties Textual's own row cache) and the crop, the size, the theme and the
+text, a style, a hover, a theme, reaches the hook that empties Textual's own
+row cache, or updates the widget's styles) and the crop, the size, the theme and the
 app's filters are the same. ``tests/tui/test_kept.py``
 compares them with Textual's own drawing after each such change.
 """
 
 from __future__ import annotations
-
-from typing import Self
 
 from textual.geometry import Region
 from textual.strip import Strip
@@ -34,23 +32,14 @@ class Kept(Widget):
 
     _kept: tuple[object, list[Strip]] | None = None
 
-    def refresh(
-        self,
-        *regions: Region,
-        repaint: bool = True,
-        layout: bool = False,
-        recompose: bool = False,
-    ) -> Self:
-        self._kept = None
-        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
-
     def notify_style_update(self) -> None:
         self._kept = None
         super().notify_style_update()
 
     def _set_dirty(self, *regions: Region) -> None:
-        # Overrides Textual's private hook that empties its own row cache: a few paths (new
-        # size, styles reset) reach it without ``refresh``; the kept rows go with Textual's.
+        # Overrides Textual's private hook that marks rows for drawing again and empties its
+        # own row cache: every repaint ``refresh`` asks for lands here, and so do the paths
+        # that bypass it (a new size, a styles reset). The kept rows go with Textual's.
         self._kept = None
         super()._set_dirty(*regions)
 

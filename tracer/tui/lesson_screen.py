@@ -254,7 +254,7 @@ class LessonScreen(StepScreen):
 
     @cached_property
     def _switcher(self) -> ContentSwitcher:
-        return self.query_one(ContentSwitcher)
+        return self.query_one("#lesson-switch", ContentSwitcher)
 
     @cached_property
     def _quiz(self) -> QuizView:
@@ -576,7 +576,7 @@ class LessonScreen(StepScreen):
         """Draw the walk's view of the step with the drawer registered for its kind."""
         source = self._source
         assert self.session is not None
-        body = self.query_one("#lesson-switch")
+        body = self._switcher
         if not body.display:
             body.display = True
         if not LAYOUTS[step.kind].compare and str(source.border_title).startswith("source:"):
@@ -688,7 +688,7 @@ class LessonScreen(StepScreen):
         assert tables is not None
         quiz_view.set_class(not tables.tables, "-alone")  # no table below: all the height
         if not tables.tables:
-            self.query_one("#lesson-switch").display = False
+            self._switcher.display = False
             self._prose("#caption", "")  # no stale caption from the step before
         else:
             self._switcher.current = "tensors"

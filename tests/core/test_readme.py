@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from textual.binding import Binding
 
 from tracer.inputs.builtin import YOUR_JOURNEY
 
@@ -80,12 +81,73 @@ def test_the_earlier_plugin_api_still_works(
     assert attn("trace", "unscaled", "--plugins-dir", str(folder), "--heads", "2")[0] == 0
 
 
+def quick_start() -> tuple[str, list[str]]:
+    """The Quick start section and the commands of its ``sh`` blocks, in order."""
+    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return section, re.findall(r"```sh\n(.*?)\n```", section, re.S)
+
+
 def test_quick_start_test_command_is_what_ci_runs() -> None:
-    quick_start = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = re.findall(r"```sh\n(.*?)\n```", quick_start, re.S)
-    assert len(commands) == 3  # install and open, install and test, make the venv active
+    _, commands = quick_start()
+    # The CPU build of torch (an ordinary machine only), install and open, install and test,
+    # make the virtual environment active.
+    assert len(commands) == 4
+    opens = [c for c in commands if c.endswith("&& .venv/bin/attn")]
+    tests = [c for c in commands if c.endswith("&& .venv/bin/pytest")]
+    assert len(opens) == len(tests) == 1
     ci = (README.parent / ".ci" / "run").read_text()
-    assert commands[1] in ci
+    assert tests[0] in ci
+
+
+def test_quick_start_says_where_torch_comes_from_before_installing_it() -> None:
+    section, commands = quick_start()
+    installs = [c for c in commands if "pip install" in c]
+    # The first command that installs anything installs torch's CPU build, and the note
+    # that says why comes before it.
+    assert "--index-url https://download.pytorch.org/whl/cpu" in installs[0]
+    assert "-c constraints.txt" in installs[0]  # the version the project pins
+    assert section.index("CUDA") < section.index(installs[0])
+
+
+def test_quick_start_says_how_to_quit_with_the_apps_own_keys() -> None:
+    from tracer.tui.app import TracerApp
+
+    quits = {
+        key
+        for binding in TracerApp.BINDINGS
+        if isinstance(binding, Binding) and binding.action == "quit"
+        for key in binding.key.split(",")
+    }
+    section, commands = quick_start()
+    opens = next(c for c in commands if c.endswith("&& .venv/bin/attn"))
+    before = section[: section.index(opens)]
+    said = set(re.findall(r"`([^`]+)` or ([\w+]+)\s+quits", before)[0])
+    assert said and said <= quits
+
+
+def test_readme_is_a_front_door() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    # A picture of the app, drawn by the app (scripts/screenshots.py), and links that resolve.
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert any(t.startswith("docs/images/") and t.endswith(".svg") for t in targets)
+    local = [t for t in targets if "://" not in t]
+    assert [t for t in local if not (README.parent / t).exists()] == []
+    for guide in ("learners", "lessons", "plugins", "reference", "architecture"):
+        assert f"(docs/{guide}.md)" in text
+
+
+def test_commands_that_need_an_extra_come_after_installing_it() -> None:
+    commands = [c for _, c in shell_commands(README.read_text())]
+    for extra, command in (("serve", "attn serve"), ("completion", "attn completion")):
+        uses = [i for i, c in enumerate(commands) if c.startswith(command)]
+        installs = [
+            i
+            for i, c in enumerate(commands)
+            if re.search(r"pip install .*-e '\.\[[^]]*\b" + extra + r"\b", c)
+        ]
+        assert uses, command
+        assert installs and installs[0] < uses[0], f"{command} before the {extra} extra"
 
 
 # Reading the README as a fresh shell would: no virtual environment is active, so a bare
@@ -175,13 +237,13 @@ def test_shell_commands_are_read_the_way_a_shell_runs_them() -> None:
 
 @pytest.mark.slow  # a new shell starting attn once per example
 def test_readme_examples_run_in_a_fresh_shell(tmp_path: Path) -> None:
-    """The "Using it" examples, pasted into a new shell after the README's activation line."""
+    """The tour's examples, pasted into a new shell after the README's activation line."""
     venv = README.parent / ".venv"
     if Path(sys.prefix).resolve() != venv.resolve():
         pytest.skip(f"the tests run in {sys.prefix}, not in the README's {venv}")
     text = README.read_text()
     (activation,) = {c for _, c in shell_commands(text) if ACTIVATION.match(c)}
-    using = text.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    using = text.split("## A tour", 1)[1].split("\n## ", 1)[0]
     # The blocks of commands alone (a block that also shows output may show an error).
     quiet = "".join(
         block.group(0)

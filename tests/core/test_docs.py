@@ -83,7 +83,12 @@ def test_the_docs_extra_builds_the_site_and_checks_the_distributions() -> None:
     names = {re.split(r"[<>=\[ ]", requirement)[0] for requirement in extras["docs"]}
     assert {"mkdocs", "mkdocs-material", "build", "twine"} <= names
     ci = (REPO / ".ci" / "run").read_text()
-    for step in ("-e '.[docs]'", "mkdocs build --strict", "python -m build", "twine check --strict"):
+    for step in (
+        "-e '.[docs]'",
+        "mkdocs build --strict",
+        "python -m build",
+        "twine check --strict",
+    ):
         assert step in ci, step
 
 
@@ -99,9 +104,9 @@ def test_the_reference_names_every_environment_variable_the_code_reads() -> None
 
 
 def test_the_learners_guide_lists_every_built_in_variant() -> None:
-    entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
-        "entry-points"
-    ]["attention_tracer"]
+    entry_points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][
+        "attention_tracer"
+    ]
     guide = (DOCS / "learners.md").read_text(encoding="utf-8")
     table = guide.split("### The built-in variants", 1)[1].split("\n#", 1)[0]
     listed = set(re.findall(r"^\| `([\w-]+)`(?:, `([\w-]+)`)?", table, re.M))

@@ -28,7 +28,7 @@ from tracer.variant import (
 if TYPE_CHECKING:
     from tracer.notebook import trace
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def __getattr__(name: str) -> Any:

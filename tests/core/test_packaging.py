@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -33,6 +34,19 @@ def test_building_the_cli_parser_does_not_import_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_every_folder_of_the_package_is_listed() -> None:
+    """pyproject lists each folder of the package, data folders too: setuptools installs
+    those as namespace packages and warns "Package would be ignored" about any unlisted."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        ".".join((package, *path.parent.relative_to(REPO / folder).parts))
+        for package, folder in setuptools["package-dir"].items()
+        for path in (REPO / folder).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert folders - set(setuptools["packages"]) == set()
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +92,10 @@ def test_wheel_adds_no_generic_top_level_names(wheel: Path) -> None:
     assert "tracer/builtin_lessons/01_dot_products.yaml" in names
     assert "tracer/lessons/schema.json" in names
     assert "tracer/py.typed" in names
+    # The templates `attn exercises init` and `attn new-plugin` copy.
+    templates = REPO / "tracer" / "learner" / "templates"
+    expected = {f"tracer/{p.relative_to(REPO / 'tracer')}" for p in templates.rglob("*.tmpl")}
+    assert len(expected) > 14 and expected <= set(names)
     # The induction variant's trained weights and the checksum it checks them against.
     assert "tracer/builtin_plugins/induction_weights.pt" in names
     assert "tracer/builtin_plugins/induction_weights.sha256" in names

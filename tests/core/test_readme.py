@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from textual.binding import Binding
 
 from tracer.inputs.builtin import YOUR_JOURNEY
 
@@ -80,12 +81,81 @@ def test_the_earlier_plugin_api_still_works(
     assert attn("trace", "unscaled", "--plugins-dir", str(folder), "--heads", "2")[0] == 0
 
 
-def test_quick_start_test_command_is_what_ci_runs() -> None:
-    quick_start = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = re.findall(r"```sh\n(.*?)\n```", quick_start, re.S)
-    assert len(commands) == 3  # install and open, install and test, make the venv active
-    ci = (README.parent / ".ci" / "run").read_text()
-    assert commands[1] in ci
+QUICK_START_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+CPU_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
+
+
+def quick_start() -> tuple[str, list[str]]:
+    """The Quick start section and the contents of its fenced blocks, in order."""
+    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return section, [body.strip() for _, body in QUICK_START_BLOCK.findall(section)]
+
+
+def test_quick_start_is_two_commands_and_ci_runs_the_test_one() -> None:
+    # On a fresh machine: one command installs attn and opens it, one installs the test
+    # extras and runs the whole suite. Nothing else is fenced there.
+    _, commands = quick_start()
+    assert len(commands) == 2
+    opens, tests = commands
+    assert "\n" not in opens and "\n" not in tests
+    assert opens.startswith("python3 -m venv .venv && ") and opens.endswith("&& .venv/bin/attn")
+    assert tests.startswith("python3 -m venv .venv && ") and tests.endswith("&& .venv/bin/pytest")
+    assert "-e '.[test]'" in tests
+    ci = (README.parent / ".ci" / "run").read_text().splitlines()
+    assert tests in ci  # verbatim, a line of its own
+
+
+def test_quick_start_says_where_torch_comes_from_before_installing_it() -> None:
+    section, commands = quick_start()
+    # The CPU build of torch is a note in the text, with its command inline, before the
+    # first command that installs anything (installing attn installs torch).
+    (cpu,) = [c for c in re.findall(r"`([^`\n]+)`", section) if CPU_INDEX in c]
+    assert "-c constraints.txt" in cpu  # the version the project pins
+    assert cpu.startswith("python3 -m venv .venv && .venv/bin/pip install ")
+    at = section.index(cpu)
+    # The first install in the section is that one.
+    assert at <= section.index("pip install") < at + len(cpu)
+    assert section.index("CUDA") < at < section.index(commands[0])
+
+
+def test_quick_start_says_how_to_quit_with_the_apps_own_keys() -> None:
+    from tracer.tui.app import TracerApp
+
+    quits = {
+        key
+        for binding in TracerApp.BINDINGS
+        if isinstance(binding, Binding) and binding.action == "quit"
+        for key in binding.key.split(",")
+    }
+    section, (opens, _) = quick_start()
+    before = section[: section.index(opens)]
+    said = set(re.findall(r"`([^`]+)` or ([\w+]+)\s+quits", before)[0])
+    assert said and said <= quits
+
+
+def test_readme_is_a_front_door() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    # A picture of the app, drawn by the app (scripts/screenshots.py), and links that resolve.
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert any(t.startswith("docs/images/") and t.endswith(".svg") for t in targets)
+    local = [t for t in targets if "://" not in t]
+    assert [t for t in local if not (README.parent / t).exists()] == []
+    for guide in ("learners", "lessons", "plugins", "reference", "architecture"):
+        assert f"(docs/{guide}.md)" in text
+
+
+def test_commands_that_need_an_extra_come_after_installing_it() -> None:
+    commands = [c for _, c in shell_commands(README.read_text())]
+    for extra, command in (("serve", "attn serve"), ("completion", "attn completion")):
+        uses = [i for i, c in enumerate(commands) if c.startswith(command)]
+        installs = [
+            i
+            for i, c in enumerate(commands)
+            if re.search(r"pip install .*-e '\.\[[^]]*\b" + extra + r"\b", c)
+        ]
+        assert uses, command
+        assert installs and installs[0] < uses[0], f"{command} before the {extra} extra"
 
 
 # Reading the README as a fresh shell would: no virtual environment is active, so a bare
@@ -111,12 +181,13 @@ def shell_commands(text: str) -> list[tuple[int, str]]:
                     continue
                 line = line[2:]
             line = re.sub(r"(^|\s)#.*$", "", line).strip()
-            commands += [
-                (block.start(), part.strip())
-                for part in re.split(r"&&|\|\||;|\|", line)
-                if part.strip()
-            ]
+            commands += [(block.start(), part) for part in split_line(line)]
     return commands
+
+
+def split_line(line: str) -> list[str]:
+    """The commands of one line: ``a && b``, ``a; b`` and ``a | b`` are several."""
+    return [part.strip() for part in re.split(r"&&|\|\||;|\|", line) if part.strip()]
 
 
 def program(command: str) -> tuple[str, list[str]]:
@@ -129,21 +200,25 @@ def program(command: str) -> tuple[str, list[str]]:
     return (words[0], words[1:]) if words else ("", [])
 
 
+def needs_the_venv(command: str) -> bool:
+    """Whether a command runs a bare tool that only the virtual environment provides."""
+    name, args = program(command)
+    if name not in TOOLS:
+        return False  # .venv/bin/attn and the like
+    # Making the virtual environment needs the system's python.
+    return not (name in ("python", "python3") and args[:2] == ["-m", "venv"])
+
+
 def test_every_readme_command_runs_in_a_fresh_shell() -> None:
     text = README.read_text()
     commands = shell_commands(text)
     activations = [at for at, command in commands if ACTIVATION.match(command)]
     assert activations, "the README never makes the virtual environment active"
-    # Early: in the Quick start, before any section that uses bare commands.
-    assert activations[0] < text.index("\n## ", text.index("## Quick start") + 1)
-    stray = []
-    for at, command in commands:
-        name, args = program(command)
-        if name not in TOOLS or at > activations[0]:
-            continue  # .venv/bin/attn and the like, or after the activation
-        if name in ("python", "python3") and args[:2] == ["-m", "venv"]:
-            continue  # making the virtual environment needs the system's python
-        stray.append(command)
+    # Early: the first shell block after the Quick start (whose two commands need no
+    # activation), before any that uses bare commands.
+    after_quick_start = text.index("\n## ", text.index("## Quick start") + 1)
+    assert activations[0] == min(at for at, _ in commands if at > after_quick_start)
+    stray = [c for at, c in commands if at < activations[0] and needs_the_venv(c)]
     assert stray == [], "commands that need the virtual environment before it is active"
     # Commands written in the text before the activation name .venv/bin/ too (a bare tool
     # name, as in "`attn` opens a lesson", is a mention, not a command).
@@ -151,7 +226,8 @@ def test_every_readme_command_runs_in_a_fresh_shell() -> None:
     spans = [
         span
         for span in re.findall(r"`([^`\n]+)`", before)
-        if program(span)[0] in TOOLS and program(span)[1]
+        for part in split_line(span)
+        if needs_the_venv(part) and program(part)[1]
     ]
     assert spans == [], "commands in the text before the virtual environment is active"
 
@@ -175,13 +251,13 @@ def test_shell_commands_are_read_the_way_a_shell_runs_them() -> None:
 
 @pytest.mark.slow  # a new shell starting attn once per example
 def test_readme_examples_run_in_a_fresh_shell(tmp_path: Path) -> None:
-    """The "Using it" examples, pasted into a new shell after the README's activation line."""
+    """The tour's examples, pasted into a new shell after the README's activation line."""
     venv = README.parent / ".venv"
     if Path(sys.prefix).resolve() != venv.resolve():
         pytest.skip(f"the tests run in {sys.prefix}, not in the README's {venv}")
     text = README.read_text()
     (activation,) = {c for _, c in shell_commands(text) if ACTIVATION.match(c)}
-    using = text.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    using = text.split("## A tour", 1)[1].split("\n## ", 1)[0]
     # The blocks of commands alone (a block that also shows output may show an error).
     quiet = "".join(
         block.group(0)

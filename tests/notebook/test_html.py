@@ -167,9 +167,9 @@ def test_importing_tracer_and_its_trace_does_not_import_torch() -> None:
     assert out.strip() == "False"
 
 
-def test_the_readme_notebook_example_runs_as_written() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## In the browser and in notebooks", 1)[1].split("\n## ", 1)[0]
+def test_the_guides_notebook_example_runs_as_written() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "learners.md").read_text()
+    section = guide.split("## In Jupyter notebooks", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     namespace: dict[str, object] = {}
     exec(code, namespace)

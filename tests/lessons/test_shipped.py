@@ -193,7 +193,8 @@ def wide_scores() -> torch.Tensor:
 # (lesson, value name) -> the live value prose shows, from the seeds or from torch directly.
 VALUE_ORACLES: dict[tuple[str, str], Callable[[], float]] = {
     ("01_dot_products", "journey-journey"): lambda: seeds.SIMPLE_SCORES[1][1],
-    ("01_dot_products", "with-one"): lambda: seeds.SIMPLE_SCORES[3][4],
+    ("02_normalising", "divided-one"): lambda: seeds.SEED_001_SUM_WEIGHTS_2[4],
+    ("02_normalising", "weight-one"): lambda: seeds.SEED_001_SOFTMAX_WEIGHTS_2[4],
     ("02_normalising", "weight-starts"): lambda: seeds.SEED_001_SOFTMAX_WEIGHTS_2[2],
     ("04_trainable_qkv", "spread-64"): lambda: float(wide_scores().std(correction=0)),
     ("04_trainable_qkv", "spread-64-scaled"): lambda: float((wide_scores() / 8).std(correction=0)),

@@ -1,0 +1,471 @@
+"""What a shipped lesson says about its numbers is checked against the numbers.
+
+A caption that says "exactly", "the same", "adds up to 1" or "nan" is a claim
+about what the variants compute, and a teaching tool must not claim more than
+the computation shows. Every such phrase in the shipped lessons' prose is found
+by ``CLAIM_WORDS`` and must be listed in ``CLAIMS`` with the check that backs it
+(or, for a phrase about code or maths rather than a computed table, the reason
+it needs none). A new lesson that makes a claim fails here until its claim is
+checked, so "equal" can never again stand where only "equal up to rounding" is
+true.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+
+import pytest
+import torch
+
+from tracer.lessons.loader import load_lesson, shipped_dir
+from tracer.lessons.model import Lesson, LessonStep, TensorRef
+from tracer.lessons.runner import LessonRunner
+from tracer.plugin_host import PluginHost
+
+# Phrases that state a fact about computed numbers.
+CLAIM_WORDS = re.compile(
+    r"\b(exact(ly)?|identical|bit for bit|zero everywhere|nan|adds? up to (1|less than 1)"
+    r"|sums? to 1|the same (numbers|weights|context vectors|output|scores|gradients))\b",
+    re.IGNORECASE,
+)
+# float32 rounding: what "up to rounding" allows (a few units in the last place of values near 1).
+ROUNDING = 1e-6
+
+
+@dataclass
+class Runs:
+    """One lesson, its runner, and the step whose prose makes the claim being checked."""
+
+    lesson: Lesson
+    runner: LessonRunner
+    step: LessonStep
+
+    def table(self, index: int = 0) -> torch.Tensor:
+        """The step's own table number ``index`` (a compare step: 0 left, 1 right)."""
+        return self.tensor(self.step.tables()[index])
+
+    def tensor(self, ref: TensorRef) -> torch.Tensor:
+        return self.runner.tensor(ref).tensor.double()
+
+    def value(self, name: str) -> torch.Tensor:
+        named = self.lesson.value(name)
+        assert named is not None, f"{self.lesson.name} has no value '{name}'"
+        tensor = self.tensor(named.ref)
+        return tensor[named.ref.cell] if named.ref.cell is not None else tensor
+
+    def answer(self) -> torch.Tensor:
+        answer = getattr(self.step, "answer", None)
+        assert isinstance(answer, TensorRef), "the step is not a computed quiz"
+        return self.runner.tensor(answer).tensor
+
+    def other(self, says: str) -> Runs:
+        """The same lesson at the step whose prose contains ``says``."""
+        return Runs(self.lesson, self.runner, step_saying(self.lesson, says))
+
+
+Check = Callable[[Runs], None]
+
+
+def rows_sum_to_one(table: Callable[[Runs], torch.Tensor]) -> Check:
+    def check(runs: Runs) -> None:
+        sums = table(runs).sum(dim=-1)
+        assert torch.allclose(sums, torch.ones_like(sums), atol=ROUNDING), sums
+
+    return check
+
+
+def within_rounding(*names: str) -> Check:
+    """Each named value (a largest absolute difference) is no more than rounding."""
+
+    def check(runs: Runs) -> None:
+        for name in names:
+            gap = runs.value(name).item()
+            assert 0 <= gap <= ROUNDING, (name, gap)
+
+    return check
+
+
+def step_tables_within_rounding(runs: Runs) -> None:
+    left, right = runs.table(0), runs.table(1)
+    assert left.shape == right.shape
+    assert (right - left).abs().max().item() <= ROUNDING
+
+
+def assert_close_to_one(value: float) -> None:
+    assert abs(value - 1) <= ROUNDING, value
+
+
+def bit_exact_one(runs: Runs) -> None:
+    assert runs.answer().item() == 1.0
+
+
+def future_is_exact_zero(weights: Callable[[Runs], torch.Tensor]) -> Check:
+    def check(runs: Runs) -> None:
+        table = weights(runs)
+        future = torch.ones_like(table, dtype=torch.bool).triu(diagonal=1)
+        assert (table[future] == 0).all()
+
+    return check
+
+
+def weights_table(variant: str) -> Callable[[Runs], torch.Tensor]:
+    """A variant's weights under the lesson's options (prose that names no table)."""
+
+    def table(runs: Runs) -> torch.Tensor:
+        return runs.tensor(TensorRef(variant, "weights", "weights", options=runs.lesson.options))
+
+    return table
+
+
+def shown(runs: Runs) -> torch.Tensor:
+    return runs.table(0)
+
+
+def shown_at(says: str) -> Callable[[Runs], torch.Tensor]:
+    """The first table of the step whose prose contains ``says``."""
+    return lambda runs: runs.other(says).table(0)
+
+
+def all_of(*checks: Check) -> Check:
+    def check(runs: Runs) -> None:
+        for each in checks:
+            each(runs)
+
+    return check
+
+
+def all_exactly_one(table: Callable[[Runs], torch.Tensor]) -> Check:
+    def check(runs: Runs) -> None:
+        values = table(runs)
+        assert (values == 1.0).all(), values
+
+    return check
+
+
+def all_finite(table: Callable[[Runs], torch.Tensor]) -> Check:
+    def check(runs: Runs) -> None:
+        values = table(runs)
+        assert values.isfinite().all(), values
+
+    return check
+
+
+def softmax_gains(runs: Runs) -> None:
+    """journey and starts gain, Your, with and step lose, and one gains a little."""
+    divided, softmax = runs.table(0), runs.table(1)
+    tokens = runs.lesson.inputs.tokens
+    gain = dict(zip(tokens, (softmax - divided).tolist(), strict=True))
+    assert all(gain[token] > 0 for token in ("journey", "starts", "one")), gain
+    assert all(gain[token] < 0 for token in ("Your", "with", "step")), gain
+    scores = {token: runs.value(f"score-{token}").item() for token in tokens}
+    nearest_one = sorted(tokens, key=lambda token: abs(scores[token] - 1))[:3]
+    assert sorted(nearest_one) == sorted(["Your", "with", "step"]), scores
+    assert min(scores, key=scores.__getitem__) == "one"
+
+
+def short_but_last(sums: Callable[[Runs], torch.Tensor]) -> Check:
+    """Every row sum is short of 1 but the last, which has no future to lose."""
+
+    def check(runs: Runs) -> None:
+        values = sums(runs)
+        assert (values[:-1] < 1 - ROUNDING).all(), values
+        assert abs(values[-1].item() - 1) <= ROUNDING, values
+
+    return check
+
+
+def one_or_two_keys(runs: Runs) -> None:
+    """Without the scale, the two largest weights of every row hold nearly all of it."""
+    unscaled = runs.other("Without the scale the weights are closer")
+    top_two = unscaled.table(0).topk(2, dim=-1).values.sum(dim=-1)
+    assert (top_two >= 0.98).all(), top_two
+
+
+def wrong_axis_rows_and_columns(runs: Runs) -> None:
+    wrong = runs.other("The wrong version normalises down each column").table(0)
+    rows, columns = wrong.sum(dim=-1), wrong.sum(dim=0)
+    assert not torch.allclose(rows, torch.ones_like(rows), atol=1e-3), rows
+    assert torch.allclose(columns, torch.ones_like(columns), atol=ROUNDING), columns
+
+
+def overflow_gives_nan_and_zero(runs: Runs) -> None:
+    """Where exp overflowed the weight is nan; the rest of such a row is 0; other rows are finite."""
+    ref = runs.step.tables()[0]
+    overflowed = runs.tensor(
+        TensorRef(ref.variant, ref.stage, ref.tensor, ref.query, ref.options, ref.then[:2])
+    ).isinf()
+    shown = runs.table(0)
+    assert overflowed.any(), "the lesson's scores no longer overflow"
+    for row_inf, row in zip(overflowed, shown, strict=True):
+        if row_inf.any():
+            assert row[row_inf].isnan().all() and (row[~row_inf] == 0).all(), row
+        else:
+            assert not row.isnan().any(), row
+
+
+def outside_window_is_exact_zero(runs: Runs) -> None:
+    tokens = runs.lesson.inputs.tokens
+    step_row = runs.table(0)[tokens.index("step")]
+    for token in ("Your", "journey", "starts"):
+        assert step_row[tokens.index(token)].item() == 0.0
+
+
+def conceptual(reason: str) -> str:
+    return reason
+
+
+@dataclass(frozen=True)
+class Claim:
+    lesson: str
+    says: str
+    """Words of the prose that makes the claim (unique within the lesson)."""
+    check: Check | str
+    """The check, or why the phrase is not a claim about computed numbers."""
+
+
+CLAIMS = (
+    Claim(
+        "01_dot_products",
+        "exactly as a plain Python loop would",
+        conceptual("describes how the naive-loop variant is written, not a number"),
+    ),
+    Claim(
+        "02_normalising",
+        "weights that sum to 1, first by",
+        rows_sum_to_one(weights_table("naive-loop")),
+    ),
+    Claim(
+        "02_normalising",
+        "normalised so that they add up to 1",
+        conceptual("says what normalising is for; the next quiz checks the sum"),
+    ),
+    Claim(
+        "02_normalising",
+        "1, up to float rounding, which is the whole point",
+        lambda runs: assert_close_to_one(runs.answer().item()),
+    ),
+    Claim(
+        "02_normalising",
+        "it gives weights that add up to 1",
+        conceptual("a property of softmax's formula, shown on the next step's table"),
+    ),
+    Claim(
+        "02_normalising", "(each row adds up to 1)", rows_sum_to_one(weights_table("naive-loop"))
+    ),
+    Claim(
+        "02_normalising",
+        "scores normalised to add up to 1",
+        conceptual("a summary of the definition"),
+    ),
+    Claim("02_normalising", "It is not a ranking", softmax_gains),
+    Claim(
+        "03_vectorising",
+        "gives the same numbers, up to float rounding",
+        within_rounding("scores-gap", "context-gap"),
+    ),
+    Claim(
+        "03_vectorising",
+        "gets its own weights that add up to 1",
+        rows_sum_to_one(weights_table("vectorized")),
+    ),
+    Claim(
+        "03_vectorising",
+        "The largest difference is {{scores-gap:.1g}}",
+        within_rounding("scores-gap"),
+    ),
+    Claim(
+        "03_vectorising",
+        "Again the same numbers, to within rounding",
+        within_rounding("context-gap"),
+    ),
+    Claim(
+        "03_vectorising",
+        "the numbers of the loops, up to float rounding",
+        within_rounding("scores-gap", "context-gap"),
+    ),
+    Claim(
+        "05_causal_masking",
+        "the visible weights add up to 1 again",
+        rows_sum_to_one(shown_at("splits its attention")),
+    ),
+    Claim(
+        "05_causal_masking",
+        "Every row but the last now",
+        short_but_last(lambda runs: runs.table(0).sum(dim=-1)),
+    ),
+    Claim(
+        "05_causal_masking",
+        "gives those keys exactly",
+        future_is_exact_zero(weights_table("masked")),
+    ),
+    Claim(
+        "05_causal_masking",
+        "Every row adds up to 1 and the future gets 0",
+        all_of(rows_sum_to_one(shown), future_is_exact_zero(shown)),
+    ),
+    Claim(
+        "05_causal_masking",
+        "The two routes agree up to float rounding",
+        within_rounding("routes-gap"),
+    ),
+    Claim(
+        "05_causal_masking",
+        "Why do the two routes give the same weights?",
+        within_rounding("routes-gap"),
+    ),
+    Claim(
+        "05_causal_masking", "give the same weights, up to rounding", within_rounding("routes-gap")
+    ),
+    Claim(
+        "06_common_mistakes",
+        "the rows of the wrong weights do not add up to 1",
+        wrong_axis_rows_and_columns,
+    ),
+    Claim(
+        "06_common_mistakes",
+        "every row except the last adds up to less than 1",
+        short_but_last(shown_at("Symptom: the row sums of the zeroed weights")),
+    ),
+    Claim(
+        "06_common_mistakes",
+        "nearly all of each row's weight lands on one or two keys",
+        one_or_two_keys,
+    ),
+    Claim(
+        "06_common_mistakes",
+        "still gives weights that add up to 1",
+        rows_sum_to_one(shown_at("Without the scale the weights are closer")),
+    ),
+    Claim(
+        "06_common_mistakes",
+        "a weight of exactly 1, for any weights",
+        all_exactly_one(lambda runs: runs.runner.tensor(runs.step.tables()[0]).tensor),
+    ),
+    Claim("06_common_mistakes", "Exactly 1. Softmax over one value", bit_exact_one),
+    Claim(
+        "06_common_mistakes",
+        "Every row of your weights adds up to 1, but",
+        conceptual("a hypothetical learner's symptom, in a question"),
+    ),
+    Claim(
+        "06_common_mistakes",
+        "Every row of attention weights adds up to 1 (softmax",
+        conceptual("a summary of the rule the lesson's tables showed"),
+    ),
+    Claim(
+        "06_common_mistakes",
+        "A weight of exactly 1 from a softmax",
+        conceptual("a summary of the single-score softmax checked above"),
+    ),
+    Claim("08_windows_and_groups", "outside its window, get", outside_window_is_exact_zero),
+    Claim(
+        "09_kv_cache",
+        "gives the same numbers as causal",
+        within_rounding("cache-weights-gap", "cache-context-gap"),
+    ),
+    Claim(
+        "09_kv_cache",
+        "The same weights, up to float rounding",
+        within_rounding("cache-weights-gap"),
+    ),
+    Claim(
+        "09_kv_cache",
+        "And the same context vectors, up to float rounding",
+        within_rounding("cache-context-gap"),
+    ),
+    Claim(
+        "10_online_softmax",
+        "Written exactly that way",
+        conceptual("describes the code, not a number"),
+    ),
+    Claim("10_online_softmax", "those entries came out as nan", overflow_gives_nan_and_zero),
+    Claim("10_online_softmax", "torch.softmax on the same scores works", all_finite(shown)),
+    Claim(
+        "10_online_softmax", "The same context vectors, up to rounding", step_tables_within_rounding
+    ),
+    Claim(
+        "11_training",
+        "does exactly this",
+        conceptual("describes what the training variant's code does"),
+    ),
+    Claim("12_cross_attention", "Each row sums to 1: a", rows_sum_to_one(shown)),
+    Claim(
+        "12_cross_attention",
+        "each row sums to 1.",
+        rows_sum_to_one(shown_at("Each row sums to 1: a")),
+    ),
+)
+
+
+@cache
+def host() -> PluginHost:
+    return PluginHost()
+
+
+@cache
+def lesson_runs(name: str) -> tuple[Lesson, LessonRunner]:
+    lesson = load_lesson(shipped_dir() / f"{name}.yaml", host())
+    return lesson, LessonRunner(lesson, host())
+
+
+def prose(lesson: Lesson) -> Iterator[tuple[LessonStep | None, str]]:
+    yield None, lesson.summary
+    for step in lesson.steps:
+        for text in step.prose():
+            yield step, text
+
+
+def raw(text: str) -> str:
+    """Prose as written: live values stay ``{{name}}`` so a claim can name them."""
+    return " ".join(text.split())
+
+
+def step_saying(lesson: Lesson, says: str) -> LessonStep:
+    """The step whose prose contains ``says``; for the summary, the first step (a claim
+    there is checked against the lesson's values or its options, not a step's tables)."""
+    found = [step for step, text in prose(lesson) if says in raw(text)]
+    assert found, f"{lesson.name}: no prose says {says!r}"
+    return found[0] or lesson.steps[0]
+
+
+SHIPPED = sorted(path.stem for path in shipped_dir().glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_claim_about_numbers_is_listed_with_its_check(name: str) -> None:
+    lesson, _ = lesson_runs(name)
+    listed = [claim.says for claim in CLAIMS if claim.lesson == name]
+    unlisted = []
+    for _, text in prose(lesson):
+        flat = raw(text)
+        for match in CLAIM_WORDS.finditer(flat):
+            if not any(
+                flat.find(says) <= match.start() < flat.find(says) + len(says) + 80
+                for says in listed
+                if says in flat
+            ):
+                unlisted.append(flat[max(0, match.start() - 50) : match.end() + 30])
+    assert not unlisted, (
+        f"{name} claims something about its numbers that no test checks; add each to CLAIMS "
+        f"in {__file__}: {unlisted}"
+    )
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [claim for claim in CLAIMS if not isinstance(claim.check, str)],
+    ids=lambda claim: f"{claim.lesson}:{claim.says[:30]}",
+)
+def test_the_claim_holds(claim: Claim) -> None:
+    lesson, runner = lesson_runs(claim.lesson)
+    assert callable(claim.check)
+    claim.check(Runs(lesson, runner, step_saying(lesson, claim.says)))
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda claim: f"{claim.lesson}:{claim.says[:30]}")
+def test_each_listed_claim_is_still_in_its_lesson(claim: Claim) -> None:
+    lesson, _ = lesson_runs(claim.lesson)
+    assert any(claim.says in raw(text) for _, text in prose(lesson))

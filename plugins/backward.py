@@ -136,10 +136,11 @@ def backward(run: RunContext):
         D_from_dP = (dp * p).sum()  # rowsum(dP ∘ P)
         D = (do * o).sum()  # rowsum(dO ∘ O): the same number, from the forward's output
         ds = p * (dp - D_from_dP)
-        shown = {}
-        if n <= JACOBIAN_UP_TO:
+        shown, shown_axes = {}, {}
+        if n <= JACOBIAN_UP_TO:  # a longer row's Jacobian is too big to show (or to make)
             jacobian = torch.diag(p) - torch.outer(p, p)  # d softmax(s)_j / d s_k
             shown = {"jacobian": jacobian, "jvp": jacobian @ dp}
+            shown_axes = {"jacobian": ("key", "key"), "jvp": ("key",)}
         rows.append(ds)
         D_rows.append(D)
         yield substep(
@@ -155,8 +156,7 @@ def backward(run: RunContext):
                 "D_from_dP": (),
                 "D": (),
                 "ds": ("key",),
-                "jacobian": ("key", "key"),
-                "jvp": ("key",),
+                **shown_axes,
             },
             equations=(Dot("p", "dp", "D_from_dP"), Dot("do", "o", "D")),
             p=p,

@@ -127,7 +127,9 @@ def flash_backward(run: RunContext):
     shift = torch.where(L == float("-inf"), 0.0, L)  # a row that sees nothing: P = exp(-inf) = 0
     dQ = torch.zeros_like(Q)
     dK_tiles, dV_tiles = [], []
-    skipped = computed = 0
+    count = -(-n // tile)
+    pairs = torch.zeros(count, count)  # (key tile, query tile): how many pairs each one holds
+    skipped = torch.zeros(count, count)  # 1 where the tile was skipped
     for kj, k_start in enumerate(range(0, n, tile)):
         k_stop = min(k_start + tile, n)
         K_j, V_j = K[k_start:k_stop], V[k_start:k_stop]
@@ -136,8 +138,9 @@ def flash_backward(run: RunContext):
             q_stop = min(q_start + tile, n)
             where = f"keys {k_start}..{k_stop - 1} × queries {q_start}..{q_stop - 1}"
             q_axis, k_axis = f"query:{q_start}", f"key:{k_start}"
+            pairs[kj, qi] = (k_stop - k_start) * (q_stop - q_start)
             if run.options["causal"] and k_start > q_stop - 1:
-                skipped += 1  # every key here comes after every query: P_ij = 0, nothing to add
+                skipped[kj, qi] = 1  # every key here comes after every query: P_ij = 0
                 yield substep(
                     "tiles",
                     (kj, qi),
@@ -153,7 +156,6 @@ def flash_backward(run: RunContext):
                     dV_j=dV_j,
                 )
                 continue
-            computed += 1
             Q_i, dO_i = Q[q_start:q_stop], dO[q_start:q_stop]
             S_ij = tile_scores(run, Q_i, K_j, q_start, k_start, padding)
             P_ij = torch.exp(S_ij - shift[q_start:q_stop].unsqueeze(1))  # recomputed, from L
@@ -191,15 +193,22 @@ def flash_backward(run: RunContext):
         dK_tiles.append(dK_j)
         dV_tiles.append(dV_j)
     dK, dV = torch.cat(dK_tiles), torch.cat(dV_tiles)
-    tiles = f"{computed} tile{'s' * (computed != 1)} of at most {tile} x {tile}"
     yield stage(
         "tiles",
-        f"After {tiles}" + (f", {skipped} skipped above the diagonal" if skipped else ""),
+        "After the last tile: dQ, dK and dV, and which tiles (key tile, query tile) were skipped",
         formula="dV_j = Σ_i P_ijᵀ dO_i,  dK_j = Σ_i dS_ijᵀ Q_i / √d_k,  dQ_i = Σ_j dS_ij K_j / √d_k",
-        axes={"dQ": ("query", "feature"), "dK": ("key", "feature"), "dV": ("key", "feature")},
+        axes={
+            "dQ": ("query", "feature"),
+            "dK": ("key", "feature"),
+            "dV": ("key", "feature"),
+            "pairs": ("tile", "tile"),
+            "skipped": ("tile", "tile"),
+        },
         dQ=dQ,
         dK=dK,
         dV=dV,
+        pairs=pairs,
+        skipped=skipped,
     )
     yield stage(
         "grad_projections",

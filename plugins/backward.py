@@ -129,24 +129,37 @@ def backward(run: RunContext):
         dP=dP,
     )
 
+    # D, one number per query, in its two forms: the softmax's backward subtracts it.
+    D_from_dP = (dP * P).sum(dim=-1)
+    D = (dO * O).sum(dim=-1)
+    gap = (D - D_from_dP).abs().max().item() if n else 0.0
+    agree = "equal" if gap == 0 else f"equal up to rounding (largest difference {gap:.1e})"
+    yield stage(
+        "delta",
+        f"D for each query: rowsum(dO ∘ O) and rowsum(dP ∘ P) are {agree}",
+        formula="D = rowsum(dO ∘ O) = rowsum(dP ∘ P)",
+        axes=("query",),
+        D=D,
+        D_from_dP=D_from_dP,
+    )
+
     # Back through the softmax, one row at a time: row i's Jacobian-vector product.
-    rows, D_rows = [], []
+    rows = []
     for i in run.query_indices:
         p, dp, o, do = P[i], dP[i], O[i], dO[i]
-        D_from_dP = (dp * p).sum()  # rowsum(dP ∘ P)
-        D = (do * o).sum()  # rowsum(dO ∘ O): the same number, from the forward's output
-        ds = p * (dp - D_from_dP)
+        D_row = (dp * p).sum()  # rowsum(dP ∘ P)
+        D_from_O = (do * o).sum()  # rowsum(dO ∘ O): the same number up to rounding
+        ds = p * (dp - D_row)
         shown, shown_axes = {}, {}
         if n <= JACOBIAN_UP_TO:  # a longer row's Jacobian is too big to show (or to make)
             jacobian = torch.diag(p) - torch.outer(p, p)  # d softmax(s)_j / d s_k
             shown = {"jacobian": jacobian, "jvp": jacobian @ dp}
             shown_axes = {"jacobian": ("key", "key"), "jvp": ("key",)}
         rows.append(ds)
-        D_rows.append(D)
         yield substep(
             "grad_scores",
             (i,),
-            formula=f"row {i}: ds = p ∘ (dp - D),  D = p · dp = dO[{i}] · O[{i}]"
+            formula=f"row {i}: ds = p ∘ (dp - D_from_dP),  D_from_dP = p · dp,  D = dO[{i}] · O[{i}]"
             + (",  ds = J dp with J = diag(p) - p pᵀ" if shown else ""),
             axes={
                 "p": ("key",),
@@ -163,27 +176,21 @@ def backward(run: RunContext):
             dp=dp,
             do=do,
             o=o,
-            D_from_dP=D_from_dP,
-            D=D,
+            D_from_dP=D_row,
+            D=D_from_O,
             ds=ds,
             **shown,
         )
-    D_from_dP = (dP * P).sum(dim=-1)
-    D = (dO * O).sum(dim=-1)
     if run.query is None:
         dS = torch.stack(rows)
     else:  # a focused query walked its own row; the others are needed for dK, dV all the same
         dS = P * (dP - D_from_dP.unsqueeze(1))
-    gap = (D - D_from_dP).abs().max().item() if n else 0.0
-    agree = "equal" if gap == 0 else f"equal up to rounding (largest difference {gap:.1e})"
     yield stage(
         "grad_scores",
-        f"Gradient of the scores: rowsum(dO ∘ O) and rowsum(dP ∘ P) are {agree}",
-        formula="dS = P ∘ (dP - D),  D = rowsum(dO ∘ O) = rowsum(dP ∘ P)",
-        axes={"dS": ("query", "key"), "D": ("query",), "D_from_dP": ("query",)},
+        "Gradient of the scores: each row back through its softmax",
+        formula="dS = P ∘ (dP - D)",
+        axes=("query", "key"),
         dS=dS,
-        D=D,
-        D_from_dP=D_from_dP,
     )
 
     dQ = dS @ K / d_k**0.5
@@ -335,7 +342,8 @@ MISTAKES = (
         "O = P V sends key j's value to query i with weight P[i, j]; back the other way: "
         "`dV = P.T @ dO`.",
         lambda run: gradients(run, transpose_dV=False),
-        ops=TRANSPOSE_OPS,
+        # No ops: with dO = 1, P dO is all ones (dO itself), so the first wrong tensor a
+        # learner shows is a later one, and the first matmul would name the wrong line.
     ),
     Mistake(
         "transpose-missing",
@@ -378,6 +386,7 @@ def register_variants(register):
                 "upstream",
                 "grad_values",
                 "grad_weights",
+                "delta",
                 "grad_scores",
                 "grad_queries",
                 "grad_keys",

@@ -118,7 +118,7 @@ def test_each_row_of_the_softmax_backward_is_its_jacobian_times_dp() -> None:
 
 
 def test_the_caption_says_whether_the_two_rowsums_are_bit_identical() -> None:
-    stage = trace("backward", options={"upstream": "randn"}).stage("grad_scores")
+    stage = trace("backward", options={"upstream": "randn"}).stage("delta")
     identical = torch.equal(stage.tensors["D"], stage.tensors["D_from_dP"])
     assert ("up to rounding" not in stage.title) == identical
     assert "are equal" in stage.title

@@ -91,7 +91,7 @@ def backward(run: RunContext):
             "Hidden keys get -inf, so the softmax gives them weight 0",
             formula="S[i,j] = -inf where j > i" if run.options["causal"] else "S = -inf at padding",
             axes=("query", "key"),
-            S=S,
+            masked_scores=S,  # the name attn check reads the hidden pairs from
         )
     # A row with nothing left to attend to (all padding) gets zero weights, not NaN.
     P = torch.softmax(S, dim=-1).nan_to_num(0.0)

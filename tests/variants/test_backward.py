@@ -73,7 +73,7 @@ def by_numpy(problem: Problem, dO: np.ndarray, causal: bool) -> dict[str, np.nda
     }
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(problems(max_tokens=6), st.booleans(), st.sampled_from(["ones", "randn"]))
 def test_backward_equals_autograd_and_numpy(problem: Problem, causal: bool, upstream: str) -> None:
     run = trace(
@@ -136,7 +136,7 @@ def test_flash_backward_equals_backward(tile: int, causal: bool) -> None:
     torch.testing.assert_close(found["L"], torch.logsumexp(naive["S"], dim=-1))
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(problems(max_tokens=7), st.integers(1, 4), st.booleans())
 def test_flash_backward_equals_autograd(problem: Problem, tile: int, causal: bool) -> None:
     found = tensors(

@@ -97,9 +97,7 @@ def main() -> None:
         f"command: .venv/bin/python benchmarks/{Path(__file__).name}"
         f"{' --quick' if args.quick else ''}\n"
     )
-    print(
-        f"traced run to the end, d = {D}; online-softmax and flash-backward with tile = {TILE}"
-    )
+    print(f"traced run to the end, d = {D}; online-softmax and flash-backward with tile = {TILE}")
     print(
         "| T | variant | peak (RSS growth) | held by the trace | largest tensor "
         "| peak vs the naive one |"

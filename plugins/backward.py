@@ -181,10 +181,8 @@ def backward(run: RunContext):
             ds=ds,
             **shown,
         )
-    if run.query is None:
-        dS = torch.stack(rows)
-    else:  # a focused query walked its own row; the others are needed for dK, dV all the same
-        dS = P * (dP - D_from_dP.unsqueeze(1))
+    # A focused query walked its own row only; dK and dV need every row all the same.
+    dS = torch.stack(rows) if run.query is None else P * (dP - D_from_dP.unsqueeze(1))
     yield stage(
         "grad_scores",
         "Gradient of the scores: each row back through its softmax",
@@ -301,8 +299,7 @@ MISTAKES = (
     Mistake(
         "backward-scale",
         "1/√d_k left out of dK",
-        "S = Q Kᵀ / √d_k, so the scale comes back on the way down: "
-        "`dK = dS.T @ Q / d_k ** 0.5`.",
+        "S = Q Kᵀ / √d_k, so the scale comes back on the way down: `dK = dS.T @ Q / d_k ** 0.5`.",
         lambda run: gradients(run, scale_dK=False),
         ops=SCALE_OPS,
     ),

@@ -30,8 +30,8 @@ queries. The gradients equal ``backward``'s; the weights are those of
 """
 
 import torch
-from tracer.builtin_plugins.backward import CAUSAL, MISTAKES as NAIVE_MISTAKES, UPSTREAM
-from tracer.builtin_plugins.backward import upstream_gradient
+from tracer.builtin_plugins.backward import CAUSAL, UPSTREAM, upstream_gradient
+from tracer.builtin_plugins.backward import MISTAKES as NAIVE_MISTAKES
 
 from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
@@ -41,7 +41,9 @@ TILE = Option("tile", int, 2, "keys, and queries, per tile", min=1)
 
 def key_positions_hidden(run: RunContext, n: int) -> torch.Tensor:
     """True for padding tokens, which no query ever attends to."""
-    return torch.tensor(run.padding) if run.padding is not None else torch.zeros(n, dtype=torch.bool)
+    return (
+        torch.tensor(run.padding) if run.padding is not None else torch.zeros(n, dtype=torch.bool)
+    )
 
 
 def tile_scores(run, Q_i, K_j, q_start, k_start, padding):
@@ -124,7 +126,7 @@ def flash_backward(run: RunContext):
     )
 
     d_k = K.shape[-1]
-    shift = torch.where(L == float("-inf"), 0.0, L)  # a row that sees nothing: P = exp(-inf) = 0
+    shift = torch.where(torch.isneginf(L), 0.0, L)  # a row that sees nothing: P = exp(-inf) = 0
     dQ = torch.zeros_like(Q)
     dK_tiles, dV_tiles = [], []
     count = -(-n // tile)

@@ -9,15 +9,15 @@ def attention(inputs, W_query, W_key, W_value, tile=2, causal=False):
     later = torch.triu(torch.ones(n, n, dtype=torch.bool), 1) & causal
 
     # Forward: the online softmax over tiles of keys, saving each row's logsumexp L.
-    m, l, O = torch.full((n, 1), -torch.inf), torch.zeros(n, 1), torch.zeros(n, V.shape[1])
+    m, l, O = torch.full((n, 1), -torch.inf), torch.zeros(n, 1), torch.zeros(n, V.shape[1])  # noqa: E741
     for j in range(0, n, tile):
         S = (Q @ K[j : j + tile].T * scale).masked_fill(later[:, j : j + tile], -torch.inf)
         m_new = torch.maximum(m, S.max(dim=-1, keepdim=True).values)
         p = torch.exp(S - m_new)
-        l = torch.exp(m - m_new) * l + p.sum(dim=-1, keepdim=True)
-        O = torch.exp(m - m_new) * O + p @ V[j : j + tile]
+        l = torch.exp(m - m_new) * l + p.sum(dim=-1, keepdim=True)  # noqa: E741
+        O = torch.exp(m - m_new) * O + p @ V[j : j + tile]  # noqa: E741
         m = m_new
-    O, L = O / l, m + torch.log(l)
+    O, L = O / l, m + torch.log(l)  # noqa: E741
 
     # Backward: key tiles outside, query tiles inside; P rebuilt from L.
     dO = torch.ones_like(O)

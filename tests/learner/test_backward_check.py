@@ -18,14 +18,12 @@ FILES = Path(__file__).parent / "backward"
 # (file, variant, its options, the diagnosis code, the learner's line it names)
 MISTAKES = [
     ("no_scale_dq.py", "backward", {}, "backward-scale", 18),
-    ("no_scale_dk.py", "backward", {}, "backward-scale", 19),
     ("dp_for_ds.py", "backward", {}, "softmax-skipped", 18),
     ("no_rowsum.py", "backward", {}, "rowsum-missing", 17),
     ("rowsum_axis.py", "backward", {}, "rowsum-axis", 17),
     ("transpose_dk.py", "backward", {}, "transpose-missing", 19),
     ("unmasked_backward.py", "backward", {"causal": True}, "mask-unused-backward", 15),
     ("flash_tile_softmax.py", "flash-backward", {"causal": True}, "no-logsumexp", 32),
-    ("flash_no_logsumexp.py", "flash-backward", {}, "no-logsumexp", 32),
 ]
 
 

@@ -197,18 +197,18 @@ def flash_backward(run: RunContext):
     dK, dV = torch.cat(dK_tiles), torch.cat(dV_tiles)
     yield stage(
         "tiles",
-        "After the last tile: dQ, dK and dV, and which tiles (key tile, query tile) were skipped",
+        "After the last tile: dQ, dK and dV",
         formula="dV_j = Σ_i P_ijᵀ dO_i,  dK_j = Σ_i dS_ijᵀ Q_i / √d_k,  dQ_i = Σ_j dS_ij K_j / √d_k",
-        axes={
-            "dQ": ("query", "feature"),
-            "dK": ("key", "feature"),
-            "dV": ("key", "feature"),
-            "pairs": ("tile", "tile"),
-            "skipped": ("tile", "tile"),
-        },
+        axes={"dQ": ("query", "feature"), "dK": ("key", "feature"), "dV": ("key", "feature")},
         dQ=dQ,
         dK=dK,
         dV=dV,
+    )
+    yield stage(
+        "skipped",
+        "The tiles, by key tile (rows) and query tile (columns): 1 where the loop skipped one",
+        formula="skipped where every key of the tile comes after every query (causal only)",
+        axes=("tile", "tile"),
         pairs=pairs,
         skipped=skipped,
     )
@@ -316,6 +316,7 @@ def register_variants(register):
                 "upstream",
                 "delta",
                 "tiles",
+                "skipped",
                 "grad_projections",
                 "grad_inputs",
             ),

@@ -164,7 +164,7 @@ def test_causal_tiles_above_the_diagonal_are_skipped_and_shown() -> None:
     assert skipped == {(j, i) for j in range(3) for i in range(3) if j > i}
     for step in steps:
         assert ("P_ij" in step.tensors) == (step.position not in skipped)
-    final = trace("flash-backward", options={"tile": 2, "causal": True}).stage("tiles")
+    final = trace("flash-backward", options={"tile": 2, "causal": True}).stage("skipped")
     expected = torch.tensor([[float(j > i) for i in range(3)] for j in range(3)])
     assert torch.equal(final.tensors["skipped"], expected)
     assert torch.equal(final.tensors["pairs"], torch.full((3, 3), 4.0))
@@ -209,3 +209,16 @@ def test_every_tensor_names_its_axes(variant: str) -> None:
         for step in start_trace(variant, options, HOST):
             for name, tensor in step.tensors.items():
                 assert len(step.axes[name]) == tensor.dim(), name
+
+
+def test_what_lessons_14_and_15_say_about_the_numbers() -> None:
+    """With dO = 1 (the lessons' default): dV's columns are equal, dP's rows are equal, every
+    row of dS sums to zero, and every entry of dW_v is positive (the embeddings are)."""
+    found = tensors(trace("backward"))
+    assert torch.equal(found["dV"][:, 0], found["dV"][:, 1])
+    assert bool((found["dP"] == found["dP"][0]).all())
+    torch.testing.assert_close(found["dS"].sum(dim=-1), torch.zeros(6), atol=1e-6, rtol=0)
+    assert bool((found["inputs"] > 0).all()) and bool((found["dW_value"] > 0).all())
+    # Lesson 15: with causal tiles of 2 over six tokens, only queries "one" and "step" see "one".
+    causal = tensors(trace("backward", options={"causal": True}))
+    assert causal["P"][:, 4].nonzero().flatten().tolist() == [4, 5]

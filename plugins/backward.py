@@ -212,9 +212,9 @@ def backward(run: RunContext):
         "Gradients of the projection matrices: what training steps along",
         formula="dW_q = Xᵀ dQ,  dW_k = Xᵀ dK,  dW_v = Xᵀ dV",
         axes=("feature", "feature"),
-        dW_query=X.T @ dQ,
-        dW_key=X.T @ dK,
-        dW_value=X.T @ dV,
+        dW_q=X.T @ dQ,
+        dW_k=X.T @ dK,
+        dW_v=X.T @ dV,
     )
     dX = dQ @ W.query.T + dK @ W.key.T + dV @ W.value.T
     yield stage(
@@ -277,9 +277,9 @@ def gradients(
         "dS": dS,
         "dQ": dQ,
         "dK": dK,
-        "dW_query": X.T @ dQ,
-        "dW_key": X.T @ dK,
-        "dW_value": X.T @ dV,
+        "dW_q": X.T @ dQ,
+        "dW_k": X.T @ dK,
+        "dW_v": X.T @ dV,
         "dX": dX,
         "context": dX,
     }

@@ -27,7 +27,7 @@ def gradients(draw: Callable[..., torch.Tensor], causal: bool) -> dict[str, torc
         t.retain_grad()
     (torch.softmax(scores, dim=-1) @ v).sum().backward()
     assert v.grad is not None and scores.grad is not None and params[2].grad is not None
-    return {"dV": v.grad, "dS": scores.grad, "dW_value": params[2].grad}
+    return {"dV": v.grad, "dS": scores.grad, "dW_v": params[2].grad}
 
 
 def step_direction(gradient: torch.Tensor) -> str:
@@ -50,7 +50,7 @@ BACKWARD_ORACLES: dict[tuple[str, str], Callable[[], float | str | frozenset[tup
     ("14_backward", "dv-your"): lambda: float(gradients(torch.rand, False)["dV"][0, 0]),
     ("14_backward", "ds-row-sum"): lambda: float(gradients(torch.rand, False)["dS"][1].sum()),
     ("14_backward", "update-sign-w-value"): lambda: step_direction(
-        gradients(torch.rand, False)["dW_value"]
+        gradients(torch.rand, False)["dW_v"]
     ),
     # Exactly zero: the hidden cells (weight 0) and the first row's single weight of 1.
     ("14_backward", "causal-ds-zero"): lambda: frozenset(

@@ -16,7 +16,7 @@ from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
 from tracer.variant import SubStep
 
-GRADIENTS = ("dQ", "dK", "dV", "dW_query", "dW_key", "dW_value", "dX")
+GRADIENTS = ("dQ", "dK", "dV", "dW_q", "dW_k", "dW_v", "dX")
 
 
 def tensors(run: Trace) -> dict[str, torch.Tensor]:
@@ -38,7 +38,7 @@ def autograd(problem: Problem, dO: np.ndarray, causal: bool) -> dict[str, np.nda
     out = torch.softmax(scores, dim=-1) @ v
     (out * torch.tensor(dO)).sum().backward()
     found = {"dQ": q.grad, "dK": k.grad, "dV": v.grad, "dX": x.grad}
-    found.update(dW_query=w["query"].grad, dW_key=w["key"].grad, dW_value=w["value"].grad)
+    found.update(dW_q=w["query"].grad, dW_k=w["key"].grad, dW_v=w["value"].grad)
     return {name: g.numpy() for name, g in found.items()}  # type: ignore[union-attr]
 
 
@@ -64,9 +64,9 @@ def by_numpy(problem: Problem, dO: np.ndarray, causal: bool) -> dict[str, np.nda
         "dQ": dq,
         "dK": dk,
         "dV": dv,
-        "dW_query": x.T @ dq,
-        "dW_key": x.T @ dk,
-        "dW_value": x.T @ dv,
+        "dW_q": x.T @ dq,
+        "dW_k": x.T @ dk,
+        "dW_v": x.T @ dv,
         "dX": dx,
         "dP": dp,
         "dS": ds,
@@ -218,7 +218,7 @@ def test_what_lessons_14_and_15_say_about_the_numbers() -> None:
     assert torch.equal(found["dV"][:, 0], found["dV"][:, 1])
     assert bool((found["dP"] == found["dP"][0]).all())
     torch.testing.assert_close(found["dS"].sum(dim=-1), torch.zeros(6), atol=1e-6, rtol=0)
-    assert bool((found["inputs"] > 0).all()) and bool((found["dW_value"] > 0).all())
+    assert bool((found["inputs"] > 0).all()) and bool((found["dW_v"] > 0).all())
     # Lesson 15: with causal tiles of 2 over six tokens, only queries "one" and "step" see "one".
     causal = tensors(trace("backward", options={"causal": True}))
     assert causal["P"][:, 4].nonzero().flatten().tolist() == [4, 5]

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from tests.data import seeds
 from tests.learner.data.book import MULTIHEAD_CONTEXT, WRAPPER_CONTEXT
 from tests.learner.test_multihead import BookMultiHead, BookWrapper, book_batch
+from tests.variants.backward_lesson_oracles import BACKWARD_ORACLES
 from tests.variants.cross_lesson_oracles import CROSS_ORACLES
 from tests.variants.lesson_oracles import MODERN_ORACLES
 from tracer.lessons.check import check_lesson
@@ -46,6 +47,8 @@ EXPECTED_NAMES = [
     "11_training",
     "12_cross_attention",
     "13_induction_heads",
+    "14_backward",
+    "15_flash_backward",
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -209,6 +212,7 @@ VALUE_ORACLES: dict[tuple[str, str], Callable[[], float]] = {
 # Lessons 08-11 (the modern variants) have their oracles beside those variants' tests.
 ORACLES.update(MODERN_ORACLES)
 ORACLES.update(CROSS_ORACLES)
+ORACLES.update(BACKWARD_ORACLES)
 
 
 @pytest.fixture(scope="module")

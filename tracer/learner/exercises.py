@@ -198,6 +198,31 @@ EXERCISES: tuple[Exercise, ...] = (
             "so the loss and autograd.grad stay inside `with torch.enable_grad():`.",
         ),
     ),
+    Exercise(
+        "15_backward",
+        "The backward pass: dV, dP, dS, dQ and dK by the chain rule",
+        "backward",
+        (
+            "dV = P.T @ dO and dP = dO @ V.T: the two sides of O = P V.",
+            "D = (dP * P).sum(dim=-1, keepdim=True) is one number per query (a sum over the "
+            "keys); dS = P * (dP - D).",
+            "dQ = dS @ K / d_k ** 0.5 and dK = dS.T @ Q / d_k ** 0.5; then "
+            "return dQ @ W_query.T + dK @ W_key.T + dV @ W_value.T.",
+        ),
+    ),
+    Exercise(
+        "16_flash_backward",
+        "The FlashAttention-2 backward: one tile at a time",
+        "flash-backward",
+        (
+            "D = (dO * O).sum(dim=-1, keepdim=True) equals rowsum(dP * P) and needs no P.",
+            "In each tile P = torch.exp(S - L[i : i + tile]), with S masked as in the forward "
+            "pass; a tile's own softmax would sum to 1 over the wrong keys.",
+            "dV[j : j + tile] += P.T @ dO[i : i + tile]; dS = P * (dO[i : i + tile] @ "
+            "V[j : j + tile].T - D[i : i + tile]); dQ[i : i + tile] += dS @ K[j : j + tile] * "
+            "scale; dK[j : j + tile] += dS.T @ Q[i : i + tile] * scale.",
+        ),
+    ),
 )
 
 VARIANT_OPTIONS = ("heads", "kv_heads", "window", "tile", "causal")

@@ -35,8 +35,8 @@ Ways of stretching a model trained on a short context to a longer one
   turn many times (r > β) keep their speed, pairs that turn less than α times
   are interpolated like ``linear``. The attention temperature multiplies both
   the cos and the sin by 0.1·ln(s) + 1, so every score is multiplied by
-  (0.1·ln(s) + 1)². The defaults L = 2048, α = 1, β = 32 are those the YaRN
-  paper gives for LLaMA.
+  (0.1·ln(s) + 1)². L = 2048, α = 1 and β = 32 are the values the YaRN paper
+  gives for LLaMA, fixed here (the constants below).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ import torch
 
 SCALINGS = ("none", "linear", "ntk", "yarn")
 PAIRINGS = ("interleaved", "half")
+YARN_CONTEXT, YARN_ALPHA, YARN_BETA = 2048, 1.0, 32.0
+"""YaRN's original context length L and its ramp's bounds α and β (turns over L)."""
 
 
 def pairs(d: int, pairing: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,9 +65,9 @@ def frequencies(
     base: float,
     scaling: str = "none",
     factor: float = 1.0,
-    original: int = 2048,
-    alpha: float = 1.0,
-    beta: float = 32.0,
+    original: int = YARN_CONTEXT,
+    alpha: float = YARN_ALPHA,
+    beta: float = YARN_BETA,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """(θ after scaling, θ before it, YaRN's ramp γ per pair, temperature on q and k).
 

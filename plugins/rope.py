@@ -39,21 +39,6 @@ OPTIONS = (
         "which features turn together: interleaved (2i, 2i+1, the paper's) or half (i, i+d/2)",
         choices=PAIRINGS,
     ),
-    Option("original_context", int, 2048, "yarn: the context length L trained on", min=1),
-    Option(
-        "alpha",
-        float,
-        1.0,
-        "yarn: pairs turning fewer times than this over L are interpolated",
-        min=0.0,
-    ),
-    Option(
-        "beta",
-        float,
-        32.0,
-        "yarn: pairs turning more times than this over L keep their speed",
-        min=0.0,
-    ),
 )
 
 
@@ -70,17 +55,7 @@ def settings(run: RunContext, d: int) -> dict:
             "scaling=ntk changes the base, and with --d-out 2 the only pair turns at θ₀ = 1 "
             "whatever the base: use --d-out 4 or more"
         )
-    if o["scaling"] == "yarn" and o["alpha"] >= o["beta"]:
-        raise UsageError(
-            f"yarn's ramp needs alpha < beta, got alpha={o['alpha']:g} and beta={o['beta']:g}"
-        )
-    return {
-        "scaling": o["scaling"],
-        "factor": o["factor"],
-        "original": o["original_context"],
-        "alpha": o["alpha"],
-        "beta": o["beta"],
-    }
+    return {"scaling": o["scaling"], "factor": o["factor"]}
 
 
 def rope(run: RunContext):
@@ -317,8 +292,7 @@ def register_variants(register):
             name="rope",
             title="Rotary position embeddings: queries and keys turned by their position",
             description="Even --d-out (pairs of features); -o pairing=interleaved|half, "
-            "-o scaling=none|linear|ntk|yarn with -o factor=4 (yarn: original_context, "
-            "alpha, beta).",
+            "-o scaling=none|linear|ntk|yarn with -o factor=4 (yarn: L = 2048, α = 1, β = 32).",
             run=rope,
             options=OPTIONS,
             mistakes=MISTAKES,

@@ -153,7 +153,7 @@ def test_the_loop_rotates_one_pair_of_one_token() -> None:
     [
         ({"d_out": 3}, "--d-out 3 is odd"),
         ({"d_out": 2, "options": {"scaling": "ntk"}}, "use --d-out 4 or more"),
-        ({"d_out": 4, "options": {"scaling": "yarn", "alpha": 40.0}}, "needs alpha < beta"),
+        ({"options": {"scaling": "sideways"}}, "scaling"),
     ],
 )
 def test_shapes_that_cannot_work_are_usage_errors(options: dict, message: str) -> None:

@@ -270,16 +270,18 @@ def naive_route(run: RunContext, *, transpose_uk: bool = True, scale: float | No
     query_rope = rotate(split(inputs @ W["W_qr"], heads), turn, "interleaved")
     W_uk = W["W_uk"].view(rank, heads, head_dim).permute(1, 0, 2)
     W_uv = W["W_uv"].view(rank, heads, head_dim).permute(1, 0, 2)
+    made = {}
     if transpose_uk:
         nope = query_nope @ (latent @ W_uk).transpose(1, 2)
     else:
-        nope = (query_nope @ W_uk) @ latent.T
+        made["absorbed_queries"] = query_nope @ W_uk
+        nope = made["absorbed_queries"] @ latent.T
     factor = (head_dim + rope_dim) ** -0.5 if scale is None else scale
     scaled = (nope + query_rope @ key_rope.T) * factor
     mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
     weights = torch.softmax(scaled.masked_fill(mask, float("-inf")), dim=-1)
     output = (weights @ (latent @ W_uv)).transpose(0, 1).reshape(n, d_out) @ W["W_out"]
-    return {"scaled": scaled, "weights": weights, "context": output + W["b_out"]}
+    return {**made, "scaled": scaled, "weights": weights, "context": output + W["b_out"]}
 
 
 def _head_dim(run: RunContext) -> int:

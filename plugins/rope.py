@@ -242,19 +242,25 @@ def rotary_attention(
     return {**made, "scores": scores, "weights": weights, "context": weights @ values}
 
 
-def _other_pairing(run: RunContext) -> str:
-    return "half" if run.options["pairing"] == "interleaved" else "interleaved"
-
-
 MISTAKES = (
     Mistake(
         "rope-pairing",
-        "the other pairing convention: features paired as halves where this model pairs "
-        "neighbours, or the other way round",
-        "pair the features as the model was trained: interleaved turns features 2i and 2i + 1 "
-        "together, half (rotate_half) turns feature i with feature i + d/2.",
-        lambda run: rotary_attention(run, pairing=_other_pairing(run)),
-        ops=("cat", "stack", "index_put_", "__setitem__", "view", "reshape"),
+        "features paired as halves (i with i + d/2, rotate_half) where this model pairs neighbours",
+        "this model turns neighbouring features together: pair i is features 2i and 2i + 1 "
+        "(x[..., 0::2] with x[..., 1::2]), not i and i + d/2.",
+        lambda run: (
+            rotary_attention(run, pairing="half") if run.options["pairing"] == "interleaved" else {}
+        ),
+        ops=("cat", "stack", "chunk", "split"),
+    ),
+    Mistake(
+        "rope-pairing",
+        "neighbouring features paired (2i with 2i + 1) where this model pairs halves",
+        "this model turns feature i with feature i + d/2 (rotate_half), not neighbours.",
+        lambda run: (
+            rotary_attention(run, pairing="interleaved") if run.options["pairing"] == "half" else {}
+        ),
+        ops=("cat", "stack", "chunk", "split"),
     ),
     Mistake(
         "rope-positions",
@@ -280,7 +286,7 @@ MISTAKES = (
         lambda run: (
             rotary_attention(run, keys_only=True) if run.options["scaling"] != "none" else {}
         ),
-        ops=("mul", "__mul__", "div", "__truediv__"),
+        ops=("div", "__truediv__", "matmul", "__matmul__"),
     ),
 )
 

@@ -18,6 +18,7 @@ CASES = [
     ("online-softmax", {"causal": True}),
     ("training", {"steps": 3}),
     ("induction", {"head": 1}),
+    ("rope", {"scaling": "yarn"}),
 ]
 
 

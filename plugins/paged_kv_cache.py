@@ -72,7 +72,7 @@ def paged_kv_cache(run: RunContext):
             formula=f"token {t} -> block table[{t} // {size}] = {block}, slot {slot}; "
             f"read blocks {table}, keep {t + 1} keys",
             axes={
-                "table": ("block",),
+                "table": ("logical_block",),
                 "query": ("feature",),
                 "new_key": ("feature",),
                 "keys": ("key", "feature"),
@@ -105,16 +105,21 @@ def paged_kv_cache(run: RunContext):
     owner[torch.arange(0, pool, 2)] = 2
     yield stage(
         "blocks",
-        f"The block table ({len(table)} blocks of {size} slots) and the pool's {pool} blocks; "
-        "owner: 1 this sequence, 2 another request, 0 free",
+        f"The block table (entry -> block of the pool, {len(table)} blocks of {size} slots), "
+        f"each token's entry and slot, and the pool's {pool} blocks; owner: 1 this sequence, "
+        "2 another request, 0 free",
         formula=f"token t lives in block table[t // {size}], slot t mod {size}",
         axes={
-            "table": ("block",),
+            "table": ("logical_block",),
+            "entry": ("token",),
+            "slot": ("token",),
             "owner": ("block",),
             "key_pool": ("block", "slot", "feature"),
             "value_pool": ("block", "slot", "feature"),
         },
         table=torch.tensor(table),
+        entry=torch.arange(last) // size,
+        slot=torch.arange(last) % size,
         owner=owner,
         key_pool=key_pool,
         value_pool=value_pool,

@@ -97,6 +97,7 @@ def rope(run: RunContext):
             f"θᵢ = (1 − γᵢ)·θᵢ/{scaling['factor']:g} + γᵢ·θᵢ,  γᵢ = clamp((L/λᵢ − α)/(β − α), 0, 1)"
         )
         shown["ramp"] = ramp
+        shown["temperature"] = torch.tensor(temperature)
     if scaling["scaling"] != "none":
         shown["unscaled"] = unscaled
     shown["first"] = first
@@ -106,7 +107,7 @@ def rope(run: RunContext):
         f"How fast each of the {d // 2} pairs of features turns, in radians per position "
         f"({pairing} pairs: feature first[i] turns with second[i])",
         formula=formula,
-        axes=("pair",),
+        axes={name: () if name == "temperature" else ("pair",) for name in shown},
         **shown,
     )
 

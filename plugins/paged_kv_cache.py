@@ -70,7 +70,7 @@ def paged_kv_cache(run: RunContext):
             "decode",
             (t,),
             formula=f"token {t} -> block table[{t} // {size}] = {block}, slot {slot}; "
-            f"read blocks {table}, keep {t + 1} keys",
+            f"read blocks {table}, keep the first {t + 1} slot{'s' if t else ''}",
             axes={
                 "table": ("logical_block",),
                 "query": ("feature",),

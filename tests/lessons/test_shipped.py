@@ -22,6 +22,7 @@ from tests.learner.data.book import MULTIHEAD_CONTEXT, WRAPPER_CONTEXT
 from tests.learner.test_multihead import BookMultiHead, BookWrapper, book_batch
 from tests.variants.cross_lesson_oracles import CROSS_ORACLES
 from tests.variants.lesson_oracles import MODERN_ORACLES
+from tests.variants.lessons_16_18_oracles import LATE_ORACLES
 from tracer.lessons.check import check_lesson
 from tracer.lessons.grading import CellAnswer
 from tracer.lessons.loader import find_lessons, load_lesson, shipped_dir
@@ -46,6 +47,9 @@ EXPECTED_NAMES = [
     "11_training",
     "12_cross_attention",
     "13_induction_heads",
+    "16_rotary",
+    "17_latent_attention",
+    "18_paged_cache",
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -208,6 +212,7 @@ VALUE_ORACLES: dict[tuple[str, str], Callable[[], float]] = {
 # Lessons 08-11 (the modern variants) have their oracles beside those variants' tests.
 ORACLES.update(MODERN_ORACLES)
 ORACLES.update(CROSS_ORACLES)
+ORACLES.update(LATE_ORACLES)
 
 
 @pytest.fixture(scope="module")

@@ -71,7 +71,8 @@ def frequencies(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """(θ after scaling, θ before it, YaRN's ramp γ per pair, temperature on q and k).
 
-    Computed in float64 and returned in float32. ``ntk`` needs d >= 4 (d/(d−2)).
+    Computed in float64 and returned in float32. With d = 2, ``ntk``'s base' is undefined
+    (d/(d−2)) and not needed: the only pair turns at θ₀ = base^0 = 1 whatever the base.
     """
     i = torch.arange(d // 2, dtype=torch.float64)
     unscaled = base ** (-2 * i / d)
@@ -79,7 +80,7 @@ def frequencies(
     temperature = 1.0
     if scaling == "linear":
         theta = unscaled / factor
-    elif scaling == "ntk":
+    elif scaling == "ntk" and d > 2:
         theta = (base * factor ** (d / (d - 2))) ** (-2 * i / d)
     elif scaling == "yarn":
         turns = original / (2 * math.pi / unscaled)  # r = L / λ

@@ -31,7 +31,13 @@ OPTIONS = (
         "(base' = base·factor^(d/(d−2))), yarn (per-pair ramp and temperature)",
         choices=SCALINGS,
     ),
-    Option("factor", float, 4.0, "how many times longer the stretched context is", min=1.0),
+    Option(
+        "factor",
+        float,
+        4.0,
+        "how many times longer the stretched context is (linear, ntk and yarn)",
+        min=1.0,
+    ),
     Option(
         "pairing",
         str,
@@ -49,11 +55,6 @@ def settings(run: RunContext, d: int) -> dict:
         raise UsageError(
             f"--d-out {d} is odd: rotary embeddings turn the features in pairs "
             f"(try --d-out {d + 1})"
-        )
-    if o["scaling"] == "ntk" and d < 4:
-        raise UsageError(
-            "scaling=ntk changes the base, and with --d-out 2 the only pair turns at θ₀ = 1 "
-            "whatever the base: use --d-out 4 or more"
         )
     return {"scaling": o["scaling"], "factor": o["factor"]}
 
@@ -90,6 +91,8 @@ def rope(run: RunContext):
     formula = f"θᵢ = {base:g}^(−2i/{d})"
     if scaling["scaling"] == "linear":
         formula = f"θᵢ = {base:g}^(−2i/{d}) / {scaling['factor']:g}  (position interpolation)"
+    elif scaling["scaling"] == "ntk" and d == 2:
+        formula = "θ₀ = base'^0 = 1: the only pair's speed does not depend on the base"
     elif scaling["scaling"] == "ntk":
         formula = f"θᵢ = base'^(−2i/{d}),  base' = {base:g} · {scaling['factor']:g}^({d}/{d - 2})"
     elif scaling["scaling"] == "yarn":

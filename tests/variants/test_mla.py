@@ -113,3 +113,16 @@ def test_the_wrong_transpose_is_a_mistake_that_changes_the_output() -> None:
 def test_shapes_that_cannot_work_are_usage_errors(options: dict, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         trace("mla", **options)
+
+
+@pytest.mark.parametrize("absorb", [False, True])
+def test_a_focused_query_is_that_row(absorb: bool) -> None:
+    full = run(absorb).output
+    focused = trace(
+        "mla",
+        init="randn",
+        d_out=D_OUT,
+        query=3,
+        options={"heads": HEADS, "rank": RANK, "rope_dim": ROPE, "absorb": absorb},
+    ).output
+    torch.testing.assert_close(focused, full[3])

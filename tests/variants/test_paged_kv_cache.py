@@ -58,3 +58,8 @@ def test_a_block_table_off_by_one_changes_the_output() -> None:
 def test_dropout_is_refused() -> None:
     with pytest.raises(UsageError, match="leave --dropout at 0"):
         trace("paged-kv-cache", dropout=0.5)
+
+
+def test_a_focused_query_is_that_row() -> None:
+    full = output("paged-kv-cache", options={"block": 3})
+    torch.testing.assert_close(output("paged-kv-cache", query=4, options={"block": 3}), full[4])

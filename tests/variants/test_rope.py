@@ -148,14 +148,36 @@ def test_the_loop_rotates_one_pair_of_one_token() -> None:
     )
 
 
+def test_with_one_pair_ntk_leaves_the_speed_alone() -> None:
+    """d = 2: base' = base·s^(d/(d−2)) is undefined, and θ₀ = base^0 = 1 needs no base."""
+    ntk = trace("rope", options={"scaling": "ntk"})
+    assert ntk.stage("angles").tensors["theta"].tolist() == [1.0]
+    torch.testing.assert_close(ntk.output, trace("rope").output)
+
+
+@pytest.mark.parametrize("scaling", SCALINGS)
+def test_at_the_default_width_too_scores_depend_on_distance(scaling: str) -> None:
+    scores = trace("rope", inputs=SAME, options={"scaling": scaling}).stage("scores")
+    table = scores.tensors["scores"]
+    for offset in range(-6, 7):
+        diagonal = torch.diagonal(table, offset)
+        torch.testing.assert_close(diagonal, diagonal[:1].expand_as(diagonal))
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"d_out": 3}, "--d-out 3 is odd"),
-        ({"d_out": 2, "options": {"scaling": "ntk"}}, "use --d-out 4 or more"),
         ({"options": {"scaling": "sideways"}}, "scaling"),
     ],
 )
 def test_shapes_that_cannot_work_are_usage_errors(options: dict, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         trace("rope", **options)
+
+
+def test_a_focused_query_is_that_row() -> None:
+    options = {"scaling": "yarn", "pairing": "half"}
+    full = trace("rope", init="randn", d_out=D, options=options).output
+    focused = trace("rope", init="randn", d_out=D, query=2, options=options).output
+    torch.testing.assert_close(focused, full[2])

@@ -21,7 +21,11 @@ from tracer.errors import UsageError
 
 OPTIONS = (
     Option(
-        "base", float, 10000.0, "θᵢ = base^(−2i/d): the slowest pair turns this slowly", min=2.0
+        "base",
+        float,
+        10000.0,
+        "θᵢ = base^(−2i/d): a larger base turns the later pairs more slowly",
+        min=2.0,
     ),
     Option(
         "scaling",

@@ -18,7 +18,6 @@ CASES = [
     ("online-softmax", {"causal": True}),
     ("training", {"steps": 3}),
     ("induction", {"head": 1}),
-    ("rope", {"scaling": "yarn"}),
 ]
 
 

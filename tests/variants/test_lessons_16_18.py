@@ -12,7 +12,9 @@ import yaml
 
 from tests.variants.problems import trace
 from tracer.inputs import InputSet
-from tracer.lessons.loader import shipped_dir
+from tracer.lessons.loader import load_lesson, shipped_dir
+from tracer.lessons.runner import LessonRunner
+from tracer.plugin_host import PluginHost
 
 ROPE = {"init": "rand", "d_out": 8}
 
@@ -106,3 +108,16 @@ def test_lesson_18_claims() -> None:
     assert blocks["table"].tolist() == [1, 3, 5] and blocks["owner"].tolist() == [2, 1] * 3
     wide = trace("paged-kv-cache", options={"block": 4}).stage("blocks").tensors
     assert wide["table"].tolist() == [1, 3] and wide["slot"].tolist()[-1] == 1  # half full
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "largest"),
+    [("17_latent_attention", "absorb-gap", 1e-5), ("18_paged_cache", "paged-gap", 0.0)],
+)
+def test_the_gaps_the_captions_print_are_rounding_or_nothing(
+    name: str, value: str, largest: float, host: PluginHost
+) -> None:
+    lesson = load_lesson(shipped_dir() / f"{name}.yaml", host)
+    named = lesson.value(value)
+    assert named is not None
+    assert 0 <= LessonRunner(lesson, host).value(named.ref) <= largest

@@ -23,6 +23,7 @@ from tracer.plugin_host import PluginHost
 Attn = Callable[..., tuple[int, str, str]]
 TOTAL = len(EXERCISES)  # "exercise 1/TOTAL" in what the watcher prints
 SOLUTIONS = Path(__file__).parent / "solutions"
+TOTAL = len(EXERCISES)
 
 
 @pytest.fixture

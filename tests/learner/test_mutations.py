@@ -120,6 +120,11 @@ def test_the_built_in_variants_declare_mistakes() -> None:
     assert {"cache-not-updated", "cache-prefilled"} <= codes
     codes = {m.code for m in mistakes_of(start_trace("online-softmax").variant)}
     assert {"no-rescale", "tile-local-index"} <= codes
+    codes = {m.code for m in mistakes_of(start_trace("rope").variant)}
+    assert {"rope-pairing", "rope-positions", "rope-scaling-keys-only"} <= codes
+    assert "absorb-transpose" in {m.code for m in mistakes_of(start_trace("mla").variant)}
+    codes = {m.code for m in mistakes_of(start_trace("paged-kv-cache").variant)}
+    assert "block-table-off-by-one" in codes
 
 
 def test_a_reproduced_output_settles_the_diagnosis() -> None:

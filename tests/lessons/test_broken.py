@@ -158,7 +158,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "show_unknown_variant",
         H + "  - show: {variant: naive_loop, stage: scores}\n",
         [
-            "4:21: unknown variant 'naive_loop' (did you mean 'naive-loop'?); known variants: cross-attention, grouped-query, induction, kv-cache, masked, multihead, multihead-wrapper, naive-loop, online-softmax, sliding-window, trainable, training, vectorized"
+            "4:21: unknown variant 'naive_loop' (did you mean 'naive-loop'?); known variants: backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, multihead, multihead-wrapper, naive-loop, online-softmax, paged-kv-cache, rope, sliding-window, trainable, training, vectorized"
         ],
     ),
     (
@@ -250,7 +250,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "options_unknown_key",
         "title: T\nsummary: S\noptions: {sead: 1}\nsteps:\n  - narration: hi\n",
         [
-            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads, or an option a variant declares (causal, head, kv_heads, layer, lr, steps, tile, window)"
+            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads, or an option a variant declares (absorb, base, block, causal, factor, head, kv_heads, layer, lr, pairing, rank, rope_dim, scaling, steps, tile, upstream, window)"
         ],
     ),
     (
@@ -324,7 +324,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "loop_no_loops",
         H + "  - loop: {variant: vectorized, stage: scores}\n",
         [
-            "4:40: variant 'vectorized' has no loops to step through; variants with loops: kv-cache, naive-loop, online-softmax, training"
+            "4:40: variant 'vectorized' has no loops to step through; variants with loops: backward, flash-backward, kv-cache, naive-loop, online-softmax, paged-kv-cache, rope, training"
         ],
     ),
     (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import pytest
@@ -59,7 +59,8 @@ class Runs:
     def answer(self) -> torch.Tensor:
         answer = getattr(self.step, "answer", None)
         assert isinstance(answer, TensorRef), "the step is not a computed quiz"
-        return self.runner.tensor(answer).tensor
+        tensor = self.runner.tensor(answer).tensor
+        return tensor[answer.cell] if answer.cell is not None else tensor
 
     def other(self, says: str) -> Runs:
         """The same lesson at the step whose prose contains ``says``."""
@@ -111,11 +112,11 @@ def future_is_exact_zero(weights: Callable[[Runs], torch.Tensor]) -> Check:
     return check
 
 
-def weights_table(variant: str) -> Callable[[Runs], torch.Tensor]:
+def weights_table(variant: str, tensor: str | None = "weights") -> Callable[[Runs], torch.Tensor]:
     """A variant's weights under the lesson's options (prose that names no table)."""
 
     def table(runs: Runs) -> torch.Tensor:
-        return runs.tensor(TensorRef(variant, "weights", "weights", options=runs.lesson.options))
+        return runs.tensor(TensorRef(variant, "weights", tensor, options=runs.lesson.options))
 
     return table
 
@@ -211,6 +212,18 @@ def outside_window_is_exact_zero(runs: Runs) -> None:
     step_row = runs.table(0)[tokens.index("step")]
     for token in ("Your", "journey", "starts"):
         assert step_row[tokens.index(token)].item() == 0.0
+
+
+def zero_up_to_rounding(runs: Runs) -> None:
+    assert abs(runs.answer().item()) <= ROUNDING
+
+
+def causal_backward_weights(runs: Runs) -> torch.Tensor:
+    """backward's weights under the options of the lesson's causal dS quiz."""
+    quiz = runs.other("which cells of dS are exactly zero").step
+    answer = getattr(quiz, "answer", None)
+    assert isinstance(answer, TensorRef)
+    return runs.tensor(replace(answer, stage="weights", tensor=None, then=(), cell=None))
 
 
 def conceptual(reason: str) -> str:
@@ -396,6 +409,22 @@ CLAIMS = (
         "12_cross_attention",
         "each row sums to 1.",
         rows_sum_to_one(shown_at("Each row sums to 1: a")),
+    ),
+    Claim(
+        "14_backward",
+        "because they must sum to 1",
+        rows_sum_to_one(weights_table("backward", tensor=None)),
+    ),
+    Claim("14_backward", "zero up to rounding: Σ_j p_j dp_j is D", zero_up_to_rounding),
+    Claim(
+        "14_backward",
+        "their weights are exactly 0",
+        future_is_exact_zero(causal_backward_weights),
+    ),
+    Claim(
+        "14_backward",
+        "which cells of dS are exactly zero",
+        conceptual("the question of a cells quiz; its answer is computed with '== 0'"),
     ),
 )
 

@@ -23,6 +23,7 @@ from tests.learner.test_multihead import BookMultiHead, BookWrapper, book_batch
 from tests.variants.backward_lesson_oracles import BACKWARD_ORACLES
 from tests.variants.cross_lesson_oracles import CROSS_ORACLES
 from tests.variants.lesson_oracles import MODERN_ORACLES
+from tests.variants.lessons_16_18_oracles import LATE_ORACLES
 from tracer.lessons.check import check_lesson
 from tracer.lessons.grading import CellAnswer
 from tracer.lessons.loader import find_lessons, load_lesson, shipped_dir
@@ -49,6 +50,9 @@ EXPECTED_NAMES = [
     "13_induction_heads",
     "14_backward",
     "15_flash_backward",
+    "16_rotary",
+    "17_latent_attention",
+    "18_paged_cache",
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -213,6 +217,7 @@ VALUE_ORACLES: dict[tuple[str, str], Callable[[], float]] = {
 ORACLES.update(MODERN_ORACLES)
 ORACLES.update(CROSS_ORACLES)
 ORACLES.update(BACKWARD_ORACLES)
+ORACLES.update(LATE_ORACLES)
 
 
 @pytest.fixture(scope="module")

@@ -73,6 +73,9 @@ def test_from_a_real_process_without_a_traceback() -> None:
         "online-softmax",
         "training",
         "cross-attention",
+        "rope",
+        "mla",
+        "paged-kv-cache",
     ],
 )
 def test_each_variant_declares_its_options_with_help(name: str) -> None:

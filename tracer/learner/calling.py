@@ -404,8 +404,9 @@ def bind(
         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     names = {p.name for p in parameters}
-    if set(expected) <= names and all(p.name in provided for p in required):
-        return [], {n: n for n in expected}
+    own = names & (set(provided) - set(ARGUMENT_ORDER))  # a variant's own weights (W_dkv...)
+    if (set(expected) <= names or own) and all(p.name in provided for p in required):
+        return [], {n: n for n in provided if n in names}
     has_varargs = any(p.kind == p.VAR_POSITIONAL for p in parameters)
     if (len(positional) >= len(expected) or has_varargs) and len(required) <= len(expected):
         return expected, {}

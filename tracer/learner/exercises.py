@@ -223,9 +223,49 @@ EXERCISES: tuple[Exercise, ...] = (
             "scale; dK[j : j + tile] += dS.T @ Q[i : i + tile] * scale.",
         ),
     ),
+    Exercise(
+        "17_rotary",
+        "Rotary position embeddings: turn each pair by its position",
+        "rope",
+        (
+            "angle has one row per token and one column per pair, like even and odd: "
+            "torch.cos(angle) and torch.sin(angle) line up with them element by element.",
+            "turned[:, 0::2] = even * cos - odd * sin; turned[:, 1::2] = even * sin + odd * cos "
+            "(turned = torch.empty_like(x)).",
+            "Then exercise 4 on the turned queries and keys: softmax(queries @ keys.T "
+            "/ d ** 0.5, dim=-1) @ values.",
+        ),
+        {"d_out": 4},
+    ),
+    Exercise(
+        "18_latent_attention",
+        "Multi-head latent attention, absorbed as inference does",
+        "mla",
+        (
+            "q · (c W_uk)ᵀ = (q W_ukᵀ) · c: absorbed = query @ W_uk.transpose(1, 2) is "
+            "(heads, tokens, rank), and absorbed @ latent.T the no-rope scores.",
+            "Add query_rope @ key_rope.T, divide by (head_dim + rope_dim) ** 0.5, mask the future "
+            "with -inf and take the softmax over the last dimension.",
+            "mixed = weights @ latent; folded = W_uv @ W_out.view(num_heads, head_dim, d_out); "
+            "return (mixed @ folded).sum(dim=0) + b_out.",
+        ),
+        {"d_out": 4, "rank": 2, "absorb": True},
+    ),
+    Exercise(
+        "19_paged_kv_cache",
+        "A paged KV cache: blocks and a block table",
+        "paged-kv-cache",
+        (
+            "if t % block == 0: table.append(free.pop()) takes a new block for token t.",
+            "key_pool[table[t // block], t % block] = x @ W_key, and the same for the value.",
+            "keys = key_pool[table].reshape(-1, d_out)[: t + 1]; then exercise 12's softmax "
+            "and weighted sum.",
+        ),
+        {"block": 2},
+    ),
 )
 
-VARIANT_OPTIONS = ("heads", "kv_heads", "window", "tile", "causal")
+VARIANT_OPTIONS = ("heads", "kv_heads", "window", "tile", "causal", "rank", "absorb", "block")
 """Exercise options that are the variant's own (``-o``), not trace options."""
 
 

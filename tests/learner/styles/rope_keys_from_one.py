@@ -1,0 +1,23 @@
+"""Rotary embeddings whose key positions start at 1 (the queries' at 0)."""
+
+import torch
+
+
+def turn(x, angle):
+    a, b = x[:, 0::2], x[:, 1::2]
+    out = torch.empty_like(x)
+    out[:, 0::2] = a * angle.cos() - b * angle.sin()
+    out[:, 1::2] = a * angle.sin() + b * angle.cos()
+    return out
+
+
+def attention(inputs, W_query, W_key, W_value, base=10000.0):
+    n, d = inputs.shape[0], W_query.shape[1]
+    theta = base ** (-torch.arange(0, d, 2) / d)
+    q = turn(inputs @ W_query, torch.arange(n)[:, None] * theta)
+    k = turn(inputs @ W_key, torch.arange(1, n + 1)[:, None] * theta)
+    weights = torch.softmax(q @ k.T / d**0.5, dim=-1)
+    return weights @ (inputs @ W_value)
+
+
+# expect: --against rope --d-out 4 -> rope-positions at 18

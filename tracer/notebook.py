@@ -7,6 +7,11 @@ HTML carries its CSS in ``style`` attributes: no stylesheet, no script and
 nothing fetched from elsewhere, so it shows the same in a notebook, in an
 exported HTML file and offline. Everything the plugin or the user wrote
 (names, tokens, source) is HTML-escaped.
+
+Importing this module gives :class:`~tracer.variant.Stage` and
+:class:`~tracer.tracing.Trace` their Jupyter view (``_repr_html_``): the
+display registers itself here, so neither class imports a front end.
+``from tracer import trace`` imports it.
 """
 
 from __future__ import annotations
@@ -20,12 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
+from tracer.tracing import Trace
 from tracer.variant import Stage
 
 if TYPE_CHECKING:
     import torch
-
-    from tracer.tracing import Trace
 
 MAX_ROWS = 64
 """Rows of one table shown; the rest are counted, never silently dropped."""
@@ -205,6 +209,18 @@ def trace_html(trace: Trace) -> str:
     parts.append("</div>")
     return "".join(parts)
 
+
+def show_in_notebooks() -> None:
+    """Give stages and traces their HTML view: Jupyter calls ``_repr_html_`` to display them.
+
+    A stage alone knows no tokens, so its axes are labelled by index; a trace labels them with
+    its tokens. Called when this module is imported.
+    """
+    setattr(Stage, "_repr_html_", stage_html)  # noqa: B010 (the classes do not declare it)
+    setattr(Trace, "_repr_html_", trace_html)  # noqa: B010
+
+
+show_in_notebooks()
 
 TRACE_FIELDS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query", "source"})
 

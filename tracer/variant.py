@@ -264,12 +264,6 @@ class Stage:
     guessed_axes: tuple[str, ...] = ()
     """Tensors that named no axes and were taken as ``("query", "key")`` by the tracer."""
 
-    def _repr_html_(self) -> str:
-        """Jupyter's view of a stage (see tracer.notebook); alone it knows no tokens: indices."""
-        from tracer.notebook import stage_html
-
-        return stage_html(self)
-
 
 @dataclass
 class SubStep:

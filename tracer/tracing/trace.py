@@ -18,16 +18,14 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, GeneratorType
 from typing import TYPE_CHECKING
 
-from tracer.errors import Location, PluginError, TracerError
+from tracer.errors import Location, TracerError, VariantRunError
 from tracer.tracing.lines import LineRecorder, statement_lines
 from tracer.variant import RunContext, Stage, Step, SubStep, Tokens, Variant
 
 if TYPE_CHECKING:
     import torch
 
-
-class VariantRunError(PluginError):
-    """A variant raised, yielded something that is not a step, or returned no tensor."""
+__all__ = ["Trace", "VariantRunError"]
 
 
 class Trace:
@@ -249,9 +247,3 @@ class Trace:
             text = f"{type(exc).__name__}: {exc}".strip().splitlines()
             summary = text[0] if text else type(exc).__name__
         return VariantRunError(f"variant '{self.variant.name}' failed: {summary}", location)
-
-    def _repr_html_(self) -> str:
-        """Jupyter's view of a trace: its stages as token-labelled heatmaps (tracer.notebook)."""
-        from tracer.notebook import trace_html
-
-        return trace_html(self)

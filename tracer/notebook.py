@@ -23,8 +23,10 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracer.plugin_host import PluginHost
 from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
+from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
 from tracer.variant import Stage
 
@@ -233,9 +235,6 @@ def trace(variant: str, *, plugin_dirs: Sequence[str] = (), **options: Any) -> T
     ``dropout``, ``query`` and ``source`` are the options of ``attn trace``; any other
     keyword is one of the variant's own options (``trace("multihead", heads=3)``).
     """
-    from tracer.plugin_host import PluginHost
-    from tracer.runner import TraceOptions, start_trace
-
     shared = {name: value for name, value in options.items() if name in TRACE_FIELDS}
     own = {name: value for name, value in options.items() if name not in TRACE_FIELDS}
     settings = TraceOptions(**shared, options=own)

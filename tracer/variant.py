@@ -507,6 +507,8 @@ class Variant:
             raise ValueError(
                 f"variant {self.name!r} gives default_source= but not source='required'"
             )
+        # The input sets (and yaml) load for a variant with a default source only:
+        # `import tracer`, which every plugin does, stays light.
         from tracer.inputs.builtin import BUILTIN_INPUTS
         from tracer.inputs.input_set import InputSet
 

@@ -8,6 +8,7 @@ naming the variant, the stage and the tensor.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from typing import Protocol
@@ -197,7 +198,6 @@ def _token_axis_slip(axis: str) -> str | None:
     Any lower-case axis name is allowed, so only a near miss of a token axis is
     refused: it would silently lose the token labels. Names a built-in uses are fine.
     """
-    import difflib
 
     if axis in COMMON_AXES:
         return None

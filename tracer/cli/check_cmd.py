@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.cli.options import add_trace_options, load_host, trace_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UsageError
-from tracer.learner.loader import LearnerFailure
 from tracer.runner import start_trace
 
 if TYPE_CHECKING:
@@ -65,8 +64,10 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # The sandbox's modules (subprocess, the server) stay off `attn --help`.
+    # The sandbox's modules (subprocess, the server, the learner's loader) load when
+    # `attn check` runs: `attn --help` imports this module and stays quick.
     from tracer.learner.isolation import Limits, shared_server
+    from tracer.learner.loader import LearnerFailure
 
     if args.query is not None:
         raise UsageError("attn check compares every query at once; --query is for attn trace")

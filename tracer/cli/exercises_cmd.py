@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from tracer.errors import EXIT_OK, UsageError
-from tracer.learner.terminal_keys import TerminalKeys
 
 
 def add_parser(commands: Any) -> None:
@@ -79,6 +78,8 @@ def run_watch(args: argparse.Namespace) -> int:
 
     if args.once or not sys.stdin.isatty():
         return watch(args.dir, emit, once=args.once, interval=args.interval)
+    from tracer.learner.terminal_keys import TerminalKeys  # tty and termios: off `attn --help`
+
     with TerminalKeys() as keys:  # restored however the watcher ends
         return watch(args.dir, emit, interval=args.interval, keys=keys, confirm=keys.confirm)
 

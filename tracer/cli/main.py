@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from tracer import __version__
-from tracer.cli.app_cmd import open_picker
 from tracer.cli.encoding import use_ascii_fallback
 from tracer.errors import EXIT_INTERRUPTED, EXIT_PLUGIN, EXIT_USAGE, TracerError
 from tracer.sanitize import message
@@ -61,7 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command is None:
-            # ``attn`` alone opens the lesson picker, which offers to resume.
+            # ``attn`` alone opens the lesson picker, which offers to resume. Its module
+            # loads only here: every other command (and `attn --help`) goes without it.
+            from tracer.cli.app_cmd import open_picker
+
             return open_picker(args)
         status: int = args.handler(args)
     except TracerError as error:

@@ -191,6 +191,44 @@ def test_no_import_cycles_but_those_fixed_elsewhere(
     assert not found, report(found, edges, known)
 
 
+# The core's layers, lowest first: a module imports from its own layer or those below.
+# Everything above (lessons, learner, session, the front ends, the cli) is not listed here.
+LAYERS = (
+    (
+        "tracer.errors",
+        "tracer.files",
+        "tracer.environment",
+        "tracer.processes",
+        "tracer.sanitize",
+        "tracer.suggest",
+        "tracer.yamldoc",
+    ),
+    ("tracer.variant", "tracer.options", "tracer.inputs", "tracer.hookspecs"),
+    ("tracer.tracing", "tracer.plugin_host", "tracer.render", "tracer.mistakes"),
+    ("tracer.runner", "tracer.testing"),
+)
+
+
+def layer(name: str) -> int:
+    for number, members in enumerate(LAYERS):
+        if any(name == m or name.startswith(f"{m}.") for m in members):
+            return number
+    return len(LAYERS)  # lessons, learner, session, front ends, the cli, the package itself
+
+
+def test_arrows_point_one_way(graph: tuple[dict[str, list[Edge]], dict[str, Module]]) -> None:
+    """runner -> tracing, plugin host, render -> variant, options, inputs -> base: never up.
+    So ``Stage`` and ``Trace`` do not import the notebook that displays them."""
+    edges, known = graph
+    upward = [
+        f"  {known[name].path.relative_to(ROOT)}:{edge.line}: {name} -> {edge.target}"
+        for name, found in sorted(edges.items())
+        for edge in found
+        if layer(name) < len(LAYERS) and layer(edge.target) > layer(name)
+    ]
+    assert not upward, "imports pointing up:\n" + "\n".join(upward)
+
+
 def test_the_graph_sees_every_form_of_import(
     graph: tuple[dict[str, list[Edge]], dict[str, Module]],
 ) -> None:

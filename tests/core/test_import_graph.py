@@ -104,8 +104,9 @@ def import_graph() -> tuple[dict[str, list[Edge]], dict[str, Module]]:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for target in _targets(node, module, known):
-                    if target is not None and target != module.name:
-                        edges.append(Edge(target, node.lineno, id(node) in local))
+                    edge = Edge(target or "", node.lineno, id(node) in local)
+                    if target not in (None, module.name) and edge not in edges:
+                        edges.append(edge)
     return graph, known
 
 

@@ -32,7 +32,8 @@ __version__ = "0.3.0"
 
 
 def __getattr__(name: str) -> Any:
-    # ``from tracer import trace`` (for notebooks) loads its module only when asked for.
+    # ``from tracer import trace`` (for notebooks) loads its module only when asked for:
+    # the HTML code and the tracer stay off `import tracer` and so off `attn --help`.
     if name == "trace":
         from tracer.notebook import trace
 

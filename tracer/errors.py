@@ -65,3 +65,10 @@ class PluginError(TracerError):
     """A plugin that failed to load, to register its variants, or while running."""
 
     exit_status = EXIT_PLUGIN
+
+
+class VariantRunError(PluginError):
+    """A variant raised, yielded something that is not a step, or returned no tensor.
+
+    Also importable as ``tracer.tracing.VariantRunError``, where it used to live.
+    """

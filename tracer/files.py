@@ -17,6 +17,13 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+
+fcntl: ModuleType | None
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, and locked() locks nothing
+    fcntl = None
 
 
 def target_of(path: Path) -> Path:
@@ -44,9 +51,7 @@ def write_atomic(path: Path, text: str) -> None:
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock for ``path`` (a no-op where flock or the folder is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows
+    if fcntl is None:  # Windows
         yield
         return
     try:

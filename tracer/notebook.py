@@ -7,6 +7,11 @@ HTML carries its CSS in ``style`` attributes: no stylesheet, no script and
 nothing fetched from elsewhere, so it shows the same in a notebook, in an
 exported HTML file and offline. Everything the plugin or the user wrote
 (names, tokens, source) is HTML-escaped.
+
+Importing this module gives :class:`~tracer.variant.Stage` and
+:class:`~tracer.tracing.Trace` their Jupyter view (``_repr_html_``): the
+display registers itself here, so neither class imports a front end.
+``from tracer import trace`` imports it.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracer.plugin_host import PluginHost
 from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
+from tracer.runner import TraceOptions, start_trace
+from tracer.tracing import Trace
 from tracer.variant import Stage
 
 if TYPE_CHECKING:
     import torch
-
-    from tracer.tracing import Trace
 
 MAX_ROWS = 64
 """Rows of one table shown; the rest are counted, never silently dropped."""
@@ -206,6 +212,18 @@ def trace_html(trace: Trace) -> str:
     return "".join(parts)
 
 
+def show_in_notebooks() -> None:
+    """Give stages and traces their HTML view: Jupyter calls ``_repr_html_`` to display them.
+
+    A stage alone knows no tokens, so its axes are labelled by index; a trace labels them with
+    its tokens. Called when this module is imported.
+    """
+    setattr(Stage, "_repr_html_", stage_html)  # noqa: B010 (the classes do not declare it)
+    setattr(Trace, "_repr_html_", trace_html)  # noqa: B010
+
+
+show_in_notebooks()
+
 TRACE_FIELDS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query", "source"})
 
 
@@ -217,9 +235,6 @@ def trace(variant: str, *, plugin_dirs: Sequence[str] = (), **options: Any) -> T
     ``dropout``, ``query`` and ``source`` are the options of ``attn trace``; any other
     keyword is one of the variant's own options (``trace("multihead", heads=3)``).
     """
-    from tracer.plugin_host import PluginHost
-    from tracer.runner import TraceOptions, start_trace
-
     shared = {name: value for name, value in options.items() if name in TRACE_FIELDS}
     own = {name: value for name, value in options.items() if name not in TRACE_FIELDS}
     settings = TraceOptions(**shared, options=own)

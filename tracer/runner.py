@@ -27,11 +27,11 @@ from tracer.options import (
     check_trace_option,
     flag_where,
 )
+from tracer.plugin_host import PluginHost
 from tracer.suggest import did_you_mean
 from tracer.variant import RunContext, Source, Variant
 
 if TYPE_CHECKING:
-    from tracer.plugin_host import PluginHost
     from tracer.tracing import Trace
 
 DEFAULT_INPUTS = "your-journey"
@@ -105,7 +105,7 @@ def build_context(
     With ``variant``, its declared options are checked (``where`` names their
     source in messages) and filled in with their defaults.
     """
-    import torch
+    import torch  # on first use: `import tracer.runner` (and `attn --help`) stays torch-free
 
     variant_options = options.variant_options()
     if variant is not None:
@@ -167,7 +167,7 @@ def build_source(
 ) -> Source | None:
     """``run.source``: ``--source`` (its tokens and embeddings) or the inputs' ``source:``;
     for a variant with ``source="required"`` and neither, its default source."""
-    import torch
+    import torch  # on first use (see build_context)
 
     sequence = input_set.source_sequence
     default = None
@@ -229,8 +229,6 @@ def start_trace(
 
     ``where`` names a variant option in messages (default: ``-o NAME``, or the flag typed).
     """
-    from tracer.plugin_host import PluginHost
-
     options = options or TraceOptions()
     host = host or PluginHost()
     found = host.variant(variant)

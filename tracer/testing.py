@@ -18,8 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import torch
+import torch.nn.functional as F
+
+from tracer.inputs import InputSet
+from tracer.plugin_host import PluginHost
 from tracer.runner import (
     DEFAULT_INIT,
     DEFAULT_SEED,
@@ -27,13 +32,8 @@ from tracer.runner import (
     build_context,
     resolve_inputs,
 )
+from tracer.tracing import Trace
 from tracer.variant import SubStep, Variant
-
-if TYPE_CHECKING:
-    import torch
-
-    from tracer.inputs import InputSet
-    from tracer.tracing import Trace
 
 __all__ = [
     "assert_close",
@@ -73,9 +73,6 @@ def run_variant(
     With ``keep_substeps=True`` every loop iteration is kept in ``trace.substeps``
     (see :func:`substeps_of`).
     """
-    from tracer.plugin_host import PluginHost
-    from tracer.tracing import Trace
-
     trace_options = TraceOptions(
         inputs=inputs,
         seed=seed,
@@ -111,8 +108,6 @@ def sdpa_reference(trace: Trace, *, causal: bool = False) -> torch.Tensor:
     With a second sequence (``run.source``), keys and values come from it: cross-attention.
     The focused query's row when the trace has one; needs ``uses_weights=True``.
     """
-    import torch.nn.functional as F
-
     context = trace.context
     if context.weights is None:
         raise ValueError(f"variant '{trace.variant.name}' runs without query/key/value weights")
@@ -129,8 +124,6 @@ def assert_close(
     actual: object, expected: object, *, atol: float = 1e-5, rtol: float = 1e-5
 ) -> None:
     """``torch.testing.assert_close`` with tolerances suited to float32 attention."""
-    import torch
-
     torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol)
 
 

@@ -264,12 +264,6 @@ class Stage:
     guessed_axes: tuple[str, ...] = ()
     """Tensors that named no axes and were taken as ``("query", "key")`` by the tracer."""
 
-    def _repr_html_(self) -> str:
-        """Jupyter's view of a stage (see tracer.notebook); alone it knows no tokens: indices."""
-        from tracer.notebook import stage_html
-
-        return stage_html(self)
-
 
 @dataclass
 class SubStep:
@@ -513,6 +507,8 @@ class Variant:
             raise ValueError(
                 f"variant {self.name!r} gives default_source= but not source='required'"
             )
+        # The input sets (and yaml) load for a variant with a default source only:
+        # `import tracer`, which every plugin does, stays light.
         from tracer.inputs.builtin import BUILTIN_INPUTS
         from tracer.inputs.input_set import InputSet
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.cli.options import add_trace_options, load_host, trace_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UsageError
+from tracer.runner import start_trace
 
 if TYPE_CHECKING:
     from tracer.tracing import Trace
@@ -63,7 +64,10 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The sandbox's modules (subprocess, the server, the learner's loader) load when
+    # `attn check` runs: `attn --help` imports this module and stays quick.
     from tracer.learner.isolation import Limits, shared_server
+    from tracer.learner.loader import LearnerFailure
 
     if args.query is not None:
         raise UsageError("attn check compares every query at once; --query is for attn trace")
@@ -71,10 +75,9 @@ def run(args: argparse.Namespace) -> int:
     # The sandbox server imports torch while this process computes the reference.
     shared_server().spawn()
 
+    # These import torch: not before the sandbox server is on its way, never for `attn --help`.
     from tracer.learner.check import judge, reference_host
-    from tracer.learner.loader import LearnerFailure
     from tracer.learner.report import check_json, format_judgement, learner_output
-    from tracer.runner import start_trace
 
     host = reference_host(args.against, lambda: load_host(args))
     trace = start_trace(args.against, trace_options(args), host).run_to_end()

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from tracer.cli.main import build_parser
 from tracer.errors import EXIT_OK, UsageError
 
 SHELLS = ("bash", "zsh")
@@ -27,13 +28,11 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        import shtab
+        import shtab  # an optional extra: asked for here, where its absence is explained
     except ImportError:
         raise UsageError(
             "attn completion needs shtab: pip install 'attention-tracer[completion]'"
         ) from None
-    from tracer.cli.main import build_parser
-
     script: str = shtab.complete(build_parser(), shell=args.shell)
     sys.stdout.write(script)
     return EXIT_OK

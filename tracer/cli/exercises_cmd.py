@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tracer.errors import EXIT_OK
+from tracer.errors import EXIT_OK, UsageError
 
 
 def add_parser(commands: Any) -> None:
@@ -53,6 +53,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run_init(args: argparse.Namespace) -> int:
+    # The exercises and their texts (several ms to import) load only when a command of
+    # `attn exercises` runs: `attn --help` imports this module. The same in each handler.
     from tracer.learner.exercises import EXERCISES, init_exercises
 
     results = init_exercises(args.dir)
@@ -67,32 +69,30 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from tracer.errors import UsageError
-    from tracer.learner.exercises import watch
-
     if args.interval <= 0:
         raise UsageError(f"--interval must be above 0, got {args.interval:g}")
+    from tracer.learner.exercises import watch  # off `attn --help` (see run_init)
 
     def emit(text: str) -> None:
         print(text + "\n", flush=True)
 
     if args.once or not sys.stdin.isatty():
         return watch(args.dir, emit, once=args.once, interval=args.interval)
-    from tracer.learner.terminal_keys import TerminalKeys
+    from tracer.learner.terminal_keys import TerminalKeys  # tty and termios: off `attn --help`
 
     with TerminalKeys() as keys:  # restored however the watcher ends
         return watch(args.dir, emit, interval=args.interval, keys=keys, confirm=keys.confirm)
 
 
 def run_hint(args: argparse.Namespace) -> int:
-    from tracer.learner.exercises import hint
+    from tracer.learner.exercises import hint  # off `attn --help` (see run_init)
 
     print(hint(args.dir, args.exercise))
     return EXIT_OK
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from tracer.learner.exercises import status_lines
+    from tracer.learner.exercises import status_lines  # off `attn --help` (see run_init)
 
     for line in status_lines(args.dir):
         print(line)

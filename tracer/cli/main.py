@@ -8,12 +8,14 @@ every error a user can cause into one line on stderr and an exit status.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from tracer import __version__
+from tracer.cli.encoding import use_ascii_fallback
 from tracer.errors import EXIT_INTERRUPTED, EXIT_PLUGIN, EXIT_USAGE, TracerError
 from tracer.sanitize import message
 
@@ -40,8 +42,6 @@ COMMAND_MODULES = [
 
 
 def build_parser() -> Parser:
-    import importlib
-
     parser = Parser(
         prog="attn",
         description="Step through self-attention, stage by stage.",
@@ -55,14 +55,13 @@ def build_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tracer.cli.encoding import use_ascii_fallback
-
     use_ascii_fallback()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command is None:
-            # ``attn`` alone opens the lesson picker, which offers to resume.
+            # ``attn`` alone opens the lesson picker, which offers to resume. Its module
+            # loads only here: every other command (and `attn --help`) goes without it.
             from tracer.cli.app_cmd import open_picker
 
             return open_picker(args)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.errors import EXIT_OK
+from tracer.plugin_host import PluginHost
 
 
 def add_parser(commands: Any) -> None:
@@ -29,8 +30,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The templates' code loads when a plugin is written, not for every `attn --help`.
     from tracer.learner.scaffold import check_name, next_steps, scaffold
-    from tracer.plugin_host import PluginHost
 
     names = check_name(args.name, set(PluginHost().variants))
     folder = args.dir if args.dir is not None else Path(names.distribution)

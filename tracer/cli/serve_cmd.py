@@ -51,10 +51,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
     lesson = None
     if args.lesson is not None:
+        # The lesson grammar (tens of ms to import) stays off `attn --help`.
         from tracer.lessons.loader import resolve_lesson
 
         lesson = str(resolve_lesson(args.lesson, []).resolve())
     try:
+        # Textual and textual-serve: an optional extra, and never loaded for `attn --help`.
         from tracer.serve.server import BrowserServer, exposure_warning
     except ImportError:
         raise UsageError(

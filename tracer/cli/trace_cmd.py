@@ -10,6 +10,7 @@ from typing import Any
 from tracer.cli.channels import private_stdout, write_document
 from tracer.cli.options import add_trace_options, load_host, trace_options
 from tracer.errors import EXIT_OK, UsageError
+from tracer.runner import start_trace
 from tracer.sanitize import visible
 from tracer.suggest import did_you_mean
 from tracer.variant import Variant
@@ -43,8 +44,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The table formatting code (tens of ms to import) stays off `attn --help`.
     from tracer.render.text import LazyTensor, format_trace, trace_json, write_json
-    from tracer.runner import start_trace
 
     # Before any plugin loads: a thread it starts at import can print, but not into the JSON.
     out = private_stdout() if args.json else sys.stdout

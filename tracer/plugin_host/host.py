@@ -17,18 +17,20 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import select
 import signal
 import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 
@@ -37,11 +39,9 @@ from tracer.environment import env_number
 from tracer.errors import Location, PluginError, UsageError
 from tracer.processes import die_with_parent
 from tracer.suggest import did_you_mean
+from tracer.tracing import Trace
 from tracer.tracing.containment import PluginExit, contained
 from tracer.variant import RunContext, Variant
-
-if TYPE_CHECKING:
-    from tracer.tracing import Trace
 
 ENTRY_POINT_GROUP = "attention_tracer"
 DISTRIBUTION = "attention-tracer"
@@ -172,7 +172,7 @@ class PluginHost:
 
     def start(self, name: str, context: RunContext) -> Trace:
         """A fresh trace of variant ``name`` (nothing runs until it is iterated)."""
-        from tracer.tracing import Trace
+        # multiprocessing and the worker (tens of ms) load with the first trace, not at start-up.
         from tracer.tracing.worker import WorkerTrace, should_isolate
 
         variant = self.variant(name)
@@ -428,8 +428,6 @@ def _trial_child(
 
 def _trial_result(pid: int, fd: int, timeout: float, source: str | None) -> str | None:
     """Wait for the child's answer until the deadline; kill it then."""
-    import select
-
     deadline = time.monotonic() + timeout
     data = b""
     asked = False
@@ -477,8 +475,6 @@ def _trial_result(pid: int, fd: int, timeout: float, source: str | None) -> str 
 @contextmanager
 def _quiet_fork_warning() -> Iterator[None]:
     """Python 3.12+ warns about fork in a threaded process; the child runs no thread's code."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
         yield

@@ -201,8 +201,6 @@ def format_trace(
     ``stages`` limits the output to those stages (and their sub-steps); sub-steps are
     printed only when ``substeps`` is true.
     """
-    from tracer.variant import Stage as StageType
-
     total = len(trace.variant.stages)
     variant = trace.variant
     focus = ""
@@ -214,7 +212,7 @@ def format_trace(
     header = f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}"
     yield f"{header}{source_line(trace)}\n"
     for step in itertools.chain([first] if first is not None else [], trace):
-        if isinstance(step, StageType):
+        if isinstance(step, Stage):
             if stages is None or step.name in stages:
                 yield format_stage(step, trace, total) + "\n"
         elif substeps and (stages is None or step.stage in stages):

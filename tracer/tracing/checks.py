@@ -8,16 +8,39 @@ naming the variant, the stage and the tensor.
 
 from __future__ import annotations
 
+import difflib
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 
-from tracer.errors import Location
-from tracer.variant import COMMON_AXES, TOKEN_AXES, Accumulate, Dot, Stage, SubStep, parse_axis
+from tracer.errors import Location, VariantRunError
+from tracer.variant import (
+    COMMON_AXES,
+    TOKEN_AXES,
+    Accumulate,
+    Dot,
+    RunContext,
+    Stage,
+    SubStep,
+    Variant,
+    parse_axis,
+)
 
-if TYPE_CHECKING:
-    from tracer.tracing.trace import Trace, VariantRunError
+
+class TraceView(Protocol):
+    """What the checks read of a trace (:class:`tracer.tracing.Trace` and its worker twin)."""
+
+    @property
+    def variant(self) -> Variant: ...
+    @property
+    def context(self) -> RunContext: ...
+    @property
+    def stages(self) -> Sequence[Stage]: ...
+    @property
+    def tokens(self) -> Sequence[str]: ...
+
 
 AXIS_NAME = re.compile(r"^[a-z][a-z0-9_]*(:[0-9]+)?$")
 MAX_ELEMENTS = 2**28
@@ -25,7 +48,7 @@ MAX_ELEMENTS = 2**28
 NUMERIC = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
-def check_step(trace: Trace, step: Stage | SubStep, where: Location) -> None:
+def check_step(trace: TraceView, step: Stage | SubStep, where: Location) -> None:
     """Raise a :class:`VariantRunError` at ``where`` if ``step`` breaks a rule."""
     variant = trace.variant
     if isinstance(step, Stage):
@@ -61,7 +84,9 @@ def check_step(trace: Trace, step: Stage | SubStep, where: Location) -> None:
             _check_equation(trace, subject, step, equation, where)
 
 
-def _tensor(trace: Trace, subject: str, name: str, value: object, where: Location) -> torch.Tensor:
+def _tensor(
+    trace: TraceView, subject: str, name: str, value: object, where: Location
+) -> torch.Tensor:
     """The value as a tensor a renderer can show: a plain number becomes a 0-d tensor."""
     if isinstance(value, bool):
         return torch.tensor(value)
@@ -102,7 +127,7 @@ def _kind(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-def _check_axes(trace: Trace, subject: str, step: Stage | SubStep, where: Location) -> None:
+def _check_axes(trace: TraceView, subject: str, step: Stage | SubStep, where: Location) -> None:
     focused = trace.context.query is not None
     for name, axes in step.axes.items():
         if name not in step.tensors:
@@ -145,7 +170,7 @@ TOKEN_TABLE = re.compile(r"score|weight|mask|attn|attention|logit|prob|alpha")
 """Names under which plugins that predate axes yield their tokens × tokens tables."""
 
 
-def _guess_token_tables(trace: Trace, step: Stage | SubStep) -> None:
+def _guess_token_tables(trace: TraceView, step: Stage | SubStep) -> None:
     """Label a score or weight table that names no axes as ``(query, key)``.
 
     Plugins written before axes existed named none and lost every token label.
@@ -173,7 +198,6 @@ def _token_axis_slip(axis: str) -> str | None:
     Any lower-case axis name is allowed, so only a near miss of a token axis is
     refused: it would silently lose the token labels. Names a built-in uses are fine.
     """
-    import difflib
 
     if axis in COMMON_AXES:
         return None
@@ -201,7 +225,7 @@ def accumulated(
 
 
 def _check_equation(
-    trace: Trace, subject: str, step: SubStep, equation: object, where: Location
+    trace: TraceView, subject: str, step: SubStep, equation: object, where: Location
 ) -> None:
     names: tuple[str, ...]
     if isinstance(equation, Dot):
@@ -251,7 +275,5 @@ def _check_equation(
         raise _error(trace, f"{subject}: its equation does not hold: {claim}", where)
 
 
-def _error(trace: Trace, message: str, where: Location) -> VariantRunError:
-    from tracer.tracing.trace import VariantRunError
-
+def _error(trace: TraceView, message: str, where: Location) -> VariantRunError:
     return VariantRunError(f"variant '{trace.variant.name}' {message}", where)

@@ -18,16 +18,15 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, GeneratorType
 from typing import TYPE_CHECKING
 
-from tracer.errors import Location, PluginError, TracerError
+from tracer.errors import Location, TracerError, VariantRunError
+from tracer.tracing.containment import PluginExit, contained
 from tracer.tracing.lines import LineRecorder, statement_lines
 from tracer.variant import RunContext, Stage, Step, SubStep, Tokens, Variant
 
 if TYPE_CHECKING:
     import torch
 
-
-class VariantRunError(PluginError):
-    """A variant raised, yielded something that is not a step, or returned no tensor."""
+__all__ = ["Trace", "VariantRunError"]
 
 
 class Trace:
@@ -79,8 +78,7 @@ class Trace:
     def __next__(self) -> Step:
         if self.finished:
             raise StopIteration
-        from tracer.tracing.containment import PluginExit, contained
-        from tracer.tracing.guard import CopyOnWrite  # imports torch
+        from tracer.tracing.guard import CopyOnWrite  # imports torch: on the first step
 
         if self._guard is None:
             self._guard = CopyOnWrite()
@@ -154,7 +152,7 @@ class Trace:
         return frame
 
     def _record(self, step: object) -> Step:
-        from tracer.tracing.checks import check_step
+        from tracer.tracing.checks import check_step  # imports torch: on the first step
 
         frame = self._yielding_frame()
         where = (
@@ -202,13 +200,13 @@ class Trace:
         }
 
     def _protect(self, step: Step) -> None:
-        from tracer.tracing.guard import CopyOnWrite
+        from tracer.tracing.guard import CopyOnWrite  # imports torch (see __next__)
 
         if isinstance(self._guard, CopyOnWrite):
             self._guard.protect(step)
 
     def _finish(self, output: object) -> None:
-        import torch
+        import torch  # loaded by now; this module is imported before torch is
 
         if not isinstance(output, torch.Tensor):
             raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
@@ -249,9 +247,3 @@ class Trace:
             text = f"{type(exc).__name__}: {exc}".strip().splitlines()
             summary = text[0] if text else type(exc).__name__
         return VariantRunError(f"variant '{self.variant.name}' failed: {summary}", location)
-
-    def _repr_html_(self) -> str:
-        """Jupyter's view of a trace: its stages as token-labelled heatmaps (tracer.notebook)."""
-        from tracer.notebook import trace_html
-
-        return trace_html(self)

@@ -40,8 +40,10 @@ import pickle
 import select
 import signal
 import sys
+import threading
 import time
 import traceback
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,8 +65,13 @@ from tracer.processes import (
     resident,
 )
 from tracer.sanitize import visible
+from tracer.tracing.stepper import Cancelled
 from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, SubStep, Variant
+
+if sys.platform != "win32":  # the worker forks: POSIX only (used where a step runs in it)
+    import fcntl
+    import resource
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -267,8 +274,6 @@ class WorkerTrace(Trace):
 
     def _receive(self) -> tuple[Any, ...]:
         """The child's answer to ``next``, within the step time limit."""
-        from tracer.tracing.stepper import Cancelled
-
         connection, process = self._connection, self._process
         assert connection is not None and process is not None
         deadline = time.monotonic() + self.limits.step_timeout
@@ -330,7 +335,7 @@ class WorkerTrace(Trace):
 
     def _checked(self, step: object) -> Step:
         """The step as the renderers may trust it, or the plugin's error (never a crash here)."""
-        from tracer.tracing.checks import check_step
+        from tracer.tracing.checks import check_step  # imports torch: not before a step arrives
 
         where = Location(self.source_file)
         if not isinstance(step, (Stage, SubStep)):
@@ -354,9 +359,9 @@ class WorkerTrace(Trace):
         return step
 
     def _checked_output(self, output: object) -> Any:
-        import torch
+        import torch  # torch loads in the background while the first frame paints
 
-        from tracer.tracing.checks import _tensor
+        from tracer.tracing.checks import _tensor  # imports torch
 
         if not isinstance(output, torch.Tensor):
             raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
@@ -406,8 +411,6 @@ def _pipes(context: Any) -> tuple[Connection, Connection]:
     requests_read, requests_write = context.Pipe(duplex=False)
     steps_read, steps_write = context.Pipe(duplex=False)
     with contextlib.suppress(Exception):  # Linux: a 1 MiB pipe, sixteen times the default
-        import fcntl
-
         fcntl.fcntl(steps_write.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 2**20)
     parent: Any = _Duplex(steps_read, requests_write)
     child: Any = _Duplex(requests_read, steps_write)
@@ -490,8 +493,6 @@ class _MemoryWatch:
     """
 
     def __init__(self, pid: int, limit: int, root: int | None = None) -> None:
-        import threading
-
         self.pid, self.limit = pid, limit
         self.root = pid if root is None else root
         self._others = 0
@@ -529,8 +530,6 @@ class _MemoryWatch:
 @contextlib.contextmanager
 def _quiet_fork_warning() -> Any:
     """Python 3.12+ warns about fork in a threaded process; the child runs no thread's code."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
         yield
@@ -554,7 +553,7 @@ class _Printed(io.StringIO):
 
 def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None:
     """The child: run the variant one step per ``next`` and send each step back."""
-    import torch
+    import torch  # the parent imports this module before torch; the child needs it
 
     own = {*_fds(parents_end), owner.guard[1]}
     parents_end.close()  # so that the parent going away reads as the end of the requests
@@ -707,9 +706,7 @@ _TORCH_DTYPES = {
 
 def _load_storage(data: bytes) -> Any:
     """torch's own pickling of a storage, read by torch's restricted (weights only) loader."""
-    import warnings
-
-    import torch
+    import torch  # imported by the time a tensor arrives; this module is imported before
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -795,7 +792,7 @@ class _Packed:
 
 
 def _unpack(array: Any) -> torch.Tensor:
-    import torch
+    import torch  # see _load_storage
 
     return torch.from_numpy(array)
 
@@ -809,7 +806,7 @@ def _sendable(step: Step) -> Step:
 
 def _sendable_tensor(tensor: torch.Tensor | None) -> Any:
     """A copy the parent can unpickle: no autograd graph, no storage beyond its own values."""
-    import torch
+    import torch  # in the child, where torch is loaded (see _serve)
 
     if not isinstance(tensor, torch.Tensor):
         return tensor
@@ -896,8 +893,6 @@ def _guard(worker: int, read_fd: int) -> None:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         with contextlib.suppress(Exception):
-            import resource
-
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         with contextlib.suppress(Exception):
             signal.signal(number, signal.SIG_DFL)
@@ -922,8 +917,6 @@ def _say_where(connection: Connection, trace: Trace, frame: Any) -> None:
 def _limit_memory(megabytes: int) -> None:
     """Cap the address space at what the child has now plus ``megabytes``."""
     try:
-        import resource
-
         with open("/proc/self/statm") as handle:
             pages = int(handle.read().split()[0])
         used = pages * os.sysconf("SC_PAGE_SIZE")

@@ -12,6 +12,7 @@ and the code, five deep: 150–200 rows, a third of that key's frame.
 strips are the ones Textual would draw, filters (``NO_COLOR``) and border titles
 included. ``tests/tui/test_backdrop.py`` compares them, row by row, with
 Textual's own drawing of every container on every step of the test lesson.
+With the speed-ups off (:mod:`tracer.tui.textual_hooks`) Textual draws every row.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
+
+from tracer.tui import textual_hooks as hooks
 
 
 class Backdrop(Widget):
@@ -33,7 +36,8 @@ class Backdrop(Widget):
     def render_lines(self, crop: Region) -> list[Strip]:
         styles = self.styles
         if (
-            crop.height < 2
+            not (hooks.ROWS and hooks.hooks_on())
+            or crop.height < 2
             or type(self).render is not Widget.render
             or not self.is_container
             or styles.has_rule("keyline")

@@ -13,6 +13,10 @@ text, a style, a hover, a theme, reaches the hook that empties Textual's own
 row cache, or updates the widget's styles) and the crop, the size, the theme and the
 app's filters are the same. ``tests/tui/test_kept.py``
 compares them with Textual's own drawing after each such change.
+
+That hook is private to Textual: where it is missing or changed
+(:mod:`tracer.tui.textual_hooks`), or the speed-ups are off, nothing is kept and
+Textual draws every time.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from __future__ import annotations
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
+
+from tracer.tui import textual_hooks as hooks
 
 
 class Kept(Widget):
@@ -36,14 +42,18 @@ class Kept(Widget):
         self._kept = None
         super().notify_style_update()
 
-    def _set_dirty(self, *regions: Region) -> None:
-        # Overrides Textual's private hook that marks rows for drawing again and empties its
-        # own row cache: every repaint ``refresh`` asks for lands here, and so do the paths
-        # that bypass it (a new size, a styles reset). The kept rows go with Textual's.
-        self._kept = None
-        super()._set_dirty(*regions)
+    if hooks.SET_DIRTY:
+
+        def _set_dirty(self, *regions: Region) -> None:
+            # Overrides Textual's private hook that marks rows for drawing again and empties
+            # its own row cache: every repaint ``refresh`` asks for lands here, and so do the
+            # paths that bypass it (a new size, a styles reset). The kept rows go with Textual's.
+            self._kept = None
+            super()._set_dirty(*regions)
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        if not (hooks.SET_DIRTY and hooks.ROWS and hooks.hooks_on()):
+            return super().render_lines(crop)
         app = self.app
         key = (crop, self.region.size, app.theme, tuple(map(id, self.get_line_filters())))
         kept = self._kept

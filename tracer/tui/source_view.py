@@ -30,6 +30,7 @@ from textual.color import Color
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
+from tracer.tui import textual_hooks as hooks
 from tracer.tui.colours import theme_colours
 from tracer.tui.steady import SteadyScroll, placement
 
@@ -276,6 +277,9 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
                 self._reveal()
             else:
                 self._reveal_due = True
+                if not (hooks.SIZE_UPDATED and hooks.hooks_on()):
+                    # No layout hook to scroll in: after the frame that puts the pane there.
+                    self.call_after_refresh(self._reveal_when_placed)
         # The strip cache stays: its key says whether a line is marked or made the tensor, so
         # only lines whose marking changed are built again (all of them cost ~5 ms a frame).
         # A pane that stays where it was on screen repaints only those rows (a loop's
@@ -303,26 +307,31 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     def _text_width(self) -> int:
         return max(self.scrollable_content_region.width - self._gutter(), 10)
 
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
-        # Fold the lines for a new width in the layout pass that gives it, before the
-        # scrollbar is sized from them: folding while painting changed the virtual size
-        # after the layout, and Textual then laid the screen out again (a second frame).
-        chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical
-        if size.width > chrome:
-            self._wrap(max(size.width - chrome - self._gutter(), 10), in_layout=True)
-        placed = placement(self)
-        where = (placed.region, placed.clip) if placed is not None else None
-        self._placed_anew, self._placed_at = where != self._placed_at, where
-        resized = size != self.size
-        changed = super()._size_updated(size, virtual_size, container_size, layout)
-        if (resized or self._reveal_due) and size.height > 0:
-            # A new size may hide the marked lines: scroll to them in this pass, which
-            # paints the resized pane anyway (on_resize's check then finds them in view).
-            self._reveal_due = False
-            self._reveal(in_layout=True)
-        return changed
+    if hooks.SIZE_UPDATED:
+
+        def _size_updated(
+            self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+        ) -> bool:
+            # Fold the lines for a new width in the layout pass that gives it, before the
+            # scrollbar is sized from them: folding while painting changed the virtual size
+            # after the layout, and Textual then laid the screen out again (a second frame).
+            # Without this private hook, on_resize and render_line fold, a frame later.
+            if not hooks.hooks_on():
+                return super()._size_updated(size, virtual_size, container_size, layout)
+            chrome = self.styles.gutter.width + self.styles.scrollbar_size_vertical
+            if size.width > chrome:
+                self._wrap(max(size.width - chrome - self._gutter(), 10), in_layout=True)
+            placed = placement(self)
+            where = (placed.region, placed.clip) if placed is not None else None
+            self._placed_anew, self._placed_at = where != self._placed_at, where
+            resized = size != self.size
+            changed = super()._size_updated(size, virtual_size, container_size, layout)
+            if (resized or self._reveal_due) and size.height > 0:
+                # A new size may hide the marked lines: scroll to them in this pass, which
+                # paints the resized pane anyway (on_resize's check then finds them in view).
+                self._reveal_due = False
+                self._reveal(in_layout=True)
+            return changed
 
     def _wrap(self, width: int | None = None, *, in_layout: bool = False) -> None:
         """Fold every line to the pane's width; continuation pieces get a ↪ gutter.
@@ -393,12 +402,18 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             # pane anew, its frame draws the whole pane: marking the rows dirty (Textual's
             # private hook, which empties its row cache and the kept rows) is enough; a
             # refresh would ask for a second frame. Otherwise ask for the repaint.
-            if self._placed_anew:
+            if self._placed_anew and hooks.SET_DIRTY:
                 self._set_dirty()
             else:
                 self.refresh()
             return
         self.scroll_to(y=y, animate=False, immediate=True)
+
+    def _reveal_when_placed(self) -> None:
+        """The marked lines into view once a frame has placed the pane (no layout hook)."""
+        if self._reveal_due and self.size.height > 0 and self._on_screen():
+            self._reveal_due = False
+            self._reveal()
 
     def _on_screen(self) -> bool:
         """Whether the last layout put some of the pane on screen (not a hidden column's)."""

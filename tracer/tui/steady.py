@@ -1,6 +1,6 @@
 """Panes that are laid out once per key press, not twice.
 
-Textual (8.2.8, pinned in pyproject.toml) gives every widget whose size changed
+Textual (8.2, tested with 8.2.8) gives every widget whose size changed
 during a layout pass a new ``virtual_size``, and that reactive asks for another
 layout of the whole screen. For a pane without scrollbars of its own the second
 pass finds nothing to move: the first one already sized its children at the new
@@ -15,6 +15,10 @@ still updates its scrollbars: showing or hiding one asks for a layout of its own
 Only the layout that the size change alone would have asked for is skipped.
 ``tests/tui/test_steady.py`` checks that a change of step kind is laid out once
 and that what is drawn equals a screen laid out from scratch.
+
+Each override here is of a hook Textual keeps private, so each is defined only
+where :mod:`tracer.tui.textual_hooks` found that hook as expected, and passes
+straight through to Textual while the speed-ups are off.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
 
+from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.kept import Kept
 
@@ -54,12 +59,16 @@ class SteadySize(Widget):
     that scroll content of their own (a ``ScrollView`` keeps its own virtual size).
     """
 
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
-        # Overrides a private hook of Textual's: the one place that asks for the second
-        # pass. ``layout=False`` stores the new virtual size without a layout request.
-        return super()._size_updated(size, virtual_size, container_size, layout=False)
+    if hooks.SIZE_UPDATED:
+
+        def _size_updated(
+            self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+        ) -> bool:
+            # Overrides a private hook of Textual's: the one place that asks for the second
+            # pass. ``layout=False`` stores the new virtual size without a layout request.
+            if hooks.hooks_on():
+                layout = False
+            return super()._size_updated(size, virtual_size, container_size, layout=layout)
 
 
 class Column(Vertical, SteadySize, Kept, Backdrop):
@@ -101,15 +110,26 @@ class SteadyScrollBar(ScrollBar, SteadySize):
     """The last layout pass placed the bar where it was not (so its frame sends all of it)."""
     _painted_since_refresh = False
 
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
-        # Called for every widget the layout pass placed, after the compositor's new map.
-        placed = placement(self)
-        region = placed.region if placed is not None else None
-        self._placed_anew = region is not None and region != self._placed_at
-        self._placed_at = region
-        return super()._size_updated(size, virtual_size, container_size, layout)
+    if hooks.SIZE_UPDATED and hooks.CHECK_REFRESH:
+
+        def _size_updated(
+            self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+        ) -> bool:
+            # Called for every widget the layout pass placed, after the compositor's new map.
+            if hooks.hooks_on():
+                placed = placement(self)
+                region = placed.region if placed is not None else None
+                self._placed_anew = region is not None and region != self._placed_at
+                self._placed_at = region
+            return super()._size_updated(size, virtual_size, container_size, layout)
+
+        def _check_refresh(self) -> None:
+            # Overrides Textual's private hook that turns a repaint request into an Update
+            # message. Only a frame that followed _size_updated above sets the flag.
+            if self._painted_since_refresh:
+                self._repaint_required = False
+                self._painted_since_refresh = False
+            super()._check_refresh()
 
     def refresh(
         self,
@@ -129,13 +149,6 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         self._placed_anew = False  # one frame: the one that followed the layout pass
         return lines
 
-    def _check_refresh(self) -> None:
-        # Overrides Textual's private hook that turns a repaint request into an Update message.
-        if self._painted_since_refresh:
-            self._repaint_required = False
-            self._painted_since_refresh = False
-        super()._check_refresh()
-
 
 class SteadyScroll(ScrollView, Kept):
     """A ``ScrollView`` that repaints its scrollbars only when its own size changed.
@@ -150,34 +163,37 @@ class SteadyScroll(ScrollView, Kept):
     _scrollbars_for: Size | None = None
     """The view's own virtual size when its scrollbars were last fitted."""
 
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
-        # ScrollView._size_updated ignores the virtual size it is given (it keeps its own)
-        # except to decide whether anything changed. Given its own, it compares like with
-        # like; given the region, as Textual does, it refits the scrollbars, which is needed
-        # whenever the view's content changed size since they were last fitted.
-        own = self.virtual_size
-        if own != self._scrollbars_for:
-            self._scrollbars_for = own
-            return super()._size_updated(size, virtual_size, container_size, layout)
-        return super()._size_updated(size, own, container_size, layout)
+    if hooks.SIZE_UPDATED:
 
-    # Textual creates a view's scrollbars on first use, always as its own ScrollBar class;
-    # these two properties do what Textual's do, with the steady kind.
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        if self._vertical_scrollbar is None:
-            self._vertical_scrollbar = bar = self._steady_bar(vertical=True)
-            self.app._start_widget(self, bar)
-        return self._vertical_scrollbar
+        def _size_updated(
+            self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+        ) -> bool:
+            # ScrollView._size_updated ignores the virtual size it is given (it keeps its own)
+            # except to decide whether anything changed. Given its own, it compares like with
+            # like; given the region, as Textual does, it refits the scrollbars, which is
+            # needed whenever the view's content changed size since they were last fitted.
+            own = self.virtual_size
+            if own != self._scrollbars_for or not hooks.hooks_on():
+                self._scrollbars_for = own
+                return super()._size_updated(size, virtual_size, container_size, layout)
+            return super()._size_updated(size, own, container_size, layout)
 
-    @property
-    def horizontal_scrollbar(self) -> ScrollBar:
-        if self._horizontal_scrollbar is None:
-            self._horizontal_scrollbar = bar = self._steady_bar(vertical=False)
-            self.app._start_widget(self, bar)
-        return self._horizontal_scrollbar
+    if hooks.SCROLLBARS:
+        # Textual creates a view's scrollbars on first use, always as its own ScrollBar
+        # class; these two properties do what Textual's do, with the steady kind.
+        @property
+        def vertical_scrollbar(self) -> ScrollBar:
+            if self._vertical_scrollbar is None and hooks.hooks_on():
+                self._vertical_scrollbar = bar = self._steady_bar(vertical=True)
+                self.app._start_widget(self, bar)
+            return super().vertical_scrollbar
+
+        @property
+        def horizontal_scrollbar(self) -> ScrollBar:
+            if self._horizontal_scrollbar is None and hooks.hooks_on():
+                self._horizontal_scrollbar = bar = self._steady_bar(vertical=False)
+                self.app._start_widget(self, bar)
+            return super().horizontal_scrollbar
 
     def _steady_bar(self, *, vertical: bool) -> SteadyScrollBar:
         bar = SteadyScrollBar(

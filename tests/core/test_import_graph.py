@@ -1,0 +1,272 @@
+"""The import graph of tracer/ and plugins/ has no cycles, function-local imports included.
+
+Every module is parsed with ``ast`` (nothing is imported) and every ``import`` statement
+counts wherever it stands: at the top, under ``if TYPE_CHECKING:`` or inside a function.
+A statement's target is the module it names: ``from tracer.tracing import Trace`` imports the
+package ``tracer.tracing`` (its ``__init__``), ``from tracer import hookspecs`` and
+``from . import labels`` import those modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("tracer", "plugins")
+
+# Cycles other branches of this round remove; the first test fails while any is left.
+FIXED_ON_OTHER_BRANCHES = {
+    frozenset({"tracer.tui.app", "tracer.tui.launch"}),
+    frozenset({"tracer.cli.app_cmd", "tracer.cli.lessons_cmd"}),
+    frozenset({"tracer.learner.check", "tracer.learner.report"}),
+    frozenset({"tracer.learner.sandbox", "tracer.learner.server"}),
+    frozenset({"tracer.inputs.input_set", "tracer.inputs.builtin"}),
+    frozenset({"tracer.lessons.prose", "tracer.lessons.runner"}),
+}
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: Path
+    is_package: bool
+
+
+@dataclass(frozen=True)
+class Edge:
+    target: str
+    line: int
+    local: bool
+    """Inside a function: runs when the function does, not when the module loads."""
+
+
+def modules() -> dict[str, Module]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts.pop()
+            found[".".join(parts)] = Module(".".join(parts), path, is_package)
+    return found
+
+
+def _known(name: str, known: dict[str, Module]) -> str | None:
+    """``name`` or its nearest enclosing module of ours (``tracer.x.Class`` -> ``tracer.x``)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _targets(
+    node: ast.Import | ast.ImportFrom, module: Module, known: dict[str, Module]
+) -> Iterator[str | None]:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield _known(alias.name, known)
+        return
+    if node.level:  # relative: ``from . import x``, ``from ..render import text``
+        package = module.name if module.is_package else module.name.rpartition(".")[0]
+        parts = package.split(".")
+        base = ".".join(parts[: len(parts) - (node.level - 1)])
+        if node.module:
+            base = f"{base}.{node.module}"
+    else:
+        base = node.module or ""
+    for alias in node.names:
+        submodule = f"{base}.{alias.name}"
+        yield submodule if submodule in known else _known(base, known)
+
+
+def _function_local(tree: ast.Module) -> set[int]:
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for child in ast.walk(node):
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    inside.add(id(child))
+    return inside
+
+
+def import_graph() -> tuple[dict[str, list[Edge]], dict[str, Module]]:
+    known = modules()
+    graph: dict[str, list[Edge]] = {}
+    for module in known.values():
+        tree = ast.parse(module.path.read_text(encoding="utf-8"), str(module.path))
+        local = _function_local(tree)
+        edges = graph.setdefault(module.name, [])
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _targets(node, module, known):
+                    edge = Edge(target or "", node.lineno, id(node) in local)
+                    if target not in (None, module.name) and edge not in edges:
+                        edges.append(edge)
+    return graph, known
+
+
+def cycles(graph: dict[str, list[Edge]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        on_stack.add(name)
+        for edge in graph.get(name, []):
+            if edge.target not in index:
+                visit(edge.target)
+                low[name] = min(low[name], low[edge.target])
+            elif edge.target in on_stack:
+                low[name] = min(low[name], index[edge.target])
+        if low[name] == index[name]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == name:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return found
+
+
+def describe(
+    component: frozenset[str], graph: dict[str, list[Edge]], known: dict[str, Module]
+) -> Iterator[str]:
+    """Each import inside the cycle, as ``path:line: a -> b`` (``(in a function)`` if local)."""
+    for name in sorted(component):
+        for edge in graph[name]:
+            if edge.target in component:
+                where = known[name].path.relative_to(ROOT)
+                local = " (in a function)" if edge.local else ""
+                yield f"  {where}:{edge.line}: {name} -> {edge.target}{local}"
+
+
+def report(
+    found: list[frozenset[str]], graph: dict[str, list[Edge]], known: dict[str, Module]
+) -> str:
+    lines = []
+    for component in found:
+        lines.append(f"cycle of {len(component)}: {', '.join(sorted(component))}")
+        lines.extend(describe(component, graph, known))
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def graph() -> tuple[dict[str, list[Edge]], dict[str, Module]]:
+    return import_graph()
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="cycles in FIXED_ON_OTHER_BRANCHES remain until those branches merge; then drop this",
+)
+def test_no_import_cycles_at_all(graph: tuple[dict[str, list[Edge]], dict[str, Module]]) -> None:
+    edges, known = graph
+    found = cycles(edges)
+    print(report(found, edges, known))
+    assert not found, report(found, edges, known)
+
+
+def test_no_import_cycles_but_those_fixed_elsewhere(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    edges, known = graph
+    found = [c for c in cycles(edges) if c not in FIXED_ON_OTHER_BRANCHES]
+    print(report(found, edges, known))
+    assert not found, report(found, edges, known)
+
+
+# The core's layers, lowest first: a module imports from its own layer or those below.
+# Everything above (lessons, learner, session, the front ends, the cli) is not listed here.
+LAYERS = (
+    (
+        "tracer.errors",
+        "tracer.files",
+        "tracer.environment",
+        "tracer.processes",
+        "tracer.sanitize",
+        "tracer.suggest",
+        "tracer.yamldoc",
+    ),
+    ("tracer.variant", "tracer.options", "tracer.inputs", "tracer.hookspecs"),
+    ("tracer.tracing", "tracer.plugin_host", "tracer.render", "tracer.mistakes"),
+    ("tracer.runner", "tracer.testing"),
+)
+
+
+def layer(name: str) -> int:
+    for number, members in enumerate(LAYERS):
+        if any(name == m or name.startswith(f"{m}.") for m in members):
+            return number
+    return len(LAYERS)  # lessons, learner, session, front ends, the cli, the package itself
+
+
+def test_arrows_point_one_way(graph: tuple[dict[str, list[Edge]], dict[str, Module]]) -> None:
+    """runner -> tracing, plugin host, render -> variant, options, inputs -> base: never up.
+    So ``Stage`` and ``Trace`` do not import the notebook that displays them."""
+    edges, known = graph
+    upward = [
+        f"  {known[name].path.relative_to(ROOT)}:{edge.line}: {name} -> {edge.target}"
+        for name, found in sorted(edges.items())
+        for edge in found
+        if layer(name) < len(LAYERS) and layer(edge.target) > layer(name)
+    ]
+    assert not upward, "imports pointing up:\n" + "\n".join(upward)
+
+
+def test_the_graph_sees_every_form_of_import(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    """The parser itself: each form resolves to the module it loads."""
+    edges, _ = graph
+    targets = {name: {(e.target, e.local) for e in found} for name, found in edges.items()}
+    # ``from tracer import hookspecs``: the module, not the package.
+    assert ("tracer.hookspecs", False) in targets["tracer.plugin_host.host"]
+    # ``from tracer.tracing.trace import Trace`` at the top of a module.
+    assert ("tracer.tracing.trace", False) in targets["tracer.tracing.worker"]
+    # A function-local import that keeps torch off start-up is still an edge.
+    assert ("tracer.tracing.checks", True) in targets["tracer.tracing.trace"]
+    # A package's __init__ importing its own module.
+    assert ("tracer.tracing.trace", False) in targets["tracer.tracing"]
+
+
+def test_relative_imports_resolve(tmp_path: Path) -> None:
+    known = {
+        name: Module(name, tmp_path / "x.py", is_package)
+        for name, is_package in [
+            ("pkg", True),
+            ("pkg.a", False),
+            ("pkg.sub", True),
+            ("pkg.sub.b", False),
+        ]
+    }
+    tree = ast.parse("from . import b\nfrom .. import a\nfrom ..a import thing\nfrom . import x\n")
+    module = known["pkg.sub.b"]
+    found = [t for node in tree.body for t in _targets(node, module, known)]  # type: ignore[arg-type]
+    assert found == ["pkg.sub.b", "pkg.a", "pkg.a", "pkg.sub"]
+
+
+def test_a_cycle_is_found_and_named() -> None:
+    graph = {
+        "a": [Edge("b", 1, False)],
+        "b": [Edge("c", 2, True)],
+        "c": [Edge("a", 3, False)],
+        "d": [Edge("a", 4, False)],
+    }
+    assert cycles(graph) == [frozenset({"a", "b", "c"})]

@@ -1,0 +1,97 @@
+"""Which of Textual's private drawing hooks attn's speed-ups may override, decided once.
+
+The key-press speed-ups (:mod:`tracer.tui.kept`, :mod:`tracer.tui.backdrop`,
+:mod:`tracer.tui.steady`, :mod:`tracer.tui.source_view`) override methods Textual
+keeps private. attn accepts a range of Textual versions, so each hook is
+feature-detected when this module is imported: the method must exist with the
+parameters the override was written for. A hook that is missing or changed is
+not overridden at all, and Textual draws that part its own way: slower, never
+wrong.
+
+``ATTN_TEXTUAL_HOOKS=off`` in the environment turns every speed-up off (the
+escape hatch if a Textual release breaks one in a way detection cannot see);
+:func:`use_hooks` does the same from Python. The overrides read :func:`hooks_on`
+on each call, so one process can draw with and without them (the test that
+compares both screens does).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+from textual.app import App
+from textual.widget import Widget
+
+SWITCH = "ATTN_TEXTUAL_HOOKS"
+"""Environment variable: ``off`` (or ``0``, ``no``, ``false``) draws with Textual's own code."""
+
+
+def _takes(owner: type, name: str, *parameters: str) -> bool:
+    """Whether ``owner.name`` is a function with exactly these parameters (after ``self``)."""
+    method = getattr(owner, name, None)
+    if not callable(method):
+        return False
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):
+        return False
+    return tuple(signature.parameters) == ("self", *parameters)
+
+
+def _instance_has(*names: str) -> bool:
+    """Whether a fresh widget carries these private attributes (set in Textual's __init__)."""
+    try:
+        probe = Widget()
+    except Exception:  # a Textual whose widgets cannot be made outside an app: no hooks
+        return False
+    return all(hasattr(probe, name) for name in names)
+
+
+SET_DIRTY = _takes(Widget, "_set_dirty", "regions")
+"""``Widget._set_dirty(*regions)``: marks rows to draw again and empties Textual's row cache.
+:class:`~tracer.tui.kept.Kept` keeps its rows only while it can see every such call."""
+
+SIZE_UPDATED = _takes(Widget, "_size_updated", "size", "virtual_size", "container_size", "layout")
+"""``Widget._size_updated(size, virtual_size, container_size, layout=True)``: the layout
+pass handing a widget its size (:mod:`tracer.tui.steady`, the source pane's folding)."""
+
+CHECK_REFRESH = _takes(Widget, "_check_refresh") and _instance_has("_repaint_required")
+"""``Widget._check_refresh()`` and its ``_repaint_required`` flag: a scrollbar's repaint that
+the frame before it already drew is dropped."""
+
+SCROLLBARS = (
+    isinstance(getattr(Widget, "vertical_scrollbar", None), property)
+    and isinstance(getattr(Widget, "horizontal_scrollbar", None), property)
+    and _takes(App, "_start_widget", "parent", "widget")
+    and _instance_has("_vertical_scrollbar", "_horizontal_scrollbar")
+)
+"""Textual makes a view's scrollbars on first use (``_vertical_scrollbar`` and
+``App._start_widget``); a steady view makes its own kind there."""
+
+ROWS = _takes(Widget, "render_lines", "crop")
+"""``Widget.render_lines(crop)``, public but the compositor's: kept rows and blank bands."""
+
+_on = os.environ.get(SWITCH, "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def hooks_on() -> bool:
+    """Whether the speed-ups are in use (each also needs its hook detected, above)."""
+    return _on
+
+
+def use_hooks(on: bool) -> None:
+    """Turn every speed-up on or off for widgets drawn from now on (tests, the benchmark)."""
+    global _on
+    _on = on
+
+
+def detected() -> dict[str, bool]:
+    """Each hook and whether this Textual has it as the overrides expect."""
+    return {
+        "_set_dirty": SET_DIRTY,
+        "_size_updated": SIZE_UPDATED,
+        "_check_refresh": CHECK_REFRESH,
+        "scrollbars": SCROLLBARS,
+        "render_lines": ROWS,
+    }

@@ -234,7 +234,7 @@ def test_a_sub_step_outside_its_stage_is_refused_at_its_yield(attn: Attn, tmp_pa
         """
         + register("far", "far", '("scores",)', ', loops=("scores",)'),
     )
-    status, out, err = attn("trace", "far", "--plugins-dir", str(folder), "--substeps")
+    status, _, err = attn("trace", "far", "--plugins-dir", str(folder), "--substeps")
     line = line_of(folder / "far.py", "(100, 0)")
     assert status == 3
     assert err.splitlines()[-1] == (

@@ -303,10 +303,19 @@ class Tokens(tuple[str, ...]):
     """
 
     source: tuple[str, ...] | None
+    default_source: str | None
+    """The name of the input set that gave ``source`` when nobody else did (the variant's
+    default source), so a message can say so; None when the inputs or the user gave it."""
 
-    def __new__(cls, tokens: Sequence[str], source: Sequence[str] | None = None) -> Tokens:
+    def __new__(
+        cls,
+        tokens: Sequence[str],
+        source: Sequence[str] | None = None,
+        default_source: str | None = None,
+    ) -> Tokens:
         made = super().__new__(cls, tokens)
         made.source = tuple(source) if source is not None else None
+        made.default_source = default_source if source is not None else None
         return made
 
 

@@ -164,6 +164,8 @@ class TensorRef:
     label: str | None = None
     line: int = 0
     column: int = 0
+    cell_at: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+    """Where each index of ``cell`` is written (line, column), for a message about one."""
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,14 @@ what follows only from a default the check fell back to is not reported.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.lessons.test_authoring import H, load, problems
 from tracer.lessons.model import Compare, Quiz, Show
 from tracer.plugin_host import PluginHost
+
+Attn = Callable[..., tuple[int, str, str]]
 
 
 def test_a_comma_inside_a_flow_list_hint_keeps_the_sentence_whole(host: PluginHost) -> None:
@@ -101,3 +104,33 @@ def test_a_lesson_uses_a_variants_own_inputs_and_may_name_them(host: PluginHost)
     assert isinstance(compare, Compare)
     assert compare.left.options.inputs is not None
     assert compare.left.options.inputs.tokens[0] == "Your"
+
+
+def test_size_counts_entries_not_values(host: PluginHost) -> None:
+    from tracer.lessons.runner import LessonRunner
+
+    lesson = load(
+        H + "values:\n"
+        "  keys: {variant: naive-loop, stage: scores, then: [{size: 1}]}\n"
+        "  all: {variant: naive-loop, stage: scores, then: [size]}\n"
+        "  row: {variant: masked, stage: mask, then: [{pick: 1}, size]}\n"
+        "steps:\n  - narration: '{{keys}} keys, {{all}} scores, {{row}}'\n",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    try:
+        assert [runner.value(named.ref) for named in lesson.values] == [6.0, 36.0, 6.0]
+    finally:
+        runner.close()
+
+
+def test_an_inputs_file_beside_the_lessons_is_not_a_lesson(tmp_path: Path, attn: Attn) -> None:
+    (tmp_path / "data.yaml").write_text("tokens: [a, b]\nembeddings: [[1, 0], [0, 1]]\n")
+    (tmp_path / "one.yaml").write_text(
+        H + "inputs: data.yaml\nsteps:\n  - show: {variant: naive-loop, stage: scores}\n"
+    )
+    status, out, err = attn("lesson", "check", str(tmp_path))
+    assert (status, err) == (0, ""), out
+    assert out.splitlines() == [f"{tmp_path / 'one.yaml'}: ok (1 step)"]
+    status, out, _ = attn("lessons", "--lessons-dir", str(tmp_path))
+    assert status == 0 and "one" in out and "data" not in out.split(str(tmp_path))[-1]

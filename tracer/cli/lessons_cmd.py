@@ -189,15 +189,13 @@ def open_tui(args: argparse.Namespace) -> int:
 
 def lesson_files(targets: list[str]) -> list[str]:
     """Each target, with a folder replaced by the lessons in it (sorted)."""
-    from tracer.lessons.loader import LESSON_SUFFIXES
+    from tracer.lessons.loader import lesson_files_in
 
     files: list[str] = []
     for target in targets:
         folder = Path(target)
         if folder.is_dir():
-            found = sorted(
-                p for p in folder.iterdir() if p.suffix in LESSON_SUFFIXES and p.is_file()
-            )
+            found = lesson_files_in(folder)  # inputs files beside the lessons are not lessons
             if not found:
                 raise UsageError(f"no lessons (.yaml) in {folder}")
             files += [str(p) for p in found]

@@ -106,7 +106,7 @@ STEP_KEYS: dict[str, tuple[str, ...]] = {
     "checkpoint": CHECKPOINT_KEYS,
 }
 FLAG_OPERATIONS = ("diagonal", "transpose", "exp", "abs")
-REDUCTIONS = ("sum", "max", "min", "mean", "std", "argmax", "count")
+REDUCTIONS = ("sum", "max", "min", "mean", "std", "argmax", "count", "size")
 """Operations over a dimension; all but ``sum`` also take no value (the whole tensor)."""
 BINARY_OPERATIONS = ("add", "subtract", "multiply")
 COMPARISONS = (">=", "<=", "==", "!=", ">", "<")

@@ -165,8 +165,25 @@ class Param:
     shape: tuple[int | str, ...]
     init: str | None = None
     help: str = ""
+    declared_at: Location | None = field(default=None, compare=False, repr=False)
+    """Where the plugin wrote ``Param(...)`` (filled in when it is made)."""
+    problem: str | None = field(default=None, compare=False, repr=False)
+    """As for :class:`Option`: why the declaration cannot work, kept while a plugin loads."""
 
     def __post_init__(self) -> None:
+        if self.declared_at is None:
+            caller = sys._getframe(2)
+            object.__setattr__(
+                self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
+            )
+        try:
+            self._check()
+        except ValueError as exc:
+            if not _deferring():
+                raise
+            object.__setattr__(self, "problem", str(exc))
+
+    def _check(self) -> None:
         if not isinstance(self.name, str) or not OPTION_NAME.match(self.name):
             raise ValueError(
                 f"parameter name {self.name!r} must be lower-case letters, digits and underscores"
@@ -669,7 +686,12 @@ class Variant:
                 self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
             )
         broken = next(
-            (o for o in self.options if isinstance(o, Option) and o.problem is not None), None
+            (
+                d
+                for d in (*self.options, *self.params)
+                if isinstance(d, (Option, Param)) and d.problem is not None
+            ),
+            None,
         )
         try:
             if broken is not None:

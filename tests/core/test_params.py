@@ -216,3 +216,40 @@ def test_the_inputs_package_has_no_import_cycle() -> None:
         return False
 
     assert [name for name in edges if reaches(name, name, set())] == []
+
+
+def test_a_bad_param_fails_only_its_variant(tmp_path: Path) -> None:
+    from tracer.errors import PluginError
+    from tracer.plugin_host import PluginHost
+
+    folder = plugin(
+        tmp_path / "p",
+        "pair",
+        """
+        from tracer import Param
+
+        def fine(run):
+            yield stage("s", "S", axes=(), s=torch.tensor(1.0))
+            return run.inputs
+
+        @hookimpl
+        def register_variants(register):
+            register(Variant(name="gated", title="T", run=fine, stages=("s",),
+                             params=(Param("gate", ("tokns",)),)))
+            register(Variant(name="plain-one", title="T", run=fine, stages=("s",)))
+        """,
+    )
+    host = PluginHost([folder], use_env=False)
+    assert "plain-one" in host.variants
+    with pytest.raises(PluginError) as caught:
+        host.variant("gated")
+    line = next(
+        n
+        for n, text in enumerate((folder / "pair.py").read_text().splitlines(), 1)
+        if 'Variant(name="gated"' in text
+    )
+    assert str(caught.value).endswith(
+        "variant 'gated' is unavailable: plugin 'pair' failed to declare it: parameter 'gate' "
+        "of variant 'gated': 'tokns' is not a size (did you mean 'tokens'?); use tokens, d_in, "
+        f"d_out, source_tokens, d_source or one of the variant's int options ({folder / 'pair.py'}:{line})"
+    )

@@ -134,3 +134,19 @@ def test_an_inputs_file_beside_the_lessons_is_not_a_lesson(tmp_path: Path, attn:
     assert out.splitlines() == [f"{tmp_path / 'one.yaml'}: ok (1 step)"]
     status, out, _ = attn("lessons", "--lessons-dir", str(tmp_path))
     assert status == 0 and "one" in out and "data" not in out.split(str(tmp_path))[-1]
+
+
+def test_a_repeated_token_is_named_with_its_position(host: PluginHost) -> None:
+    text = (
+        H + "steps:\n"
+        "  - quiz:\n"
+        "      question: q\n"
+        "      answer: {variant: induction, stage: layer0_weights, options: {layer: 0, head: 2}, "
+        "cell: [0, R@10, R@0]}\n"
+    )
+    (quiz,) = load(text, host).steps
+    assert isinstance(quiz, Quiz)
+    assert quiz.answer.cell == (0, 10, 0)  # type: ignore[union-attr]
+    assert problems(text.replace("R@0]", "R@3]"), host) == [
+        "6:105: cell index 'R@3': token 3 is 'S', not 'R'; 'R' is at 0, 10 (numbered from 0)"
+    ]

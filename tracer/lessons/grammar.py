@@ -10,6 +10,7 @@ with its position instead of stopping at the first; nothing is computed here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -126,6 +127,8 @@ _FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
 _NULL = "tag:yaml.org,2002:null"
 _STR = "tag:yaml.org,2002:str"
+_POSITIONED = re.compile(r"^(.+)@(\d+)$")
+"""``the@3``: a token named with its 0-based position, for a token the text repeats."""
 
 
 # Validation ------------------------------------------------------------------
@@ -346,6 +349,9 @@ class Reader:
         if isinstance(value, str) and value:
             if value in tokens:
                 return tokens.index(value)
+            at = _POSITIONED.match(value)
+            if at is not None:  # 'the@3': a repeated token, named with its position
+                return self.positioned(node, what, at.group(1), int(at.group(2)), tokens)
             source = source_tokens(tokens) or ()  # a second sequence's tokens name its positions
             if value in source:
                 return source.index(value)
@@ -368,6 +374,30 @@ class Reader:
             return None
         self.problem(node, f"{what} must be a token or a 0-based index, not {_kind(node)}")
         return None
+
+    def positioned(
+        self, node: yaml.Node, what: str, token: str, position: int, tokens: tuple[str, ...]
+    ) -> int | None:
+        """``token@position``: the token at that 0-based position of the main sequence
+        (or, for a word only the source has, of the source), checked to be that token."""
+        source = source_tokens(tokens) or ()
+        sequence, which = tokens, "tokens"
+        if token not in tokens and token in source:
+            sequence, which = source, "source tokens"
+        if token not in sequence:
+            return self.index(
+                yaml.ScalarNode(_STR, token, node.start_mark, node.end_mark), what, tokens
+            )
+        if not 0 <= position < len(sequence) or sequence[position] != token:
+            places = [str(i) for i, t in enumerate(sequence) if t == token]
+            found = f"'{sequence[position]}'" if 0 <= position < len(sequence) else "out of range"
+            self.problem(
+                node,
+                f"{what} '{token}@{position}': {which[:-1]} {position} is {found}, not '{token}'; "
+                f"'{token}' is at {', '.join(places)} (numbered from 0)",
+            )
+            return None
+        return position
 
     # the lesson ----------------------------------------------------------------
 

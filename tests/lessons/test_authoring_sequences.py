@@ -150,3 +150,12 @@ def test_a_repeated_token_is_named_with_its_position(host: PluginHost) -> None:
     assert problems(text.replace("R@0]", "R@3]"), host) == [
         "6:105: cell index 'R@3': token 3 is 'S', not 'R'; 'R' is at 0, 10 (numbered from 0)"
     ]
+
+
+def test_lower_case_hint_fragments_stay_separate(host: PluginHost) -> None:
+    lesson = load(
+        H + "steps:\n  - quiz: {question: q, answer: 1, hints: [first hint, second hint]}\n", host
+    )
+    (quiz,) = lesson.steps
+    assert isinstance(quiz, Quiz)
+    assert quiz.hints == ("first hint", "second hint")

@@ -1521,8 +1521,10 @@ class Reader:
 def _rejoined_sentences(items: list[yaml.Node]) -> list[yaml.Node]:
     """``hints: [Multiply …, then add.]``: YAML reads a comma in a flow list as a new item,
     so a sentence with a comma became two hints. An unquoted item that starts in lower case
-    after one that ends without a full stop (., ?, !, :) continues its sentence: the two are
-    one hint, with the text between them as written. Quoted items are kept as they are."""
+    after one that starts a sentence (a capital) and does not end it (., ?, !, :, ;)
+    continues that sentence: the two are one hint, with the text between them as written.
+    Quoted items, and lists of lower-case fragments (``[first hint, second hint]``), are
+    kept as they are."""
     joined: list[yaml.Node] = []
     for item in items:
         previous = joined[-1] if joined else None
@@ -1531,8 +1533,9 @@ def _rejoined_sentences(items: list[yaml.Node]) -> list[yaml.Node]:
             and isinstance(item, yaml.ScalarNode)
             and previous.style is None
             and item.style is None
+            and str(previous.value)[:1].isupper()
             and str(item.value)[:1].islower()
-            and not str(previous.value).rstrip().endswith((".", "?", "!", ":"))
+            and not str(previous.value).rstrip().endswith((".", "?", "!", ":", ";"))
         ):
             buffer = getattr(previous.start_mark, "buffer", None)
             between = (

@@ -88,6 +88,7 @@ def test_a_lesson_uses_a_variants_own_inputs_and_may_name_them(host: PluginHost)
     (show,) = lesson.steps
     assert isinstance(show, Show)
     assert show.ref.options.inputs is own  # as 'attn trace induction' runs it
+    assert lesson.options.inputs is own  # what the lesson says it runs on: every step's inputs
     named = load(
         H + "inputs: repeated-letters\nsteps:\n  - show: {variant: induction, stage: tokens}\n",
         host,
@@ -142,13 +143,13 @@ def test_a_repeated_token_is_named_with_its_position(host: PluginHost) -> None:
         "  - quiz:\n"
         "      question: q\n"
         "      answer: {variant: induction, stage: layer0_weights, options: {layer: 0, head: 2}, "
-        "cell: [0, R@10, R@0]}\n"
+        "cell: [R@10, R@0]}\n"
     )
     (quiz,) = load(text, host).steps
     assert isinstance(quiz, Quiz)
-    assert quiz.answer.cell == (0, 10, 0)  # type: ignore[union-attr]
+    assert quiz.answer.cell == (10, 0)  # type: ignore[union-attr]
     assert problems(text.replace("R@0]", "R@3]"), host) == [
-        "6:105: cell index 'R@3': token 3 is 'S', not 'R'; 'R' is at 0, 10 (numbered from 0)"
+        "6:102: cell index 'R@3': token 3 is 'S', not 'R'; 'R' is at 0, 10 (numbered from 0)"
     ]
 
 

@@ -453,6 +453,7 @@ class Reader:
                         steps.append(step)
                 self.unique_ids(node)
         self.unused_shared_options()
+        options = self.lesson_inputs(options, steps)
         lesson = Lesson(
             title=title or "",
             summary=summary or "",
@@ -612,6 +613,25 @@ class Reader:
         own = self.host.variants[variant].inputs
         if options.inputs is self.default_inputs and own is not None:
             return replace(options, inputs=own)
+        return options
+
+    def lesson_inputs(self, options: Options, steps: Sequence[LessonStep]) -> Options:
+        """The lesson's inputs: when it names none and every step runs on one variant's own
+        inputs (an induction lesson), those, so what says "the lesson's inputs" names them."""
+        if options.inputs is not self.default_inputs:
+            return options
+        used: dict[int, InputSet] = {}
+        for step in steps:
+            refs = [*step.tables(), step.reported_at]
+            for given in [r.options for r in refs if r is not None] + (
+                [step.options] if isinstance(step, Loop) else []
+            ):
+                if given.inputs is not None:
+                    used[id(given.inputs)] = given.inputs
+        if len(used) == 1:
+            (only,) = used.values()
+            if only is not self.default_inputs:
+                return replace(options, inputs=only)
         return options
 
     def named_input_sets(self) -> dict[str, InputSet]:

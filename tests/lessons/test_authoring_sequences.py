@@ -160,3 +160,11 @@ def test_lower_case_hint_fragments_stay_separate(host: PluginHost) -> None:
     (quiz,) = lesson.steps
     assert isinstance(quiz, Quiz)
     assert quiz.hints == ("first hint", "second hint")
+
+
+def test_lesson_check_help_is_its_own(attn: Attn) -> None:
+    status, out, err = attn("lesson", "check", "--help")
+    assert (status, err) == (0, "")
+    assert out.startswith("usage: attn lesson check PATH|DIR... [--watch]")
+    status, out, _ = attn("lesson", "--help")
+    assert status == 0 and "check, run, new, schema or export" in out

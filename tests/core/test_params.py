@@ -253,3 +253,25 @@ def test_a_bad_param_fails_only_its_variant(tmp_path: Path) -> None:
         "of variant 'gated': 'tokns' is not a size (did you mean 'tokens'?); use tokens, d_in, "
         f"d_out, source_tokens, d_source or one of the variant's int options ({folder / 'pair.py'}:{line})"
     )
+
+
+def test_strict_plugins_refuse_a_variant_that_failed_to_declare(tmp_path: Path) -> None:
+    from tracer.errors import PluginError
+    from tracer.plugin_host import PluginHost
+
+    folder = plugin(
+        tmp_path / "p",
+        "lone",
+        """
+        def fine(run):
+            yield stage("s", "S", axes=(), s=torch.tensor(1.0))
+            return run.inputs
+
+        @hookimpl
+        def register_variants(register):
+            register(Variant(name="lone", title="T", run=fine, stages=("s",),
+                             options=(Option("Width", int, 2),)))
+        """,
+    )
+    with pytest.raises(PluginError, match=r"failed to declare variant 'lone': option name 'Width'"):
+        PluginHost([folder], use_env=False, strict=True)

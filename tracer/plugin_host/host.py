@@ -161,6 +161,12 @@ class PluginHost:
             raise PluginError(
                 f"plugin '{first.name}' failed: {first.error} (ATTN_STRICT_PLUGINS=1)"
             )
+        if self.strict and self.broken:
+            name, (record, problem) = next(iter(self.broken.items()))
+            raise PluginError(
+                f"plugin '{record.name}' failed to declare variant '{name}': {problem} "
+                "(ATTN_STRICT_PLUGINS=1)"
+            )
 
     @property
     def failures(self) -> list[PluginRecord]:

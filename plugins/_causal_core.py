@@ -1,7 +1,7 @@
 """The core of causal attention, shared by ``masked``, ``multihead-wrapper`` and ``multihead``.
 
 Given queries, keys and values it scores every pair, scales, hides the
-future, takes the softmax and applies dropout (``_dropout.py``, which every built-in
+future, takes the softmax and applies dropout (``tracer.dropout``, which every built-in
 shares), yielding a stage at each point. The three variants reach it with ``yield from``, so its lines light
 up in the source pane exactly as their own would: a plugin may spread its
 code over as many files of its package as it likes.
@@ -13,9 +13,9 @@ focused query's row.
 """
 
 import torch
-from tracer.builtin_plugins._dropout import dropout
 
 from tracer import RunContext, stage
+from tracer.dropout import dropout
 
 
 def causal_mask(run: RunContext, n: int) -> torch.Tensor:

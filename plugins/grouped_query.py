@@ -17,10 +17,10 @@ single head, nothing is averaged, and the numbers are exactly ``multihead``'s.
 """
 
 import torch
-from tracer.builtin_plugins._dropout import dropout
 from tracer.builtin_plugins.multihead import split_weights
 
 from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer.dropout import dropout
 from tracer.errors import UsageError
 
 HEADS = Option("heads", int, 2, "number of query heads (--heads N for short)", min=1, max=64)
@@ -134,8 +134,8 @@ def grouped_query(run: RunContext):
         weights=focus(run, weights),
     )
 
-    # The mask every built-in draws (numpy's RandomState(seed), in _dropout.py beside this
-    # file): with kv_heads = heads this drops exactly what multihead drops.
+    # The mask every built-in draws (numpy's RandomState(seed), public in tracer.dropout
+    # for any plugin): with kv_heads = heads this drops exactly what multihead drops.
     dropped = dropout(weights, run.dropout, run.seed)
     yield stage(
         "dropout",

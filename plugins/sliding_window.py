@@ -16,9 +16,9 @@ band hides nothing the causal mask did not, and the output equals ``masked``'s.
 """
 
 import torch
-from tracer.builtin_plugins._dropout import dropout
 
 from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer.dropout import dropout
 from tracer.mistakes import attend, common_mistakes
 
 WINDOW = Option(
@@ -97,8 +97,8 @@ def sliding_window(run: RunContext):
         keys_seen=(~mask).sum(dim=-1),
     )
 
-    # The mask every built-in draws (numpy's RandomState(seed), in _dropout.py beside this
-    # file): with a window as long as the text this drops exactly what masked drops.
+    # The mask every built-in draws (numpy's RandomState(seed), public in tracer.dropout
+    # for any plugin): with a window as long as the text this drops exactly what masked drops.
     dropped = dropout(weights, run.dropout, run.seed, query=run.query)
     yield stage(
         "dropout",

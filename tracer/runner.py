@@ -9,13 +9,14 @@ This is the Python API behind ``attn trace``::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tracer.errors import UsageError
+from tracer.errors import InputError, UsageError
 from tracer.inputs import InputSet, load_inputs
 from tracer.inputs.input_set import SourceSequence
-from tracer.inputs.weights import make_source_weights, make_weights
+from tracer.inputs.weights import make_params, make_source_weights, make_weights
 
 # Re-exported: the bounds are declared with the trace options, in tracer.options.
 from tracer.options import MAX_D_OUT as MAX_D_OUT
@@ -29,9 +30,11 @@ from tracer.options import (
 )
 from tracer.plugin_host import PluginHost
 from tracer.suggest import did_you_mean
-from tracer.variant import RunContext, Source, Variant
+from tracer.variant import ParamValues, RunContext, Source, Variant
 
 if TYPE_CHECKING:
+    import torch
+
     from tracer.tracing import Trace
 
 DEFAULT_INPUTS = "your-journey"
@@ -144,6 +147,7 @@ def build_context(
     if uses_weights:
         weights = make_weights(options.init, input_set.d_in, d_out, options.seed, input_set.weights)
     second = build_source(input_set, options, d_out, uses_weights, variant)
+    params = build_params(input_set, options, variant, variant_options, inputs, d_out, second)
     return RunContext(
         inputs=inputs,
         tokens=input_set.tokens,
@@ -155,7 +159,80 @@ def build_context(
         padding=input_set.padding,
         extra=variant_options,
         source=second,
+        params=params,
+        d_out=d_out if uses_weights else None,
     )
+
+
+def build_params(
+    input_set: InputSet,
+    options: TraceOptions,
+    variant: Variant | None,
+    variant_options: Mapping[str, Any],
+    inputs: torch.Tensor,
+    d_out: int,
+    source: Source | None,
+) -> ParamValues:
+    """``run.params``: the inputs' ``params:`` checked against ``Variant(params=...)``, and
+    every declared parameter they do not give drawn from the seed (see ``make_params``)."""
+    declared = variant.params if variant is not None else ()
+    given = dict(input_set.params or {})
+    names = [param.name for param in declared]
+    whose = f"variant '{variant.name}'" if variant is not None else "the variant"
+    for name, value in given.items():
+        if name not in names:
+            listed = ", ".join(names) if names else "none"
+            raise InputError(
+                f"params.{name}: {whose} declares no parameter '{name}'"
+                f"{did_you_mean(name, names)}; it declares: {listed}",
+                value.name_at,
+            )
+    if not declared:
+        return ParamValues()
+    sizes: dict[str, int] = {
+        "tokens": int(inputs.shape[0]),
+        "d_in": int(inputs.shape[1]),
+        "d_out": d_out,
+        **{
+            k: v
+            for k, v in variant_options.items()
+            if isinstance(v, int) and not isinstance(v, bool)
+        },
+    }
+    if source is not None:
+        sizes["source_tokens"] = int(source.inputs.shape[0])
+        sizes["d_source"] = int(source.inputs.shape[1])
+    for param in declared:
+        missing = [size for size in param.size_names() if size not in sizes]
+        if missing:
+            raise UsageError(
+                f"parameter '{param.name}' of {whose} needs '{missing[0]}', which this run "
+                "does not have (no source sequence)"
+            )
+        shape = param.resolve(sizes)
+        if any(size < 1 for size in shape):
+            raise UsageError(
+                f"parameter '{param.name}' of {whose} would have shape {_shape(shape)} "
+                f"({', '.join(map(str, param.shape))}) for these inputs; every size must be "
+                "at least 1"
+            )
+        found = given.get(param.name)
+        if found is not None and found.shape != shape:
+            raise InputError(
+                f"params.{param.name} is {_shape(found.shape)} but {whose} declares "
+                f"({', '.join(map(str, param.shape))}) = {_shape(shape)} for these inputs",
+                found.where,
+            )
+    after: list[tuple[int, int]] = []
+    if variant is not None and variant.uses_weights:
+        after = [(int(inputs.shape[1]), d_out)] * 3
+        if source is not None:
+            after += [(int(source.inputs.shape[1]), d_out)] * 2
+    return make_params(declared, sizes, options.init, options.seed, given, after=after)
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "×".join(map(str, shape)) if shape else "a single number"
 
 
 def build_source(

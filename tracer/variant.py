@@ -18,7 +18,8 @@ from __future__ import annotations
 import keyword
 import re
 import sys
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -77,32 +78,187 @@ class Option:
     max: float | None = None
     choices: tuple[Any, ...] | None = None
 
+    declared_at: Location | None = field(default=None, compare=False, repr=False)
+    """Where the plugin wrote ``Option(...)`` (filled in when the option is made)."""
+    problem: str | None = field(default=None, compare=False, repr=False)
+    """Why the declaration cannot work, when it was made while a plugin loads: the
+    variant that uses it then fails alone (see :func:`deferred_declarations`)."""
+
     def __post_init__(self) -> None:
-        if not OPTION_NAME.match(self.name):
-            fixed = re.sub(r"[^a-z0-9_]+", "_", self.name.lower()).strip("_")
+        if self.declared_at is None:
+            caller = sys._getframe(2)
+            object.__setattr__(
+                self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
+            )
+        problem = self._problem()
+        if problem is None:
+            return
+        if not _deferring():
+            raise ValueError(problem)
+        object.__setattr__(self, "problem", problem)
+
+    def _problem(self) -> str | None:
+        name = self.name if isinstance(self.name, str) else repr(self.name)
+        if not OPTION_NAME.match(name):
+            fixed = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")
             hint = f" (did you mean '{fixed}'?)" if OPTION_NAME.match(fixed) else ""
-            raise ValueError(
-                f"option name {self.name!r} must be lower-case letters, digits and "
-                f"underscores{hint}"
-            )
+            return f"option name {self.name!r} must be lower-case letters, digits and underscores{hint}"
         if self.type not in OPTION_TYPES:
-            raise ValueError(
-                f"option {self.name!r} has type {self.type!r}; use int, float, bool or str"
-            )
+            return f"option {self.name!r} has type {self.type!r}; use int, float, bool or str"
         number = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
         if number and self.min is not None and self.default < self.min:
-            raise ValueError(
+            return (
                 f"option {self.name!r} has default {self.default!r}, below its own min={self.min!r}"
             )
         if number and self.max is not None and self.default > self.max:
-            raise ValueError(
+            return (
                 f"option {self.name!r} has default {self.default!r}, above its own max={self.max!r}"
             )
+        return None
 
     @property
     def is_identifier(self) -> bool:
         """Whether the name can be a Python keyword argument (``lambda`` cannot)."""
         return not keyword.iskeyword(self.name)
+
+
+_DEFERRING: list[int] = [0]
+
+
+def _deferring() -> bool:
+    return _DEFERRING[0] > 0
+
+
+@contextmanager
+def deferred_declarations() -> Iterator[None]:
+    """While a plugin loads: a declaration that cannot work (a bad ``Option``, a bad
+    ``Variant`` field) is kept with its problem instead of raising, so the plugin host
+    refuses that variant alone and the module's other variants still load. Outside,
+    the constructors raise ``ValueError`` as ever."""
+    _DEFERRING[0] += 1
+    try:
+        yield
+    finally:
+        _DEFERRING[0] -= 1
+
+
+PARAM_INITS = ("rand", "randn", "linear", "zeros", "ones")
+"""How a :class:`Param` the inputs do not give is drawn; None follows ``--init``."""
+PARAM_DIMS = ("tokens", "d_in", "d_out", "source_tokens", "d_source")
+"""Sizes a :class:`Param`'s shape may name, besides numbers and the variant's int options."""
+_DIM_TERM = re.compile(r"[a-z][a-z0-9_]*|[0-9]+|[-+*]|\s+|.")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A learnt parameter a variant declares: ``Param("rel_bias", ("2*tokens-1",), "randn")``.
+
+    ``shape`` gives each dimension as a number, a size the run knows (``tokens``, ``d_in``,
+    ``d_out``, ``source_tokens``, ``d_source``), one of the variant's ``int`` options, or a
+    sum or product of those (``"2*tokens-1"``). An inputs file may give its values in a
+    ``params:`` section (checked against this shape); otherwise it is drawn from ``--seed``
+    with ``init`` (``rand``, ``randn``, ``linear``, ``zeros``, ``ones``; None follows
+    ``--init``). The run reads it as ``run.params["rel_bias"]``.
+    """
+
+    name: str
+    shape: tuple[int | str, ...]
+    init: str | None = None
+    help: str = ""
+    declared_at: Location | None = field(default=None, compare=False, repr=False)
+    """Where the plugin wrote ``Param(...)`` (filled in when it is made)."""
+    problem: str | None = field(default=None, compare=False, repr=False)
+    """As for :class:`Option`: why the declaration cannot work, kept while a plugin loads."""
+
+    def __post_init__(self) -> None:
+        if self.declared_at is None:
+            caller = sys._getframe(2)
+            object.__setattr__(
+                self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
+            )
+        try:
+            self._check()
+        except ValueError as exc:
+            if not _deferring():
+                raise
+            object.__setattr__(self, "problem", str(exc))
+
+    def _check(self) -> None:
+        if not isinstance(self.name, str) or not OPTION_NAME.match(self.name):
+            raise ValueError(
+                f"parameter name {self.name!r} must be lower-case letters, digits and underscores"
+            )
+        if isinstance(self.shape, (str, int)):
+            object.__setattr__(self, "shape", (self.shape,))
+        object.__setattr__(self, "shape", tuple(self.shape))
+        for dim in self.shape:
+            if isinstance(dim, bool) or not isinstance(dim, (int, str)):
+                raise ValueError(
+                    f"parameter {self.name!r}: dimension {dim!r} must be a number or a size's name"
+                )
+            if isinstance(dim, int) and dim < 1:
+                raise ValueError(f"parameter {self.name!r}: dimension {dim} must be at least 1")
+            if isinstance(dim, str):
+                _dim_names(dim, self.name)
+        if self.init is not None and self.init not in PARAM_INITS:
+            raise ValueError(
+                f"parameter {self.name!r} has init {self.init!r}"
+                f"{did_you_mean(str(self.init), PARAM_INITS)}; use one of {', '.join(PARAM_INITS)}"
+            )
+
+    def size_names(self) -> list[str]:
+        """The names its shape uses (``tokens``, an option...)."""
+        return [n for dim in self.shape if isinstance(dim, str) for n in _dim_names(dim, self.name)]
+
+    def resolve(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """Its shape for one run, from the sizes (and int options) by name."""
+        return tuple(dim if isinstance(dim, int) else _dim_value(dim, sizes) for dim in self.shape)
+
+
+def _dim_names(text: str, param: str) -> list[str]:
+    """The names in a dimension like ``2*tokens-1``; a ValueError for anything else."""
+    terms = [t for t in _DIM_TERM.findall(text) if not t.isspace()]
+    ok = bool(terms) and len(terms) % 2 == 1
+    for index, term in enumerate(terms):
+        operator = term in "-+*" and len(term) == 1
+        if (index % 2 == 1) != operator or not (operator or term[0].isalnum()):
+            ok = False
+    if not ok:
+        raise ValueError(
+            f"parameter {param!r}: dimension {text!r} must be a number, a size's name "
+            f"({', '.join(PARAM_DIMS)} or an int option) or a sum or product of them"
+        )
+    return [t for t in terms if t[0].isalpha()]
+
+
+def _dim_value(text: str, sizes: Mapping[str, int]) -> int:
+    """``2*tokens-1`` with ``tokens`` from ``sizes``: products first, then sums."""
+    terms = [t for t in _DIM_TERM.findall(text) if not t.isspace()]
+    total, product, sign = 0, 1, 1
+    for index, term in enumerate(terms):
+        if index % 2 == 0:
+            product *= int(term) if term.isdigit() else int(sizes[term])
+        elif term == "*":
+            continue
+        else:
+            total += sign * product
+            product, sign = 1, (1 if term == "+" else -1)
+    return total + sign * product
+
+
+class ParamValues(dict[str, Any]):
+    """``run.params``: a plain dict whose missing keys name the declared ones."""
+
+    inits: Mapping[str, str] = {}
+    """How each was made: an init (``randn``...), or ``inputs`` when the inputs gave it."""
+
+    def __missing__(self, name: str) -> Any:
+        known = sorted(self)
+        listed = ", ".join(known) if known else "none (declare them with Variant(params=...))"
+        raise UnknownOption(
+            f"run.params has no parameter {name!r}{did_you_mean(str(name), known)}; "
+            f"the variant declares: {listed}"
+        )
 
 
 class UnknownOption(KeyError):
@@ -164,10 +320,19 @@ class Tokens(tuple[str, ...]):
     """
 
     source: tuple[str, ...] | None
+    default_source: str | None
+    """The name of the input set that gave ``source`` when nobody else did (the variant's
+    default source), so a message can say so; None when the inputs or the user gave it."""
 
-    def __new__(cls, tokens: Sequence[str], source: Sequence[str] | None = None) -> Tokens:
+    def __new__(
+        cls,
+        tokens: Sequence[str],
+        source: Sequence[str] | None = None,
+        default_source: str | None = None,
+    ) -> Tokens:
         made = super().__new__(cls, tokens)
         made.source = tuple(source) if source is not None else None
+        made.default_source = default_source if source is not None else None
         return made
 
 
@@ -199,6 +364,11 @@ class RunContext:
     The name ``extra`` is the original spelling and keeps working."""
     source: Source | None = None
     """A second sequence (cross-attention's keys and values), when the inputs give one."""
+    params: Mapping[str, torch.Tensor] = field(default_factory=ParamValues)
+    """The variant's declared learnt parameters (``Variant(params=...)``) by name: from the
+    inputs' ``params:`` section, or drawn from ``seed``."""
+    d_out: int | None = None
+    """The width of the projections (``--d-out``); None when the variant uses no weights."""
 
     @property
     def options(self) -> Mapping[str, Any]:
@@ -211,6 +381,21 @@ class RunContext:
     def __post_init__(self) -> None:
         if not isinstance(self.extra, OptionValues):
             object.__setattr__(self, "extra", OptionValues(self.extra))
+        if not isinstance(self.params, ParamValues):
+            object.__setattr__(self, "params", ParamValues(self.params))
+
+    def dropout_weights(
+        self, weights: torch.Tensor, *, query: int | bool | None = True
+    ) -> torch.Tensor:
+        """``weights`` with ``--dropout`` applied the way every built-in applies it.
+
+        The mask comes from numpy's ``RandomState(seed)`` (see :func:`tracer.dropout.dropout`);
+        with a query focused, ``weights`` is that query's row and the row of the full mask is
+        taken (``query=False``: ``weights`` holds every query, even when one is focused)."""
+        from tracer.dropout import dropout
+
+        row = self.query if query is True else (None if query is False else query)
+        return dropout(weights, self.dropout, self.seed, query=row)
 
     def focus(
         self, tensor: torch.Tensor, axis: int | str = 0, *, axes: Sequence[str] | None = None
@@ -263,6 +448,20 @@ class Stage:
     """Every plugin file that ran for this stage and its lines (filled in by the tracer)."""
     guessed_axes: tuple[str, ...] = ()
     """Tensors that named no axes and were taken as ``("query", "key")`` by the tracer."""
+    formulas: dict[str, str] = field(default_factory=dict)
+    """A formula per tensor (``stage(..., formulas={"mask": "M[i,j] = j > i"})``), for the
+    tensors ``formula`` does not describe."""
+
+    def formula_for(self, tensor: str) -> str | None:
+        """The formula that describes ``tensor``: its own (``formulas=``), else the stage's
+        ``formula`` for the main (first) tensor, or for every tensor when the stage gives
+        no per-tensor formulas (as plugins written before ``formulas=`` did)."""
+        if tensor in self.formulas:
+            return self.formulas[tensor]
+        main = next(iter(self.tensors), None)
+        if not self.formulas or tensor == main:
+            return self.formula
+        return None
 
 
 @dataclass
@@ -350,16 +549,25 @@ def stage(
     *,
     formula: str | None = None,
     axes: AxesSpec = None,
+    formulas: Mapping[str, str] | None = None,
     **tensors: torch.Tensor,
 ) -> Stage:
     """Describe a stage: ``yield stage("scores", "Scores", axes=("query", "key"), scores=s)``.
 
     ``axes`` names each tensor's dimensions, either one sequence for every tensor
     of the stage or a mapping from tensor name to its axis names. Only ``token``,
-    ``query`` and ``key`` axes are labelled with the tokens.
+    ``query`` and ``key`` axes are labelled with the tokens. ``formula`` describes the
+    main (first) tensor; ``formulas`` gives other tensors their own
+    (``formulas={"mask": "M[i,j] = j > i"}``), and a tensor with none shows no formula.
+    A tensor whose name is a Python keyword is passed as ``**{"global": g}``.
     """
     return Stage(
-        name=name, title=title, tensors=dict(tensors), formula=formula, axes=_axes(axes, tensors)
+        name=name,
+        title=title,
+        tensors=dict(tensors),
+        formula=formula,
+        axes=_axes(axes, tensors),
+        formulas={str(k): str(v) for k, v in (formulas or {}).items()},
     )
 
 
@@ -450,6 +658,15 @@ class Variant:
     mistakes: tuple[Mistake, ...] = ()
     """Known mistakes, as changed computations: ``attn check`` names one when it reproduces
     a learner's tensors (see :class:`Mistake`)."""
+    params: tuple[Param, ...] = ()
+    """Learnt parameters beyond the query, key and value projections (a bias table, an
+    output projection): given by the inputs' ``params:`` section or drawn from the seed,
+    read as ``run.params[NAME]`` (see :class:`Param`)."""
+
+    problem: str | None = field(default=None, compare=False, repr=False)
+    """Why the declaration cannot work (``"option 'k' has default 0, below its own min=1
+    (topk.py:12)"``), when it was made while its plugin loads: the host then refuses this
+    variant alone, and running it is a plugin failure (exit status 3)."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""
@@ -462,7 +679,26 @@ class Variant:
             object.__setattr__(
                 self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
             )
-        if not VARIANT_NAME.match(self.name):
+        broken = next(
+            (
+                d
+                for d in (*self.options, *self.params)
+                if isinstance(d, (Option, Param)) and d.problem is not None
+            ),
+            None,
+        )
+        try:
+            if broken is not None:
+                raise ValueError(f"{broken.problem} ({broken.declared_at})")
+            self._check()
+        except ValueError as exc:
+            if not _deferring():
+                raise
+            where = "" if broken is not None else f" ({self.declared_at})"
+            object.__setattr__(self, "problem", f"{exc}{where}")
+
+    def _check(self) -> None:
+        if not isinstance(self.name, str) or not VARIANT_NAME.match(self.name):
             raise ValueError(
                 f"variant name {self.name!r} must be lower-case letters, digits and hyphens"
             )
@@ -488,12 +724,37 @@ class Variant:
         names = [option.name for option in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"variant {self.name!r} declares an option twice: {names}")
+        self._check_params()
         clash = sorted(set(names) & RESERVED_OPTIONS)
         if clash:
             raise ValueError(
                 f"option {clash[0]!r} of variant {self.name!r} is a shared trace option; "
                 "read it from the RunContext instead"
             )
+
+    def _check_params(self) -> None:
+        names = [param.name for param in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant {self.name!r} declares a parameter twice: {names}")
+        sizes = set(PARAM_DIMS) | {o.name for o in self.options if o.type is int}
+        for param in self.params:
+            if not isinstance(param, Param):
+                raise ValueError(
+                    f"params= of variant {self.name!r} must hold Param(...)s, "
+                    f"got {type(param).__name__}"
+                )
+            for size in param.size_names():
+                if size not in sizes:
+                    raise ValueError(
+                        f"parameter {param.name!r} of variant {self.name!r}: {size!r} is not a "
+                        f"size{did_you_mean(size, sizes)}; use {', '.join(PARAM_DIMS)} or one "
+                        "of the variant's int options"
+                    )
+                if size.startswith(("source", "d_source")) and self.source is None:
+                    raise ValueError(
+                        f"parameter {param.name!r} of variant {self.name!r} uses {size!r}, "
+                        "which needs source='required'"
+                    )
 
     def _check_source(self) -> None:
         if self.source not in SOURCE_NEEDS:

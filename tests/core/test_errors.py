@@ -92,7 +92,7 @@ BAD_FILES = [
         "typo.yaml",
         "tokens: [a]\nembedings: [[1]]\n",
         "typo.yaml:2:1: unknown key 'embedings' (did you mean 'embeddings'?); "
-        "expected one of tokens, embeddings, weights, padding, description, source",
+        "expected one of tokens, embeddings, weights, padding, description, source, params",
     ),
     ("empty.yaml", "", "empty.yaml:1:1: inputs file is empty; it needs 'tokens' and 'embeddings'"),
     (

@@ -193,8 +193,8 @@ def test_installed_wheel_behaves_like_the_editable_install(wheel: Path, tmp_path
         "lesson", "run", "01_dot_products", "--plain"
     )
 
-    # The variants that draw dropout from the shared helper (plugins/_dropout.py) import it
-    # as tracer.builtin_plugins._dropout, which only the installed layout proves.
+    # The variants that draw dropout from the shared public helper (tracer/dropout.py) show
+    # its lines as their own helper's, in the installed layout as in the checkout.
     for variant in ("masked", "sliding-window", "grouped-query"):
         installed = json.loads(attn("trace", variant, "--json", "--dropout", "0.2"))
         reference = json.loads(
@@ -216,7 +216,7 @@ def test_installed_wheel_behaves_like_the_editable_install(wheel: Path, tmp_path
                 }
         assert installed == reference
         dropout = next(s for s in installed["stages"] if s["name"] == "dropout")
-        assert "_dropout.py" in dropout["source"]["files"]
+        assert "dropout.py" in dropout["source"]["files"]
 
     # The trained model loads from the wheel, its checksum holds, and it predicts the same.
     predicted = [

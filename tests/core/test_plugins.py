@@ -127,6 +127,7 @@ def test_plugins_json_lists_everything(attn: Callable[..., tuple[int, str, str]]
                 "stages": ["scores", "masked"],
                 "loops": [],
                 "options": [],
+                "params": [],
             },
             {
                 "name": "untouched",
@@ -134,6 +135,7 @@ def test_plugins_json_lists_everything(attn: Callable[..., tuple[int, str, str]]
                 "stages": ["scores"],
                 "loops": [],
                 "options": [],
+                "params": [],
             },
         ],
         "error": None,

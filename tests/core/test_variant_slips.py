@@ -7,15 +7,18 @@ the exit status the author gets.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.core.test_variant_api import Attn, plugin, register
-from tracer import Option, Variant, stage
-from tracer.errors import UsageError
+from tracer import Option, Variant, stage, substep
+from tracer.errors import PluginError, UsageError
 from tracer.testing import run_variant
-from tracer.variant import OptionValues, RunContext, UnknownOption
+from tracer.variant import OptionValues, RunContext, Step, UnknownOption
 
 
 def line_of(path: Path, text: str) -> int:
@@ -181,3 +184,110 @@ def test_a_keyword_option_name_is_passed_in_tests_as_a_mapping() -> None:
     assert half.item() == pytest.approx(one.item() * 0.5)
     with pytest.raises(UsageError, match="-o lambda must be a number, got 'x'"):
         run_variant(variant, options={"lambda": "x"})  # checked as on the command line
+
+
+# One bad declaration, sub-step positions, per-tensor formulas, keyword names -----------
+
+TWO = """
+    def fine(run):
+        yield stage("s", "S", axes=(), s=torch.tensor(1.0))
+        return run.inputs
+
+    @hookimpl
+    def register_variants(register):
+        register(Variant(name="topk", title="T", run=fine, stages=("s",), uses_weights=False,
+                         options=(Option("k", int, 0, "kept", min=1),)))
+        register(Variant(name="fine", title="T", run=fine, stages=("s",), uses_weights=False))
+    """
+
+
+def test_one_bad_option_fails_only_its_variant_with_exit_status_3(
+    attn: Attn, tmp_path: Path
+) -> None:
+    folder = plugin(tmp_path / "p", "two", TWO)
+    line = line_of(folder / "two.py", 'Option("k"')
+    status, _, err = attn("trace", "fine", "--plugins-dir", str(folder))
+    assert status == 0, err
+    assert (
+        f"attn: warning: plugin 'two': variant 'topk' failed: option 'k' has default 0, below "
+        f"its own min=1 ({folder / 'two.py'}:{line})"
+    ) in err.splitlines()
+    status, out, err = attn("trace", "topk", "--plugins-dir", str(folder))
+    assert (status, out) == (3, "")
+    assert err.splitlines()[-1].endswith(
+        "variant 'topk' is unavailable: plugin 'two' failed to declare it: option 'k' has "
+        f"default 0, below its own min=1 ({folder / 'two.py'}:{line})"
+    )
+
+
+def test_a_sub_step_outside_its_stage_is_refused_at_its_yield(attn: Attn, tmp_path: Path) -> None:
+    folder = plugin(
+        tmp_path / "p",
+        "far",
+        """
+        def far(run):
+            n = run.inputs.shape[0]
+            yield substep("scores", (1, 2), score=torch.tensor(0.0))
+            yield substep("scores", (100, 0), score=torch.tensor(0.0))
+            yield stage("scores", "S", axes=("query", "key"), scores=torch.zeros(n, n))
+            return run.inputs
+        """
+        + register("far", "far", '("scores",)', ', loops=("scores",)'),
+    )
+    status, _, err = attn("trace", "far", "--plugins-dir", str(folder), "--substeps")
+    line = line_of(folder / "far.py", "(100, 0)")
+    assert status == 3
+    assert err.splitlines()[-1] == (
+        f"{folder / 'far.py'}:{line}: variant 'far' a sub-step of 'scores': position (100, 0) "
+        "is outside the stage's tensor 'scores' of shape (6, 6) and the 6 tokens (coordinate 1 "
+        "is 100; it runs 0 to 5)"
+    )
+
+    def negative(run: RunContext) -> Generator[Step, None, torch.Tensor]:
+        yield substep("s", (-1,), s=torch.tensor(0.0))
+        return run.inputs
+
+    variant = Variant("neg", "T", negative, ("s",), loops=("s",), uses_weights=False)
+    with pytest.raises(PluginError, match=r"position \(-1,\) must be whole numbers from 0"):
+        run_variant(variant)
+
+
+def test_each_tensor_of_a_stage_may_have_its_own_formula(attn: Attn, tmp_path: Path) -> None:
+    folder = plugin(
+        tmp_path / "p",
+        "masky",
+        """
+        def masky(run):
+            n = run.inputs.shape[0]
+            hidden = torch.ones(n, n).triu(1).bool()
+            scores = torch.zeros(n, n).masked_fill(hidden, float("-inf"))
+            yield stage("masked", "M", formula="ω' = ω, -∞ above the diagonal",
+                        formulas={"mask": "M[i,j] = j > i"}, axes=("query", "key"),
+                        masked=scores, mask=hidden, **{"global": scores[0]})
+            return run.inputs
+        """
+        + register("masky", "masky", '("masked",)'),
+    )
+    status, out, err = attn("trace", "masky", "--plugins-dir", str(folder), "--json")
+    assert status == 3  # 'global' is a row: the stage-wide axes do not fit it
+    assert "tensor 'global' has 1 dimension (6,) but its axes name 2" in err
+    text = (folder / "masky.py").read_text()
+    (folder / "masky.py").write_text(
+        text.replace('axes=("query", "key"),', 'axes={"masked": ("query", "key"), '
+                     '"mask": ("query", "key"), "global": ("key",)},')
+    )  # fmt: skip
+    status, out, err = attn("trace", "masky", "--plugins-dir", str(folder), "--json")
+    assert status == 0, err
+    (masked,) = json.loads(out)["stages"]
+    assert masked["formula"] == "ω' = ω, -∞ above the diagonal"
+    assert masked["formulas"] == {"mask": "M[i,j] = j > i"}
+    assert masked["axes"]["global"] == ["key"]
+    trace = run_variant("masky", plugins_dir=[str(folder)])
+    stage_ = trace.stage("masked")
+    assert stage_.formula_for("masked") == "ω' = ω, -∞ above the diagonal"
+    assert stage_.formula_for("mask") == "M[i,j] = j > i"
+    assert stage_.formula_for("global") is None  # the stage's formula does not describe it
+    (folder / "masky.py").write_text(text.replace('{"mask":', '{"mask_":'))
+    status, _, err = attn("trace", "masky", "--plugins-dir", str(folder))
+    assert status == 3
+    assert "formulas= names 'mask_', which is not one of its tensors (masked, mask, global)" in err

@@ -218,7 +218,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "unknown_operation",
         H + "  - show: {variant: naive-loop, stage: scores, then: [softmx]}\n",
         [
-            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick, max, min, mean, std, argmax, count, abs, add, subtract, multiply, compare"
+            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick, max, min, mean, std, argmax, count, size, abs, add, subtract, multiply, compare"
         ],
     ),
     (
@@ -295,18 +295,22 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "inputs_unknown_set",
         "title: T\nsummary: S\ninputs: your-jorney\nsteps:\n  - narration: hi\n",
         [
-            "3:9: unknown input set 'your-jorney' (did you mean 'your-journey'?); built-in sets: four-words, ton-voyage, your-journey, or give a .yaml/.json file"
+            "3:9: unknown input set 'your-jorney' (did you mean 'your-journey'?); built-in sets: four-words, ton-voyage, your-journey; the variants' own: repeated-letters, or give a .yaml/.json file; the steps are not checked until the inputs can be read"
         ],
     ),
     (
         "inputs_missing_file",
         "title: T\nsummary: S\ninputs: nowhere.yaml\nsteps:\n  - narration: hi\n",
-        ["3:9: inputs file not found: {dir}/nowhere.yaml"],
+        [
+            "3:9: inputs file not found: {dir}/nowhere.yaml; the steps are not checked until the inputs can be read"
+        ],
     ),
     (
         "inputs_inline_bad",
         "title: T\nsummary: S\ninputs:\n  tokens: [a, b]\n  embeddings: [[1, 2]]\nsteps:\n  - narration: hi\n",
-        ["5:15: 2 tokens but 1 embedding rows; give one row per token"],
+        [
+            "5:15: 2 tokens but 1 embedding rows; give one row per token; the steps are not checked until the inputs can be read"
+        ],
     ),
     (
         "inputs_dout_clash",
@@ -371,7 +375,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
     (
         "quiz_choice_not_listed",
         H + "  - quiz: {question: q, choices: [a, b], answer: c}\n",
-        ["4:50: answer 'c' is not one of the choices"],
+        ["4:50: answer 'c' is not one of the choices; choices: 'a', 'b'"],
     ),
     (
         "quiz_one_choice",
@@ -406,7 +410,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
     (
         "quiz_ref_cell_range",
         H + "  - quiz: {question: q, answer: {variant: naive-loop, stage: scores, cell: [1, 7]}}\n",
-        ["4:33: cell index 7 is out of range for axis 1 of 'scores', which has 6 entries (0 to 5)"],
+        ["4:80: cell index 7 is out of range for axis 1 of 'scores', which has 6 entries (0 to 5)"],
     ),
     (
         "quiz_ref_cell_dims",
@@ -418,7 +422,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "quiz_duplicate_id",
         H
         + "  - quiz: {id: a, question: q, answer: 1}\n  - quiz: {id: a, question: r, answer: 2}\n",
-        ["5:5: quiz id 'a' is already used by the quiz at line 4"],
+        ["5:16: quiz id 'a' is already used by the quiz at line 4"],
     ),
     (
         "checkpoint_no_points",

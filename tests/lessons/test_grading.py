@@ -137,7 +137,7 @@ def test_percent_tolerance_is_relative(host: PluginHost) -> None:
         ),
         (
             "{question: q, choices: [a, b], answer: [a, c]}",
-            "4:54: answer 'c' is not one of the choices",
+            "4:54: answer 'c' is not one of the choices; choices: 'a', 'b'",
         ),
         (
             "{question: q, choices: [a, b], answer: [a, a]}",

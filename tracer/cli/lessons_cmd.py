@@ -58,6 +58,7 @@ def add_parser(commands: Any) -> None:
         "lesson",
         help="open, check, print or start a lesson",
         usage=f"{USAGE} [options]",
+        add_help=False,  # -h after a command prints that command's help (_CommandHelp)
         description=(
             "Work with lesson scripts. 'attn lesson NAME' opens a lesson in the TUI; "
             "NAME is a lesson's number, its name from 'attn lessons', or a .yaml path."
@@ -74,6 +75,10 @@ def add_parser(commands: Any) -> None:
             "Exit status: 0 ok, 1 a lesson has problems, 2 usage error, 3 plugin failure."
         ),
     )
+    lesson.add_argument(
+        "-h", "--help", action=_CommandHelp, nargs=0,
+        help="show this help and exit; after a command ('attn lesson check -h'), its own",
+    )  # fmt: skip
     lesson.add_argument(
         "action", metavar="COMMAND|LESSON",
         help="check, run, new, schema or export; or a lesson (number, name or .yaml path) to open",
@@ -105,6 +110,55 @@ def add_parser(commands: Any) -> None:
     add_lesson_dir_option(lesson)
     add_plugin_options(lesson)
     lesson.set_defaults(handler=run_lesson)
+
+
+COMMAND_HELP = {
+    "check": (
+        "attn lesson check PATH|DIR... [--watch] [--plugins-dir DIR]",
+        "Report every problem of each lesson as path:line:column: message (a folder: each "
+        "lesson in it; inputs files beside the lessons are passed over). --watch: check "
+        "again whenever a file is saved (Ctrl+C stops). Exit status: 0 ok, 1 a lesson has "
+        "problems, 2 usage error, 3 plugin failure.",
+    ),
+    "run": (
+        "attn lesson run NAME|PATH [--plain] [--plugins-dir DIR]",
+        "Start a lesson; --plain (the default in a pipe) prints the whole lesson as text, "
+        "quiz answers included.",
+    ),
+    "new": ("attn lesson new PATH", "Write a commented starter lesson (never overwrites)."),
+    "schema": (
+        "attn lesson schema [--write DIR]",
+        "Print the JSON Schema for lesson files (editor completion for the installed "
+        "variants), or write it to DIR/lesson.schema.json.",
+    ),
+    "export": (
+        "attn lesson export NAME|PATH --to md|ipynb [-o FILE] [--force]",
+        "The lesson, computed, as Markdown or a Jupyter notebook (never overwrites without "
+        "--force).",
+    ),
+}
+"""What ``attn lesson COMMAND -h`` prints: the command's usage and what it does."""
+
+
+class _CommandHelp(argparse.Action):
+    """``-h``: the help of the command typed before it, else of ``attn lesson``."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        import textwrap
+
+        found = COMMAND_HELP.get(getattr(namespace, "action", None) or "")
+        if found is None:
+            parser.print_help()
+        else:
+            usage, text = found
+            print(f"usage: {usage}\n\n" + textwrap.fill(text, 79))
+        parser.exit()
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -189,15 +243,13 @@ def open_tui(args: argparse.Namespace) -> int:
 
 def lesson_files(targets: list[str]) -> list[str]:
     """Each target, with a folder replaced by the lessons in it (sorted)."""
-    from tracer.lessons.loader import LESSON_SUFFIXES
+    from tracer.lessons.loader import lesson_files_in
 
     files: list[str] = []
     for target in targets:
         folder = Path(target)
         if folder.is_dir():
-            found = sorted(
-                p for p in folder.iterdir() if p.suffix in LESSON_SUFFIXES and p.is_file()
-            )
+            found = lesson_files_in(folder)  # inputs files beside the lessons are not lessons
             if not found:
                 raise UsageError(f"no lessons (.yaml) in {folder}")
             files += [str(p) for p in found]

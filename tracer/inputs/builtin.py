@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracer.inputs.input_set import InputSet
+from tracer.inputs.sets import InputSet
 
 # The six tokens and 3-d embeddings used by every seed (000-003): "Your journey starts with one step".
 YOUR_JOURNEY = InputSet(

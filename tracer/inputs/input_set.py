@@ -18,6 +18,10 @@ An inputs file is YAML or JSON::
       weights:          # optional, each (source width, d_out): keys and values from it
         key:   [[1, 0], [0, 1], [1, 1], [0, 0]]
         value: [[1, 0], [0, 1], [1, 1], [0, 0]]
+    params:             # optional: the variant's own learnt parameters (Variant(params=...))
+      rel_bias: [0.5, -0.25, 0.0]
+
+A ``.json`` file says the same in JSON and is read the same.
 
 Every problem is reported at its line and column. Nothing here imports torch.
 """
@@ -26,13 +30,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+import re
 from pathlib import Path
 
 import yaml
 
 from tracer.errors import InputError, Location, UsageError
+from tracer.inputs.builtin import BUILTIN_INPUTS
+from tracer.inputs.sets import InputSet as InputSet
+from tracer.inputs.sets import Matrix, ParamValue
+from tracer.inputs.sets import SourceSequence as SourceSequence
 from tracer.suggest import did_you_mean, one_of
 from tracer.yamldoc import (
     DocumentError,
@@ -44,7 +51,6 @@ from tracer.yamldoc import (
     value_of,
 )
 
-Matrix = tuple[tuple[float, ...], ...]
 MAX_TOKENS = 16_384
 """The most tokens an inputs file may hold: their score matrix is the most values a step
 may show (``tracer.tracing.checks.MAX_ELEMENTS``, 16,384²)."""
@@ -53,56 +59,13 @@ MAX_VALUES = 2**20
 MAX_FILE_BYTES = 64 * 2**20
 """Only a guard against reading a huge file into memory: the real limits are the two above."""
 WEIGHT_NAMES = ("query", "key", "value")
-KEYS = ("tokens", "embeddings", "weights", "padding", "description", "source")
+KEYS = ("tokens", "embeddings", "weights", "padding", "description", "source", "params")
 SOURCE_KEYS = ("tokens", "embeddings", "weights")
 SOURCE_WEIGHT_NAMES = ("key", "value")
 
 
-@dataclass(frozen=True)
-class SourceSequence:
-    """A second sequence (an encoder's output, a sentence to translate): keys and values
-    of cross-attention come from it, queries from the main sequence."""
-
-    tokens: tuple[str, ...]
-    embeddings: Matrix
-    weights: Mapping[str, Matrix] | None = None
-    """``key`` and ``value``, each (source width, d_out), when the file gives them."""
-
-    @property
-    def d_in(self) -> int:
-        return len(self.embeddings[0])
-
-
-@dataclass(frozen=True)
-class InputSet:
-    """Tokens and their embeddings, validated: rectangular, finite, one row per token.
-
-    ``embeddings`` is empty when the inputs give tokens alone."""
-
-    name: str
-    tokens: tuple[str, ...]
-    embeddings: Matrix
-    weights: Mapping[str, Matrix] | None = None
-    padding: tuple[bool, ...] | None = None
-    description: str = ""
-    source: str = "built-in"
-    """Where the set came from (a file's path); see ``source_sequence`` for a second sequence."""
-    source_sequence: SourceSequence | None = None
-    """The ``source:`` section: a second sequence with its own tokens and width."""
-
-    @property
-    def d_in(self) -> int:
-        return len(self.embeddings[0]) if self.embeddings else 0
-
-    @property
-    def d_out(self) -> int | None:
-        return len(self.weights["query"][0]) if self.weights else None
-
-
 def load_inputs(spec: str) -> InputSet:
     """A built-in input set by name, or a YAML/JSON file by path. Raises InputError/UsageError."""
-    from tracer.inputs.builtin import BUILTIN_INPUTS
-
     if spec in BUILTIN_INPUTS:
         return BUILTIN_INPUTS[spec]
     path = Path(spec)
@@ -148,8 +111,10 @@ def _within_limits(input_set: InputSet, node: yaml.Node | None) -> InputSet:
             f"(their score matrix is {MAX_TOKENS:,}² values)",
             where,
         )
-    values = count * input_set.d_in + sum(
-        len(matrix) * len(matrix[0]) for matrix in (input_set.weights or {}).values()
+    values = (
+        count * input_set.d_in
+        + sum(len(matrix) * len(matrix[0]) for matrix in (input_set.weights or {}).values())
+        + sum(len(param.values) for param in (input_set.params or {}).values())
     )
     if values > MAX_VALUES:
         raise InputError(
@@ -182,6 +147,8 @@ def _plain_input_set(document: object, path: str, name: str) -> InputSet | None:
 
     if not isinstance(document, dict) or not set(document) <= set(KEYS):
         return None
+    if "source" in document or "params" in document:
+        return None  # read by the one parser below, exactly as the same YAML is
     tokens = document.get("tokens")
     if not isinstance(tokens, list) or not tokens:
         return None
@@ -299,6 +266,9 @@ def parse_input_node(
     if "source" in entries and embeddings is not None:
         d_out = len(weights["query"][0]) if weights else None
         source_sequence = _source(entries["source"], d_out, path, problems)
+    params = None
+    if "params" in entries:
+        params = _params(entries["params"], path, problems)
     description = ""
     if "description" in entries:
         value = entries["description"]
@@ -318,6 +288,7 @@ def parse_input_node(
             description=description,
             source=path,
             source_sequence=source_sequence,
+            params=params,
         ),
         [],
     )
@@ -367,14 +338,8 @@ def _source(
 def _source_weights(
     node: yaml.Node, d_in: int, d_out: int | None, path: str, problems: list[Problem]
 ) -> dict[str, Matrix] | None:
-    """``source.weights``: key and value, (source width, d_out), beside the main weights."""
-    if d_out is None:
-        message = (
-            "source.weights needs the main 'weights' too: the queries come from the main "
-            "sequence, so its query weights must be given with them"
-        )
-        problems.append(problem_at(node, message, path))
-        return None
+    """``source.weights``: key and value, (source width, d_out). Without the main weights,
+    their d_out is the main weights' too (those are then drawn from the seed)."""
     if not isinstance(node, yaml.MappingNode):
         problems.append(
             problem_at(node, "source.weights must be a mapping with key and value", path)
@@ -393,20 +358,89 @@ def _source_weights(
         problems.append(problem_at(node, f"source.weights is missing {', '.join(missing)}", path))
         return None
     matrices: dict[str, Matrix] = {}
+    whose = "the main weights'"
     for name in SOURCE_WEIGHT_NAMES:
         label = f"source.weights.{name}"
         matrix = _matrix(found[name], label, path, problems)
         if matrix is None:
             return None
+        if d_out is None:  # no main weights: the first matrix sets d_out for the rest
+            d_out, whose = len(matrix[0]), f"{label}'s"
         if len(matrix) != d_in or len(matrix[0]) != d_out:
             message = (
                 f"{label} is {len(matrix)}×{len(matrix[0])} but must be source width × d_out "
-                f"= {d_in}×{d_out} (the source embeddings' width, the main weights' d_out)"
+                f"= {d_in}×{d_out} (the source embeddings' width, {whose} d_out)"
             )
             problems.append(problem_at(found[name], message, path))
             return None
         matrices[name] = matrix
     return matrices
+
+
+PARAM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _params(node: yaml.Node, path: str, problems: list[Problem]) -> dict[str, ParamValue] | None:
+    """``params:``: a variant's learnt parameters by name, each a number or nested lists.
+
+    Whether the names and shapes fit is checked against the variant when it runs
+    (``Variant(params=...)`` declares them); here only that each is a rectangular block
+    of finite numbers."""
+    if not isinstance(node, yaml.MappingNode):
+        message = "params must be a mapping from a parameter's name to its values"
+        problems.append(problem_at(node, message, path))
+        return None
+    found: dict[str, ParamValue] = {}
+    for name, key_node, value_node in mapping_items(node):
+        if not PARAM_NAME.match(name):
+            message = f"parameter name '{name}' must be lower-case letters, digits and underscores"
+            problems.append(problem_at(key_node, message, path))
+            continue
+        block = _block(value_node, f"params.{name}", path, problems)
+        if block is None:
+            continue
+        shape, values = block
+        found[name] = ParamValue(
+            shape=shape,
+            values=values,
+            where=problem_at(value_node, "", path).location,
+            name_at=problem_at(key_node, "", path).location,
+        )
+    return found
+
+
+def _block(
+    node: yaml.Node, label: str, path: str, problems: list[Problem]
+) -> tuple[tuple[int, ...], tuple[float, ...]] | None:
+    """A number, or a rectangular nesting of lists of numbers: its shape and its values."""
+    if isinstance(node, yaml.ScalarNode):
+        number = _number(node, label, path, problems)
+        return None if number is None else ((), (number,))
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append(problem_at(node, f"{label} must be a number or a list", path))
+        return None
+    if not node.value:
+        problems.append(problem_at(node, f"{label} is empty", path))
+        return None
+    parts: list[tuple[tuple[int, ...], tuple[float, ...]]] = []
+    for index, item in enumerate(node.value):
+        part = _block(item, f"{label}[{index + 1}]", path, problems)
+        if part is None:
+            return None
+        if parts and part[0] != parts[0][0]:
+            message = (
+                f"{label}[{index + 1}] has shape {_shape(part[0])} but {label}[1] has "
+                f"{_shape(parts[0][0])}; every entry must have the same shape"
+            )
+            problems.append(problem_at(item, message, path))
+            return None
+        parts.append(part)
+    values = tuple(value for _, block in parts for value in block)
+    return (len(parts), *parts[0][0]), values
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "×".join(str(size) for size in shape) if shape else "a single number"
 
 
 def _tokens(node: yaml.Node, path: str, problems: list[Problem]) -> tuple[str, ...] | None:

@@ -7,10 +7,16 @@ that calls ``torch.manual_seed(seed)`` first would draw.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from tracer.inputs.sets import ParamValue
 from tracer.options import INITS as INITS  # one list, declared with the trace options
-from tracer.variant import SourceWeights, Weights
+from tracer.variant import Param, ParamValues, SourceWeights, Weights
+
+if TYPE_CHECKING:
+    import torch
 
 
 def make_weights(
@@ -82,3 +88,58 @@ def make_source_weights(
                 draw(d_in, d_out)
             matrices = [draw(d_source, d_out) for _ in range(2)]
     return SourceWeights(*matrices)
+
+
+def make_params(
+    declared: Sequence[Param],
+    sizes: Mapping[str, int],
+    init: str,
+    seed: int,
+    given: Mapping[str, ParamValue] | None = None,
+    *,
+    after: Sequence[tuple[int, int]] = (),
+) -> ParamValues:
+    """A variant's declared parameters: given by the inputs' ``params:``, else drawn.
+
+    Drawn under ``torch.manual_seed(seed)`` after the projections (``after``: their
+    shapes, drawn first with ``init`` exactly as :func:`make_weights` and
+    :func:`make_source_weights` draw them), in declaration order, each with its own
+    ``init`` (None: ``init``): ``rand``/``randn`` draw ``torch.rand(shape)`` /
+    ``torch.randn(shape)``; ``linear`` draws ``torch.rand(shape) * 2 - 1`` times
+    ``1 / sqrt(shape[0])`` (``nn.Linear``'s bound for ``x @ W``); ``zeros``/``ones``
+    draw nothing. A parameter the inputs give is still drawn (and replaced), so every
+    other parameter is the same whether or not it is given.
+    """
+    import torch
+
+    made: dict[str, torch.Tensor] = {}
+    inits: dict[str, str] = {}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for d_in, d_out in after:
+            if init == "linear":
+                torch.nn.Linear(d_in, d_out, bias=False)
+            else:
+                (torch.rand if init == "rand" else torch.randn)(d_in, d_out)
+        for param in declared:
+            shape = param.resolve(sizes)
+            how = param.init or init
+            if how == "zeros":
+                drawn = torch.zeros(shape)
+            elif how == "ones":
+                drawn = torch.ones(shape)
+            elif how == "randn":
+                drawn = torch.randn(shape)
+            elif how == "linear":
+                bound = 1 / math.sqrt(shape[0]) if shape else 1.0
+                drawn = (torch.rand(shape) * 2 - 1) * bound
+            else:
+                drawn = torch.rand(shape)
+            made[param.name] = drawn
+            inits[param.name] = how
+    for name, value in (given or {}).items():
+        made[name] = torch.tensor(value.values, dtype=torch.float32).reshape(value.shape)
+        inits[name] = "inputs"
+    values = ParamValues(made)
+    values.inits = inits
+    return values

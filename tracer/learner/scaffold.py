@@ -82,13 +82,9 @@ def scaffold(names: PluginNames, folder: Path) -> list[Path]:
                 f"{path} already exists; attn new-plugin never overwrites files (choose another DIR)"
             )
     root = resources.files("tracer.learner") / "templates" / "plugin"
-    tools = environment_bin(folder)
-    activate = (
-        ""
-        if tools is None
-        else f"    source {shlex.quote(tools + '/activate')}  # the environment attn runs in\n"
-    )
-    values = names.substitutions() | {"activate": activate}
+    # Nothing of this machine goes into the files (no environment's path): the package is
+    # shared and travels; the "Next:" lines printed after writing name this machine's tools.
+    values = names.substitutions()
     written = []
     for template, path in plan:
         text = Template((root / template).read_text(encoding="utf-8")).substitute(values)

@@ -13,6 +13,7 @@ more decimals typed into prose, which go stale when the lesson changes::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,7 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
             where = step.reported_at
             if where is not None:
                 line, column = where.line, where.column
+                line, column = _index_at(exc, where) or (line, column)
             message = exc.message
             if exc.location is not None and not exc.location.path and exc.location.line:
                 line, column = exc.location.line, exc.location.column or 1
@@ -113,8 +115,22 @@ def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_CELL_INDEX = re.compile(r"^cell index -?\d+ is out of range for axis (\d+) ")
+
+
+def _index_at(exc: TracerError, ref: TensorRef) -> tuple[int, int] | None:
+    """Where the cell index a message is about is written: the index, not the mapping."""
+    found = _CELL_INDEX.match(exc.message)
+    if found is None or int(found.group(1)) >= len(ref.cell_at):
+        return None
+    return ref.cell_at[int(found.group(1))]
+
+
 def _problem(exc: Exception, ref: TensorRef, line: int, column: int, path: str) -> Problem:
     if isinstance(exc, TracerError):
+        found = _index_at(exc, ref)
+        if found is not None:
+            line, column = found
         message = exc.message
         if exc.location is not None and not exc.location.path and exc.location.line:
             line, column = exc.location.line, exc.location.column or 1

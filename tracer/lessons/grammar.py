@@ -10,6 +10,7 @@ with its position instead of stopping at the first; nothing is computed here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -106,7 +107,7 @@ STEP_KEYS: dict[str, tuple[str, ...]] = {
     "checkpoint": CHECKPOINT_KEYS,
 }
 FLAG_OPERATIONS = ("diagonal", "transpose", "exp", "abs")
-REDUCTIONS = ("sum", "max", "min", "mean", "std", "argmax", "count")
+REDUCTIONS = ("sum", "max", "min", "mean", "std", "argmax", "count", "size")
 """Operations over a dimension; all but ``sum`` also take no value (the whole tensor)."""
 BINARY_OPERATIONS = ("add", "subtract", "multiply")
 COMPARISONS = (">=", "<=", "==", "!=", ">", "<")
@@ -126,6 +127,8 @@ _FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
 _NULL = "tag:yaml.org,2002:null"
 _STR = "tag:yaml.org,2002:str"
+_POSITIONED = re.compile(r"^(.+)@(\d+)$")
+"""``the@3``: a token named with its 0-based position, for a token the text repeats."""
 
 
 # Validation ------------------------------------------------------------------
@@ -166,6 +169,14 @@ class Reader:
         """Plugins the lesson says it needs that are not installed."""
         self.partial: Lesson | None = None
         """The lesson as far as it could be read, even with problems (for 'check')."""
+        from tracer.inputs.builtin import BUILTIN_INPUTS
+        from tracer.runner import DEFAULT_INPUTS
+
+        # A copy, told apart by identity: a lesson that names no inputs gets a variant's own.
+        self.default_inputs = replace(BUILTIN_INPUTS[DEFAULT_INPUTS])
+        self.fatal: str | None = None
+        """Why the steps cannot be checked (inputs not found, a plugin not installed): what
+        would follow from a default instead is not reported (see :meth:`stop_at`)."""
 
     # helpers -----------------------------------------------------------------
 
@@ -173,6 +184,17 @@ class Reader:
         mark = getattr(node, "start_mark", None)
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
         self.problems.append(Problem(line, column, message, self.path))
+
+    def stop_at(self, first: int, why: str) -> None:
+        """The problem at ``first`` (reported just now) makes the steps meaningless: say so in
+        its own line, and check no step (the first such problem is the one that says it)."""
+        if self.fatal is not None or first >= len(self.problems):
+            return
+        self.fatal = why
+        problem = self.problems[first]
+        self.problems[first] = Problem(
+            problem.line, problem.column, f"{problem.message}; {why}", problem.path
+        )
 
     def problem_at(self, line: int, column: int, message: str) -> None:
         self.problems.append(Problem(line, column, message, self.path))
@@ -327,18 +349,55 @@ class Reader:
         if isinstance(value, str) and value:
             if value in tokens:
                 return tokens.index(value)
+            at = _POSITIONED.match(value)
+            if at is not None:  # 'the@3': a repeated token, named with its position
+                return self.positioned(node, what, at.group(1), int(at.group(2)), tokens)
             source = source_tokens(tokens) or ()  # a second sequence's tokens name its positions
             if value in source:
                 return source.index(value)
             known = (*tokens, *source)
+            default = getattr(tokens, "default_source", None)
+            note = ""
+            if default is not None:
+                note = (
+                    f" (the lesson gives no source, so the default source '{default}', "
+                    f"'{' '.join(source)}', was used; give one with a 'source:' section in "
+                    "the inputs)"
+                )
             self.problem(
                 node,
                 f"{what} '{value}' is not one of the tokens{did_you_mean(value, known)}; "
-                f"tokens: {' '.join(tokens)}" + (f"; source: {' '.join(source)}" if source else ""),
+                f"tokens: {' '.join(tokens)}"
+                + (f"; source: {' '.join(source)}" if source else "")
+                + note,
             )
             return None
         self.problem(node, f"{what} must be a token or a 0-based index, not {_kind(node)}")
         return None
+
+    def positioned(
+        self, node: yaml.Node, what: str, token: str, position: int, tokens: tuple[str, ...]
+    ) -> int | None:
+        """``token@position``: the token at that 0-based position of the main sequence
+        (or, for a word only the source has, of the source), checked to be that token."""
+        source = source_tokens(tokens) or ()
+        sequence, which = tokens, "tokens"
+        if token not in tokens and token in source:
+            sequence, which = source, "source tokens"
+        if token not in sequence:
+            return self.index(
+                yaml.ScalarNode(_STR, token, node.start_mark, node.end_mark), what, tokens
+            )
+        if not 0 <= position < len(sequence) or sequence[position] != token:
+            places = [str(i) for i, t in enumerate(sequence) if t == token]
+            found = f"'{sequence[position]}'" if 0 <= position < len(sequence) else "out of range"
+            self.problem(
+                node,
+                f"{what} '{token}@{position}': {which[:-1]} {position} is {found}, not '{token}'; "
+                f"'{token}' is at {', '.join(places)} (numbered from 0)",
+            )
+            return None
+        return position
 
     # the lesson ----------------------------------------------------------------
 
@@ -370,10 +429,10 @@ class Reader:
         scope = _Scope(options)
         if "defaults" in entries:
             scope = self.defaults(entries["defaults"][1], scope)
-        if "values" in entries:
+        if "values" in entries and self.fatal is None:
             self.named_values(entries["values"][1], scope)
         steps: list[LessonStep] = []
-        if "steps" in entries:
+        if "steps" in entries and self.fatal is None:
             node = entries["steps"][1]
             if not isinstance(node, yaml.SequenceNode):
                 self.problem(node, f"steps must be a list, not {_kind(node)}")
@@ -386,12 +445,15 @@ class Reader:
                         # '- defaults: ...' starts a section: its settings replace the previous
                         # section's, over the lesson's own.
                         section = self.defaults(item.value[0][1], scope, item)
+                        if self.fatal is not None:
+                            break
                         continue
                     step = self.step(item, number, section)
                     if step is not None:
                         steps.append(step)
                 self.unique_ids(node)
         self.unused_shared_options()
+        options = self.lesson_inputs(options, steps)
         lesson = Lesson(
             title=title or "",
             summary=summary or "",
@@ -430,7 +492,7 @@ class Reader:
                     line = key.start_mark.line + 1
                     if quiz_id in seen:
                         self.problem(
-                            key,
+                            id_node,
                             f"quiz id '{quiz_id}' is already used by the quiz at line "
                             f"{seen[quiz_id]}",
                         )
@@ -447,7 +509,11 @@ class Reader:
         options = self.options(entries, scope.options, shared=True)
         variant = scope.variant
         if "variant" in entries:
-            variant = self.variant(entries["variant"][1]) or variant
+            before = len(self.problems)
+            named = self.variant(entries["variant"][1])
+            if named is None:
+                self.stop_at(before, "the steps are not checked until it is available")
+            variant = named or variant
         query = scope.query
         if "query" in entries:
             query = self.query(entries["query"][1], options.inputs.tokens if options.inputs else ())
@@ -462,6 +528,7 @@ class Reader:
             if name is None or name in installed:
                 continue
             self.missing_plugins.append(name)
+            before = len(self.problems)
             failed = [r for r in self.host.failures if r.name == name]
             if failed:
                 self.problem(item, f"plugin '{name}' failed to load: {failed[0].error}")
@@ -472,6 +539,7 @@ class Reader:
                     "(install it, or give its folder with --plugins-dir); "
                     f"installed: {', '.join(sorted(installed)) or 'none'}",
                 )
+            self.stop_at(before, "the steps are not checked until it is installed")
 
     def declared_options(self) -> list[str]:
         """Every option an installed variant declares, other than the shared ones."""
@@ -533,12 +601,48 @@ class Reader:
             )  # fmt: skip
 
     def base_options(self) -> Options:
-        from tracer.inputs.builtin import BUILTIN_INPUTS
-        from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED
+        from tracer.runner import DEFAULT_INIT, DEFAULT_SEED
 
         return Options(
-            inputs=BUILTIN_INPUTS[DEFAULT_INPUTS], seed=DEFAULT_SEED, init=DEFAULT_INIT, dropout=0.0
+            inputs=self.default_inputs, seed=DEFAULT_SEED, init=DEFAULT_INIT, dropout=0.0
         )
+
+    def own_inputs(self, variant: str, options: Options) -> Options:
+        """``options`` with the variant's own inputs (``Variant(inputs=...)``) when the lesson
+        names none, as ``attn trace`` uses them; the default inputs otherwise."""
+        own = self.host.variants[variant].inputs
+        if options.inputs is self.default_inputs and own is not None:
+            return replace(options, inputs=own)
+        return options
+
+    def lesson_inputs(self, options: Options, steps: Sequence[LessonStep]) -> Options:
+        """The lesson's inputs: when it names none and every step runs on one variant's own
+        inputs (an induction lesson), those, so what says "the lesson's inputs" names them."""
+        if options.inputs is not self.default_inputs:
+            return options
+        used: dict[int, InputSet] = {}
+        for step in steps:
+            refs = [*step.tables(), step.reported_at]
+            for given in [r.options for r in refs if r is not None] + (
+                [step.options] if isinstance(step, Loop) else []
+            ):
+                if given.inputs is not None:
+                    used[id(given.inputs)] = given.inputs
+        if len(used) == 1:
+            (only,) = used.values()
+            if only is not self.default_inputs:
+                return replace(options, inputs=only)
+        return options
+
+    def named_input_sets(self) -> dict[str, InputSet]:
+        """Input sets the installed variants bring (their own inputs and default sources),
+        by name: a lesson may name them as it names a built-in set."""
+        found: dict[str, InputSet] = {}
+        for variant in self.host.variants.values():
+            for given in (variant.inputs, variant.default_source):
+                if isinstance(given, InputSet):
+                    found.setdefault(given.name, given)
+        return found
 
     def options(
         self,
@@ -554,7 +658,10 @@ class Reader:
         ``shared``: lesson-wide (or section) options, which apply only to the
         variants that declare them.
         """
+        before = len(self.problems)
         inputs = self.inputs(entries["inputs"][1]) if "inputs" in entries else None
+        if shared and "inputs" in entries and inputs is None:
+            self.stop_at(before, "the steps are not checked until the inputs can be read")
         seed = init = d_out = dropout = None
         values: list[OptionValue] = []
         if "options" in entries:
@@ -661,15 +768,20 @@ class Reader:
             return None
         from tracer.inputs.builtin import BUILTIN_INPUTS
 
+        brought = self.named_input_sets()
+        if spec not in BUILTIN_INPUTS and spec in brought:
+            return brought[spec]
         if spec not in BUILTIN_INPUTS:
             candidate = self.base_dir / spec
             looks_like_file = Path(spec).suffix.lower() in (".yaml", ".yml", ".json") or "/" in spec
             if not looks_like_file:
+                named = sorted({*BUILTIN_INPUTS, *brought})
                 self.problem(
                     node,
-                    f"unknown input set '{spec}'{did_you_mean(spec, BUILTIN_INPUTS)}; "
-                    f"built-in sets: {', '.join(sorted(BUILTIN_INPUTS))}, "
-                    "or give a .yaml/.json file",
+                    f"unknown input set '{spec}'{did_you_mean(spec, named)}; "
+                    f"built-in sets: {', '.join(sorted(BUILTIN_INPUTS))}"
+                    + (f"; the variants' own: {', '.join(sorted(brought))}" if brought else "")
+                    + ", or give a .yaml/.json file",
                 )
                 return None
             if not candidate.is_file():
@@ -761,7 +873,6 @@ class Reader:
         ok = True
         variant = stage = None
         options = self.options(entries, scope.options)
-        tokens = options.inputs.tokens if options.inputs is not None else scope.tokens
         if "variant" in entries:
             variant = self.variant(entries["variant"][1])
             ok = ok and variant is not None
@@ -771,7 +882,8 @@ class Reader:
             self.problem(node, f"{what} needs a 'variant' (or set one in 'defaults')")
             ok = False
         if variant is not None:
-            options = self.variant_options(variant, options, entries)
+            options = self.own_inputs(variant, self.variant_options(variant, options, entries))
+        tokens = options.inputs.tokens if options.inputs is not None else scope.tokens
         if "stage" in entries:
             stage = self.text(entries["stage"][1], "stage")
             if stage is not None and variant is not None:
@@ -1056,7 +1168,6 @@ class Reader:
         ok = True
         variant = stage = None
         options = self.options(entries, scope.options)
-        tokens = options.inputs.tokens if options.inputs is not None else scope.tokens
         if "variant" in entries:
             variant = self.variant(entries["variant"][1])
         elif scope.variant is not None:
@@ -1065,7 +1176,8 @@ class Reader:
             self.problem(node, "'loop' needs a 'variant' (or set one in 'defaults')")
             ok = False
         if variant is not None:
-            options = self.variant_options(variant, options, entries)
+            options = self.own_inputs(variant, self.variant_options(variant, options, entries))
+        tokens = options.inputs.tokens if options.inputs is not None else scope.tokens
         if "stage" not in entries:
             self.problem(node, "'loop' needs a 'stage'")
             ok = False
@@ -1130,6 +1242,14 @@ class Reader:
             label = (
                 self.text(side_entries["label"][1], "label") if "label" in side_entries else None
             )
+            if label is not None and "{{" in label:
+                where = self.locate(side_entries["label"][1], "{{")
+                self.problem_at(
+                    *where,
+                    "a label is shown as written: live values ({{name}}) are filled in only in "
+                    "narration, captions and quizzes; put the value in the caption",
+                )
+                label = None
             if ref is not None and label is not None:
                 ref = replace(ref, label=label)
             sides.append(ref)
@@ -1211,7 +1331,7 @@ class Reader:
                             self.problem(
                                 answer_node,
                                 f"answer '{picked}' is not one of the choices"
-                                f"{did_you_mean(picked, choices)}",
+                                f"{did_you_mean(picked, choices)}; choices: {_quoted(choices)}",
                             )
             elif isinstance(answer_node, yaml.MappingNode):
                 answer = self.answer_ref(answer_node, scope, "answer")
@@ -1279,7 +1399,8 @@ class Reader:
                 if choices:
                     self.problem(
                         item,
-                        f"answer '{text}' is not one of the choices{did_you_mean(text, choices)}",
+                        f"answer '{text}' is not one of the choices{did_you_mean(text, choices)}"
+                        f"; choices: {_quoted(choices)}",
                     )
                 ok = False
             elif choices.index(text) in picked:
@@ -1294,6 +1415,8 @@ class Reader:
         if not items:
             self.problem(node, "hints is empty; give at least one hint, or leave 'hints' out")
             return None
+        if isinstance(node, yaml.SequenceNode) and node.flow_style:
+            items = _rejoined_sentences(items)
         texts = [self.prose(item, "a hint", quiz=True) for item in items]
         if any(t is None for t in texts):
             return None
@@ -1357,6 +1480,7 @@ class Reader:
         """A :class:`TensorRef` with an optional ``cell`` picking one value."""
         ref = self.ref(node, entries, scope, what)
         cell: tuple[int, ...] | None = None
+        cell_at: tuple[tuple[int, int], ...] = ()
         if "cell" in entries:
             tokens = self._tokens(ref) if ref and ref.options.inputs else scope.tokens
             cell_node = entries["cell"][1]
@@ -1370,14 +1494,19 @@ class Reader:
                 if any(p is None for p in picked):
                     return None
                 cell = tuple(p for p in picked if p is not None)
+                cell_at = tuple(
+                    (item.start_mark.line + 1, item.start_mark.column + 1)
+                    for item in cell_node.value
+                )
             else:
                 index = self.index(cell_node, "cell index", tokens, size=1 << 30)
                 if index is None:
                     return None
                 cell = (index,)
+                cell_at = ((cell_node.start_mark.line + 1, cell_node.start_mark.column + 1),)
         if ref is None:
             return None
-        return replace(ref, cell=cell)
+        return replace(ref, cell=cell, cell_at=cell_at)
 
     def checkpoint(self, node: yaml.Node, line: int, column: int) -> Checkpoint | None:
         if isinstance(node, yaml.SequenceNode):
@@ -1407,6 +1536,40 @@ class Reader:
 
 
 # Scalars ---------------------------------------------------------------------
+
+
+def _rejoined_sentences(items: list[yaml.Node]) -> list[yaml.Node]:
+    """``hints: [Multiply …, then add.]``: YAML reads a comma in a flow list as a new item,
+    so a sentence with a comma became two hints. An unquoted item that starts in lower case
+    after one that starts a sentence (a capital) and does not end it (., ?, !, :, ;)
+    continues that sentence: the two are one hint, with the text between them as written.
+    Quoted items, and lists of lower-case fragments (``[first hint, second hint]``), are
+    kept as they are."""
+    joined: list[yaml.Node] = []
+    for item in items:
+        previous = joined[-1] if joined else None
+        if (
+            isinstance(previous, yaml.ScalarNode)
+            and isinstance(item, yaml.ScalarNode)
+            and previous.style is None
+            and item.style is None
+            and str(previous.value)[:1].isupper()
+            and str(item.value)[:1].islower()
+            and not str(previous.value).rstrip().endswith((".", "?", "!", ":", ";"))
+        ):
+            buffer = getattr(previous.start_mark, "buffer", None)
+            between = (
+                buffer[previous.end_mark.index : item.start_mark.index]
+                if isinstance(buffer, str)
+                else ", "
+            )
+            text = f"{previous.value}{between}{item.value}"
+            joined[-1] = yaml.ScalarNode(
+                previous.tag, text, previous.start_mark, item.end_mark, style=None
+            )
+            continue
+        joined.append(item)
+    return joined
 
 
 def _comparison(text: str) -> str | None:
@@ -1485,6 +1648,10 @@ def _closest(word: str, choices: Sequence[str]) -> str | None:
     return close[0] if close else None
 
 
+def _quoted(texts: Sequence[str]) -> str:
+    return ", ".join(f"'{text}'" for text in texts)
+
+
 def _listing(names: Sequence[str] | dict[str, str]) -> str:
     return ", ".join(names)
 
@@ -1498,5 +1665,6 @@ def _tokens(inputs: InputSet, variant: Variant | None = None) -> tuple[str, ...]
     if second is not None:
         return Tokens(inputs.tokens, second.tokens)
     if variant is not None and variant.source == "required":
-        return Tokens(inputs.tokens, default_source(variant).tokens)
+        default = default_source(variant)
+        return Tokens(inputs.tokens, default.tokens, default_source=default.name)
     return Tokens(inputs.tokens)

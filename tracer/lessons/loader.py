@@ -110,7 +110,32 @@ def find_lessons(extra_dirs: Sequence[str | Path] = (), *, use_env: bool = True)
 
 
 def _yaml_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix in LESSON_SUFFIXES and p.is_file())
+    return lesson_files_in(folder)
+
+
+def lesson_files_in(folder: Path) -> list[Path]:
+    """The lessons in ``folder``, sorted: its ``.yaml`` files, less the inputs files that
+    lessons beside them name (``inputs: data.yaml``), which are not lessons."""
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix in LESSON_SUFFIXES and p.is_file() and not is_inputs_file(p)
+    )
+
+
+def is_inputs_file(path: Path) -> bool:
+    """Whether ``path`` holds an input set (tokens, embeddings...) rather than a lesson.
+
+    Only a readable mapping with ``tokens`` and none of a lesson's keys counts; anything
+    else is treated as a lesson, so its problems are reported."""
+    try:
+        root = compose_file(path)
+    except (DocumentError, UsageError):
+        return False
+    if not isinstance(root, yaml.MappingNode):
+        return False
+    keys = {str(key.value) for key, _ in root.value if isinstance(key, yaml.ScalarNode)}
+    return "tokens" in keys and not keys & {"title", "summary", "steps", "values", "defaults"}
 
 
 def _peek_title(path: Path) -> tuple[str, str | None]:

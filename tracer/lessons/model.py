@@ -70,6 +70,7 @@ OPERATIONS: dict[str, str] = {
     "std": "the standard deviation over dimension N (no value: of the whole tensor)",
     "argmax": "the 0-based index of the largest value over dimension N (no value: one row)",
     "count": "how many values are not zero over dimension N (no value: in the whole tensor)",
+    "size": "how many entries dimension N has (no value: how many values the whole tensor has)",
     "abs": "the absolute value of every value (value: true)",
     "add": "add a number, or a tensor named like an answer (variant, stage, tensor...)",
     "subtract": "subtract a number, or a tensor named like an answer",
@@ -164,6 +165,8 @@ class TensorRef:
     label: str | None = None
     line: int = 0
     column: int = 0
+    cell_at: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+    """Where each index of ``cell`` is written (line, column), for a message about one."""
 
 
 @dataclass(frozen=True)

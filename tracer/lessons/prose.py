@@ -35,7 +35,7 @@ VALUE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 ANSWER = "answer"
 """The name under which a quiz's explanation sees the quiz's own answer."""
 TOKEN_FORMAT = "token"
-INTEGRAL_OPERATIONS = ("argmax", "count")
+INTEGRAL_OPERATIONS = ("argmax", "count", "size")
 """Operations whose result is a whole number, shown without decimals."""
 _TYPED_NUMBER = re.compile(r"(?<![\w.,])[-−]?\d+\.\d{3,}(?!\w|\.\d)")
 

@@ -350,7 +350,7 @@ def describe(operation: Operation) -> str:
     return f"{operation.name}({shown})"
 
 
-WHOLE_REDUCTIONS = ("max", "min", "mean", "std", "argmax", "count")
+WHOLE_REDUCTIONS = ("max", "min", "mean", "std", "argmax", "count", "size")
 _COMPARE = {
     ">=": torch.ge,
     "<=": torch.le,
@@ -433,6 +433,8 @@ def apply(
         result = data.std(dim=dim, correction=0)
     elif name == "argmax":
         result = data.argmax(dim=dim).float()
+    elif name == "size":  # the tensor's own shape, not a count of its values
+        result = torch.tensor(float(tensor.shape[dim] if tensor.dim() else 1))
     else:  # count
         result = (data != 0).sum(dim=dim).float()
     return result.reshape(()) if tensor.dim() == 0 and result.dim() else result
@@ -440,7 +442,7 @@ def apply(
 
 def _whole(name: str, tensor: torch.Tensor) -> torch.Tensor:
     """A reduction over every value: max, min, mean, std, count; argmax of one row."""
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 and name != "size":
         raise StepError(f"'{name}' of an empty tensor has no value")
     if name == "max":
         return tensor.max()
@@ -452,6 +454,8 @@ def _whole(name: str, tensor: torch.Tensor) -> torch.Tensor:
         return tensor.std(correction=0)  # of the values themselves, as numpy's std
     if name == "count":
         return (tensor != 0).sum().float()
+    if name == "size":
+        return torch.tensor(float(tensor.numel()))
     if tensor.dim() > 1:
         raise StepError(
             f"'argmax' of a tensor of shape {_shape(tensor)} needs a dimension "

@@ -300,6 +300,12 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                 "required": ["tokens", "embeddings"],
                 "additionalProperties": False,
             },
+            "params": {
+                "type": "object",
+                "description": "the variant's own learnt parameters by name (Variant(params=...)), "
+                "each a number or nested lists of numbers of the declared shape",
+                "additionalProperties": {"type": ["number", "array"]},
+            },
         },
         "required": ["tokens"],
         "dependencies": {"weights": ["embeddings"]},

@@ -41,7 +41,7 @@ from tracer.processes import die_with_parent
 from tracer.suggest import did_you_mean
 from tracer.tracing import Trace
 from tracer.tracing.containment import PluginExit, contained
-from tracer.variant import RunContext, Variant
+from tracer.variant import RunContext, Variant, deferred_declarations
 
 ENTRY_POINT_GROUP = "attention_tracer"
 DISTRIBUTION = "attention-tracer"
@@ -89,6 +89,15 @@ class PluginRecord:
                         }
                         for option in host.variants[name].options
                     ],
+                    "params": [
+                        {
+                            "name": param.name,
+                            "shape": list(param.shape),
+                            "init": param.init,
+                            "help": param.help,
+                        }
+                        for param in host.variants[name].params
+                    ],
                 }
                 for name in self.variants
             ],
@@ -133,20 +142,30 @@ class PluginHost:
         self._records: dict[str, PluginRecord] = {}
         # builtins_only: no code of ours not written here runs (attn check's reference).
         self._builtins_only = builtins_only
-        if entry_points:
-            self._load_entry_points()
+        self.broken: dict[str, tuple[PluginRecord, str]] = {}
+        """Variants whose declaration cannot work (a bad ``Option``), refused on their own."""
         folders = [Path(d) for d in plugin_dirs] + (
             [Path(d) for d in dirs_from_env()] if use_env else []
         )
         if builtins_only:
             folders = []
-        for folder in folders:
-            self._load_folder(folder)
-        self._register_variants()
+        # A declaration that cannot work fails its variant alone, not the whole plugin.
+        with deferred_declarations():
+            if entry_points:
+                self._load_entry_points()
+            for folder in folders:
+                self._load_folder(folder)
+            self._register_variants()
         if self.strict and self.failures:
             first = self.failures[0]
             raise PluginError(
                 f"plugin '{first.name}' failed: {first.error} (ATTN_STRICT_PLUGINS=1)"
+            )
+        if self.strict and self.broken:
+            name, (record, problem) = next(iter(self.broken.items()))
+            raise PluginError(
+                f"plugin '{record.name}' failed to declare variant '{name}': {problem} "
+                "(ATTN_STRICT_PLUGINS=1)"
             )
 
     @property
@@ -160,6 +179,12 @@ class PluginHost:
         plugin, colon, short = name.partition(":")
         if colon and self.variants.get(short) is not None and self.owner[short].name == plugin:
             return self.variants[short]  # PLUGIN:VARIANT also reaches a name nobody contests
+        if name in self.broken or short in self.broken:
+            record, problem = self.broken[name if name in self.broken else short]
+            raise PluginError(
+                f"variant '{name}' is unavailable: plugin '{record.name}' failed to declare it: "
+                f"{problem}"
+            )
         failed = [r for r in self.failures if name in (r.name, r.source)]
         if failed:
             raise PluginError(
@@ -325,6 +350,11 @@ class PluginHost:
                 continue
             for variant in found:
                 name = variant.name
+                if variant.problem is not None:
+                    shown = name if isinstance(name, str) else repr(name)
+                    self.broken.setdefault(shown, (record, variant.problem))
+                    record.warnings.append(f"variant '{shown}' failed: {variant.problem}")
+                    continue
                 if name in self.variants:
                     # The name stays with whoever has it; this one is reached by its plugin's.
                     other = self.owner[name]

@@ -188,6 +188,7 @@ def format_stage(stage: Stage, trace: Trace, total: int | None = None) -> str:
     out = [f"== stage {stage.index + 1}{count}: {stage.name} - {stage.title}"]
     if stage.formula:
         out.append(f"   {stage.formula}")
+    out.extend(f"   {name}: {text}" for name, text in stage.formulas.items())
     out.extend(f"   {line}" for line in source_lines(stage))
     out.extend(format_tensors(stage, trace.tokens, query))
     return "\n".join(out)
@@ -282,6 +283,8 @@ def step_json(
         document["name"] = step.name
         document["title"] = step.title
     document["formula"] = step.formula
+    if isinstance(step, Stage) and step.formulas:
+        document["formulas"] = dict(step.formulas)
     document["source"] = {
         "file": step.source_file,
         "lines": list(step.lines),
@@ -325,10 +328,34 @@ def trace_json(
         document["source_tokens"] = list(trace.context.source.tokens)
         if trace.context.source.default is not None:
             document["source_default"] = trace.context.source.default
+    document.update(_made_json(trace, tensor))
     if substeps:
         document["substeps"] = loops
     document["output"] = tensor(trace.output) if trace.output is not None else None
     return document
+
+
+def _made_json(trace: Trace, tensor: Callable[[torch.Tensor], Any]) -> dict[str, Any]:
+    """What an outside oracle needs to rerun the trace: the seed, how the weights were made
+    (``init`` is null when the inputs gave them), d_out, and every weight and parameter."""
+    context = trace.context
+    made: dict[str, Any] = {"seed": context.seed, "init": context.init, "d_out": context.d_out}
+    if context.weights is not None:
+        made["weights"] = {
+            "query": tensor(context.weights.query),
+            "key": tensor(context.weights.key),
+            "value": tensor(context.weights.value),
+        }
+    if context.source is not None and context.source.weights is not None:
+        made["source_weights"] = {
+            "key": tensor(context.source.weights.key),
+            "value": tensor(context.source.weights.value),
+        }
+    if context.params:
+        made["params"] = {name: tensor(value) for name, value in context.params.items()}
+        inits = getattr(context.params, "inits", {})
+        made["param_inits"] = {name: inits[name] for name in context.params if name in inits}
+    return made
 
 
 def write_json(value: Any, write: Callable[[str], object], indent: int = 1, level: int = 0) -> None:

@@ -62,6 +62,14 @@ def check_step(trace: TraceView, step: Stage | SubStep, where: Location) -> None
             )
         if any(done.name == step.name for done in trace.stages):
             raise _error(trace, f"yielded stage '{step.name}' twice", where)
+        strays = [name for name in getattr(step, "formulas", {}) if name not in step.tensors]
+        if strays:
+            raise _error(
+                trace,
+                f"{subject}: formulas= names '{strays[0]}', which is not one of its tensors "
+                f"({', '.join(step.tensors) or 'none'})",
+                where,
+            )
     else:
         subject = f"a sub-step of '{step.stage}'"
         if step.stage not in variant.loops:
@@ -82,6 +90,63 @@ def check_step(trace: TraceView, step: Stage | SubStep, where: Location) -> None
     if isinstance(step, SubStep):
         for equation in step.equations or ((step.equation,) if step.equation else ()):
             _check_equation(trace, subject, step, equation, where)
+        _note_position(trace, step, where)
+    elif step.name in variant.loops:
+        _check_positions(trace, step)
+
+
+def _note_position(trace: Trace, step: SubStep, where: Location) -> None:
+    """A sub-step's position: whole numbers from 0; the largest along each dimension is
+    kept (with where it was yielded) until the stage arrives and its shape is known."""
+    position = step.position
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in position):
+        raise _error(
+            trace,
+            f"a sub-step of '{step.stage}': position {position!r} must be whole numbers from 0, "
+            "the cell of the stage's tensor this iteration writes",
+            where,
+        )
+    seen: dict[str, list[tuple[int, tuple[int, ...], Location]]]
+    seen = trace.__dict__.setdefault("_positions", {})
+    largest = seen.setdefault(step.stage, [])
+    for dim, index in enumerate(position):
+        if dim == len(largest):
+            largest.append((index, position, where))
+        elif index > largest[dim][0]:
+            largest[dim] = (index, position, where)
+
+
+def _check_positions(trace: Trace, stage: Stage) -> None:
+    """Every sub-step of the loop that built ``stage`` wrote inside its main tensor.
+
+    A position indexes the leading dimensions of the stage's first tensor (or the tokens);
+    when one query is focused and that tensor is the query's slice, the query dimension
+    counts too. The error is at the yield of the sub-step with the largest coordinate."""
+    largest = trace.__dict__.get("_positions", {}).pop(stage.name, None)
+    if not largest or not stage.tensors:
+        return
+    name, tensor = next(iter(stage.tensors.items()))
+    shape = list(tensor.shape)
+    axes = [parse_axis(a)[0] for a in stage.axes.get(name, ())]
+    query = trace.context.query
+    if query is not None and "query" in axes and len(axes) == len(shape) + 1:
+        shape.insert(axes.index("query"), len(trace.context.tokens))
+    # A loop over tokens may write a grid the tensor does not have (naive-loop's context
+    # adds key j's value into row i: position (i, j) of a (query, feature) tensor), so a
+    # coordinate may also run up to the number of tokens; beyond both it is a slip.
+    source = trace.context.source
+    tokens = max(len(trace.context.tokens), len(source.tokens) if source is not None else 0)
+    for dim, (index, position, where) in enumerate(largest):
+        bound = max(shape[dim] if dim < len(shape) else 0, tokens)
+        if index >= bound:
+            size = f"of shape {tuple(shape)}" if shape else "(a single number)"
+            raise _error(
+                trace,
+                f"a sub-step of '{stage.name}': position {position} is outside the stage's "
+                f"tensor '{name}' {size} and the {tokens} tokens (coordinate {dim + 1} is "
+                f"{index}; it runs 0 to {bound - 1})",
+                where,
+            )
 
 
 def _tensor(

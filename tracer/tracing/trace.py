@@ -13,6 +13,7 @@ Everything a variant yields is checked where it is yielded (see
 from __future__ import annotations
 
 import inspect
+import os
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, GeneratorType
@@ -22,6 +23,16 @@ from tracer.errors import Location, TracerError, VariantRunError
 from tracer.tracing.containment import PluginExit, contained
 from tracer.tracing.lines import LineRecorder, statement_lines
 from tracer.variant import RunContext, Stage, Step, SubStep, Tokens, Variant
+
+SHARED_HELPER = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dropout.py"
+)
+"""``tracer/dropout.py``, which plugins call as their own helper (found without importing it)."""
+
+
+def _is_shared_helper(filename: str) -> bool:
+    return os.path.normcase(os.path.abspath(filename)) == os.path.normcase(SHARED_HELPER)
+
 
 if TYPE_CHECKING:
     import torch
@@ -63,7 +74,9 @@ class Trace:
         """Lines run by the sub-steps since the last stage: the loop that built the next stage."""
         self._generator: GeneratorType[Step, None, torch.Tensor] | None = None
         self._code_file = variant.run.__code__.co_filename
-        self._lines = LineRecorder(tuple(roots) or (self._code_file,))
+        # The public dropout helper's lines are shown with the plugin's, as a helper of its
+        # own would be: the source pane shows the mask being drawn when --dropout is set.
+        self._lines = LineRecorder((*(tuple(roots) or (self._code_file,)), SHARED_HELPER))
         self._guard: object | None = None
 
     @property
@@ -235,8 +248,8 @@ class Trace:
         """Point at the deepest line of the plugin's own files in the traceback."""
         location = Location(self.source_file)
         for frame in traceback.extract_tb(exc.__traceback__):
-            if self._lines.covers(frame.filename):
-                location = Location(frame.filename, frame.lineno)
+            if self._lines.covers(frame.filename) and not _is_shared_helper(frame.filename):
+                location = Location(frame.filename, frame.lineno)  # the plugin's own line
         if isinstance(exc, SystemExit):
             summary = f"called sys.exit({exc.code!r})"
         elif isinstance(exc, GeneratorExit):

@@ -203,6 +203,7 @@ LAYERS = (
         "tracer.sanitize",
         "tracer.suggest",
         "tracer.yamldoc",
+        "tracer.dropout",  # numpy and torch only: the mask every variant draws the same way
     ),
     ("tracer.variant", "tracer.options", "tracer.inputs", "tracer.hookspecs"),
     ("tracer.tracing", "tracer.plugin_host", "tracer.render", "tracer.mistakes"),

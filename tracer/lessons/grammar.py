@@ -623,9 +623,9 @@ class Reader:
         used: dict[int, InputSet] = {}
         for step in steps:
             refs = [*step.tables(), step.reported_at]
-            for given in [r.options for r in refs if r is not None] + (
-                [step.options] if isinstance(step, Loop) else []
-            ):
+            # A loop names its options itself: it shows no TensorRef.
+            own = getattr(step, "options", None)
+            for given in [r.options for r in refs if r is not None] + ([own] if own else []):
                 if given.inputs is not None:
                     used[id(given.inputs)] = given.inputs
         if len(used) == 1:

@@ -95,7 +95,7 @@ def check_step(trace: TraceView, step: Stage | SubStep, where: Location) -> None
         _check_positions(trace, step)
 
 
-def _note_position(trace: Trace, step: SubStep, where: Location) -> None:
+def _note_position(trace: TraceView, step: SubStep, where: Location) -> None:
     """A sub-step's position: whole numbers from 0; the largest along each dimension is
     kept (with where it was yielded) until the stage arrives and its shape is known."""
     position = step.position
@@ -116,7 +116,7 @@ def _note_position(trace: Trace, step: SubStep, where: Location) -> None:
             largest[dim] = (index, position, where)
 
 
-def _check_positions(trace: Trace, stage: Stage) -> None:
+def _check_positions(trace: TraceView, stage: Stage) -> None:
     """Every sub-step of the loop that built ``stage`` wrote inside its main tensor.
 
     A position indexes the leading dimensions of the stage's first tensor (or the tokens);

@@ -50,6 +50,10 @@ def add_parser(commands: Any) -> None:
         description="List the shipped lessons, then those in --lessons-dir and ATTN_LESSONS_DIR.",
     )
     add_lesson_dir_option(listing)
+    listing.add_argument(
+        "--json", action="store_true",
+        help="a JSON list: each lesson's number, name, title and progress",
+    )  # fmt: skip
     # Accepted for symmetry with 'attn lesson'; listing itself needs no plugins.
     add_plugin_options(listing)
     listing.set_defaults(handler=run_list)
@@ -65,7 +69,9 @@ def add_parser(commands: Any) -> None:
         epilog=(
             "check PATH|DIR...: report every problem as path:line:column: message "
             "(a folder: each lesson in it; --watch: again whenever a file is saved). "
-            "run NAME|PATH --plain: print the whole lesson as text, quiz answers included. "
+            "run NAME|PATH --plain: print the whole lesson as text, quiz answers included; "
+            "with -i (--interactive): step by step, reading a line after each step "
+            "(Enter: next, a quiz's answer, h: hint, b: back, q: quit), progress saved. "
             "new PATH: write a commented starter lesson (never overwrites). "
             "export NAME|PATH --to md|ipynb [-o FILE] [--force]: the lesson, computed, as "
             "Markdown or a Jupyter notebook (never overwrites without --force). "
@@ -82,6 +88,13 @@ def add_parser(commands: Any) -> None:
     lesson.add_argument(
         "--plain", action="store_true",
         help="with run: print text instead of opening the TUI (the default in a pipe)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "-i", "--interactive", action="store_true",
+        help=(
+            "with run --plain: one step at a time, reading a line after each "
+            "(Enter: next, an answer at a quiz, h: hint, b: back, q: quit)"
+        ),
     )  # fmt: skip
     lesson.add_argument(
         "--to", choices=("md", "ipynb"),
@@ -111,6 +124,8 @@ def run_list(args: argparse.Namespace) -> int:
     from tracer.lessons.loader import find_lessons
 
     refs = find_lessons(args.lessons_dir)
+    if getattr(args, "json", False):
+        return list_json(refs)
     origin = None
     width = max((len(ref.name) for ref in refs), default=0)
     for ref in refs:
@@ -126,6 +141,33 @@ def run_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def list_json(refs: list[Any]) -> int:
+    """``attn lessons --json``: every lesson with the learner's progress in it, from the
+    progress file the app and ``--plain --interactive`` write."""
+    from tracer.lessons.loader import shipped_dir
+    from tracer.session.progress import ProgressStore, lesson_key, progress_summary
+
+    store = ProgressStore()
+    if store.warning:
+        print(message(f"attn: warning: {store.warning}"), file=sys.stderr)
+    shipped = shipped_dir()
+    listed = [
+        {
+            "number": ref.number,
+            "name": ref.name,
+            "title": ref.title,
+            "origin": ref.origin,
+            "path": str(ref.path),
+            "problem": ref.problem,
+            "progress": progress_summary(store.get(lesson_key(ref.path, shipped))),
+        }
+        for ref in refs
+    ]
+    # JSON escapes every control character, so file text reaches the terminal inert.
+    print(json.dumps(listed, indent=2))
+    return EXIT_OK
+
+
 def run_lesson(args: argparse.Namespace) -> int:
     action, targets = args.action, list(args.targets)
     if action == "check":
@@ -137,10 +179,14 @@ def run_lesson(args: argparse.Namespace) -> int:
         return check(files, args)
     if args.watch:
         raise UsageError("--watch goes with 'attn lesson check'")
+    if args.interactive and action != "run":
+        raise UsageError("-i (--interactive) goes with 'attn lesson run NAME --plain'")
     if action == "run":
         if len(targets) != 1:
             raise UsageError("'attn lesson run' takes one lesson: a name, a number or a .yaml path")
         args.lesson = targets[0]
+        if args.interactive:
+            return run_interactive(targets[0], args)
         if args.plain or not sys.stdout.isatty():
             return run_plain(targets[0], args)
         return open_tui(args)
@@ -294,6 +340,32 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
     for text in plain_lines(lesson, host):
         print(visible(text), flush=True)  # a lesson's escape sequences are shown, not run
     return EXIT_OK
+
+
+def run_interactive(target: str, args: argparse.Namespace) -> int:
+    """``attn lesson run NAME --plain -i``: the lesson step by step, answered from stdin."""
+    from tracer.cli.interactive import run_interactive as take
+    from tracer.cli.options import load_host
+    from tracer.lessons.check import check_lesson
+    from tracer.lessons.loader import LessonError, load_lesson, preflight
+    from tracer.session.lesson import start_session
+    from tracer.session.progress import ProgressStore
+
+    path = preflight(target, args.lessons_dir)
+    host = load_host(args)
+    lesson = load_lesson(path, host, extra_dirs=args.lessons_dir)
+    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
+    if problems:
+        raise LessonError(problems)
+    session = start_session(lesson, host, path, lesson_dirs=args.lessons_dir)
+    store = ProgressStore()
+    warning = session.attach(store)
+    if warning:
+        print(message(f"attn: warning: {warning}"), file=sys.stderr)
+    try:
+        return take(session, sys.stdin, sys.stdout)
+    finally:
+        session.close()
 
 
 def export(target: str, args: argparse.Namespace) -> int:

@@ -59,11 +59,8 @@ def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str
     from tracer.lessons.walk import step_view
 
     view = step_view(runner.lesson, runner, number)
-    if isinstance(step, Quiz):
-        return quiz_lines(view) + answer_lines(view, runner)
-    if isinstance(step, Loop):
-        return loop_lines(step, runner)
-    return view_lines(view)
+    whole = _WHOLE.get(view.kind)
+    return whole(view, runner) if whole is not None else view_lines(view)
 
 
 def view_lines(view: StepView) -> list[str]:
@@ -258,6 +255,12 @@ def answer_lines(step_view: StepView, runner: LessonRunner) -> list[str]:
         lines.append(f"Why: {runner.text(step.explanation, step).strip()}")
     return lines
 
+
+_WHOLE: dict[str, Callable[[StepView, LessonRunner], list[str]]] = {
+    "loop": lambda view, runner: loop_lines(step_as(view.step, Loop), runner),
+    "quiz": lambda view, runner: quiz_lines(view) + answer_lines(view, runner),
+}
+"""Kinds ``--plain`` prints whole at once: every sub-step of a loop, a quiz with its answer."""
 
 _DRAW: dict[str, Callable[[StepView], list[str]]] = {
     "narration": _narration,

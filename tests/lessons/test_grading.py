@@ -220,7 +220,7 @@ class QuizApp(App[None]):
             view.refuse(verdict.message)
             return
         self.responses.append(event.response)
-        view.feedback(event.response, verdict.right, self.runner.answer_text(self.quiz))
+        view.feedback(event.response, verdict.right, verdict.value)
 
 
 NUMBER_QUIZ = (

@@ -74,8 +74,11 @@ class Verdict:
     said: str = ""
     """The response as the learner reads it (a choice's text for its number)."""
     answer: str = ""
-    """The right answer as shown (empty while ``right`` is None)."""
+    """The right answer as shown, with a choice's letter and the tolerance (empty while
+    ``right`` is None)."""
     explanation: str = ""
+    value: str = ""
+    """The right answer alone (a choice's text, a number, cells), as the app's quiz says it."""
 
     @property
     def line(self) -> str:
@@ -490,7 +493,9 @@ class LessonSession:
                 live(self.runner, quiz.choices[i], quiz) for i in numbers if i < len(quiz.choices)
             )
         explanation = live(self.runner, quiz.explanation, quiz).strip() if quiz.explanation else ""
-        return Verdict(response, right, "", said, answer_shown(quiz, self.runner), explanation)
+        shown = answer_shown(quiz, self.runner)
+        value = self.runner.answer_text(quiz)
+        return Verdict(response, right, "", said, shown, explanation, value)
 
     # The view -------------------------------------------------------------------------
 

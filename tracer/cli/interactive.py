@@ -71,12 +71,12 @@ class Interactive:
         self.show(whole=True)
         while True:
             quiz = self.waiting_quiz()
-            line = self.ask(f"[{QUIZ_KEYS if quiz else KEYS}] > ")
-            if line is None or line.lower() == "q":
+            line = self.ask(f"[{self.keys(quiz)}] > ")
+            if line is None or line.lower() in ("q", "quit"):
                 self.warn(session.save())
                 self.say("Stopped; your place is saved.")
                 return EXIT_OK
-            command = line.lower()
+            command = self.command(line, quiz)
             if command == "b":
                 if session.back():
                     self.moved()
@@ -89,6 +89,8 @@ class Interactive:
                 else:
                     shown = session.hints_shown.get(session.position.step, 0)
                     self.say(f"Hint {shown}: {hint.strip()}")
+            elif command == "h":
+                self.say("This step is not a quiz; there are no hints.")
             elif not line:
                 if self.forward():
                     return EXIT_OK
@@ -98,6 +100,30 @@ class Interactive:
                 self.say("This quiz is answered already; press Enter to go on.")
             else:
                 self.say(f"Not a command here: '{line}'. {KEYS}.")
+
+    def command(self, line: str, quiz: bool) -> str:
+        """``b`` or ``h`` (or ``back``, ``hint``), unless the line is a choice's letter at a
+        quiz waiting for its answer: there the line is the answer."""
+        word = line.lower()
+        command = {"back": "b", "hint": "h"}.get(word, word)
+        if word in ("b", "h") and quiz and self.letter_is_choice(word):
+            return ""
+        return command if command in ("b", "h") else ""
+
+    def letter_is_choice(self, letter: str) -> bool:
+        step = self.session.quiz()
+        if step is None or step.quiz_kind not in ("choice", "multiple"):
+            return False
+        return ord(letter) - ord("a") < len(step.choices)
+
+    def keys(self, quiz: bool) -> str:
+        """The keys that work now; at a choice quiz with a choice b, 'back' goes back."""
+        if not quiz:
+            return KEYS
+        if self.letter_is_choice("b"):
+            hint = "hint" if self.letter_is_choice("h") else "h: hint"
+            return f"type your answer · {hint} · back: go back · q: quit"
+        return QUIZ_KEYS
 
     def waiting_quiz(self) -> bool:
         """Whether the step on screen is a quiz not answered yet."""

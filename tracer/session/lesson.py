@@ -351,6 +351,10 @@ class LessonSession:
         self.progress.seen = max(self.progress.seen, position.step + 1)
         return True
 
+    def go_to(self, number: int) -> bool:
+        """Jump to step ``number`` (its first sub-step)."""
+        return self.go(Position(number))
+
     def pending(self) -> tuple[LoopState, int] | None:
         """What :meth:`next` would compute first: a loop's next sub-step not yet run
         (the stepper and its index), for a front end to run off its drawing thread."""

@@ -77,7 +77,7 @@ def open_lesson(args: argparse.Namespace) -> int:
     lesson_dirs = list(getattr(args, "lessons_dir", None) or ())
     path = resolve_lesson(str(spec), lesson_dirs)
     if not need_terminal("the lesson viewer", f"'attn lesson run {spec} --plain'"):
-        from tracer.cli.lessons_cmd import run_plain
+        from tracer.cli.plain_cmd import run_plain
 
         say_plain("the lesson")
         return run_plain(str(spec), args)
@@ -160,7 +160,7 @@ def plain_picker(lesson_dirs: list[str]) -> int:
 
 def explore_plain(variant: str, options: object, plugin_dirs: list[str]) -> int:
     """Every step of the variant as text: stages in full, loops' first sub-steps and a count."""
-    from tracer.tui.launch import explore_loader
+    from tracer.session.explore import explore_loader
 
     session = explore_loader(variant, options, plugin_dirs)  # type: ignore[arg-type]
     for warning in session.warnings:

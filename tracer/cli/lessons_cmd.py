@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.cli.options import add_plugin_options
+from tracer.cli.plain_cmd import run_interactive, run_plain
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
 from tracer.files import write_atomic
 from tracer.sanitize import message, visible
@@ -323,49 +324,6 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
             count = len(lesson.steps)
             print(f"{path}: ok ({count} step{'' if count == 1 else 's'})")
     return status
-
-
-def run_plain(target: str, args: argparse.Namespace) -> int:
-    from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
-    from tracer.lessons.plain import plain_lines
-
-    path = preflight(target, args.lessons_dir)
-    host = load_host(args)
-    lesson = load_lesson(path, host)
-    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
-    if problems:
-        raise LessonError(problems)
-    for text in plain_lines(lesson, host):
-        print(visible(text), flush=True)  # a lesson's escape sequences are shown, not run
-    return EXIT_OK
-
-
-def run_interactive(target: str, args: argparse.Namespace) -> int:
-    """``attn lesson run NAME --plain -i``: the lesson step by step, answered from stdin."""
-    from tracer.cli.interactive import run_interactive as take
-    from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
-    from tracer.session.lesson import start_session
-    from tracer.session.progress import ProgressStore
-
-    path = preflight(target, args.lessons_dir)
-    host = load_host(args)
-    lesson = load_lesson(path, host, extra_dirs=args.lessons_dir)
-    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
-    if problems:
-        raise LessonError(problems)
-    session = start_session(lesson, host, path, lesson_dirs=args.lessons_dir)
-    store = ProgressStore()
-    warning = session.attach(store)
-    if warning:
-        print(message(f"attn: warning: {warning}"), file=sys.stderr)
-    try:
-        return take(session, sys.stdin, sys.stdout)
-    finally:
-        session.close()
 
 
 def export(target: str, args: argparse.Namespace) -> int:

@@ -253,9 +253,8 @@ class TracerApp(App[int]):
             self.push_screen(screen)  # the first screen stays underneath (it cannot be replaced)
 
     def open_explorer(self, variant: str) -> None:
-        from tracer.runner import TraceOptions
+        from tracer.session.explore import TraceOptions, explore_loader
         from tracer.tui.explore_screen import ExploreScreen
-        from tracer.tui.launch import explore_loader
 
         dirs = self.plugin_dirs
         self._open(

@@ -19,7 +19,7 @@ from typing import Any
 from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
 from tracer.sanitize import visible
-from tracer.tracing.stepper import LoopCanvas
+from tracer.session.explore import LoopCanvas
 from tracer.variant import Tokens, source_tokens
 
 Cell = tuple[int, int]

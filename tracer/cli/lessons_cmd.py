@@ -171,6 +171,8 @@ def list_json(refs: list[Any]) -> int:
 
 def run_lesson(args: argparse.Namespace) -> int:
     action, targets = args.action, list(args.targets)
+    if args.interactive and action != "run":
+        raise UsageError("-i (--interactive) goes with 'attn lesson run NAME --plain'")
     if action == "check":
         if not targets:
             raise UsageError("'attn lesson check' needs at least one lesson file or folder")
@@ -180,8 +182,6 @@ def run_lesson(args: argparse.Namespace) -> int:
         return check(files, args)
     if args.watch:
         raise UsageError("--watch goes with 'attn lesson check'")
-    if args.interactive and action != "run":
-        raise UsageError("-i (--interactive) goes with 'attn lesson run NAME --plain'")
     if action == "run":
         if len(targets) != 1:
             raise UsageError("'attn lesson run' takes one lesson: a name, a number or a .yaml path")

@@ -56,9 +56,15 @@ class Interactive:
 
     def ask(self, prompt: str) -> str | None:
         """One line from stdin after ``prompt`` (None: the input has ended)."""
-        self.stdout.write(prompt)
-        self.stdout.flush()
-        line = self.stdin.readline()
+        while True:
+            self.stdout.write(prompt)
+            self.stdout.flush()
+            try:
+                line = self.stdin.readline()
+            except UnicodeDecodeError:  # the rest of that line is skipped, the next one read
+                self.say("That line is not text this terminal's encoding can read; type it again.")
+                continue
+            break
         if not line:
             self.stdout.write("\n")
             self.stdout.flush()

@@ -122,6 +122,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.loader import find_lessons
 
     refs = find_lessons(args.lessons_dir)
@@ -145,6 +146,7 @@ def run_list(args: argparse.Namespace) -> int:
 def list_json(refs: list[Any]) -> int:
     """``attn lessons --json``: every lesson with the learner's progress in it, from the
     progress file the app and ``--plain --interactive`` write."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.loader import shipped_dir
     from tracer.session.progress import ProgressStore, lesson_key, progress_summary
 
@@ -228,6 +230,7 @@ def open_tui(args: argparse.Namespace) -> int:
             "the lesson viewer is not available in this installation; "
             f"use 'attn lesson run {args.lesson} --plain'"
         ) from None
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli import app_cmd
 
     status: int = app_cmd.open_lesson(args)
@@ -236,6 +239,7 @@ def open_tui(args: argparse.Namespace) -> int:
 
 def lesson_files(targets: list[str]) -> list[str]:
     """Each target, with a folder replaced by the lessons in it (sorted)."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.loader import LESSON_SUFFIXES
 
     files: list[str] = []
@@ -255,6 +259,7 @@ def lesson_files(targets: list[str]) -> list[str]:
 
 def watch(targets: list[str], args: argparse.Namespace) -> int:
     """Check, then check each file again whenever it changes, until interrupted."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     import time
 
     def stamps() -> dict[str, float | None]:
@@ -288,6 +293,7 @@ def watch(targets: list[str], args: argparse.Namespace) -> int:
 
 
 def check(targets: list[str], args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson, markup_warnings
     from tracer.lessons.loader import LessonError, load_lesson, one_line, preflight
@@ -327,6 +333,7 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
 
 
 def export(target: str, args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson
     from tracer.lessons.export import export_text
@@ -360,6 +367,7 @@ def export(target: str, args: argparse.Namespace) -> int:
 
 
 def schema(args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
     from tracer.lessons.schema import catalog, schema_text
 
@@ -379,6 +387,7 @@ def schema(args: argparse.Namespace) -> int:
 
 def write_schema(folder: Path, text: str) -> Path:
     """``folder/lesson.schema.json``; replaces only a schema this tool wrote (never other files)."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.schema import SCHEMA_ID, SCHEMA_NAME
 
     path = folder / SCHEMA_NAME
@@ -399,6 +408,7 @@ def write_schema(folder: Path, text: str) -> Path:
 
 
 def new(path: Path) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.starter import starter_lesson
 
     if path.suffix not in (".yaml", ".yml"):
@@ -418,6 +428,7 @@ def new(path: Path) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     print(f"wrote {path}; check it with: attn lesson check {path}")
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.schema import SCHEMA_NAME
 
     if not (path.parent / SCHEMA_NAME).exists():

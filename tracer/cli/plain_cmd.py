@@ -17,6 +17,7 @@ from tracer.sanitize import message, visible
 
 
 def run_plain(target: str, args: argparse.Namespace) -> int:
+    # Here, not at the top: the lesson modules load only for this command.
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson
     from tracer.lessons.loader import LessonError, load_lesson, preflight
@@ -35,6 +36,7 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
 
 def run_interactive(target: str, args: argparse.Namespace) -> int:
     """``attn lesson run NAME --plain -i``: the lesson step by step, answered from stdin."""
+    # Here, not at the top: the lesson modules load only for this command.
     from tracer.cli.interactive import run_interactive as take
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson

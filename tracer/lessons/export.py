@@ -20,6 +20,7 @@ import re
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.lessons.model import (
@@ -28,7 +29,9 @@ from tracer.lessons.model import (
     Loop,
     Quiz,
 )
-from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading
+from tracer.lessons.plain import focus_lines, loop_lines
+from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading, step_view
+from tracer.render.text import format_tensor, shape_text
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
@@ -103,7 +106,7 @@ def code_that_ran(stage: Stage) -> str:
 
 def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
     """The lesson, step by step, computed live."""
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
 
     runner = LessonRunner(lesson, host)
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
@@ -125,8 +128,6 @@ def _heading(step: LessonStep) -> str:
 
 
 def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block]:
-    from tracer.lessons.walk import step_view
-
     yield from _DRAW[step.kind](step_view(runner.lesson, runner, number), runner)
 
 
@@ -139,8 +140,6 @@ def _checkpoint(view: StepView, runner: LessonRunner) -> Iterator[Block]:
 
 
 def _show(view: StepView, runner: LessonRunner) -> Iterator[Block]:
-    from tracer.lessons.plain import focus_lines
-
     if view.text:
         yield Block("markdown", escape(view.text))
     main, *others = view.tables
@@ -151,14 +150,10 @@ def _show(view: StepView, runner: LessonRunner) -> Iterator[Block]:
 
 
 def _loop(view: StepView, runner: LessonRunner) -> Iterator[Block]:
-    from tracer.lessons.plain import loop_lines
-
     yield Block("output", "\n".join(loop_lines(step_as(view.step, Loop), runner)))
 
 
 def _compare(view: StepView, runner: LessonRunner) -> Iterator[Block]:
-    from tracer.render.text import format_tensor
-
     caption = view.text
     if caption:
         yield Block("markdown", escape(caption))
@@ -186,8 +181,6 @@ def _tensor_block(
 ) -> Iterator[Block]:
     """A tensor: the variant's lines that ran (to read), then the table, recomputed by a
     runnable cell where the run can be written as one ``trace(...)`` call."""
-    from tracer.render.text import format_tensor, shape_text
-
     resolved, hidden = shown.resolved, shown.hidden
     source = code_that_ran(resolved.stage) if code else ""
     if source:
@@ -209,8 +202,6 @@ def _tensor_block(
 
 
 def _file_names(stage: Stage) -> str:
-    from pathlib import Path
-
     files = dict(stage.files) or ({stage.source_file: ()} if stage.source_file else {})
     return ", ".join(Path(path).name for path in files)
 
@@ -218,8 +209,6 @@ def _file_names(stage: Stage) -> str:
 def _inputs_spec(resolved: Resolved) -> str | None:
     """How ``trace(inputs=...)`` names the run's inputs, as Python: a built-in name, an
     inputs file, or the lesson's own ``inputs:`` written out as an ``InputSet``."""
-    from pathlib import Path
-
     inputs = resolved.ref.options.inputs
     if inputs is None:
         return None
@@ -381,7 +370,7 @@ def notebook(lesson: Lesson, host: PluginHost) -> Any:
 
 def _nbformat() -> Any:
     """nbformat has no type hints; it is used through this one untyped handle."""
-    import importlib
+    import importlib  # nbformat loads only for --to ipynb, by name: it has no type hints
 
     return importlib.import_module("nbformat")
 

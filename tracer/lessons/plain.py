@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz
-from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading
+from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading, step_view
+from tracer.render.labels import axis_labels
+from tracer.render.text import format_number, format_tensor, shape_text
 
 if TYPE_CHECKING:
     import torch
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
     """Yield the lesson's text one block at a time, computing each step as it is reached."""
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
 
     runner = LessonRunner(lesson, host)
     yield lesson_heading(lesson)
@@ -56,8 +58,6 @@ def step_title(number: int, total: int, step: LessonStep) -> str:
 
 
 def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str]:
-    from tracer.lessons.walk import step_view
-
     view = step_view(runner.lesson, runner, number)
     whole = _WHOLE.get(view.kind)
     return whole(view, runner) if whole is not None else view_lines(view)
@@ -74,8 +74,6 @@ def view_lines(view: StepView) -> list[str]:
 
 def table_lines(table: Table, *, title: bool = False, formula: bool = True) -> list[str]:
     """One table: its title (with ``title``), name and shape, formula, then its values."""
-    from tracer.render.text import format_tensor, shape_text
-
     resolved = table.resolved
     lines = [table.title] if title else []
     lines.append(f"{table.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})")
@@ -119,9 +117,6 @@ def _loop(view: StepView) -> list[str]:
 
 
 def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
-    from tracer.render.labels import axis_labels
-    from tracer.render.text import format_number
-
     tensor = resolved.tensor
     labels = axis_labels(tuple(tensor.shape), resolved.tokens, resolved.query, resolved.axes)
     table = tensor.reshape(len(labels.rows), len(labels.columns))
@@ -164,8 +159,6 @@ def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
 
 def substep_lines(sub: SubStep, tokens: tuple[str, ...], query: int | None) -> list[str]:
     """One sub-step of a loop: where it is, its formula, and the values it computed."""
-    from tracer.render.text import format_number, format_tensor, shape_text
-
     where = ", ".join(str(i) for i in sub.position)
     lines = [f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip()]
     for name, tensor in sub.tensors.items():
@@ -181,8 +174,6 @@ def substep_lines(sub: SubStep, tokens: tuple[str, ...], query: int | None) -> l
 
 
 def _compare(view: StepView) -> list[str]:
-    from tracer.render.text import format_number, format_tensor, shape_text
-
     left, right = view.tables
     lines = [view.text.strip()] if view.text else []
     for side, table in (("Left", left), ("Right", right)):
@@ -226,8 +217,6 @@ def quiz_lines(step_view: StepView, choices: tuple[str, ...] | None = None) -> l
 def quiz_table_lines(step_view: StepView) -> list[str]:
     """A quiz's tables, each under its name (never the stage's title, which may state the
     answer), the cells the view hides as ?."""
-    from tracer.render.text import format_tensor, shape_text
-
     lines = []
     for table in step_view.tables:
         shown = table.resolved

@@ -19,10 +19,12 @@ screen before it is given.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from tracer.errors import TracerError
 from tracer.lessons.model import (
     Checkpoint,
     Compare,
@@ -35,6 +37,7 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
+from tracer.render.text import format_number
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.variant import Stage, SubStep
 
@@ -99,7 +102,7 @@ class Table:
     @property
     def formula(self) -> str:
         """The formula that made the table: the stage's, or the lesson's operations."""
-        from tracer.lessons.runner import describe
+        from tracer.lessons.runner import describe  # here: the runner imports torch
 
         if self.derived:
             return "computed by the lesson after the run: " + " then ".join(
@@ -137,8 +140,6 @@ def value_range(
     tensor: torch.Tensor, hidden: frozenset[Cell] = frozenset()
 ) -> tuple[float, float] | None:
     """The smallest and largest finite value of ``tensor`` drawn, ``hidden`` cells left out."""
-    import math
-
     values = tensor.detach().cpu().double().reshape(-1).tolist()
     columns = int(tensor.shape[-1]) if tensor.dim() else 1
     shown = [
@@ -212,8 +213,6 @@ def _hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple
     answer, and hiding every one would tell the learner that each ``?`` is the
     answer, so it would be read off a cell the learner knows is 0.
     """
-    from tracer.render.text import format_number
-
     if quiz.quiz_kind != "number":
         return tuple(tables)
     answer = runner.answer(quiz)
@@ -298,8 +297,6 @@ def step_as(step: LessonStep, kind: type[StepT]) -> StepT:
 
 def live(runner: LessonRunner, text: str, quiz: Quiz | None = None) -> str:
     """Prose as shown; a value that cannot be computed stays as the author wrote it."""
-    from tracer.errors import TracerError
-
     if "{{" not in text:
         return text
     try:

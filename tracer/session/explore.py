@@ -16,14 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tracer.runner import TraceOptions
+from tracer.plugin_host import PluginHost
+from tracer.runner import TraceOptions, build_context, resolve_inputs
 from tracer.tracing.stepper import Cancelled, LoopCanvas, Stepper, cell_of
 from tracer.variant import Variant
 
 if TYPE_CHECKING:
     import torch
-
-    from tracer.plugin_host import PluginHost
 
 __all__ = [
     "Cancelled",
@@ -55,11 +54,6 @@ def explore_loader(
     host: PluginHost | None = None,
 ) -> ExploreSession:
     """Load the plugins (unless ``host`` has) and start ``variant`` (in a worker: imports torch)."""
-    # Here, not at the top: the plugin host imports torch, and the app imports this module
-    # before its first frame.
-    from tracer.plugin_host import PluginHost
-    from tracer.runner import build_context, resolve_inputs
-
     if host is None:
         host = PluginHost(plugin_dirs)
     found = host.variant(variant)
@@ -77,7 +71,8 @@ def accumulated(
     before: torch.Tensor, weight: torch.Tensor, value: torch.Tensor
 ) -> torch.Tensor | None:
     """``before + weight × value`` as a declared accumulation computes it (None: no fit)."""
-    # Here, not at the top: the checks import torch (see explore_loader).
+    # Here, not at the top: the checks import torch, and the app imports this module before
+    # its first frame.
     from tracer.tracing.checks import accumulated as compute
 
     return compute(before, weight, value)

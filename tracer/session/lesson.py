@@ -28,7 +28,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tracer.errors import TracerError
 from tracer.lessons.grading import grade as grade_response
+from tracer.lessons.loader import find_lessons, load_lesson, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
 from tracer.lessons.walk import (
     COUNT_STEPS,
@@ -46,12 +48,12 @@ from tracer.lessons.walk import (
     step_view,
     warm_up,
 )
+from tracer.plugin_host import PluginHost
 from tracer.session.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.variant import Stage, SubStep
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner
-    from tracer.plugin_host import PluginHost
 
 
 @dataclass(frozen=True)
@@ -159,11 +161,6 @@ def open_lesson(
     Raises the loader's errors (:class:`~tracer.lessons.loader.LessonError`,
     :class:`~tracer.errors.UsageError`) for a lesson that cannot be opened.
     """
-    # Here, not at the top: the loader and the runner import torch, and a front end imports
-    # this module before it draws its first frame.
-    from tracer.lessons.loader import load_lesson, resolve_lesson
-    from tracer.plugin_host import PluginHost
-
     path = resolve_lesson(spec, lesson_dirs)
     host = host if host is not None else PluginHost(plugin_dirs)
     mtime = file_time(path)
@@ -185,8 +182,8 @@ def start_session(
     highlight: Callable[[str], object] | None = None,
 ) -> LessonSession:
     """A session over a lesson already read from ``path`` (and checked by the caller)."""
-    # Here, not at the top: the runner imports torch (see open_lesson).
-    from tracer.lessons.loader import shipped_dir
+    # Here, not at the top: the runner imports torch, and the app imports this module before
+    # its first frame (the lesson itself loads in a worker).
     from tracer.lessons.runner import LessonRunner
 
     runner = LessonRunner(lesson, host)
@@ -284,9 +281,6 @@ class LessonSession:
 
     def next_lesson(self) -> tuple[Path, str] | None:
         """The lesson after this one in the picker's order (its file and its title), if any."""
-        from tracer.errors import TracerError
-        from tracer.lessons.loader import find_lessons
-
         try:
             refs = find_lessons(self.lesson_dirs)
         except TracerError:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from tracer.files import locked, set_aside, write_atomic
 
 DATA_ENV = "ATTN_DATA_DIR"
@@ -34,8 +36,6 @@ def data_dir() -> Path:
     override = os.environ.get(DATA_ENV)
     if override:
         return Path(override)
-    import platformdirs
-
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
@@ -102,6 +102,18 @@ class LessonProgress:
             finished=finished,
             updated=float(data.get("updated", 0.0)),
         )
+
+
+def progress_text(progress: LessonProgress | None) -> str:
+    """A lesson's progress in words, as the picker (and the plain picker) show it."""
+    if progress is None:
+        return "not started"
+    answered = len(progress.answers)
+    right = sum(1 for a in progress.answers.values() if a.right)
+    quizzes = f" · {right}/{answered} quiz answers right" if answered else ""
+    if progress.finished:
+        return "finished" + quizzes
+    return f"step {progress.step + 1} of {progress.steps or '?'}{quizzes}"
 
 
 def progress_summary(progress: LessonProgress | None) -> dict[str, int | bool]:

@@ -37,6 +37,7 @@ def make_explore_app(
     variant: str, options: TraceOptions, plugin_dirs: list[str] | tuple[str, ...] = ()
 ) -> TracerApp:
     frame_rate()
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     from tracer.tui.app import TracerApp
     from tracer.tui.explore_screen import ExploreScreen
 
@@ -56,6 +57,7 @@ def make_lesson_app(
     resume: bool = True,
 ) -> TracerApp:
     frame_rate()
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     from tracer.tui.app import TracerApp
     from tracer.tui.lesson_screen import LessonScreen
 
@@ -72,6 +74,7 @@ def make_picker_app(
     lesson_dirs: list[str] | tuple[str, ...] = (),
 ) -> TracerApp:
     frame_rate()
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     from tracer.tui.app import TracerApp
     from tracer.tui.picker_screen import PickerScreen
 
@@ -93,6 +96,7 @@ def run_app(app: TracerApp) -> int:
       cannot be interrupted mid-step; once the app has closed and the terminal is
       restored, the process ends without waiting for it.
     """
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     import threading
 
     app.run()

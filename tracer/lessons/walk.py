@@ -57,7 +57,7 @@ printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap`
 
 MAX_COPIES = 2
 """A quiz hides at most this many cells of a table besides the answer's own, for reading the
-answer's number (a symmetric twin, a copy beside it); see :func:`_hide_answer`."""
+answer's number (a symmetric twin, a copy beside it); see :func:`hide_answer`."""
 
 Cell = tuple[int, int]
 """A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
@@ -199,11 +199,15 @@ def quiz_tables(lesson: Lesson, runner: LessonRunner, number: int) -> QuizTables
             resolved = runner.tensors(shown.ref)
             tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
-    return QuizTables(quiz, _hide_answer(quiz, runner, tables), context)
+    return QuizTables(quiz, hide_answer(quiz, runner, tables), context)
 
 
-def _hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
+def hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
     """Every table with the cells hidden that show a number quiz's answer.
+
+    The one place that decides what a quiz hides: each front end draws the
+    ``hidden`` cells as "?", and a table's legend (:attr:`Table.legend`) leaves
+    them out; the session shows them once the quiz is answered.
 
     The answer's own cell (when the table is the answer's tensor) and any cell
     on screen that reads the same number as it is drawn: a learner would read

@@ -35,7 +35,7 @@ from tracer.lessons.plain import (
 from tracer.sanitize import message, visible
 
 if TYPE_CHECKING:
-    from tracer.session.lesson import LessonSession, LessonView
+    from tracer.session.lesson import LessonSession, LessonView, Position
 
 KEYS = "Enter: next · b: back · q: quit"
 QUIZ_KEYS = "type your answer · h: hint · b: back · q: quit"
@@ -48,6 +48,8 @@ class Interactive:
         self.session = session
         self.stdin = stdin
         self.stdout = stdout
+        self.stuck: Position | None = None
+        """Where a loop failed and the learner was told (Enter again skips past it)."""
 
     def say(self, text: str) -> None:
         """Text from the lesson (and its plugins) is shown, its control characters never run."""
@@ -150,7 +152,18 @@ class Interactive:
             self.say(f"This step failed: {error}")
             return False
         if moved == "failed":
+            if self.stuck == before:  # said once already: Enter again skips the loop's rest
+                self.stuck = None
+                if not session.go_to(before.step + 1):
+                    self.warn(session.finish())
+                    self.end()
+                    return True
+                self.warn(session.save())
+                self.show(whole=True)
+                return False
+            self.stuck = before
             self.say(f"The loop failed here: {session.loop_error}")
+            self.say("Press Enter again to go on to the next step.")
             return False
         if moved == "end":
             self.warn(session.warning)

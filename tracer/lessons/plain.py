@@ -196,7 +196,9 @@ def _compare(view: StepView) -> list[str]:
     return lines
 
 
-def quiz_lines(step_view: StepView, choices: tuple[str, ...] | None = None) -> list[str]:
+def quiz_lines(
+    step_view: StepView, choices: tuple[str, ...] | None = None, *, until: str = "it is answered"
+) -> list[str]:
     """A quiz as asked: the question, its tables (answer cells as ?) and its choices."""
     step = step_as(step_view.step, Quiz)
     lines = [f"Quiz: {step_view.text.strip()}"]
@@ -206,7 +208,7 @@ def quiz_lines(step_view: StepView, choices: tuple[str, ...] | None = None) -> l
         lines.append(view.caption)
     lines.extend(quiz_table_lines(step_view))
     if any(table.hidden for table in step_view.tables):
-        lines.append("(? = a cell that shows the answer, shown once it is answered)")
+        lines.append(f"(? = a cell that shows the answer, shown once {until})")
     written = choices if choices is not None else step.choices
     lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(written))
     if step.quiz_kind == "multiple":
@@ -247,7 +249,9 @@ def answer_lines(step_view: StepView, runner: LessonRunner) -> list[str]:
 
 _WHOLE: dict[str, Callable[[StepView, LessonRunner], list[str]]] = {
     "loop": lambda view, runner: loop_lines(step_as(view.step, Loop), runner),
-    "quiz": lambda view, runner: quiz_lines(view) + answer_lines(view, runner),
+    "quiz": lambda view, runner: (
+        quiz_lines(view, until="the answer is printed below") + answer_lines(view, runner)
+    ),
 }
 """Kinds ``--plain`` prints whole at once: every sub-step of a loop, a quiz with its answer."""
 

@@ -377,6 +377,6 @@ def test_lessons_json_lists_each_lesson_with_its_progress(
     assert broken["problem"]
 
 
-def test_interactive_goes_with_run_only(attn: Attn) -> None:
-    status, _out, err = attn("lesson", "check", "1", "-i")
+def test_interactive_goes_with_running_a_lesson_only(attn: Attn) -> None:
+    status, _out, err = attn("lesson", "export", "1", "--to", "md", "-i")
     assert status == 2 and "-i (--interactive) goes with 'attn lesson run" in err

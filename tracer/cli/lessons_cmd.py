@@ -173,7 +173,7 @@ def list_json(refs: list[Any]) -> int:
 
 def run_lesson(args: argparse.Namespace) -> int:
     action, targets = args.action, list(args.targets)
-    if args.interactive and action != "run":
+    if args.interactive and action in ("check", "new", "schema", "export"):
         raise UsageError("-i (--interactive) goes with 'attn lesson run NAME --plain'")
     if action == "check":
         if not targets:
@@ -216,6 +216,8 @@ def run_lesson(args: argparse.Namespace) -> int:
             f"unknown lesson command '{action}'; expected check, run, new, schema or export, "
             "or a single lesson to open"
         )
+    if args.interactive:
+        return run_interactive(action, args)
     if args.plain:
         return run_plain(action, args)
     args.lesson = action

@@ -3,6 +3,9 @@
     attn lessons [--lessons-dir DIR]          numbered list: shipped lessons, then DIR's
     attn lesson check PATH|DIR... [--watch]   every problem as path:line:column: message
     attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
+    attn lesson run NAME|PATH --plain -i      step by step as text, answered line by line
+                                              (Enter: next, h: hint, b: back, q: quit)
+    attn lessons --json                       every lesson with the learner's progress
     attn lesson new PATH                      a commented starter lesson (never overwrites)
     attn lesson export NAME|PATH --to md|ipynb [-o FILE] [--force]
                                               the lesson as Markdown or a notebook
@@ -30,7 +33,7 @@ from tracer.sanitize import message, visible
 
 ACTIONS = ("check", "run", "new", "schema", "export")
 USAGE = (
-    "attn lesson check PATH|DIR... [--watch] | run NAME|PATH [--plain] | new PATH | schema "
+    "attn lesson check PATH|DIR... [--watch] | run NAME|PATH [--plain [-i]] | new PATH | schema "
     "| export NAME|PATH --to md|ipynb | NAME|PATH"
 )
 WATCH_INTERVAL = 0.5

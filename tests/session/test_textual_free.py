@@ -76,9 +76,8 @@ def take(session: LessonSession) -> list[str]:
             return kinds
 
 
-def every_lesson() -> dict[str, list[str]]:
+def every_lesson(host: PluginHost) -> dict[str, list[str]]:
     assert "textual" in sys.modules and sys.modules["textual"] is None
-    host = PluginHost(use_env=False)
     taken = {}
     for ref in find_lessons(()):
         session = open_lesson(ref.path, host=host, warm=False)
@@ -88,8 +87,10 @@ def every_lesson() -> dict[str, list[str]]:
     return taken
 
 
-def test_every_shipped_lesson_is_taken_through_the_session_without_textual() -> None:
-    taken = in_child(every_lesson)
+def test_every_shipped_lesson_is_taken_through_the_session_without_textual(
+    host: PluginHost,
+) -> None:
+    taken = in_child(lambda: every_lesson(host))  # the plugins the test process loaded
     assert isinstance(taken, dict)
     shipped = [ref.name for ref in find_lessons(()) if ref.origin == "built-in"]
     assert sorted(taken) == sorted(shipped)

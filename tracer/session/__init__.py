@@ -10,6 +10,7 @@ a complete view of the current step, draws that, and forwards the learner's
 keys or lines; none of them computes or decides anything beneath it::
 
     from tracer.session.lesson import open_lesson
+    from tracer.session.progress import ProgressStore
     session = open_lesson("dot_products")
     session.attach(ProgressStore())          # resume where the learner stopped
     view = session.view()                    # narration, tables, quiz: all decided

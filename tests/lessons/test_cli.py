@@ -346,3 +346,37 @@ def test_variants_from_plugins_dir_can_be_used_by_lessons(tmp_path: Path, attn: 
     status, out, _ = attn("lesson", "run", str(lesson), "--plain", "--plugins-dir", str(plugins))
     assert status == 0
     assert "Answer: 0.8600 (answers within 0.01 count as right)" in out
+
+
+def test_lessons_json_lists_each_lesson_with_its_progress(
+    attn: Attn, lesson_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.setenv("ATTN_DATA_DIR", str(tmp_path / "data"))
+    mine = lesson_dir / "10_mine.yaml"
+    answers = {"a": {"response": "1", "right": True}, "b": {"response": "2", "right": False}}
+    # As an earlier version wrote it (no "seen"): the saved step counts as reached.
+    saved = {"step": 0, "sub": 0, "steps": 1, "title": "", "finished": False, "answers": answers}
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "progress.json").write_text(
+        json.dumps({"version": 1, "lessons": {str(mine.resolve()): saved}}), encoding="utf-8"
+    )
+    status, out, err = attn("lessons", "--json", "--lessons-dir", str(lesson_dir))
+    assert status == 0, err
+    listed = json.loads(out)
+    assert [entry["number"] for entry in listed] == list(range(1, len(SHIPPED) + 3))
+    assert [entry["title"] for entry in listed[: len(SHIPPED)]] == shipped_titles()
+    first = listed[0]
+    assert first["name"] == SHIPPED[0].stem
+    assert first["progress"] == {"seen": 0, "answered": 0, "right": 0, "done": False}
+    own = next(entry for entry in listed if entry["name"] == "10_mine")
+    assert own["title"] == "A lesson of my own"
+    assert own["progress"] == {"seen": 1, "answered": 2, "right": 1, "done": False}
+    broken = next(entry for entry in listed if entry["name"] == "20_broken")
+    assert broken["problem"]
+
+
+def test_interactive_goes_with_running_a_lesson_only(attn: Attn) -> None:
+    status, _out, err = attn("lesson", "export", "1", "--to", "md", "-i")
+    assert status == 2 and "-i (--interactive) goes with 'attn lesson run" in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from textual.app import App, ComposeResult
@@ -18,6 +20,7 @@ from tracer.lessons.loader import LessonError, parse_lesson
 from tracer.lessons.model import Lesson, Quiz
 from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
+from tracer.session.lesson import start_session
 from tracer.tui.quiz_view import QuizView
 
 H = "title: T\nsummary: S\nsteps:\n"
@@ -194,9 +197,12 @@ def test_a_computed_choice_must_be_one_of_the_choices(host: PluginHost) -> None:
 
 
 class QuizApp(App[None]):
+    """The quiz widget over a lesson session, as the lesson screen uses it."""
+
     def __init__(self, lesson: Lesson, host: PluginHost) -> None:
         super().__init__()
-        self.runner = LessonRunner(lesson, host)
+        self.session = start_session(lesson, host, Path("l.yaml"))
+        self.runner = self.session.runner
         self.quiz = lesson.quizzes[0]
         self.responses: list[str] = []
 
@@ -204,12 +210,17 @@ class QuizApp(App[None]):
         yield QuizView(id="quiz")
 
     def on_mount(self) -> None:
-        self.query_one(QuizView).ask(self.quiz, None, None, runner=self.runner)
+        live = lambda text: self.session.text(text, self.quiz)  # noqa: E731
+        self.query_one(QuizView).ask(self.quiz, None, None, live=live)
 
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
+        verdict = self.session.answer(event.response)
+        view = self.query_one(QuizView)
+        if verdict.right is None:
+            view.refuse(verdict.message)
+            return
         self.responses.append(event.response)
-        right = self.runner.is_right(self.quiz, event.response)
-        self.query_one(QuizView).feedback(event.response, right, self.runner.answer_text(self.quiz))
+        view.feedback(event.response, verdict.right, verdict.value)
 
 
 NUMBER_QUIZ = (

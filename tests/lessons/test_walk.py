@@ -395,3 +395,13 @@ def test_lesson_10s_loop_caption_says_what_the_last_tile_does() -> None:
     assert bool((scaled[:, one] == m).all()) and bool((m > m_old).all())
     assert bool((rescale < 1).all())
     assert torch.allclose(rescale, torch.exp(m_old - m))
+
+
+def test_a_tables_range_leaves_out_the_cells_a_quiz_hides() -> None:
+    from tracer.lessons.walk import value_range
+
+    values = torch.tensor([[0.5, -2.0, 3.0], [float("-inf"), 1.0, 0.25]])
+    assert value_range(values) == (-2.0, 3.0)  # a mask's -inf is no value on the scale
+    hidden = frozenset({(0, 1), (0, 2)})
+    assert value_range(values, hidden) == (0.25, 1.0)
+    assert value_range(values, frozenset({(0, 0), (0, 1), (0, 2), (1, 1), (1, 2)})) is None

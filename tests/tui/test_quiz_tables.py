@@ -148,3 +148,32 @@ async def test_a_quiz_with_two_tables_of_its_own_is_titled_by_their_names(tmp_pa
         title = str(screen.pane.border_title)
         assert title == "work.recompute, work.cached"
         assert "with the cache" not in title
+
+
+async def test_the_overviews_range_leaves_out_the_cells_a_quiz_hides() -> None:
+    """A quiz on a table's smallest and largest values hides both cells: the overview's
+    range, its first line, must not print them (it would be the two answers)."""
+    from textual.app import App, ComposeResult
+
+    from tracer.render.text import format_number
+    from tracer.tui.grid import Highlight, TensorGrid
+    from tracer.tui.tensor_view import TensorView
+
+    values = torch.tensor([[1.8373, 1.7], [1.5, 1.4], [1.3, 1.2554]])
+    hidden = frozenset({(0, 0), (2, 1)})  # the first loss and the last, as lesson 11 asks
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TensorView()
+
+    app = One()
+    async with app.run_test(size=(60, 12)) as pilot:
+        view = app.query_one(TensorView)
+        view.show(TensorGrid("loss", values, (), highlight=Highlight(hidden=hidden)))
+        view.toggle_zoom()  # the overview
+        await pilot.pause()
+        assert view.mode == "overview"
+        header = view.render_line(0).text
+        shown = [float(values[r, c]) for r in range(3) for c in range(2) if (r, c) not in hidden]
+        assert f"{format_number(min(shown))} to {format_number(max(shown))}" in header
+        assert format_number(1.8373) not in header and format_number(1.2554) not in header

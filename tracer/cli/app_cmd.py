@@ -53,6 +53,7 @@ def say_plain(what: str) -> None:
 
 def open_picker(args: argparse.Namespace) -> int:
     """``attn`` with no command: choose a lesson (or resume the last one)."""
+    # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.tui.launch import make_picker_app, run_app
 
     if not need_terminal(
@@ -70,6 +71,7 @@ def open_picker(args: argparse.Namespace) -> int:
 
 def open_lesson(args: argparse.Namespace) -> int:
     """``attn lesson NAME|PATH``: the lesson must exist; its problems show inside the app."""
+    # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.lessons.loader import resolve_lesson
     from tracer.tui.launch import make_lesson_app, run_app
 
@@ -77,7 +79,8 @@ def open_lesson(args: argparse.Namespace) -> int:
     lesson_dirs = list(getattr(args, "lessons_dir", None) or ())
     path = resolve_lesson(str(spec), lesson_dirs)
     if not need_terminal("the lesson viewer", f"'attn lesson run {spec} --plain'"):
-        from tracer.cli.lessons_cmd import run_plain
+        # Here, not at the top: Textual and the lesson modules load only for this command.
+        from tracer.cli.plain_cmd import run_plain
 
         say_plain("the lesson")
         return run_plain(str(spec), args)
@@ -91,8 +94,10 @@ def open_lesson(args: argparse.Namespace) -> int:
 
 def open_explore(args: argparse.Namespace) -> int:
     """``attn explore VARIANT [trace options] [--plain]``."""
+    # Here, not at the top: Textual and the lesson modules load only for this command.
     from dataclasses import replace
 
+    # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.cli.options import trace_options
     from tracer.inputs import load_inputs
     from tracer.runner import resolve_query
@@ -119,6 +124,7 @@ def open_explore(args: argparse.Namespace) -> int:
     ):
         say_plain("every step of the variant")
         return explore_plain(args.variant, options, plugin_dirs)
+    # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.tui.launch import make_explore_app, run_app
 
     return run_app(make_explore_app(args.variant, options, plugin_dirs))
@@ -126,9 +132,9 @@ def open_explore(args: argparse.Namespace) -> int:
 
 def plain_picker(lesson_dirs: list[str]) -> int:
     """The picker as text: each lesson with its progress, and how to open one."""
+    # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.lessons.loader import find_lessons, shipped_dir
-    from tracer.tui.picker_screen import progress_text
-    from tracer.tui.progress import ProgressStore, lesson_key
+    from tracer.session.progress import ProgressStore, lesson_key, progress_text
 
     refs = find_lessons(lesson_dirs)
     store = ProgressStore()
@@ -160,7 +166,8 @@ def plain_picker(lesson_dirs: list[str]) -> int:
 
 def explore_plain(variant: str, options: object, plugin_dirs: list[str]) -> int:
     """Every step of the variant as text: stages in full, loops' first sub-steps and a count."""
-    from tracer.tui.launch import explore_loader
+    # Here, not at the top: Textual and the lesson modules load only for this command.
+    from tracer.session.explore import explore_loader
 
     session = explore_loader(variant, options, plugin_dirs)  # type: ignore[arg-type]
     for warning in session.warnings:
@@ -176,6 +183,7 @@ def explore_plain(variant: str, options: object, plugin_dirs: list[str]) -> int:
 
 def plain_steps(stepper: Stepper) -> Iterator[str]:
     """The text of each stage, and of a loop's first sub-steps, in the order they ran."""
+    # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.render.text import format_number, format_stage, shape_text, source_line
     from tracer.tui.equations import equation_text
     from tracer.variant import Stage

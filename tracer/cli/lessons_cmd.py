@@ -3,6 +3,9 @@
     attn lessons [--lessons-dir DIR]          numbered list: shipped lessons, then DIR's
     attn lesson check PATH|DIR... [--watch]   every problem as path:line:column: message
     attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
+    attn lesson run NAME|PATH --plain -i      step by step as text, answered line by line
+                                              (Enter: next, h: hint, b: back, q: quit)
+    attn lessons --json                       every lesson with the learner's progress
     attn lesson new PATH                      a commented starter lesson (never overwrites)
     attn lesson export NAME|PATH --to md|ipynb [-o FILE] [--force]
                                               the lesson as Markdown or a notebook
@@ -19,17 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from tracer.cli.options import add_plugin_options
+from tracer.cli.plain_cmd import run_interactive, run_plain
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
 from tracer.files import write_atomic
 from tracer.sanitize import message, visible
 
 ACTIONS = ("check", "run", "new", "schema", "export")
 USAGE = (
-    "attn lesson check PATH|DIR... [--watch] | run NAME|PATH [--plain] | new PATH | schema "
+    "attn lesson check PATH|DIR... [--watch] | run NAME|PATH [--plain [-i]] | new PATH | schema "
     "| export NAME|PATH --to md|ipynb | NAME|PATH"
 )
 WATCH_INTERVAL = 0.5
@@ -50,6 +55,10 @@ def add_parser(commands: Any) -> None:
         description="List the shipped lessons, then those in --lessons-dir and ATTN_LESSONS_DIR.",
     )
     add_lesson_dir_option(listing)
+    listing.add_argument(
+        "--json", action="store_true",
+        help="a JSON list: each lesson's number, name, title and progress",
+    )  # fmt: skip
     # Accepted for symmetry with 'attn lesson'; listing itself needs no plugins.
     add_plugin_options(listing)
     listing.set_defaults(handler=run_list)
@@ -66,7 +75,9 @@ def add_parser(commands: Any) -> None:
         epilog=(
             "check PATH|DIR...: report every problem as path:line:column: message "
             "(a folder: each lesson in it; --watch: again whenever a file is saved). "
-            "run NAME|PATH --plain: print the whole lesson as text, quiz answers included. "
+            "run NAME|PATH --plain: print the whole lesson as text, quiz answers included; "
+            "with -i (--interactive): step by step, reading a line after each step "
+            "(Enter: next, a quiz's answer, h: hint, b: back, q: quit), progress saved. "
             "new PATH: write a commented starter lesson (never overwrites). "
             "export NAME|PATH --to md|ipynb [-o FILE] [--force]: the lesson, computed, as "
             "Markdown or a Jupyter notebook (never overwrites without --force). "
@@ -87,6 +98,13 @@ def add_parser(commands: Any) -> None:
     lesson.add_argument(
         "--plain", action="store_true",
         help="with run: print text instead of opening the TUI (the default in a pipe)",
+    )  # fmt: skip
+    lesson.add_argument(
+        "-i", "--interactive", action="store_true",
+        help=(
+            "with run --plain: one step at a time, reading a line after each "
+            "(Enter: next, an answer at a quiz, h: hint, b: back, q: quit)"
+        ),
     )  # fmt: skip
     lesson.add_argument(
         "--to", choices=("md", "ipynb"),
@@ -121,9 +139,11 @@ COMMAND_HELP = {
         "problems, 2 usage error, 3 plugin failure.",
     ),
     "run": (
-        "attn lesson run NAME|PATH [--plain] [--plugins-dir DIR]",
+        "attn lesson run NAME|PATH [--plain [-i]] [--plugins-dir DIR]",
         "Start a lesson; --plain (the default in a pipe) prints the whole lesson as text, "
-        "quiz answers included.",
+        "quiz answers included; with -i (--interactive) it goes step by step, reading a line "
+        "after each step: Enter goes on, at a quiz the line is the answer, h a hint, b back, "
+        "q quits. No answer is printed before you answer; progress is saved as the app saves it.",
     ),
     "new": ("attn lesson new PATH", "Write a commented starter lesson (never overwrites)."),
     "schema": (
@@ -150,8 +170,6 @@ class _CommandHelp(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        import textwrap
-
         found = COMMAND_HELP.get(getattr(namespace, "action", None) or "")
         if found is None:
             parser.print_help()
@@ -162,9 +180,12 @@ class _CommandHelp(argparse.Action):
 
 
 def run_list(args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.loader import find_lessons
 
     refs = find_lessons(args.lessons_dir)
+    if getattr(args, "json", False):
+        return list_json(refs)
     origin = None
     width = max((len(ref.name) for ref in refs), default=0)
     for ref in refs:
@@ -180,8 +201,38 @@ def run_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def list_json(refs: list[Any]) -> int:
+    """``attn lessons --json``: every lesson with the learner's progress in it, from the
+    progress file the app and ``--plain --interactive`` write."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
+    from tracer.lessons.loader import shipped_dir
+    from tracer.session.progress import ProgressStore, lesson_key, progress_summary
+
+    store = ProgressStore()
+    if store.warning:
+        print(message(f"attn: warning: {store.warning}"), file=sys.stderr)
+    shipped = shipped_dir()
+    listed = [
+        {
+            "number": ref.number,
+            "name": ref.name,
+            "title": ref.title,
+            "origin": ref.origin,
+            "path": str(ref.path),
+            "problem": ref.problem,
+            "progress": progress_summary(store.get(lesson_key(ref.path, shipped))),
+        }
+        for ref in refs
+    ]
+    # JSON escapes every control character, so file text reaches the terminal inert.
+    print(json.dumps(listed, indent=2))
+    return EXIT_OK
+
+
 def run_lesson(args: argparse.Namespace) -> int:
     action, targets = args.action, list(args.targets)
+    if args.interactive and action in ("check", "new", "schema", "export"):
+        raise UsageError("-i (--interactive) goes with 'attn lesson run NAME --plain'")
     if action == "check":
         if not targets:
             raise UsageError("'attn lesson check' needs at least one lesson file or folder")
@@ -195,6 +246,8 @@ def run_lesson(args: argparse.Namespace) -> int:
         if len(targets) != 1:
             raise UsageError("'attn lesson run' takes one lesson: a name, a number or a .yaml path")
         args.lesson = targets[0]
+        if args.interactive:
+            return run_interactive(targets[0], args)
         if args.plain or not sys.stdout.isatty():
             return run_plain(targets[0], args)
         return open_tui(args)
@@ -221,6 +274,8 @@ def run_lesson(args: argparse.Namespace) -> int:
             f"unknown lesson command '{action}'; expected check, run, new, schema or export, "
             "or a single lesson to open"
         )
+    if args.interactive:
+        return run_interactive(action, args)
     if args.plain:
         return run_plain(action, args)
     args.lesson = action
@@ -235,6 +290,7 @@ def open_tui(args: argparse.Namespace) -> int:
             "the lesson viewer is not available in this installation; "
             f"use 'attn lesson run {args.lesson} --plain'"
         ) from None
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli import app_cmd
 
     status: int = app_cmd.open_lesson(args)
@@ -243,6 +299,7 @@ def open_tui(args: argparse.Namespace) -> int:
 
 def lesson_files(targets: list[str]) -> list[str]:
     """Each target, with a folder replaced by the lessons in it (sorted)."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.loader import lesson_files_in
 
     files: list[str] = []
@@ -260,6 +317,7 @@ def lesson_files(targets: list[str]) -> list[str]:
 
 def watch(targets: list[str], args: argparse.Namespace) -> int:
     """Check, then check each file again whenever it changes, until interrupted."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     import time
 
     def stamps() -> dict[str, float | None]:
@@ -293,6 +351,7 @@ def watch(targets: list[str], args: argparse.Namespace) -> int:
 
 
 def check(targets: list[str], args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson, markup_warnings
     from tracer.lessons.loader import LessonError, load_lesson, one_line, preflight
@@ -331,24 +390,8 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
     return status
 
 
-def run_plain(target: str, args: argparse.Namespace) -> int:
-    from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
-    from tracer.lessons.plain import plain_lines
-
-    path = preflight(target, args.lessons_dir)
-    host = load_host(args)
-    lesson = load_lesson(path, host)
-    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
-    if problems:
-        raise LessonError(problems)
-    for text in plain_lines(lesson, host):
-        print(visible(text), flush=True)  # a lesson's escape sequences are shown, not run
-    return EXIT_OK
-
-
 def export(target: str, args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
     from tracer.lessons.check import check_lesson
     from tracer.lessons.export import export_text
@@ -382,6 +425,7 @@ def export(target: str, args: argparse.Namespace) -> int:
 
 
 def schema(args: argparse.Namespace) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
     from tracer.lessons.schema import catalog, schema_text
 
@@ -401,6 +445,7 @@ def schema(args: argparse.Namespace) -> int:
 
 def write_schema(folder: Path, text: str) -> Path:
     """``folder/lesson.schema.json``; replaces only a schema this tool wrote (never other files)."""
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.schema import SCHEMA_ID, SCHEMA_NAME
 
     path = folder / SCHEMA_NAME
@@ -421,6 +466,7 @@ def write_schema(folder: Path, text: str) -> Path:
 
 
 def new(path: Path) -> int:
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.starter import starter_lesson
 
     if path.suffix not in (".yaml", ".yml"):
@@ -440,6 +486,7 @@ def new(path: Path) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
     print(f"wrote {path}; check it with: attn lesson check {path}")
+    # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.schema import SCHEMA_NAME
 
     if not (path.parent / SCHEMA_NAME).exists():

@@ -32,6 +32,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: Textual loads only for this command.
     from tracer.cli.app_cmd import open_explore
 
     return open_explore(args)

@@ -20,18 +20,18 @@ import re
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.lessons.model import (
-    Checkpoint,
-    Compare,
     Lesson,
     LessonStep,
     Loop,
     Quiz,
-    Show,
 )
-from tracer.lessons.walk import TABLE_WIDTH, step_as
+from tracer.lessons.plain import focus_lines, loop_lines
+from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading, step_view
+from tracer.render.text import format_tensor, shape_text
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
@@ -106,7 +106,7 @@ def code_that_ran(stage: Stage) -> str:
 
 def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
     """The lesson, step by step, computed live."""
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
 
     runner = LessonRunner(lesson, host)
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
@@ -124,33 +124,10 @@ def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
 
 
 def _heading(step: LessonStep) -> str:
-    return _HEADINGS[step.kind](step)
-
-
-def _show_heading(step: LessonStep) -> str:
-    ref = step_as(step, Show).ref
-    return escape(f"{ref.variant}, stage {ref.stage}")
-
-
-def _loop_heading(step: LessonStep) -> str:
-    loop = step_as(step, Loop)
-    return escape(f"the {loop.stage} loop of {loop.variant}")
-
-
-_HEADINGS: dict[str, Callable[[LessonStep], str]] = {
-    "narration": lambda step: step.kind,
-    "show": _show_heading,
-    "loop": _loop_heading,
-    "compare": lambda step: step.kind,
-    "quiz": lambda step: step.kind,
-    "checkpoint": lambda step: escape(step_as(step, Checkpoint).title),
-}
-"""Each step kind's heading in an export."""
+    return escape(step_heading(step))  # the walk's heading, as --plain prints it
 
 
 def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block]:
-    from tracer.lessons.walk import step_view
-
     yield from _DRAW[step.kind](step_view(runner.lesson, runner, number), runner)
 
 
@@ -163,60 +140,54 @@ def _checkpoint(view: StepView, runner: LessonRunner) -> Iterator[Block]:
 
 
 def _show(view: StepView, runner: LessonRunner) -> Iterator[Block]:
-    from tracer.lessons.plain import focus_lines
-
     if view.text:
         yield Block("markdown", escape(view.text))
     main, *others = view.tables
     focus = focus_lines(main.focus, main.resolved) if main.focus is not None else []
-    yield from _tensor_block(main.resolved, "\n".join(focus), runner=runner)
+    yield from _tensor_block(main, "\n".join(focus), runner=runner)
     for other in others:
-        yield from _tensor_block(other.resolved, "", code=False, runner=runner)
+        yield from _tensor_block(other, "", code=False, runner=runner)
 
 
 def _loop(view: StepView, runner: LessonRunner) -> Iterator[Block]:
-    from tracer.lessons.plain import loop_lines
-
     yield Block("output", "\n".join(loop_lines(step_as(view.step, Loop), runner)))
 
 
 def _compare(view: StepView, runner: LessonRunner) -> Iterator[Block]:
-    from tracer.render.text import format_tensor
-
     caption = view.text
     if caption:
         yield Block("markdown", escape(caption))
-    left, right, difference = runner.compare(step_as(view.step, Compare))
-    for side, resolved in (("Left", left), ("Right", right)):
-        label = resolved.ref.label or resolved.ref.variant
+    left, right = view.tables
+    difference = view.difference
+    for side, table in (("Left", left), ("Right", right)):
+        label = table.resolved.ref.label or table.resolved.ref.variant
         yield Block("markdown", escape(f"{side}: {label}"))
-        yield from _tensor_block(resolved, "", runner=runner)
+        yield from _tensor_block(table, "", runner=runner)
+    shown = left.resolved
     if difference is not None:
         yield Block("markdown", escape("Difference, right minus left"))
         yield Block(
             "output",
-            format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH),
+            format_tensor(difference, shown.tokens, shown.query, shown.axes, wrap=TABLE_WIDTH),
         )
 
 
 def _tensor_block(
-    resolved: Resolved,
+    shown: Table,
     extra: str,
     *,
     code: bool = True,
-    hidden: frozenset[tuple[int, int]] = frozenset(),
     runner: LessonRunner | None = None,
 ) -> Iterator[Block]:
     """A tensor: the variant's lines that ran (to read), then the table, recomputed by a
     runnable cell where the run can be written as one ``trace(...)`` call."""
-    from tracer.render.text import format_tensor, shape_text
-
+    resolved, hidden = shown.resolved, shown.hidden
     source = code_that_ran(resolved.stage) if code else ""
     if source:
         yield Block("source", source, _file_names(resolved.stage))
     heading = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
-    if resolved.stage.formula:
-        heading.append(f"formula: {resolved.stage.formula}")
+    if shown.formula:
+        heading.append(f"formula: {shown.formula}")
     table = format_tensor(
         resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden, TABLE_WIDTH
     )
@@ -231,8 +202,6 @@ def _tensor_block(
 
 
 def _file_names(stage: Stage) -> str:
-    from pathlib import Path
-
     files = dict(stage.files) or ({stage.source_file: ()} if stage.source_file else {})
     return ", ".join(Path(path).name for path in files)
 
@@ -240,8 +209,6 @@ def _file_names(stage: Stage) -> str:
 def _inputs_spec(resolved: Resolved) -> str | None:
     """How ``trace(inputs=...)`` names the run's inputs, as Python: a built-in name, an
     inputs file, or the lesson's own ``inputs:`` written out as an ``InputSet``."""
-    from pathlib import Path
-
     inputs = resolved.ref.options.inputs
     if inputs is None:
         return None
@@ -309,16 +276,14 @@ NOTE = (
 
 def _quiz(step_view: StepView, runner: LessonRunner) -> Iterator[Block]:
     step = step_as(step_view.step, Quiz)
-    lines = [f"**Quiz:** {escape(runner.text(step.question))}"]
+    lines = [f"**Quiz:** {escape(step_view.text)}"]
     view = step_view.quiz
     assert view is not None  # the walk gives every quiz its tables
     if view.tables:
         yield Block("markdown", lines[0] + (f"\n\n{escape(view.caption)}" if view.caption else ""))
         lines = []
         for table in view.tables:
-            yield from _tensor_block(
-                table.resolved, "", code=False, hidden=table.hidden, runner=runner
-            )
+            yield from _tensor_block(table, "", code=False, runner=runner)
         if view.hidden:
             lines.append(escape("(? = a cell that shows the answer, under Answer below)"))
     lines += [
@@ -331,7 +296,7 @@ def _quiz(step_view: StepView, runner: LessonRunner) -> Iterator[Block]:
         lines.append(
             f"<details><summary>Hint {number}</summary>\n\n{escape(runner.text(hint))}\n\n</details>"
         )
-    answer = escape(runner.answer_text(step))
+    answer = escape(answer_shown(step, runner))
     why = f"\n\n{escape(runner.text(step.explanation, step))}" if step.explanation else ""
     lines.append(f"<details><summary>Answer</summary>\n\n{answer}{why}\n\n</details>")
     yield Block("markdown", "\n\n".join(line for line in lines if line))
@@ -405,7 +370,7 @@ def notebook(lesson: Lesson, host: PluginHost) -> Any:
 
 def _nbformat() -> Any:
     """nbformat has no type hints; it is used through this one untyped handle."""
-    import importlib
+    import importlib  # nbformat loads only for --to ipynb, by name: it has no type hints
 
     return importlib.import_module("nbformat")
 

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracer.lessons.model import Quiz
+from tracer.render.text import format_number
 
 _NUMBER = re.compile(r"^[-+−]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?$")
 
@@ -170,8 +171,6 @@ def grade(quiz: Quiz, answer: Answer, response: str) -> Grade:
 
 def answer_text(quiz: Quiz, answer: Answer) -> str:
     """The right answer as the learner should see it."""
-    from tracer.render.text import format_number
-
     if quiz.quiz_kind == "choice" and isinstance(answer, int):
         return quiz.choices[answer] if 0 <= answer < len(quiz.choices) else str(answer)
     if quiz.quiz_kind == "multiple" and isinstance(answer, tuple):

@@ -16,18 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from tracer.lessons.model import (
-    Checkpoint,
-    Compare,
-    Focus,
-    Lesson,
-    LessonStep,
-    Loop,
-    Quiz,
-    Show,
-    TensorRef,
-)
-from tracer.lessons.walk import TABLE_WIDTH, step_as
+from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz
+from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading, step_view
+from tracer.render.labels import axis_labels
+from tracer.render.text import format_number, format_tensor, shape_text
 
 if TYPE_CHECKING:
     import torch
@@ -35,100 +27,96 @@ if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
     from tracer.lessons.walk import StepView
     from tracer.plugin_host import PluginHost
+    from tracer.variant import SubStep
 
 
 def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
     """Yield the lesson's text one block at a time, computing each step as it is reached."""
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
 
     runner = LessonRunner(lesson, host)
-    yield f"# {lesson.title}\n\n{lesson.summary.strip()}\n"
-    yield f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})\n"
+    yield lesson_heading(lesson)
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
-        yield f"--- Step {number} of {total}: {_heading(step)}"
+        yield step_title(number - 1, total, step)
         yield "\n".join(_step_lines(step, runner, number - 1)) + "\n"
     runner.close()  # a plugin's worker processes stop now, not when collected
     yield "--- End of the lesson."
 
 
-def _heading(step: LessonStep) -> str:
-    return _HEADINGS[step.kind](step)
+def lesson_heading(lesson: Lesson) -> str:
+    """The lesson's title, summary and inputs, as ``--plain`` starts."""
+    return (
+        f"# {lesson.title}\n\n{lesson.summary.strip()}\n\n"
+        f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})\n"
+    )
 
 
-def _show_heading(step: LessonStep) -> str:
-    ref = step_as(step, Show).ref
-    return f"{ref.variant}, stage {ref.stage}{_query_words(ref)}"
-
-
-def _loop_heading(step: LessonStep) -> str:
-    loop = step_as(step, Loop)
-    return f"the {loop.stage} loop of {loop.variant}, step by step"
-
-
-_HEADINGS: dict[str, Callable[[LessonStep], str]] = {
-    "narration": lambda step: "narration",
-    "show": _show_heading,
-    "loop": _loop_heading,
-    "compare": lambda step: "compare",
-    "quiz": lambda step: "quiz",
-    "checkpoint": lambda step: step_as(step, Checkpoint).title,
-}
-"""Each step kind's heading in ``--plain``."""
-
-
-def _query_words(ref: TensorRef) -> str:
-    if ref.query is None or ref.options.inputs is None:
-        return ""
-    return f", query {ref.query} ({ref.options.inputs.tokens[ref.query]})"
+def step_title(number: int, total: int, step: LessonStep) -> str:
+    """The line before step ``number`` (from 0): ``--- Step 3 of 12: ...``."""
+    return f"--- Step {number + 1} of {total}: {step_heading(step)}"
 
 
 def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str]:
-    from tracer.lessons.walk import step_view
+    view = step_view(runner.lesson, runner, number)
+    whole = _WHOLE.get(view.kind)
+    return whole(view, runner) if whole is not None else view_lines(view)
 
-    return _DRAW[step.kind](step_view(runner.lesson, runner, number), runner)
+
+def view_lines(view: StepView) -> list[str]:
+    """A step's view as text: the same for ``--plain`` and ``--plain --interactive``.
+
+    A loop step gives its caption only (its sub-steps: :func:`substep_lines`); a quiz
+    its question, tables and choices, never its answer (:func:`quiz_lines`).
+    """
+    return _DRAW[view.kind](view)
 
 
-def _table(resolved: Resolved, *, formula: bool = True) -> list[str]:
-    from tracer.render.text import format_tensor, shape_text
-
-    lines = [f"{resolved.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})"]
-    if formula and resolved.stage.formula:
-        lines.append(f"formula: {resolved.stage.formula}")
+def table_lines(table: Table, *, title: bool = False, formula: bool = True) -> list[str]:
+    """One table: its title (with ``title``), name and shape, formula, then its values."""
+    resolved = table.resolved
+    lines = [table.title] if title else []
+    lines.append(f"{table.name} ({shape_text(resolved.tensor, resolved.axes, resolved.query)})")
+    if formula and table.formula:
+        lines.append(f"formula: {table.formula}")
     lines.append(
         format_tensor(
-            resolved.tensor, resolved.tokens, resolved.query, resolved.axes, wrap=TABLE_WIDTH
+            resolved.tensor,
+            resolved.tokens,
+            resolved.query,
+            resolved.axes,
+            table.hidden,
+            wrap=TABLE_WIDTH,
         )
     )
     return lines
 
 
-def _narration(view: StepView, runner: LessonRunner) -> list[str]:
+def _narration(view: StepView) -> list[str]:
     return [view.text.rstrip()]
 
 
-def _checkpoint(view: StepView, runner: LessonRunner) -> list[str]:
+def _checkpoint(view: StepView) -> list[str]:
     return [f"- {point.strip()}" for point in view.points]
 
 
-def _show(view: StepView, runner: LessonRunner) -> list[str]:
+def _show(view: StepView) -> list[str]:
     main, *others = view.tables
-    resolved = main.resolved
     lines = [view.text.strip()] if view.text else []
-    lines.append(f"{resolved.stage.title}")
-    lines.extend(_table(resolved))
+    lines.extend(table_lines(main, title=True))
     if main.focus is not None:
-        lines.extend(focus_lines(main.focus, resolved))
+        lines.extend(focus_lines(main.focus, main.resolved))
     for other in others:
         lines.append("")
-        lines.extend(_table(other.resolved, formula=False))
+        lines.extend(table_lines(other, formula=False))
     return lines
 
 
-def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
-    from tracer.render.labels import axis_labels
-    from tracer.render.text import format_number
+def _loop(view: StepView) -> list[str]:
+    return [view.text.strip()] if view.text else []
 
+
+def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
     tensor = resolved.tensor
     labels = axis_labels(tuple(tensor.shape), resolved.tokens, resolved.query, resolved.axes)
     table = tensor.reshape(len(labels.rows), len(labels.columns))
@@ -159,64 +147,80 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
 
 
 def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_number, format_tensor, shape_text
-
+    """A loop step in full: its caption, then every sub-step it shows, and how many."""
     lines = [runner.text(step.caption).strip()] if step.caption else []
     count = 0
     for sub in runner.substeps(step):
         count += 1
-        where = ", ".join(str(i) for i in sub.position)
-        lines.append(f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip())
-        for name, tensor in sub.tensors.items():
-            if tensor.dim() == 0:
-                lines.append(f"  {name} = {format_number(float(tensor))}")
-                continue
-            # A row or a table keeps its shape and its labels, as in the app.
-            axes = sub.axes.get(name)
-            lines.append(f"  {name} ({shape_text(tensor, axes, step.query)}):")
-            table = format_tensor(tensor, runner.tokens, step.query, axes, wrap=TABLE_WIDTH - 4)
-            lines.extend(f"    {line}".rstrip() for line in table.split("\n"))
+        lines.extend(substep_lines(sub, runner.tokens, step.query))
     lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
     return lines
 
 
-def _loop(view: StepView, runner: LessonRunner) -> list[str]:
-    return loop_lines(step_as(view.step, Loop), runner)
-
-
-def _compare(view: StepView, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_number, format_tensor, shape_text
-
-    left, right, difference = runner.compare(step_as(view.step, Compare))
-    caption = view.text
-    lines = [caption.strip()] if caption else []
-    for side, resolved in (("Left", left), ("Right", right)):
-        label = resolved.ref.label or f"{resolved.ref.variant}"
-        lines.append(f"{side}: {label} ({resolved.ref.variant}, stage {resolved.ref.stage})")
-        lines.extend(_table(resolved))
-        lines.append("")
-    if difference is None:
-        lines.append(
-            f"The shapes differ ({shape_text(left.tensor)} and {shape_text(right.tensor)}), "
-            "so there is no element-wise difference."
-        )
-        return lines
-    largest = float(difference.abs().max()) if difference.numel() else 0.0
-    lines.append(f"Difference, right minus left (largest size {format_number(largest)})")
-    lines.append(format_tensor(difference, left.tokens, left.query, left.axes, wrap=TABLE_WIDTH))
+def substep_lines(sub: SubStep, tokens: tuple[str, ...], query: int | None) -> list[str]:
+    """One sub-step of a loop: where it is, its formula, and the values it computed."""
+    where = ", ".join(str(i) for i in sub.position)
+    lines = [f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip()]
+    for name, tensor in sub.tensors.items():
+        if tensor.dim() == 0:
+            lines.append(f"  {name} = {format_number(float(tensor))}")
+            continue
+        # A row or a table keeps its shape and its labels, as in the app.
+        axes = sub.axes.get(name)
+        lines.append(f"  {name} ({shape_text(tensor, axes, query)}):")
+        table = format_tensor(tensor, tokens, query, axes, wrap=TABLE_WIDTH - 4)
+        lines.extend(f"    {line}".rstrip() for line in table.split("\n"))
     return lines
 
 
-def _quiz(step_view: StepView, runner: LessonRunner) -> list[str]:
-    from tracer.render.text import format_tensor, shape_text
+def _compare(view: StepView) -> list[str]:
+    left, right = view.tables
+    lines = [view.text.strip()] if view.text else []
+    for side, table in (("Left", left), ("Right", right)):
+        ref = table.resolved.ref
+        label = ref.label or ref.variant
+        lines.append(f"{side}: {label} ({ref.variant}, stage {ref.stage})")
+        lines.extend(table_lines(table))
+        lines.append("")
+    difference = view.difference
+    if difference is None:
+        lines.append(
+            f"The shapes differ ({shape_text(left.resolved.tensor)} and "
+            f"{shape_text(right.resolved.tensor)}), so there is no element-wise difference."
+        )
+        return lines
+    largest = float(difference.abs().max()) if difference.numel() else 0.0
+    shown = left.resolved
+    lines.append(f"Difference, right minus left (largest size {format_number(largest)})")
+    lines.append(format_tensor(difference, shown.tokens, shown.query, shown.axes, wrap=TABLE_WIDTH))
+    return lines
 
+
+def quiz_lines(
+    step_view: StepView, choices: tuple[str, ...] | None = None, *, until: str = "it is answered"
+) -> list[str]:
+    """A quiz as asked: the question, its tables (answer cells as ?) and its choices."""
     step = step_as(step_view.step, Quiz)
-    lines = [f"Quiz: {runner.text(step.question).strip()}"]
+    lines = [f"Quiz: {step_view.text.strip()}"]
     view = step_view.quiz
     assert view is not None  # the walk gives every quiz its tables
     if view.caption:
         lines.append(view.caption)
-    for table in view.tables:
+    lines.extend(quiz_table_lines(step_view))
+    if any(table.hidden for table in step_view.tables):
+        lines.append(f"(? = a cell that shows the answer, shown once {until})")
+    written = choices if choices is not None else step.choices
+    lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(written))
+    if step.quiz_kind == "multiple":
+        lines.append("(more than one choice may be right)")
+    return lines
+
+
+def quiz_table_lines(step_view: StepView) -> list[str]:
+    """A quiz's tables, each under its name (never the stage's title, which may state the
+    answer), the cells the view hides as ?."""
+    lines = []
+    for table in step_view.tables:
         shown = table.resolved
         if table.role == "cells":
             lines.append(f"Select cells of {shown.name}:")
@@ -227,45 +231,36 @@ def _quiz(step_view: StepView, runner: LessonRunner) -> list[str]:
                 shown.tensor, shown.tokens, shown.query, shown.axes, table.hidden, TABLE_WIDTH
             )
         )
-    if view.hidden:
-        lines.append("(? = a cell that shows the answer, printed below)")
-    lines.extend(
-        f"  {chr(ord('a') + i)}) {runner.text(choice)}" for i, choice in enumerate(step.choices)
-    )
-    if step.quiz_kind == "multiple":
-        lines.append("(more than one choice may be right)")
-    for number, hint in enumerate(step.hints, start=1):
-        lines.append(f"Hint {number}: {runner.text(hint, step).strip()}")
-    answer = runner.answer(step)
-    shown_answer = runner.answer_text(step)
-    if step.quiz_kind == "choice":
-        assert isinstance(answer, int)
-        lines.append(f"Answer: {chr(ord('a') + answer)}) {shown_answer}")
-    elif step.quiz_kind == "multiple":
-        assert isinstance(answer, tuple)
-        letters = ", ".join(f"{chr(ord('a') + i)})" for i in answer)
-        lines.append(f"Answer: {letters} {shown_answer}")
-    elif step.quiz_kind == "cells":
-        lines.append(f"Answer: {shown_answer}")
-    else:
-        if step.relative:
-            tolerance = f" (answers within {step.tolerance * 100:g}% of it count as right)"
-        elif step.tolerance:
-            tolerance = f" (answers within {step.tolerance:g} count as right)"
-        else:
-            tolerance = ""
-        lines.append(f"Answer: {shown_answer}{tolerance}")
+    return lines
+
+
+def answer_lines(step_view: StepView, runner: LessonRunner) -> list[str]:
+    """What ``--plain`` (not interactive) prints after a quiz: hints, answer, explanation."""
+    step = step_as(step_view.step, Quiz)
+    lines = [
+        f"Hint {number}: {runner.text(hint, step).strip()}"
+        for number, hint in enumerate(step.hints, start=1)
+    ]
+    lines.append(f"Answer: {answer_shown(step, runner)}")
     if step.explanation:
         lines.append(f"Why: {runner.text(step.explanation, step).strip()}")
     return lines
 
 
-_DRAW: dict[str, Callable[[StepView, LessonRunner], list[str]]] = {
+_WHOLE: dict[str, Callable[[StepView, LessonRunner], list[str]]] = {
+    "loop": lambda view, runner: loop_lines(step_as(view.step, Loop), runner),
+    "quiz": lambda view, runner: (
+        quiz_lines(view, until="the answer is printed below") + answer_lines(view, runner)
+    ),
+}
+"""Kinds ``--plain`` prints whole at once: every sub-step of a loop, a quiz with its answer."""
+
+_DRAW: dict[str, Callable[[StepView], list[str]]] = {
     "narration": _narration,
     "show": _show,
     "loop": _loop,
     "compare": _compare,
-    "quiz": _quiz,
     "checkpoint": _checkpoint,
+    "quiz": quiz_lines,
 }
 """How ``--plain`` draws each kind of step's view (what the view holds is the walk's)."""

@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from tracer.errors import EXIT_PROBLEMS, TracerError
+from tracer.errors import EXIT_PROBLEMS, Location, TracerError
 from tracer.lessons.grading import Answer, CellAnswer, answer_text, grade
 from tracer.lessons.model import Compare, Lesson, Loop, Operation, Options, Quiz, TensorRef
-from tracer.lessons.prose import live_text
-from tracer.runner import DEFAULT_D_OUT, TraceOptions
+from tracer.lessons.prose import INTEGRAL_OPERATIONS, live_text
+from tracer.options import LEGACY_OPTIONS, option_for
+from tracer.render.labels import effective_axes, label_axes
+from tracer.runner import DEFAULT_D_OUT, TraceOptions, start_trace
 from tracer.suggest import did_you_mean
 from tracer.variant import Stage, SubStep
 
@@ -66,8 +68,6 @@ class Resolved:
         None when an operation's effect on the axes is not certain: then the
         tensor is labelled by index, never with guessed tokens.
         """
-        from tracer.render.labels import effective_axes
-
         name = self.ref.tensor or next(iter(self.stage.tensors), "")
         axes, original = self.stage.axes.get(name), self.stage.tensors.get(name)
         if axes is None or original is None:
@@ -111,8 +111,6 @@ class LessonRunner:
 
     def start(self, variant: str, options: Options, query: int | None) -> Trace:
         """A fresh trace (nothing runs until it is iterated)."""
-        from tracer.runner import start_trace
-
         assert options.inputs is not None
         trace_options = TraceOptions(
             inputs=options.inputs,
@@ -127,8 +125,6 @@ class LessonRunner:
 
     def variant_options(self, variant: str, options: Options) -> dict[str, object]:
         """The variant's own options a run of ``variant`` under ``options`` is given."""
-        from tracer.options import LEGACY_OPTIONS, option_for
-
         found = self.host.variants.get(variant)
         # Options the grammar checked; a legacy one (heads) a variant does not take is left out.
         return {
@@ -268,8 +264,6 @@ class LessonRunner:
 
     def integral(self, ref: TensorRef) -> bool:
         """Whether ``ref`` names a whole number: an integer tensor, or a count or an argmax."""
-        from tracer.lessons.prose import INTEGRAL_OPERATIONS
-
         if ref.then:
             return ref.then[-1].name in INTEGRAL_OPERATIONS
         tensor = self.tensor(ref).tensor
@@ -293,8 +287,6 @@ class LessonRunner:
         return quiz.choices.index(token)
 
     def cell_answer(self, shown: TensorRef, right: TensorRef) -> CellAnswer:
-        from tracer.render.labels import label_axes
-
         table = self.tensor(shown)
         mask = self.tensor(right)
         if tuple(mask.tensor.shape) != tuple(table.tensor.shape):
@@ -332,8 +324,6 @@ class LessonRunner:
 
 def _at(error: StepError, operation: Operation) -> StepError:
     """``error`` positioned at the operation that caused it (when it was read from a file)."""
-    from tracer.errors import Location
-
     if operation.line:
         error.location = Location("", operation.line, operation.column)
     return error

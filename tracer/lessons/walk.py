@@ -19,10 +19,12 @@ screen before it is given.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from tracer.errors import TracerError
 from tracer.lessons.model import (
     Checkpoint,
     Compare,
@@ -35,10 +37,13 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
+from tracer.render.text import format_number
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.variant import Stage, SubStep
 
 if TYPE_CHECKING:
+    import torch
+
     from tracer.lessons.runner import LessonRunner, Resolved
 
 COUNT_STEPS = 2048
@@ -52,7 +57,7 @@ printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap`
 
 MAX_COPIES = 2
 """A quiz hides at most this many cells of a table besides the answer's own, for reading the
-answer's number (a symmetric twin, a copy beside it); see :func:`_hide_answer`."""
+answer's number (a symmetric twin, a copy beside it); see :func:`hide_answer`."""
 
 Cell = tuple[int, int]
 """A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
@@ -70,6 +75,45 @@ class Table:
     focus: Focus | None = None
     hidden: frozenset[Cell] = frozenset()
     """Cells that read "?" until the quiz is answered."""
+
+    @property
+    def name(self) -> str:
+        """The tensor's name as computed: ``stage.tensor``, then any operations."""
+        return self.resolved.name
+
+    @property
+    def derived(self) -> bool:
+        """Whether the lesson computed this table from the run (``then:`` operations)."""
+        return bool(self.resolved.ref.then)
+
+    @property
+    def title(self) -> str:
+        """The table's title: the stage's, or for a derived table what it was derived from.
+
+        A quiz's tables are titled by their names only (:attr:`name`): a stage's title may
+        state the answer ("the cache holds 4 numbers").
+        """
+        resolved = self.resolved
+        if self.derived:
+            source = resolved.ref.tensor or resolved.stage.name
+            return f"{resolved.name} (derived from {resolved.ref.stage}.{source})"
+        return resolved.stage.title
+
+    @property
+    def formula(self) -> str:
+        """The formula that made the table: the stage's, or the lesson's operations."""
+        from tracer.lessons.runner import describe  # here: the runner imports torch
+
+        if self.derived:
+            return "computed by the lesson after the run: " + " then ".join(
+                describe(operation) for operation in self.resolved.ref.then
+            )
+        return self.resolved.stage.formula or ""
+
+    @property
+    def legend(self) -> tuple[float, float] | None:
+        """The range of the values the table shows (hidden cells left out); None if none."""
+        return value_range(self.resolved.tensor, self.hidden)
 
 
 @dataclass(frozen=True)
@@ -90,6 +134,20 @@ class QuizTables:
     @property
     def hidden(self) -> frozenset[Cell]:
         return frozenset(cell for table in self.tables for cell in table.hidden)
+
+
+def value_range(
+    tensor: torch.Tensor, hidden: frozenset[Cell] = frozenset()
+) -> tuple[float, float] | None:
+    """The smallest and largest finite value of ``tensor`` drawn, ``hidden`` cells left out."""
+    values = tensor.detach().cpu().double().reshape(-1).tolist()
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    shown = [
+        float(value)
+        for flat, value in enumerate(values)
+        if (flat // columns, flat % columns) not in hidden and math.isfinite(value)
+    ]
+    return (min(shown), max(shown)) if shown else None
 
 
 def grid_cell(shape: tuple[int, ...], index: tuple[int, ...]) -> Cell | None:
@@ -141,11 +199,15 @@ def quiz_tables(lesson: Lesson, runner: LessonRunner, number: int) -> QuizTables
             resolved = runner.tensors(shown.ref)
             tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
-    return QuizTables(quiz, _hide_answer(quiz, runner, tables), context)
+    return QuizTables(quiz, hide_answer(quiz, runner, tables), context)
 
 
-def _hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
+def hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
     """Every table with the cells hidden that show a number quiz's answer.
+
+    The one place that decides what a quiz hides: each front end draws the
+    ``hidden`` cells as "?", and a table's legend (:attr:`Table.legend`) leaves
+    them out; the session shows them once the quiz is answered.
 
     The answer's own cell (when the table is the answer's tensor) and any cell
     on screen that reads the same number as it is drawn: a learner would read
@@ -155,8 +217,6 @@ def _hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple
     answer, and hiding every one would tell the learner that each ``?`` is the
     answer, so it would be read off a cell the learner knows is 0.
     """
-    from tracer.render.text import format_number
-
     if quiz.quiz_kind != "number":
         return tuple(tables)
     answer = runner.answer(quiz)
@@ -217,6 +277,8 @@ class StepView:
     quiz: QuizTables | None = None
     points: tuple[str, ...] = ()
     """A checkpoint's points, as shown (live values filled in)."""
+    difference: torch.Tensor | None = None
+    """A compare step's ``right - left`` (None: the shapes differ, or no compare step)."""
 
     @property
     def kind(self) -> str:
@@ -239,8 +301,6 @@ def step_as(step: LessonStep, kind: type[StepT]) -> StepT:
 
 def live(runner: LessonRunner, text: str, quiz: Quiz | None = None) -> str:
     """Prose as shown; a value that cannot be computed stays as the author wrote it."""
-    from tracer.errors import TracerError
-
     if "{{" not in text:
         return text
     try:
@@ -270,9 +330,9 @@ def step_view(lesson: Lesson, runner: LessonRunner, number: int) -> StepView:
         )
         return StepView(number, step, live(runner, step.caption), tables)
     if isinstance(step, Compare):
-        left, right, _ = runner.compare(step)
+        left, right, difference = runner.compare(step)
         tables = (Table(step.left, left, "left"), Table(step.right, right, "right"))
-        return StepView(number, step, live(runner, step.caption), tables)
+        return StepView(number, step, live(runner, step.caption), tables, difference=difference)
     if isinstance(step, Loop):
         return StepView(number, step, live(runner, step.caption))
     assert isinstance(step, Quiz)
@@ -352,6 +412,42 @@ def lesson_summary(
         lines.append("What it covered:")
         lines.extend(f"• {point}" for point in covered)
     return "\n".join(lines)
+
+
+def answer_shown(quiz: Quiz, runner: LessonRunner) -> str:
+    """A quiz's right answer as every front end shows it once it may be shown.
+
+    A choice with its letter (``b) journey``), several with theirs, cells as
+    ``row,column``, a number with how close an answer had to be.
+    """
+    answer = runner.answer(quiz)
+    text = runner.answer_text(quiz)
+    if quiz.quiz_kind == "choice" and isinstance(answer, int):
+        return f"{chr(ord('a') + answer)}) {text}"
+    if quiz.quiz_kind == "multiple" and isinstance(answer, tuple):
+        letters = ", ".join(f"{chr(ord('a') + i)})" for i in answer)
+        return f"{letters} {text}"
+    if quiz.quiz_kind == "number":
+        if quiz.relative:
+            return f"{text} (answers within {quiz.tolerance * 100:g}% of it count as right)"
+        if quiz.tolerance:
+            return f"{text} (answers within {quiz.tolerance:g} count as right)"
+    return text
+
+
+def step_heading(step: LessonStep) -> str:
+    """What a step is, in a few words: the heading of a step in text front ends."""
+    if isinstance(step, Show):
+        ref = step.ref
+        query = ""
+        if ref.query is not None and ref.options.inputs is not None:
+            query = f", query {ref.query} ({ref.options.inputs.tokens[ref.query]})"
+        return f"{ref.variant}, stage {ref.stage}{query}"
+    if isinstance(step, Loop):
+        return f"the {step.stage} loop of {step.variant}, step by step"
+    if isinstance(step, Checkpoint):
+        return step.title
+    return step.kind
 
 
 # Step labels ----------------------------------------------------------------------

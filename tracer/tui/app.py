@@ -51,8 +51,10 @@ KEYMAP_MODULES = ("step_screen", "lesson_screen", "explore_screen", "picker_scre
 
 def known_binding_ids() -> set[str]:
     """Every binding id that ``ATTN_KEYMAP`` can remap: ours and Textual's own widgets'."""
+    # Here, not at the top: loaded on first use, after the app's first frame.
     import importlib
 
+    # Here, not at the top: loaded on first use, after the app's first frame.
     from textual.dom import DOMNode
 
     for name in KEYMAP_MODULES:
@@ -70,6 +72,7 @@ def known_binding_ids() -> set[str]:
 
 def keymap_warnings(text: str, known: set[str]) -> list[str]:
     """One line for each part of ``ATTN_KEYMAP`` that remaps nothing, with a did-you-mean."""
+    # Here, not at the top: loaded on first use, after the app's first frame.
     from tracer.suggest import did_you_mean
 
     def clean_line(text: str) -> str:  # what the user typed, shown on one line
@@ -139,6 +142,7 @@ class TracerApp(App[int]):
         """The app's one plugin host, loaded on first use (from a worker: it imports torch)."""
         with self._host_lock:
             if self._host is None:
+                # Here, not at the top: loaded on first use, after the app's first frame.
                 from tracer.plugin_host import PluginHost
 
                 self._host = PluginHost(self.plugin_dirs)
@@ -204,6 +208,7 @@ class TracerApp(App[int]):
 
     def palette_commands(self) -> list[PaletteCommand]:
         """Every lesson and every known variant, from any screen."""
+        # Here, not at the top: loaded on first use, after the app's first frame.
         from tracer.errors import TracerError
         from tracer.lessons.loader import find_lessons
 
@@ -231,8 +236,10 @@ class TracerApp(App[int]):
         return commands
 
     def open_lesson(self, path: object) -> None:
+        # Here, not at the top: loaded on first use, after the app's first frame.
         from pathlib import Path
 
+        # Here, not at the top: loaded on first use, after the app's first frame.
         from tracer.tui.lesson_screen import LessonScreen
 
         assert isinstance(path, Path)
@@ -240,6 +247,7 @@ class TracerApp(App[int]):
 
     def _open(self, screen: Screen[Any]) -> None:
         """A lesson or explorer replaces the one on screen (one at a time, never stacked)."""
+        # Here, not at the top: loaded on first use, after the app's first frame.
         from tracer.tui.step_screen import StepScreen
 
         while len(self.screen_stack) > 1 and not isinstance(self.screen, StepScreen):
@@ -253,9 +261,9 @@ class TracerApp(App[int]):
             self.push_screen(screen)  # the first screen stays underneath (it cannot be replaced)
 
     def open_explorer(self, variant: str) -> None:
-        from tracer.runner import TraceOptions
+        # Here, not at the top: loaded on first use, after the app's first frame.
+        from tracer.session.explore import TraceOptions, explore_loader
         from tracer.tui.explore_screen import ExploreScreen
-        from tracer.tui.launch import explore_loader
 
         dirs = self.plugin_dirs
         self._open(

@@ -18,7 +18,8 @@ from tracer.tui.launch import make_explore_app, make_picker_app
 def make_dev_app() -> TracerApp:
     variant = os.environ.get("ATTN_DEV_VARIANT")
     if variant:
-        from tracer.runner import TraceOptions
+        # Here, not at the top: the explorer's modules load only when asked for.
+        from tracer.session.explore import TraceOptions
 
         return make_explore_app(variant, TraceOptions())
     return make_picker_app()

@@ -12,6 +12,7 @@ from typing import Any
 from rich.text import Text
 
 from tracer.render.text import format_number
+from tracer.session.explore import accumulated
 from tracer.variant import Accumulate, Dot, SubStep
 
 VECTOR_LIMIT = 8
@@ -67,8 +68,6 @@ def _one(equation: object, tensors: dict[str, Any]) -> Text | None:
 
 def _accumulate(equation: Accumulate, tensors: dict[str, Any]) -> Text:
     """``after = before + weight × value``, cell by cell, for a number, outer or element-wise weight."""
-    from tracer.tracing.checks import accumulated
-
     names = (equation.before, equation.weight, equation.value, equation.after)
     before, weight, value, after = (tensors.get(n) for n in names)
     if before is None or weight is None or value is None or after is None:

@@ -2,14 +2,13 @@
 
 The screen paints at once; a thread worker then imports torch, loads the
 plugins and computes the first step, while the tensor pane shows a loading
-indicator. Steps are numbered by a :class:`~tracer.tracing.stepper.Stepper`,
+indicator. Steps are numbered by a :class:`~tracer.session.explore.ExploreSession`'s stepper,
 which makes stepping back possible on a trace that only runs forwards.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -21,7 +20,7 @@ from textual.worker import Worker, WorkerState
 from tracer.errors import PluginError
 from tracer.render.labels import axes_hint
 from tracer.sanitize import visible
-from tracer.tracing.stepper import Stepper
+from tracer.session.explore import ExploreSession, Stepper
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.loop_count import loop_place
 from tracer.tui.source_view import SourceView, prepare_source
@@ -34,17 +33,6 @@ from tracer.variant import Stage, SubStep, Variant
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
-
-
-@dataclass
-class ExploreSession:
-    """A running variant: what the loader worker hands to the screen."""
-
-    variant: Variant
-    stepper: Stepper
-    query: int | None = None
-    warnings: tuple[str, ...] = ()
-    variant_names: tuple[str, ...] = ()
 
 
 Loader = Callable[["PluginHost | None"], ExploreSession]

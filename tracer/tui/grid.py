@@ -19,7 +19,7 @@ from typing import Any
 from tracer.render.labels import Axis, label_axes
 from tracer.render.text import format_number
 from tracer.sanitize import visible
-from tracer.tracing.stepper import LoopCanvas
+from tracer.session.explore import LoopCanvas
 from tracer.variant import Tokens, source_tokens
 
 Cell = tuple[int, int]
@@ -92,6 +92,7 @@ def block_means(
     4,096 × 4,096 table in milliseconds); pooling the finite-value mask beside
     the values turns the two averages into a mean over finite cells only.
     """
+    # Here, not at the top: torch loads on the first table, not at start-up.
     import torch
     import torch.nn.functional as F
 
@@ -157,6 +158,7 @@ class TensorGrid(Grid):
         highlight: Highlight | None = None,
         axes: Sequence[str] | None = None,
     ) -> None:
+        # Here, not at the top: torch loads on the first table, not at start-up.
         import torch
 
         if not isinstance(tensor, torch.Tensor):
@@ -197,6 +199,7 @@ class TensorGrid(Grid):
         return self._overview
 
     def is_weights(self) -> bool:
+        # Here, not at the top: torch loads on the first table, not at start-up.
         import torch
 
         if not self.axes or self.axes[-1].name != "key" or self._data.numel() == 0:
@@ -243,6 +246,7 @@ class CanvasGrid(Grid):
         return sum(1 for order in self._canvas.order if 0 <= order <= self._upto)
 
     def overview(self, rows: int, columns: int) -> list[list[float | None]]:
+        # Here, not at the top: torch loads on the first table, not at start-up.
         import torch
 
         canvas = self._canvas
@@ -266,6 +270,7 @@ def _value_range(original: Any, data: Any) -> tuple[float, float, bool]:
     cached per tensor, so stepping back and forth over a 1,024 × 1,024 stage
     does not rescan it.
     """
+    # Here, not at the top: torch loads on the first table, not at start-up.
     import torch
 
     key = id(original)

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tracer.session.explore import explore_loader as explore_loader
+
 if TYPE_CHECKING:
-    from tracer.plugin_host import PluginHost
-    from tracer.runner import TraceOptions
+    from tracer.session.explore import TraceOptions
     from tracer.tui.app import TracerApp
-    from tracer.tui.explore_screen import ExploreSession
 
 FRAME_RATE = 240
 """Textual's cap on repaints a second (its ``TEXTUAL_FPS``, 60 unless set).
@@ -33,35 +33,11 @@ def frame_rate() -> None:
     os.environ.setdefault("TEXTUAL_FPS", str(FRAME_RATE))
 
 
-def explore_loader(
-    variant: str,
-    options: TraceOptions,
-    plugin_dirs: list[str] | tuple[str, ...] = (),
-    host: PluginHost | None = None,
-) -> ExploreSession:
-    """Load the plugins (unless ``host`` has) and start ``variant`` (in a worker: imports torch)."""
-    from tracer.plugin_host import PluginHost
-    from tracer.runner import build_context, resolve_inputs
-    from tracer.tracing.stepper import Stepper
-    from tracer.tui.explore_screen import ExploreSession
-
-    if host is None:
-        host = PluginHost(plugin_dirs)
-    found = host.variant(variant)
-    inputs = resolve_inputs(options.inputs, found)
-    context = build_context(inputs, options, variant=found)
-    stepper = Stepper(lambda: host.start(variant, context))
-    warnings = tuple(
-        f"plugin '{record.name}' failed: {record.error} (see 'attn plugins')"
-        for record in host.failures
-    )
-    return ExploreSession(found, stepper, context.query, warnings, tuple(sorted(host.variants)))
-
-
 def make_explore_app(
     variant: str, options: TraceOptions, plugin_dirs: list[str] | tuple[str, ...] = ()
 ) -> TracerApp:
     frame_rate()
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     from tracer.tui.app import TracerApp
     from tracer.tui.explore_screen import ExploreScreen
 
@@ -81,6 +57,7 @@ def make_lesson_app(
     resume: bool = True,
 ) -> TracerApp:
     frame_rate()
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     from tracer.tui.app import TracerApp
     from tracer.tui.lesson_screen import LessonScreen
 
@@ -97,6 +74,7 @@ def make_picker_app(
     lesson_dirs: list[str] | tuple[str, ...] = (),
 ) -> TracerApp:
     frame_rate()
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     from tracer.tui.app import TracerApp
     from tracer.tui.picker_screen import PickerScreen
 
@@ -118,6 +96,7 @@ def run_app(app: TracerApp) -> int:
       cannot be interrupted mid-step; once the app has closed and the terminal is
       restored, the process ends without waiting for it.
     """
+    # Here, not at the top: Textual loads only after frame_rate() has set its cap.
     import threading
 
     app.run()

@@ -1,159 +1,57 @@
 """``attn lesson NAME``: a lesson, step by step, with live tensors, loops, comparisons and quizzes.
 
-The lesson's position is a step number and, inside a ``loop`` step, a
-sub-step number. Loops are stepped with a :class:`~tracer.tracing.stepper.Stepper`
-of their own, so stepping back inside a long loop works without keeping it all.
-Progress (position, quiz answers) is saved after every move. The lesson file
-is watched: saving it in an editor reloads it in place, keeping the position
-if that step still exists; a lesson with problems shows them in a modal and
-keeps the last good version on screen.
+The screen routes: the lesson's :class:`~tracer.session.lesson.LessonSession`
+holds the position (a step and, inside a ``loop`` step, a sub-step), moves,
+grades and saves; :class:`~tracer.tui.lesson_drawing.LessonDrawing` draws the
+session's view of the step. The screen runs what takes long in workers
+(loading, a loop's sub-steps, reloading), forwards keys, and picks when to
+save (after the frame). The lesson file is watched: saving it in an editor
+reloads it in place, keeping the position if that step still exists; a lesson
+with problems shows them in a modal and keeps the last good version on screen.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ContentSwitcher, Footer, Header
+from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tracer.errors import TracerError
-from tracer.lessons.model import (
-    Compare,
-    Focus,
-    Lesson,
-    LessonStep,
-    Loop,
-    Operation,
-    Quiz,
-    Show,
-    TensorRef,
-)
-from tracer.lessons.walk import (
-    COUNT_STEPS as COUNT_STEPS,
-)
-from tracer.lessons.walk import (
-    STEP_ICONS as STEP_ICONS,
-)
-from tracer.lessons.walk import (
-    LoopState,
-    QuizTables,
-    StepView,
-    grade,
-    loop_at,
-    quiz_at,
-    quiz_has_tables,
-    quiz_id,
-    quiz_tables,
-    start_loop,
-    step_as,
-    step_label,
-    step_view,
-)
-from tracer.lessons.walk import lesson_summary as walk_lesson_summary
-from tracer.lessons.walk import warm_up as walk_warm_up
+from tracer.lessons.model import LessonStep, Quiz
+from tracer.lessons.walk import COUNT_STEPS as COUNT_STEPS
+from tracer.lessons.walk import STEP_ICONS as STEP_ICONS
+from tracer.lessons.walk import LoopState, quiz_has_tables, step_label
 from tracer.sanitize import visible
+from tracer.session.lesson import LessonSession, Position, file_time, open_lesson
 from tracer.tui.commands import PaletteCommand
-from tracer.tui.grid import Highlight
-from tracer.tui.loop_count import loop_noun
+from tracer.tui.lesson_drawing import (
+    LessonDrawing,
+    focus_highlight,
+    loop_position,
+)
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
-from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
+from tracer.tui.progress import LessonProgress, ProgressStore
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
 from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
-from tracer.tui.tensor_pane import TensorPane, loop_axes
+from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
-from tracer.variant import Stage, SubStep
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner, Resolved
     from tracer.plugin_host import PluginHost
 
+__all__ = ["LessonScreen", "Position", "focus_highlight", "loop_position", "step_label"]
+
 WATCH_SECONDS = 0.5
-COMPARE_SHARE = 0.40
-"""The left column's share on compare steps (``#left.-compare`` in app.tcss)."""
-COMPARE_SMALL = 12
-"""A compared table this many lines high (or less) gets exactly its height."""
-HELD_POSITIONS = 256
-"""Loops up to this long hold their tallest position's height from the first sub-step."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The panes a kind of step uses."""
-
-    left: bool = True
-    """The left column (prose above the source); a quiz without tables drops it too."""
-    compare: bool = False
-    """Two source panes and the three compare tables."""
-    quiz: bool = False
-    """The question box above the tables."""
-    loop: bool = False
-    """The loop's position text ("pair 8 of 36")."""
-    fit: str | None = None
-    """``tensors`` or ``compare``: the tables whose width sets the left column's."""
-
-
-LAYOUTS: dict[str, Layout] = {
-    "narration": Layout(left=False),
-    "checkpoint": Layout(left=False),
-    "show": Layout(fit="tensors"),
-    "loop": Layout(loop=True, fit="tensors"),
-    "compare": Layout(compare=True, fit="compare"),
-    "quiz": Layout(quiz=True),
-}
-"""Each step kind's panes (the registry :meth:`LessonScreen._arrange` reads)."""
-
-
-def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
-    """The lesson's focus as rows, columns or a cell; a one-row (single query) tensor keeps row 0."""
-    if focus is None:
-        return Highlight()
-
-    def row(index: int | None) -> int | None:
-        if index is None:
-            return None
-        return 0 if rows == 1 else index
-
-    r, c = row(focus.row), focus.column
-    if focus.kind == "cell" and r is not None and c is not None:
-        return Highlight(cells=frozenset({(r, c)}), rows=frozenset({r}), columns=frozenset({c}))
-    return Highlight(
-        rows=frozenset({r}) if r is not None and focus.kind in ("row", "token") else frozenset(),
-        columns=frozenset({c})
-        if c is not None and focus.kind in ("column", "token")
-        else frozenset(),
-    )
-
-
-@dataclass
-class LessonSession:
-    """What the loader worker hands over: the lesson, its runner, and where it lives."""
-
-    lesson: Lesson
-    runner: LessonRunner
-    host: PluginHost
-    path: Path
-    key: str
-    mtime: float = 0.0
-    loops: dict[int, LoopState] = field(default_factory=dict)
-    """Loop steps' steppers, prepared by the loading worker."""
-
-
-@dataclass
-class Position:
-    step: int = 0
-    sub: int = 0
 
 
 class LessonScreen(StepScreen):
@@ -206,17 +104,24 @@ class LessonScreen(StepScreen):
         self._host = host
         self.watch_file = watch
         self.session: LessonSession | None = None
-        self.position = Position()
-        self.progress = LessonProgress()
-        self.loops: dict[int, LoopState] = {}
+        """The lesson being taken: position, moves, answers and progress are the session's."""
         self._reload_error: ErrorScreen | None = None
-        self._position_lines = (-1, 0, 0)
-        """(loop step, width, lines): the most lines its position text has taken so far at
-        that width (a resize measures anew)."""
-        self._reserves: dict[tuple[int, int], int] = {}
-        """(loop step, width) -> lines held for its position text (``_position_reserve``)."""
+        self.drawing = LessonDrawing(self, lambda: self.session)
+        """Draws the session's view of each step into the panes."""
         self._save_pending = False
         """A move's position is to be saved once its step is on screen (``_save_soon``)."""
+
+    @property
+    def position(self) -> Position:
+        return self.session.position if self.session is not None else Position()
+
+    @property
+    def progress(self) -> LessonProgress:
+        return self.session.progress if self.session is not None else LessonProgress()
+
+    @property
+    def loops(self) -> dict[int, LoopState]:
+        return self.session.loops if self.session is not None else {}
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -242,39 +147,20 @@ class LessonScreen(StepScreen):
                         yield ProsePane(id="checkpoint-text")
         yield Footer()
 
-    # The panes every step touches, found once: a query walks the screen's widgets, and a
-    # step made about twenty of them (half a millisecond of each key press).
-    @cached_property
+    @property
     def pane(self) -> TensorPane:
-        return self.query_one("#tensors", TensorPane)
+        return self.drawing.pane
 
-    @cached_property
-    def _source(self) -> SourceView:
-        return self.query_one("#source", SourceView)
-
-    @cached_property
-    def _switcher(self) -> ContentSwitcher:
-        return self.query_one("#lesson-switch", ContentSwitcher)
-
-    @cached_property
+    @property
     def _quiz(self) -> QuizView:
-        return self.query_one(QuizView)
+        return self.drawing.quiz
 
     @cached_property
     def _timeline(self) -> Timeline:
         return self.query_one(Timeline)
 
-    @cached_property
-    def _position(self) -> TextPane:
-        return self.query_one("#loop-position", TextPane)
-
-    @cached_property
-    def _left(self) -> Column:
-        return self.query_one("#left", Column)
-
     def tensor_pane(self) -> TensorPane | None:
-        switcher = self._switcher
-        if switcher.current == "compare":
+        if self.drawing.switcher.current == "compare":
             focused = self.focused
             for pane in self.query("#compare TensorPane").results(TensorPane):
                 if focused is not None and focused in pane.query("*").nodes:
@@ -284,7 +170,7 @@ class LessonScreen(StepScreen):
 
     def on_mount(self) -> None:
         self.title = "attention-tracer"
-        self._source.border_title = "source"
+        self.drawing.source.border_title = "source"
         self.pane.loading = True
         self.call_after_refresh(self._load)
 
@@ -293,9 +179,7 @@ class LessonScreen(StepScreen):
         # The heap was frozen after loading, so the collector would never stop the plugins'
         # worker processes: stop them here, when the lesson leaves the screen.
         if self.session is not None:
-            self.session.runner.close()
-        for state in self.loops.values():  # the session's warmed-up loops and those started since
-            state.stepper.close()
+            self.session.close()
         thaw_heap()  # what this screen held can be collected; the next screen freezes anew
 
     # Loading -------------------------------------------------------------------------
@@ -307,20 +191,18 @@ class LessonScreen(StepScreen):
         return session
 
     def _read_lesson(self, spec: str | Path, host: PluginHost | None) -> LessonSession:
-        from tracer.lessons.loader import load_lesson, resolve_lesson, shipped_dir
-        from tracer.lessons.runner import LessonRunner
-        from tracer.plugin_host import PluginHost
-
-        path = resolve_lesson(spec, self.lesson_dirs)
         if host is None:
             host_of = getattr(self.app, "plugin_host", None)  # the app's one host
-            host = host_of() if host_of is not None else PluginHost(self.plugin_dirs)
-        mtime = _mtime(path)
-        lesson = load_lesson(path, host, extra_dirs=self.lesson_dirs)
-        key = lesson_key(path, shipped_dir())
-        runner = LessonRunner(lesson, host)
-        loops = warm_up(lesson, runner, dark=self.app.current_theme.dark)
-        return LessonSession(lesson, runner, host, path, key, mtime, loops)
+            host = host_of() if host_of is not None else None
+        dark = self.app.current_theme.dark
+        warm_app()
+        return open_lesson(
+            spec,
+            lesson_dirs=self.lesson_dirs,
+            plugin_dirs=self.plugin_dirs,
+            host=host,
+            highlight=lambda path: prepare_source(path, dark),
+        )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         group = event.worker.group
@@ -342,7 +224,7 @@ class LessonScreen(StepScreen):
             if group == "load":
                 self.set_exit_status(error)
                 self.pane.show_error(message)
-                self._markdown("#caption", "")
+                self.drawing.prose("#caption", "")
                 self.app.show_error("The lesson could not be opened", message)  # type: ignore[attr-defined]
             else:
                 self._close_reload_error()
@@ -355,24 +237,17 @@ class LessonScreen(StepScreen):
     def _started(self, session: LessonSession) -> None:
         freeze_heap()
         self.session = session
-        self.loops = dict(session.loops)
         self.app.variant_names = sorted(session.host.variants)  # type: ignore[attr-defined]
         if self.store is None:
             store_of = getattr(self.app, "progress_store", None)  # the app's one store
             self.store = store_of() if store_of is not None else ProgressStore()
-        if self.store.warning:
-            self.app.notify(self.store.warning, title="Progress", severity="warning", markup=False)
-        saved = self.store.get(session.key)
-        self.progress = saved or LessonProgress()
-        self.progress.title = session.lesson.title
-        self.progress.steps = len(session.lesson.steps)
+        warning = session.attach(self.store, resume=self.resume)
+        if warning:
+            self.app.notify(warning, title="Progress", severity="warning", markup=False)
         self._fill_timeline()
-        start = Position()
-        if self.resume and saved is not None and saved.step < len(session.lesson.steps):
-            start = Position(saved.step, saved.sub)
         if self.watch_file:
             self.set_interval(WATCH_SECONDS, self._check_file)
-        self.show(start)
+        self.show(session.position)
 
     def _fill_timeline(self) -> None:
         assert self.session is not None
@@ -388,9 +263,7 @@ class LessonScreen(StepScreen):
         session = self.session
         if session is None or any(w.group == "reload" and w.is_running for w in self.workers):
             return
-        mtime = _mtime(session.path)
-        if mtime != session.mtime:
-            session.mtime = mtime
+        if session.changed():
             self._reload(session.path, session.host)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="reload")
@@ -400,7 +273,7 @@ class LessonScreen(StepScreen):
     def reload_now(self) -> None:
         """Re-read the lesson file (what saving it in an editor triggers)."""
         if self.session is not None:
-            self.session.mtime = _mtime(self.session.path)
+            self.session.mtime = file_time(self.session.path)
             self._reload(self.session.path, self.session.host)
 
     def _close_reload_error(self) -> None:
@@ -411,43 +284,29 @@ class LessonScreen(StepScreen):
 
     def _reloaded(self, session: LessonSession) -> None:
         self._close_reload_error()
-        old = self.position
+        old = self.session
+        if old is not None:
+            session.adopt(old)  # the learner, their answers and their place carry over
         self.session = session
-        self.loops = dict(session.loops)
-        self._reserves.clear()
-        self.progress.steps = len(session.lesson.steps)
-        self.progress.title = session.lesson.title
+        self.drawing.forget()
         self._fill_timeline()
-        steps = len(session.lesson.steps)
-        position = old if old.step < steps else Position(max(steps - 1, 0))
         self.app.notify("Lesson reloaded", timeout=2)
-        self.show(position)
+        self.show(session.position)
 
     # Showing a step -------------------------------------------------------------------
 
     def show(self, position: Position) -> bool:
-        """Display ``position``; False if there is no such step."""
+        """Move the session to ``position`` and draw it; False if there is no such step."""
         session = self.session
-        if session is None:
+        if session is None or not session.go(position):
             return False
-        steps = session.lesson.steps
-        if not 0 <= position.step < len(steps):
-            return False
-        step = steps[position.step]
-        loop = loop_at(session.lesson, position.step)
-        if loop is not None:
-            try:
-                state = self._loop(position.step, loop)
-            except Exception:  # shown by _draw below, which asks again
-                state = None
-            position = Position(position.step, 0 if state is None else state.clamp(position.sub))
-        else:
-            position = Position(position.step, 0)
-        self.position = position
+        position = session.position
+        step = session.steps[position.step]
         with self.app.batch_update():  # one repaint for the whole change
-            self._arrange(step)
+            quiz_alone = step.kind == "quiz" and not quiz_has_tables(session.lesson, position.step)
+            self.drawing.arrange(step, quiz_alone=quiz_alone)
             try:
-                self._draw(step, position)
+                self.drawing.draw(step, session.view())
             except Exception as error:
                 self._step_error(error)
             self._timeline.set_current(str(position.step), [str(n) for n in range(position.step)])
@@ -455,400 +314,50 @@ class LessonScreen(StepScreen):
         self._save_soon()
         return True
 
-    def _arrange(self, step: LessonStep) -> None:
-        """Show the left column only where it helps; a second source pane for compare.
-
-        Styles are set on the widgets, not as a class on the screen: a screen
-        class restyles every widget, which costs a visible fraction of a frame.
-        """
-        layout = LAYOUTS[step.kind]
-        left = self._left
-        wanted = layout.left and not (
-            layout.quiz
-            and self.session is not None
-            and not quiz_has_tables(self.session.lesson, self.position.step)
-        )
-        if left.display != wanted:
-            left.display = wanted
-        compare = layout.compare
-        if left.has_class("-compare") != compare:
-            left.set_class(compare, "-compare")
-            self.query_one("#source-right").set_class(not compare, "-hidden")
-        quiz = layout.quiz
-        quiz_view = self._quiz
-        if quiz_view.display != quiz:
-            quiz_view.display = quiz
-        position = self._position
-        if position.display != layout.loop:
-            position.display = layout.loop
-
     def fit_columns(self) -> None:
         """The code gets the room the step's tensors leave (show and loop steps, compare)."""
         steps = self._steps()
-        if not steps:
-            return
-        layout = LAYOUTS[steps[self.position.step].kind]
-        left = self._left
-        source = self._source
-        # In a narrow terminal the question and its table need the room more than the code
-        # behind the table (``.-narrow #source.-quiz`` in app.tcss). The class is set only
-        # where it applies: a class change restyles the pane, about a millisecond of a key.
-        narrow_quiz = layout.quiz and self.has_class("-narrow")
-        if source.has_class("-quiz") != narrow_quiz:
-            source.set_class(narrow_quiz, "-quiz")
-        if layout.fit == "tensors":
-            columns = self.give_left(left, self.pane.natural_width(), source.natural_width())
-            if layout.loop:
-                self._hold_position_height(columns)
-        elif layout.fit == "compare":
-            panes = [
-                p.natural_width() for p in self.query("#compare TensorPane").results(TensorPane)
-            ]
-            right = self.query_one("#source-right", SourceView)
-            need = None if None in panes else max(w for w in panes if w is not None)
-            self.give_left(
-                left, need, max(source.natural_width(), right.natural_width()), COMPARE_SHARE
-            )
-        else:
-            self.give_left(left, None, 0)
-
-    def _hold_position_height(self, columns: int) -> None:
-        """Keep the loop's position text one height for the whole loop.
-
-        A position one line taller or shorter than the last moves the source
-        below it, and Textual lays the whole screen out again (a second frame).
-        So the text gets, from the loop's first sub-step, the height of the
-        tallest position the loop shows, measured at the width the column is
-        given (just made visible, the pane itself still measures 0 columns),
-        and never less than any position it has shown.
-        """
-        state = self.loops.get(self.position.step)
-        if state is None:
-            return
-        where = self._position
-        text_box = self.query_one("#lesson-text")
-        width = columns - text_box.styles.gutter.width - where.styles.gutter.width
-        if text_box.show_vertical_scrollbar:  # a long caption scrolls: its bar takes columns
-            width -= text_box.scrollbar_size_vertical
-        tallest = max(where.line_count, self._position_reserve(state, width))
-        if self._position_lines[:2] == (self.position.step, width):  # a resize measures anew
-            tallest = max(tallest, self._position_lines[2])
-        self._position_lines = (self.position.step, width, tallest)
-        if where.styles.min_height is None or where.styles.min_height.value != tallest:
-            where.styles.min_height = tallest
-
-    def _position_reserve(self, state: LoopState, width: int) -> int:
-        """Lines to hold for the loop's position text at ``width``.
-
-        For a loop of at most ``HELD_POSITIONS`` sub-steps, all at hand (the
-        loading worker runs loops to count them), the tallest of their positions,
-        cached per loop and width. Otherwise the position on screen, measured at
-        the width it is given; the height then grows as taller ones come (word
-        wrapping is not monotonic, so no bound is guessed from the longest names).
-        Only sub-steps already computed are read: nothing runs here.
-        """
-        stepper, count = state.stepper, state.count_known()
-
-        def lines(sub: object, number: int) -> int:
-            if not isinstance(sub, SubStep):
-                return 0
-            text = loop_position(sub, number, count, stepper.tokens)
-            return len(text.wrap(self.app.console, width))
-
-        key = (self.position.step, width)
-        cached = self._reserves.get(key)
-        if cached is not None:
-            return cached
-        every = range(state.first, state.last + 1) if state.last is not None else range(0)
-        if 0 < len(every) <= HELD_POSITIONS and all(stepper.known(i) for i in every):
-            tallest = max(lines(stepper.get(i), n) for n, i in enumerate(every))
-            self._reserves[key] = tallest
-            return tallest
-        index = state.first + self.position.sub
-        return lines(stepper.get(index), self.position.sub) if stepper.known(index) else 0
+        if steps:
+            kind = steps[self.position.step].kind
+            self.drawing.fit(kind, self.give_left, narrow=self.has_class("-narrow"))
 
     def _step_error(self, error: BaseException) -> None:
-        self._switcher.current = "tensors"
+        self.drawing.switcher.current = "tensors"
         self.pane.show_error(self.describe(error))
         self.app.notify(self.describe(error), title="Step failed", severity="error", markup=False)
 
-    def _draw(self, step: LessonStep, position: Position) -> None:
-        """Draw the walk's view of the step with the drawer registered for its kind."""
-        source = self._source
-        assert self.session is not None
-        body = self._switcher
-        if not body.display:
-            body.display = True
-        if not LAYOUTS[step.kind].compare and str(source.border_title).startswith("source:"):
-            source.border_title = "source"  # a compare step's side title no longer applies
-        view = step_view(self.session.lesson, self.session.runner, position.step)
-        self.DRAWERS[view.kind](self, view, position)
-
-    def _draw_narration(self, view: StepView, position: Position) -> None:
-        self._switcher.current = "narration-body"
-        self._prose("#narration-text", view.text)
-
-    def _draw_checkpoint(self, view: StepView, position: Position) -> None:
-        self._switcher.current = "checkpoint"
-        self._prose("#checkpoint-text", view.text)
-
-    def _draw_show(self, view: StepView, position: Position) -> None:
-        assert self.session is not None
-        step = step_as(view.step, Show)
-        self._switcher.current = "tensors"
-        self._prose("#caption", view.text)
-        self._show_tensors(self.pane, step.ref, step.focus)
-        resolved = self.session.runner.tensor(step.ref)
-        self._source.show_file(
-            resolved.stage.source_file,
-            resolved.stage.lines,
-            produced=resolved.ref.tensor or next(iter(resolved.stage.tensors), None),
-            files=resolved.stage.files,
-        )
-
-    def _draw_loop(self, view: StepView, position: Position) -> None:
-        step = step_as(view.step, Loop)
-        self._switcher.current = "tensors"
-        self._prose("#caption", view.text)
-        state = self._loop(position.step, step)
-        if state is None:
-            raise RuntimeError(f"variant '{step.variant}' has no loop building '{step.stage}'")
-        sub = state.stepper.get(state.first + position.sub)
-        assert isinstance(sub, SubStep)
-        self.pane.show_substep(
-            sub,
-            state.stepper.canvases.get(sub.stage),
-            state.stepper.tokens,
-            canvas_axes=loop_axes(self._loop_stage(step)),
-            query=step.query,
-        )
-        where = self._position
-        where.show(loop_position(sub, position.sub, state.count_known(), state.stepper.tokens))
-        self._source.show_file(sub.source_file, sub.lines, files=sub.files)
-
-    def _draw_compare(self, view: StepView, position: Position) -> None:
-        assert self.session is not None
-        step = step_as(view.step, Compare)
-        source = self._source
-        self._switcher.current = "compare"
-        self._prose("#caption", view.text)
-        left, right, difference = self.session.runner.compare(step)
-        for pane_id, resolved, label in (
-            ("#compare-left", left, step.left.label),
-            ("#compare-right", right, step.right.label),
-        ):
-            name = label or resolved.name
-            stage = Stage(
-                name=resolved.stage.name,
-                title=resolved.stage.title,
-                tensors={name: resolved.tensor},
-                axes=_derived_axes(resolved, name),
-            )
-            self.query_one(pane_id, TensorPane).show_stage(
-                stage,
-                resolved.tokens,
-                resolved.query,
-                title=f"{name} ({resolved.ref.variant})",
-            )
-        diff_pane = self.query_one("#compare-difference", TensorPane)
-        if difference is None:
-            diff_pane.show_message(
-                "The two tensors have different shapes, so there is no difference to show."
-            )
-        else:
-            diff_stage = Stage(
-                "difference",
-                "right − left",
-                {"right − left": difference},
-                axes=_derived_axes(left, "right − left"),
-            )
-            diff_pane.show_stage(diff_stage, left.tokens, left.query)
-        # Small tables get the lines they need (a 1fr share could hide a one-row table).
-        for pane in self.query("#compare TensorPane").results(TensorPane):
-            natural = pane.natural_height()
-            height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
-            if str(pane.styles.height) != str(height):
-                pane.styles.height = height
-        source.border_title = f"source: {step.left.label or left.name} ({left.ref.variant})"
-        source.show_file(left.stage.source_file, left.stage.lines)
-        right_source = self.query_one("#source-right", SourceView)
-        right_source.border_title = (
-            f"source: {step.right.label or right.name} ({right.ref.variant})"
-        )
-        right_source.show_file(right.stage.source_file, right.stage.lines)
-
-    def _draw_quiz(self, view: StepView, position: Position) -> None:
-        assert self.session is not None
-        step = step_as(view.step, Quiz)
-        quiz_view = self._quiz
-        previous = self.progress.answers.get(quiz_id(position.step, step))
-        answer = self.session.runner.answer_text(step) if previous else None
-        quiz_view.ask(step, (previous.response, previous.right) if previous else None, answer)
-        tables = view.quiz
-        assert tables is not None
-        quiz_view.set_class(not tables.tables, "-alone")  # no table below: all the height
-        if not tables.tables:
-            self._switcher.display = False
-            self._prose("#caption", "")  # no stale caption from the step before
-        else:
-            self._switcher.current = "tensors"
-            self._prose("#caption", tables.caption)
-            self._show_quiz_tables(tables, answered=previous is not None)
-            stage = tables.tables[0].resolved.stage
-            self._source.show_file(stage.source_file, stage.lines, files=stage.files)
-
-    DRAWERS: ClassVar[dict[str, Callable[[LessonScreen, StepView, Position], None]]] = {
-        "narration": _draw_narration,
-        "show": _draw_show,
-        "loop": _draw_loop,
-        "compare": _draw_compare,
-        "quiz": _draw_quiz,
-        "checkpoint": _draw_checkpoint,
-    }
-    """The widget code for each kind of step's view: the walk decides what a step shows."""
-
-    def _show_quiz_tables(self, view: QuizTables, *, answered: bool) -> None:
-        """The tables the walk gives a quiz, with the answer's cells hidden until it is answered."""
-        if view.context is not None:
-            shown = step_as(self._steps()[view.context], Show)
-            hidden = {t.resolved.name: frozenset() if answered else t.hidden for t in view.tables}
-            # Titled by the tensor's name, as --plain and the exports title it: a stage's title
-            # may state the answer ("192 with the cache", "the cache holds 4 numbers").
-            names = ", ".join(table.resolved.name for table in view.tables)
-            self._show_tensors(self.pane, shown.ref, shown.focus, hidden=hidden, title=names)
-            return
-        tensors, axes, hide = {}, {}, {}
-        for table in view.tables:
-            name = table.resolved.name
-            while name in tensors:
-                name += "'"
-            tensors[name] = table.resolved.tensor
-            axes.update(_derived_axes(table.resolved, name))
-            hide[name] = frozenset() if answered else table.hidden
-        main = view.tables[0].resolved
-        # By the tables' names, never the stage's title, which may state the answer.
-        title = ", ".join(tensors)
-        stage = Stage(name=main.stage.name, title=title, tensors=tensors, axes=axes)
-        self.pane.show_stage(
-            stage, main.tokens, main.query, formula=False, title=title, hidden=hide
-        )
-
-    def _show_tensors(
-        self,
-        pane: TensorPane,
-        ref: TensorRef,
-        focus: Focus | None,
-        hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
-        title: str | None = None,
-    ) -> None:
-        """A show step's tensors: the one it names, or all of its stage's; derived values titled.
-
-        ``title``: in place of the stage's (a quiz showing this step's table again)."""
-        assert self.session is not None
-        runner = self.session.runner
-        resolved_all = runner.tensors(ref)
-        main = resolved_all[0]
-        tensors = {}
-        axes = {}
-        for resolved in resolved_all:
-            tensors[resolved.name] = resolved.tensor
-            derived = _derived_axes(resolved, resolved.name)
-            axes.update(derived)
-        rows = main.tensor.shape[0] if main.tensor.dim() == 2 else 1
-        highlight = focus_highlight(focus, rows)
-        if ref.then:
-            title = f"{main.name} (derived from {ref.stage}.{ref.tensor or main.stage.name})"
-            formula = "computed by the lesson after the run: " + " then ".join(
-                describe_operation(op) for op in ref.then
-            )
-        else:
-            title = title or main.stage.title
-            formula = main.stage.formula or ""
-        stage = Stage(
-            name=main.stage.name, title=title, tensors=tensors, formula=formula, axes=axes
-        )
-        pane.show_stage(stage, main.tokens, main.query, highlight, title=title, hidden=hidden)
-
-    def _loop_stage(self, step: Loop) -> Stage | None:
-        """The stage a loop builds, from the runner's trace (for its axis names)."""
-        assert self.session is not None
-        # Only a stage already computed (the loading worker runs to it): never run here.
-        trace = self.session.runner.trace(step.variant, step.options, step.query)
-        return next((stage for stage in trace.stages if stage.name == step.stage), None)
-
-    def _prose(self, selector: str, text: str) -> None:
-        """Prose the walk has already filled in, shown as written."""
-        self.query_one(selector, ProsePane).show(text)
-
-    def _markdown(self, selector: str, text: str) -> None:
-        """Show the author's prose as written, its ``{{live values}}`` filled in from the run."""
-        self.query_one(selector, ProsePane).show(self._live(text))
-
-    def _live(self, text: str) -> str:
-        if self.session is None or "{{" not in text:
-            return text
-        try:
-            return self.session.runner.text(text)
-        except TracerError:
-            return text  # a value that cannot be computed stays as the author wrote it
-
-    def _loop(self, number: int, step: Loop) -> LoopState | None:
-        """The loop step's stepper, positioned at its first sub-step (created on first use)."""
-        state = self.loops.get(number)
-        if state is None:
-            assert self.session is not None
-            state = start_loop(self.session.runner, step)
-            if state is not None:
-                self.loops[number] = state
-        return state
-
-    def _find_loop_end(self, state: LoopState, *, cheap_only: bool) -> int | None:
-        return state.find_end(cheap_only=cheap_only)
-
-    # Moving -----------------------------------------------------------------------------
+    # Moving: the session moves; the screen runs what takes long off the UI thread ---------
 
     def _steps(self) -> tuple[LessonStep, ...]:
         return self.session.lesson.steps if self.session is not None else ()
 
     def step_next(self) -> bool:
-        if self.session is None:
+        session = self.session
+        if session is None:
             return False
-        lesson = self.session.lesson
-        steps = lesson.steps
-        position = self.position
-        loop = loop_at(lesson, position.step)
-        state = self.loops.get(position.step) if loop is not None else None
-        if loop is not None and state is not None and state.may_go_on(position.sub):
-            target = state.first + position.sub + 1
-            if self._compute_first(state, target, self.step_next):
-                return True
-            after = state.after(position.sub, loop.stage)
-            if after == "next":
-                return self.show(Position(position.step, position.sub + 1))
-            if after == "failed" and state.stepper.error is not None:
-                # The variant failed inside the loop: say so, and stay.
-                self._step_error(state.stepper.error)
-                return False
-        if position.step + 1 >= len(steps):
+        pending = session.pending()
+        if pending is not None:
+            # Even one sub-step runs off the UI thread: a variant that sleeps or never
+            # returns must leave q, Esc and ctrl+c working.
+            self._compute(pending, self.step_next)
+            return True
+        moved = session.next()
+        if moved == "failed" and session.loop_error is not None:
+            self._step_error(session.loop_error)  # the variant failed inside the loop: stay
+            return False
+        if moved == "end":
             self._finish()
             return False
-        shown = self.show(Position(position.step + 1))
-        if self.playing and quiz_at(lesson, position.step + 1) is not None:
+        shown = self.show(session.position)
+        if self.playing and session.quiz() is not None:
             # A quiz waits for its answer: auto-play never walks past a question.
             self.stop_autoplay()
             self.app.notify("Auto-play paused at a quiz", timeout=2)
         return shown
 
-    def _compute_first(self, state: LoopState, index: int, then: Callable[[], object]) -> bool:
-        """If sub-step ``index`` is not computed yet, compute it in a worker, then ``then``.
-
-        Even one step runs off the UI thread: a variant that sleeps or never returns
-        must leave q, Esc and ctrl+c working.
-        """
-        if state.stepper.known(index) or (
-            state.stepper.total is not None and index >= state.stepper.total
-        ):
-            return False
+    def _compute(self, pending: tuple[LoopState, int], then: Callable[[], object]) -> None:
+        """Compute a loop's sub-step in a worker, then ``then``."""
+        state, index = pending
 
         def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> None:
             with contextlib.suppress(IndexError):
@@ -858,23 +367,17 @@ class LessonScreen(StepScreen):
             then()
 
         self.run_long("Running the loop", job, done)
-        return True
 
     def step_previous(self) -> bool:
-        position = self.position
-        if position.sub > 0:
-            state = self.loops.get(position.step)
-            back = Position(position.step, position.sub - 1)
-            if state is not None and self._compute_first(
-                state, state.first + back.sub, lambda: self.show(back)
-            ):
-                return True
-            return self.show(back)
-        if position.step == 0:
+        session = self.session
+        back = session.before() if session is not None else None
+        if session is None or back is None:
             return False
-        target = position.step - 1
-        state = self.loops.get(target)
-        return self.show(Position(target, state.last_sub() if state is not None else 0))
+        pending = session.uncomputed(back)
+        if pending is not None and back.step == session.position.step:
+            self._compute(pending, lambda: self.show(back))
+            return True
+        return self.show(back)
 
     def step_start(self) -> None:
         self.show(Position())
@@ -885,24 +388,23 @@ class LessonScreen(StepScreen):
             self.show(Position(len(steps) - 1))
 
     def step_loop_end(self) -> None:
+        session = self.session
         position = self.position
-        if self.session is None or loop_at(self.session.lesson, position.step) is None:
+        if session is None:
+            return
+        if session.steps[position.step].kind != "loop":
             self.app.notify("This step is not a loop", timeout=1.5)
             return
-        state = self.loops.get(position.step)
+        state = session.loops.get(position.step)
         if state is None:
             return
 
         def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
-            if state.last is None and state.limit is None:
-                end = state.stepper.next_stage(state.first, cancelled=cancelled, progress=progress)
-                last = (end if end is not None else (state.stepper.total or 1)) - 1
-                state.last = last
-            return self._find_loop_end(state, cheap_only=False)
+            return session.find_loop_end(state, cancelled, progress)
 
         def then(last: int | None) -> None:
             if last is not None:
-                self.show(Position(position.step, last - state.first))
+                self.show(Position(position.step, last))
 
         self.run_long("Running to the end of the loop", job, then)
 
@@ -928,57 +430,35 @@ class LessonScreen(StepScreen):
 
     def _finish(self) -> None:
         """The end of the lesson: a summary (quiz score, what it covered) and the way on."""
-        if self.session is None:
+        session = self.session
+        if session is None:
             return
         self.stop_autoplay()
-        if not self.progress.finished:
-            self.progress.finished = True
-            self._save()
+        self._say_warning(session.warning)
         if any(isinstance(screen, LessonEndScreen) for screen in self.app.screen_stack):
             return
-        following = self._next_lesson()
+        following = session.next_lesson()
         self.app.push_screen(
             LessonEndScreen(
-                self.session.lesson.title,
-                self._live(lesson_summary(self.session.lesson, self.progress, self._quiz_id)),
-                following[1] if following else None,
+                session.lesson.title, session.summary(), following[1] if following else None
             ),
             self._after_end,
         )
 
-    def _next_lesson(self) -> tuple[Path, str] | None:
-        """The lesson after this one in the picker's order, if there is one."""
-        from tracer.errors import TracerError
-        from tracer.lessons.loader import find_lessons
-
-        assert self.session is not None
-        try:
-            refs = find_lessons(self.lesson_dirs)
-        except TracerError:
-            return None
-        here = self.session.path.resolve()
-        for number, ref in enumerate(refs):
-            if ref.path.resolve() == here and number + 1 < len(refs):
-                after = refs[number + 1]
-                return after.path, f"{after.number}. {after.title or after.name}"
-        return None
-
     def _after_end(self, choice: str | None) -> None:
-        if choice == "next":
-            following = self._next_lesson()
+        session = self.session
+        if choice == "next" and session is not None:
+            following = session.next_lesson()
             if following is not None:
                 self.app.open_lesson(following[0])  # type: ignore[attr-defined]
         elif choice == "restart":
             self.show(Position())
 
-    # Quizzes ------------------------------------------------------------------------------
-
-    def _quiz_id(self, number: int, quiz: Quiz) -> str:
-        return quiz_id(number, quiz)
+    # Quizzes: keys go to the quiz's box; the session grades -----------------------------------
 
     def _quiz_here(self) -> Quiz | None:
         """The step on screen, if it is a quiz (keys and pastes then go to its answer box)."""
-        return quiz_at(self.session.lesson, self.position.step) if self.session else None
+        return self.session.quiz() if self.session is not None else None
 
     def action_choose(self, number: int) -> None:
         """A digit: picks a choice, or starts typing a number quiz's answer."""
@@ -1002,22 +482,24 @@ class LessonScreen(StepScreen):
             event.stop()
 
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
-        if self.session is None or self._quiz_here() is None:
+        session = self.session
+        if session is None or self._quiz_here() is None:
             return
-        runner = self.session.runner
         try:
-            graded = grade(self.session.lesson, runner, self.position.step, event.response)
+            verdict = session.answer(event.response)
+            view = session.view()
         except Exception as error:
             self._step_error(error)
             return
-        self.progress.answers[graded.quiz_id] = QuizAnswer(graded.response, graded.right)
-        self._quiz.feedback(graded.response, graded.right, graded.answer)
-        self._save()
-        view = quiz_tables(self.session.lesson, runner, self.position.step)
+        if verdict.right is None:
+            self._quiz.refuse(verdict.message)  # no answer at all: nothing is revealed
+            return
+        self._quiz.feedback(verdict.response, verdict.right, verdict.value)
+        self._say_warning(session.warning)
         if view.tables:  # answered: the hidden cells of its tables show now
-            self._show_quiz_tables(view, answered=True)
+            self.drawing.show_quiz_tables(view)
 
-    # Progress ---------------------------------------------------------------------------------
+    # Progress: the session saves; the screen picks the moment -------------------------------
 
     def _save_soon(self) -> None:
         """Save the position once the step is on screen.
@@ -1036,11 +518,10 @@ class LessonScreen(StepScreen):
 
     def _save(self) -> None:
         self._save_pending = False
-        if self.session is None or self.store is None:
-            return
-        self.progress.step = self.position.step
-        self.progress.sub = self.position.sub
-        warning = self.store.save(self.session.key, self.progress)
+        if self.session is not None:
+            self._say_warning(self.session.save())
+
+    def _say_warning(self, warning: str | None) -> None:
         if warning:
             self.app.notify(warning, title="Progress", severity="warning", markup=False)
 
@@ -1064,63 +545,10 @@ class LessonScreen(StepScreen):
         return commands
 
 
-def warm_up(lesson: Lesson, runner: LessonRunner, *, dark: bool = True) -> dict[int, LoopState]:
-    """The walk's warm-up (every step computed once, in the loading worker), and the app's:
-    the Markdown parser and the Python lexer loaded, each shown stage's source highlighted
-    (in the theme's shade, ``dark`` or not) and mapped."""
+def warm_app() -> None:
+    """The app's own warm-up, in the loading worker: the Markdown parser and the Python
+    lexer loaded once (the session then highlights each source file the lesson shows)."""
     from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
     from rich.syntax import Syntax
 
     Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once
-    return walk_warm_up(lesson, runner, highlight=lambda path: prepare_source(path, dark))
-
-
-def _mtime(path: Path) -> float:
-    with contextlib.suppress(OSError):
-        return path.stat().st_mtime_ns / 1e9
-    return 0.0
-
-
-def _md_escape(text: str) -> str:
-    """A title inside Markdown: characters that would start formatting are escaped."""
-    return "".join("\\" + ch if ch in "\\`*_[]#<>" else ch for ch in text)
-
-
-def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[str]) -> Text:
-    """Where a loop is: ``pair 8 of 36``, and which tokens, numbered as here and as in the course.
-
-    The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
-    x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
-    """
-    kind = loop_noun(step)
-    text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
-    position = ", ".join(str(p) for p in step.position)
-    text.append(f" · position ({position}), counted from 0")
-    named = [
-        f"{tokens[p]} = x[{p}] here, x_{p + 1} in the course"
-        for p in dict.fromkeys(step.position)
-        if 0 <= p < len(tokens)
-    ]
-    if len(step.position) == 2 and named:
-        text.append("\n" + "; ".join(named), style="dim")
-    return text
-
-
-def _derived_axes(resolved: Resolved, name: str) -> dict[str, tuple[str, ...]]:
-    """Axis names of a resolved tensor after the lesson's operations; none if unsure."""
-    axes = resolved.axes
-    return {name: axes} if axes is not None else {}
-
-
-def describe_operation(operation: object) -> str:
-    from tracer.lessons.runner import describe
-
-    assert isinstance(operation, Operation)
-    return describe(operation)
-
-
-def lesson_summary(
-    lesson: Lesson, progress: LessonProgress, quiz_id: Callable[[int, Quiz], str] = quiz_id
-) -> str:
-    """The end-of-lesson text: the quiz score and the checkpoints' points (the walk's)."""
-    return walk_lesson_summary(lesson, progress.answers, quiz_id)

@@ -20,23 +20,13 @@ from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tracer.sanitize import visible
+from tracer.session.progress import progress_text as progress_text
 from tracer.tui.modals import ConfirmScreen
 from tracer.tui.progress import LessonProgress, ProgressStore, lesson_key
 
 if TYPE_CHECKING:
     from tracer.lessons.model import LessonRef
     from tracer.plugin_host import PluginHost
-
-
-def progress_text(progress: LessonProgress | None) -> str:
-    if progress is None:
-        return "not started"
-    answered = len(progress.answers)
-    right = sum(1 for a in progress.answers.values() if a.right)
-    quizzes = f" · {right}/{answered} quiz answers right" if answered else ""
-    if progress.finished:
-        return "finished" + quizzes
-    return f"step {progress.step + 1} of {progress.steps or '?'}{quizzes}"
 
 
 class PickerScreen(Screen[None]):
@@ -99,6 +89,7 @@ class PickerScreen(Screen[None]):
             self.refresh_list()
 
     def refresh_list(self) -> None:
+        # Here, not at the top: loaded on first use, after the picker's first frame.
         from tracer.errors import TracerError
         from tracer.lessons.loader import find_lessons, shipped_dir
 
@@ -135,6 +126,7 @@ class PickerScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="preload")
     def _preload(self) -> None:
         """Import torch and the plugins now, so opening a lesson does not wait for them."""
+        # Here, not at the top: loaded on first use, after the picker's first frame.
         from tracer.plugin_host import PluginHost
 
         host_of = getattr(self.app, "plugin_host", None)  # the app's one host
@@ -160,6 +152,7 @@ class PickerScreen(Screen[None]):
                 self.open(ref)
 
     def open(self, ref: LessonRef, *, resume: bool = True) -> None:
+        # Here, not at the top: loaded on first use, after the picker's first frame.
         from tracer.tui.lesson_screen import LessonScreen
 
         if ref.problem:
@@ -177,6 +170,7 @@ class PickerScreen(Screen[None]):
         )
 
     def _last(self) -> tuple[LessonRef, LessonProgress] | None:
+        # Here, not at the top: loaded on first use, after the picker's first frame.
         from tracer.lessons.loader import shipped_dir
 
         if self.store is None:

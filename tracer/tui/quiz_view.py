@@ -17,8 +17,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
-from tracer.lessons.grading import Answer, CellAnswer, parse_cells, response_problem
-from tracer.lessons.grading import answer_text as _answer_text
+from tracer.lessons.grading import response_problem
 from tracer.lessons.model import Quiz
 from tracer.sanitize import visible
 from tracer.tui.backdrop import Backdrop
@@ -26,7 +25,7 @@ from tracer.tui.kept import Kept
 from tracer.tui.steady import Column, Label, SteadySize
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from collections.abc import Callable
 
 CHOICE_BUTTONS = 6
 """Choice buttons made with the view: mounting them on the first quiz costs a layout and a frame."""
@@ -53,7 +52,8 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.quiz: Quiz | None = None
-        self.runner: LessonRunner | None = None
+        self.live: Callable[[str], str] | None = None
+        """Fills in an author's live values (the lesson session's); None: shown as written."""
         self.answered = False
         """The answer was revealed: further responses are ignored (one answer counts)."""
         self.hints_shown = 0
@@ -75,11 +75,11 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         yield Label(id="quiz-feedback", markup=False)
 
     def text(self, prose: str) -> str:
-        """Prose as shown: live values filled in when the lesson's runner is known."""
-        if self.runner is None or self.quiz is None:
+        """Prose as shown: live values filled in when the lesson session is known."""
+        if self.live is None or self.quiz is None:
             return visible(prose)
         try:
-            return visible(self.runner.text(prose, self.quiz))
+            return visible(self.live(prose))
         except Exception:  # a failing run is reported by the screen; show the words as written
             return visible(prose)
 
@@ -88,14 +88,14 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         quiz: Quiz,
         previous: tuple[str, bool] | None,
         answer: str | None,
-        runner: LessonRunner | None = None,
+        live: Callable[[str], str] | None = None,
     ) -> None:
         """Show ``quiz``; with ``previous`` (response, right), show how it was answered before.
 
-        ``runner`` fills in live values; by default the screen's lesson runner is used.
+        ``live`` fills in the author's live values (the screen passes its session's).
         """
         self.quiz = quiz
-        self.runner = runner or _screen_runner(self)
+        self.live = live
         self.answered = False
         self.hints_shown = 0
         self.picked = set()
@@ -267,7 +267,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             self.show_hint()
         elif button_id == "quiz-submit" and not self.answered:
             if not self.picked:
-                self._refuse("mark at least one choice first")
+                self.refuse("mark at least one choice first")
             else:
                 self._answer(" ".join(str(i + 1) for i in sorted(self.picked)))
 
@@ -282,25 +282,14 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         if quiz is None:
             return
         problem = response_problem(quiz, response)
-        if problem is None and quiz.quiz_kind == "cells":
-            answer = self._computed()
-            if isinstance(answer, CellAnswer):
-                parsed = parse_cells(response, answer)
-                problem = parsed if isinstance(parsed, str) else None
         if problem is not None:
-            self._refuse(problem)
+            self.refuse(problem)
             return
+        # The screen's session grades it (and refuses cells that are no selection).
         self.post_message(self.Answered(response))
 
-    def _computed(self) -> Answer | None:
-        if self.runner is None or self.quiz is None:
-            return None
-        try:
-            return self.runner.answer(self.quiz)
-        except Exception:  # the screen reports a failing run when it grades
-            return None
-
-    def _refuse(self, problem: str) -> None:
+    def refuse(self, problem: str) -> None:
+        """Say why a response is not an answer at all (nothing is revealed)."""
         self.query_one("#quiz-hint", Static).update(Text(f"Not an answer: {problem}."))
 
     def feedback(self, response: str, right: bool, answer: str) -> None:
@@ -349,20 +338,3 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         widget.update("")
         widget.remove_class("-right", "-wrong")
         self.query_one("#quiz-input", Input).disabled = False
-
-
-def _screen_runner(widget: QuizView) -> LessonRunner | None:
-    """The runner of the lesson screen this view is on, if it has one."""
-    try:
-        session = getattr(widget.screen, "session", None)
-    except Exception:  # not mounted on a screen yet
-        return None
-    runner = getattr(session, "runner", None)
-    from tracer.lessons.runner import LessonRunner
-
-    return runner if isinstance(runner, LessonRunner) else None
-
-
-def answer_text(quiz: Quiz, answer: Answer) -> str:
-    """The right answer as the learner should see it."""
-    return _answer_text(quiz, answer)

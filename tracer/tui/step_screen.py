@@ -22,7 +22,7 @@ from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
-from tracer.tracing.stepper import Cancelled
+from tracer.session.explore import Cancelled
 from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from tracer.tracing.stepper import LoopCanvas, cell_of
+from tracer.session.explore import LoopCanvas, cell_of
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.equations import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid

@@ -394,7 +394,22 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
             blocks = grid.overview(rows, columns)
             # Colours span the block means' own range: averaging narrows it, and the full
             # range would paint everything one colour. The first line says what a block is.
-            means = [v for row in blocks for v in row if v is not None]
+            # A block holding a cell a quiz hides is drawn blank, and left out of the range:
+            # the range's ends would otherwise be the answer.
+            hidden = (
+                {
+                    (r * len(blocks) // grid.rows, c * len(blocks[0]) // grid.columns)
+                    for r, c in grid.highlight.hidden
+                }
+                if blocks
+                else set()
+            )
+            means = [
+                v
+                for y, row in enumerate(blocks)
+                for x, v in enumerate(row)
+                if v is not None and (y, x) not in hidden
+            ]
             span = (min(means), max(means)) if means else (0.0, 0.0)
             self._overview_cache = (key, blocks, span)
         _, blocks, (low, high) = self._overview_cache

@@ -1,0 +1,170 @@
+"""The lesson session without any front end: moves, loops, quizzes, hints and progress.
+
+Reference numbers are computed here from the lesson's own inputs with numpy (the dot
+products of the Basic Self Attention notebook's embeddings), never read from our output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tracer.lessons.loader import load_lesson, resolve_lesson
+from tracer.lessons.model import Lesson, Loop, Quiz
+from tracer.plugin_host import PluginHost
+from tracer.session.lesson import LessonSession, Position, reopen, start_session
+from tracer.session.progress import ProgressStore, progress_summary
+
+from .answers import right_response, wrong_response
+
+NAME = "dot_products"
+
+
+@pytest.fixture(scope="module")
+def lesson(host: PluginHost) -> tuple[Lesson, Path]:
+    path = resolve_lesson(NAME)
+    return load_lesson(path, host), path
+
+
+@pytest.fixture
+def session(lesson: tuple[Lesson, Path], host: PluginHost) -> LessonSession:
+    opened = start_session(lesson[0], host, lesson[1])
+    opened.attach(ProgressStore())
+    return opened
+
+
+def first(session: LessonSession, kind: type[object]) -> int:
+    return next(n for n, step in enumerate(session.steps) if isinstance(step, kind))
+
+
+def embeddings(session: LessonSession) -> np.ndarray:
+    return np.array(session.lesson.inputs.embeddings, dtype=float)
+
+
+def test_a_loop_is_walked_one_sub_step_at_a_time_and_back(session: LessonSession) -> None:
+    number = first(session, Loop)
+    loop = session.steps[number]
+    assert isinstance(loop, Loop) and loop.query is not None
+    tokens = session.lesson.inputs.tokens
+    assert session.go(Position(number))
+    assert session.count_loop(number) == len(tokens)  # one dot product per key
+    for sub in range(1, len(tokens)):
+        assert session.next() == "moved"
+        assert session.position == Position(number, sub)
+    view = session.view()
+    assert view.loop is not None and view.loop.number == len(tokens) - 1
+    assert view.loop.sub.position == (loop.query, len(tokens) - 1)
+    inputs = embeddings(session)
+    expected = inputs[loop.query] @ inputs[len(tokens) - 1]
+    assert float(view.loop.sub.tensors["score"]) == pytest.approx(expected, abs=1e-6)
+    assert session.next() == "moved"  # past the loop's end: the step after it
+    assert session.position == Position(number + 1)
+    assert session.back()  # back into the loop: at its last sub-step
+    assert session.position == Position(number, len(tokens) - 1)
+
+
+def test_loop_end_and_jumps(session: LessonSession) -> None:
+    number = first(session, Loop)
+    session.go(Position(number))
+    assert session.loop_end()
+    assert session.position.sub == len(session.lesson.inputs.tokens) - 1
+    assert not session.go(Position(len(session.steps)))  # no such step: stays
+    assert session.position.step == number
+    assert session.go(Position(0)) and not session.back()  # nothing before the first step
+
+
+def test_a_response_that_is_no_answer_reveals_and_records_nothing(session: LessonSession) -> None:
+    number = first(session, Quiz)
+    session.go(Position(number))
+    verdict = session.answer("about a third")
+    assert verdict.right is None and "not a number" in verdict.message
+    assert verdict.answer == "" and verdict.explanation == ""
+    assert session.progress.answers == {}
+    view = session.view()
+    assert view.quiz is not None and view.quiz.verdict is None
+
+
+def test_a_number_quiz_is_graded_against_the_dot_product(session: LessonSession) -> None:
+    number = first(session, Quiz)
+    quiz = session.steps[number]
+    assert isinstance(quiz, Quiz) and quiz.quiz_kind == "number"
+    session.go(Position(number))
+    inputs = embeddings(session)
+    tokens = session.lesson.inputs.tokens
+    expected = inputs[tokens.index("Your")] @ inputs[tokens.index("journey")]
+    before = session.view()
+    assert before.quiz is not None
+    shown = f"{expected:.4f}"
+    said = [before.quiz.question, before.quiz.how, *before.quiz.choices, *before.quiz.hints]
+    assert not any(shown in text for text in said)  # the answer is not on screen yet
+    verdict = session.answer(f"{expected:.3f}")
+    assert verdict.right is True and shown in verdict.answer
+    assert verdict.line.startswith("Right")
+    again = session.answer("12")  # one answer counts: the first stays
+    assert again.right is True and again.response == f"{expected:.3f}"
+    saved = ProgressStore().get(session.key)
+    assert saved is not None
+    assert [(a.response, a.right) for a in saved.answers.values()] == [(f"{expected:.3f}", True)]
+
+
+def test_a_wrong_choice_says_the_right_one(session: LessonSession) -> None:
+    number = next(
+        n
+        for n, step in enumerate(session.steps)
+        if isinstance(step, Quiz) and step.quiz_kind == "choice"
+    )
+    quiz = session.steps[number]
+    assert isinstance(quiz, Quiz)
+    session.go(Position(number))
+    verdict = session.answer(wrong_response(session, quiz))
+    assert verdict.right is False
+    right = right_response(session, quiz)  # a letter
+    assert verdict.answer.startswith(f"{right}) ")
+    assert "you answered" in verdict.line and verdict.explanation
+    view = session.view()
+    assert view.quiz is not None and view.quiz.verdict == verdict
+
+
+def test_hints_come_one_at_a_time(host: PluginHost) -> None:
+    path = resolve_lesson("causal_masking")  # a lesson whose quizzes have hints
+    session = start_session(load_lesson(path, host), host, path)
+    number, quiz = next(
+        (n, step) for n, step in enumerate(session.steps) if isinstance(step, Quiz) and step.hints
+    )
+    session.go(Position(number))
+    given = []
+    while (hint := session.hint()) is not None:
+        given.append(hint)
+        view = session.view()
+        assert view.quiz is not None and view.quiz.hints == tuple(given)
+    assert len(given) == len(quiz.hints)
+
+
+def test_progress_is_saved_resumed_and_finished(
+    session: LessonSession, lesson: tuple[Lesson, Path], host: PluginHost
+) -> None:
+    session.go(Position(2))
+    assert session.save() is None
+    resumed = start_session(lesson[0], host, lesson[1])
+    resumed.attach(ProgressStore())
+    assert resumed.position == Position(2)
+    assert resumed.progress.seen == 3
+    resumed.go(Position(len(resumed.steps) - 1))
+    assert resumed.next() == "end"
+    summary = progress_summary(ProgressStore().get(resumed.key))
+    assert summary["done"] is True and summary["seen"] == len(resumed.steps)
+    quizzes = sum(isinstance(step, Quiz) for step in resumed.steps)
+    assert f"0 of {quizzes} right" in resumed.summary()
+    assert resumed.next_lesson() is not None
+
+
+def test_a_reloaded_lesson_keeps_the_place_and_the_answers(session: LessonSession) -> None:
+    number = first(session, Quiz)
+    session.go(Position(number))
+    session.answer(right_response(session, session.steps[number]))  # type: ignore[arg-type]
+    again = reopen(session)
+    assert again.position == session.position
+    assert again.recorded() is not None and again.recorded() == session.recorded()
+    again.close()

@@ -1,0 +1,557 @@
+"""One learner's way through one lesson: position, moves, answers, progress. No Textual.
+
+A :class:`LessonSession` is made by :func:`open_lesson` (which reads and
+checks the file, loads the plugins and computes every step once) and bound to
+the learner's progress with :meth:`LessonSession.attach`. Then a front end
+only asks and forwards:
+
+- :meth:`~LessonSession.view`: the current step, complete (:class:`LessonView`);
+- :meth:`~LessonSession.next`, :meth:`~LessonSession.back`,
+  :meth:`~LessonSession.go`, :meth:`~LessonSession.loop_end`: moves (a loop's
+  sub-steps included);
+- :meth:`~LessonSession.answer` and :meth:`~LessonSession.hint`: the quiz on screen;
+- :meth:`~LessonSession.save`, :meth:`~LessonSession.summary`,
+  :meth:`~LessonSession.next_lesson`, :meth:`~LessonSession.changed` and
+  :func:`reopen` (reload on save, keeping the position and the answers).
+
+Work that may take long (a loop's next sub-step, a loop's end) can be asked
+for separately (:meth:`~LessonSession.pending`, :meth:`~LessonSession.find_loop_end`),
+so a front end with a user interface runs it off its drawing thread; a text
+front end just calls the move, which computes what it needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tracer.errors import TracerError
+from tracer.lessons.grading import grade as grade_response
+from tracer.lessons.loader import find_lessons, load_lesson, resolve_lesson, shipped_dir
+from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
+from tracer.lessons.walk import (
+    COUNT_STEPS,
+    LoopState,
+    StepView,
+    Table,
+    answer_shown,
+    lesson_summary,
+    live,
+    loop_at,
+    quiz_at,
+    quiz_id,
+    start_loop,
+    step_heading,
+    step_view,
+    warm_up,
+)
+from tracer.plugin_host import PluginHost
+from tracer.session.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
+from tracer.variant import Stage, SubStep
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the learner is: a step (0-based) and, inside a loop step, a sub-step (0-based)."""
+
+    step: int = 0
+    sub: int = 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What answering a quiz gave: the grade, and what to tell the learner."""
+
+    response: str
+    right: bool | None
+    """None: the response is no answer at all (``message`` says what to type); nothing
+    was recorded or revealed."""
+    message: str = ""
+    said: str = ""
+    """The response as the learner reads it (a choice's text for its number)."""
+    answer: str = ""
+    """The right answer as shown, with a choice's letter and the tolerance (empty while
+    ``right`` is None)."""
+    explanation: str = ""
+    value: str = ""
+    """The right answer alone (a choice's text, a number, cells), as the app's quiz says it."""
+
+    @property
+    def line(self) -> str:
+        """The verdict in words, without symbols: what a text front end prints."""
+        if self.right is None:
+            return f"Not an answer: {self.message}."
+        if self.right:
+            return f"Right: {self.answer}."
+        return f"Not quite: you answered {self.said}; the answer is {self.answer}."
+
+
+@dataclass(frozen=True)
+class QuizPrompt:
+    """A quiz as shown: its question, choices, the hints asked for so far, and any verdict."""
+
+    quiz: Quiz
+    id: str
+    question: str
+    choices: tuple[str, ...]
+    how: str
+    """How to answer it, in words (what to type)."""
+    hints: tuple[str, ...]
+    """The hints shown so far (the learner asks for them one at a time)."""
+    hints_left: int
+    verdict: Verdict | None = None
+    """How it was answered (None: not yet; nothing about the answer is in this view)."""
+
+
+@dataclass(frozen=True)
+class LoopView:
+    """Where a loop step is: the sub-step on screen, its number and the loop's length."""
+
+    sub: SubStep
+    number: int
+    count: int | None
+    """How many sub-steps the loop has, once known."""
+    tokens: tuple[str, ...]
+    state: LoopState
+    stage: Stage | None = None
+    """The stage the loop builds, once its run has got there (its axes name the loop's
+    matrix); never run here to find it."""
+
+
+@dataclass(frozen=True)
+class LessonView:
+    """Everything a front end draws for the current step, decided by the session."""
+
+    position: Position
+    total: int
+    heading: str
+    step: StepView
+    """The walk's view: prose and tables (a quiz's answer cells hidden until answered)."""
+    loop: LoopView | None = None
+    quiz: QuizPrompt | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.step.kind
+
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        return self.step.tables
+
+
+def open_lesson(
+    spec: str | Path,
+    *,
+    lesson_dirs: Sequence[str] = (),
+    plugin_dirs: Sequence[str] = (),
+    host: PluginHost | None = None,
+    highlight: Callable[[str], object] | None = None,
+    warm: bool = True,
+) -> LessonSession:
+    """Read lesson ``spec`` (a name, number or path), ready to be taken.
+
+    ``warm``: compute every step now (a loading worker), so moving only draws;
+    ``highlight`` is then called with each source file the lesson shows.
+    Raises the loader's errors (:class:`~tracer.lessons.loader.LessonError`,
+    :class:`~tracer.errors.UsageError`) for a lesson that cannot be opened.
+    """
+    path = resolve_lesson(spec, lesson_dirs)
+    host = host if host is not None else PluginHost(plugin_dirs)
+    mtime = file_time(path)
+    lesson = load_lesson(path, host, extra_dirs=lesson_dirs)
+    session = start_session(
+        lesson, host, path, lesson_dirs=lesson_dirs, warm=warm, highlight=highlight
+    )
+    session.mtime = mtime
+    return session
+
+
+def start_session(
+    lesson: Lesson,
+    host: PluginHost,
+    path: Path,
+    *,
+    lesson_dirs: Sequence[str] = (),
+    warm: bool = False,
+    highlight: Callable[[str], object] | None = None,
+) -> LessonSession:
+    """A session over a lesson already read from ``path`` (and checked by the caller)."""
+    # Here, not at the top: the runner imports torch, and the app imports this module before
+    # its first frame (the lesson itself loads in a worker).
+    from tracer.lessons.runner import LessonRunner
+
+    runner = LessonRunner(lesson, host)
+    loops = warm_up(lesson, runner, highlight=highlight) if warm else {}
+    key = lesson_key(path, shipped_dir())
+    return LessonSession(
+        lesson, runner, host, path, key, file_time(path), loops, tuple(lesson_dirs)
+    )
+
+
+def reopen(
+    old: LessonSession, *, highlight: Callable[[str], object] | None = None
+) -> LessonSession:
+    """The lesson file read again (it was saved): same learner, same place if it still exists."""
+    new = open_lesson(old.path, lesson_dirs=old.lesson_dirs, host=old.host, highlight=highlight)
+    new.adopt(old)
+    return new
+
+
+def file_time(path: Path) -> float:
+    with contextlib.suppress(OSError):
+        return path.stat().st_mtime_ns / 1e9
+    return 0.0
+
+
+@dataclass
+class LessonSession:
+    """A lesson being taken: its runner and loops, the learner's position and progress."""
+
+    lesson: Lesson
+    runner: LessonRunner
+    host: PluginHost
+    path: Path
+    key: str
+    """The key of this lesson in the progress file (:func:`~tracer.session.progress.lesson_key`)."""
+    mtime: float = 0.0
+    loops: dict[int, LoopState] = field(default_factory=dict)
+    lesson_dirs: tuple[str, ...] = ()
+    position: Position = Position()
+    progress: LessonProgress = field(default_factory=LessonProgress)
+    store: ProgressStore | None = None
+    hints_shown: dict[int, int] = field(default_factory=dict)
+    """Per quiz step, how many of its hints the learner has asked for."""
+    warning: str | None = None
+    """The progress store's last warning (the disk refused), for the front end to say."""
+
+    # Progress -------------------------------------------------------------------------
+
+    def attach(self, store: ProgressStore | None, *, resume: bool = True) -> str | None:
+        """Take the learner's saved progress from ``store`` (resuming their place if ``resume``).
+
+        Returns the store's warning (a damaged file set aside), if any.
+        """
+        self.store = store
+        saved = store.get(self.key) if store is not None else None
+        self.progress = saved or LessonProgress()
+        self._describe_progress()
+        if resume and saved is not None and saved.step < len(self.lesson.steps):
+            self.go(Position(saved.step, saved.sub))
+        return store.warning if store is not None else None
+
+    def adopt(self, old: LessonSession) -> None:
+        """Continue ``old``'s learner in this (reloaded) lesson."""
+        self.store, self.progress = old.store, old.progress
+        self.hints_shown = dict(old.hints_shown)
+        self._describe_progress()
+        steps = len(self.lesson.steps)
+        here = old.position
+        self.go(here if here.step < steps else Position(max(steps - 1, 0)))
+
+    def _describe_progress(self) -> None:
+        self.progress.title = self.lesson.title
+        self.progress.steps = len(self.lesson.steps)
+
+    def save(self) -> str | None:
+        """Write the position and the answers to the progress file; a warning if it refused."""
+        if self.store is None:
+            return None
+        self.progress.step = self.position.step
+        self.progress.sub = self.position.sub
+        return self.store.save(self.key, self.progress)
+
+    def finish(self) -> str | None:
+        """The lesson was read to its end: marked finished and saved (warning, if any)."""
+        if self.progress.finished:
+            return None
+        self.progress.finished = True
+        self.progress.seen = len(self.lesson.steps)
+        self.warning = self.save()
+        return self.warning
+
+    def summary(self) -> str:
+        """The end-of-lesson text: the quiz score and what the lesson covered."""
+        return live(self.runner, lesson_summary(self.lesson, self.progress.answers))
+
+    def next_lesson(self) -> tuple[Path, str] | None:
+        """The lesson after this one in the picker's order (its file and its title), if any."""
+        try:
+            refs = find_lessons(self.lesson_dirs)
+        except TracerError:
+            return None
+        here = self.path.resolve()
+        for number, ref in enumerate(refs):
+            if ref.path.resolve() == here and number + 1 < len(refs):
+                after = refs[number + 1]
+                return after.path, f"{after.number}. {after.title or after.name}"
+        return None
+
+    def changed(self) -> bool:
+        """Whether the lesson file was saved since it was read (then :func:`reopen` it)."""
+        mtime = file_time(self.path)
+        if mtime == self.mtime:
+            return False
+        self.mtime = mtime
+        return True
+
+    def close(self) -> None:
+        """Stop every run this lesson started (a plugin's worker processes stop now)."""
+        self.runner.close()
+        for state in self.loops.values():
+            state.stepper.close()
+
+    # Moving ---------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> tuple[LessonStep, ...]:
+        return self.lesson.steps
+
+    def loop(self, number: int) -> LoopState | None:
+        """Loop step ``number``'s stepper, at its first sub-step (started on first use)."""
+        step = loop_at(self.lesson, number)
+        if step is None:
+            return None
+        state = self.loops.get(number)
+        if state is None:
+            state = start_loop(self.runner, step)
+            if state is not None:
+                self.loops[number] = state
+        return state
+
+    def count_loop(self, number: int) -> int | None:
+        """How many sub-steps loop step ``number`` has, running it to its end if that takes
+        at most :data:`~tracer.lessons.walk.COUNT_STEPS` (what loading does for the app)."""
+        state = self.loop(number)
+        return state.count_within(COUNT_STEPS) if state is not None else None
+
+    def go(self, position: Position) -> bool:
+        """Move to ``position`` (a sub-step past a loop's known end: its last); False if no step."""
+        if not 0 <= position.step < len(self.steps):
+            return False
+        sub = 0
+        if loop_at(self.lesson, position.step) is not None:
+            try:
+                state = self.loop(position.step)
+            except Exception:  # the view says what failed
+                state = None
+            sub = 0 if state is None else state.clamp(position.sub)
+        self.position = Position(position.step, sub)
+        self.progress.seen = max(self.progress.seen, position.step + 1)
+        return True
+
+    def go_to(self, number: int) -> bool:
+        """Jump to step ``number`` (its first sub-step)."""
+        return self.go(Position(number))
+
+    def pending(self) -> tuple[LoopState, int] | None:
+        """What :meth:`next` would compute first: a loop's next sub-step not yet run
+        (the stepper and its index), for a front end to run off its drawing thread."""
+        here = self.position
+        state = self.loops.get(here.step)
+        if state is None or not state.may_go_on(here.sub):
+            return None
+        return self.uncomputed(Position(here.step, here.sub + 1))
+
+    def next(self) -> str:
+        """One step on (inside a loop, one sub-step).
+
+        ``"moved"``; ``"end"`` at the last step (the lesson is then finished and saved);
+        ``"failed"``: the variant raised inside the loop (:attr:`loop_error`), staying here.
+        """
+        here = self.position
+        step = loop_at(self.lesson, here.step)
+        state = self.loops.get(here.step) if step is not None else None
+        if step is not None and state is not None and state.may_go_on(here.sub):
+            after = state.after(here.sub, step.stage)
+            if after == "next":
+                self.go(Position(here.step, here.sub + 1))
+                return "moved"
+            if after == "failed" and state.stepper.error is not None:
+                return "failed"
+        if here.step + 1 >= len(self.steps):
+            self.finish()
+            return "end"
+        self.go(Position(here.step + 1))
+        return "moved"
+
+    @property
+    def loop_error(self) -> BaseException | None:
+        state = self.loops.get(self.position.step)
+        return state.stepper.error if state is not None else None
+
+    def before(self) -> Position | None:
+        """Where :meth:`back` goes: the sub-step before, or the step before (into a loop,
+        its last sub-step shown); None at the first step."""
+        here = self.position
+        if here.sub > 0:
+            return Position(here.step, here.sub - 1)
+        if here.step == 0:
+            return None
+        state = self.loops.get(here.step - 1)
+        return Position(here.step - 1, state.last_sub() if state is not None else 0)
+
+    def back(self) -> bool:
+        """One step back (inside a loop, one sub-step); False at the first step."""
+        target = self.before()
+        return target is not None and self.go(target)
+
+    def uncomputed(self, position: Position) -> tuple[LoopState, int] | None:
+        """What showing ``position`` would compute first (a loop's sub-step no longer or not
+        yet at hand): the stepper and its index, for a front end to run off its drawing thread."""
+        state = self.loops.get(position.step)
+        if state is None or loop_at(self.lesson, position.step) is None:
+            return None
+        index = state.first + position.sub
+        stepper = state.stepper
+        if stepper.known(index) or (stepper.total is not None and index >= stepper.total):
+            return None
+        return state, index
+
+    def find_loop_end(self, state: LoopState, cancelled: Callable[[], bool] | None = None,
+                      progress: Callable[[int], None] | None = None) -> int | None:  # fmt: skip
+        """Run loop ``state`` to its end (may take long: a worker's job); the last sub-step."""
+        if state.last is None and state.limit is None:
+            stepper = state.stepper
+            end = stepper.next_stage(state.first, cancelled=cancelled, progress=progress)
+            state.last = (end if end is not None else (stepper.total or 1)) - 1
+        last = state.find_end(cheap_only=False)
+        return None if last is None else last - state.first
+
+    def loop_end(self) -> bool:
+        """To the last sub-step of the loop on screen; False if this step is no loop."""
+        state = self.loop(self.position.step)
+        if state is None:
+            return False
+        last = self.find_loop_end(state)
+        return last is not None and self.go(Position(self.position.step, last))
+
+    def text(self, prose: str, quiz: Quiz | None = None) -> str:
+        """The author's prose as shown: its live values filled in from the run."""
+        return live(self.runner, prose, quiz)
+
+    # Quizzes --------------------------------------------------------------------------
+
+    def quiz(self) -> Quiz | None:
+        """The step on screen, if it is a quiz."""
+        return quiz_at(self.lesson, self.position.step)
+
+    def recorded(self, number: int | None = None) -> QuizAnswer | None:
+        """The saved answer to quiz step ``number`` (default: the one on screen)."""
+        number = self.position.step if number is None else number
+        quiz = quiz_at(self.lesson, number)
+        return self.progress.answers.get(quiz_id(number, quiz)) if quiz is not None else None
+
+    def hint(self) -> str | None:
+        """The quiz's next hint (None: it has no more, or this is no quiz)."""
+        quiz = self.quiz()
+        if quiz is None:
+            return None
+        number = self.position.step
+        shown = self.hints_shown.get(number, 0)
+        if shown >= len(quiz.hints):
+            return None
+        self.hints_shown[number] = shown + 1
+        return live(self.runner, quiz.hints[shown], quiz)
+
+    def answer(self, response: str) -> Verdict:
+        """Grade ``response`` to the quiz on screen; a real answer is recorded and saved.
+
+        A response that is no answer at all (``right is None``) reveals nothing and
+        records nothing: the learner tries again. An answered quiz keeps its first answer.
+        """
+        quiz = self.quiz()
+        if quiz is None:
+            return Verdict(response, None, "this step is not a quiz")
+        number = self.position.step
+        previous = self.recorded()
+        if previous is not None:
+            return self._verdict(quiz, previous.response, previous.right)
+        graded = grade_response(quiz, self.runner.answer(quiz), response)
+        if graded.right is None:
+            return Verdict(response, None, graded.message)
+        self.progress.answers[quiz_id(number, quiz)] = QuizAnswer(response, graded.right)
+        self.warning = self.save()
+        return self._verdict(quiz, response, graded.right)
+
+    def _verdict(self, quiz: Quiz, response: str, right: bool) -> Verdict:
+        said = response
+        if quiz.quiz_kind == "choice" and response.strip().isdigit():
+            index = int(response) - 1
+            if 0 <= index < len(quiz.choices):
+                said = live(self.runner, quiz.choices[index], quiz)
+        elif quiz.quiz_kind == "multiple":
+            numbers = [int(n) - 1 for n in response.split() if n.isdigit()]
+            said = ", ".join(
+                live(self.runner, quiz.choices[i], quiz) for i in numbers if i < len(quiz.choices)
+            )
+        explanation = live(self.runner, quiz.explanation, quiz).strip() if quiz.explanation else ""
+        shown = answer_shown(quiz, self.runner)
+        value = self.runner.answer_text(quiz)
+        return Verdict(response, right, "", said, shown, explanation, value)
+
+    # The view -------------------------------------------------------------------------
+
+    def view(self) -> LessonView:
+        """The current step, complete: what every front end draws.
+
+        Raises what computing the step raised (a step the variant cannot give): the
+        front end says so and stays.
+        """
+        here = self.position
+        number = here.step
+        shown = step_view(self.lesson, self.runner, number)
+        step = shown.step
+        loop = None
+        prompt = None
+        if isinstance(step, Loop):
+            state = self.loop(number)
+            if state is None:
+                raise LookupError(f"variant '{step.variant}' has no loop building '{step.stage}'")
+            sub = state.stepper.get(state.first + here.sub)
+            assert isinstance(sub, SubStep)
+            trace = self.runner.trace(step.variant, step.options, step.query)
+            built = next((stage for stage in trace.stages if stage.name == step.stage), None)
+            tokens = state.stepper.tokens
+            loop = LoopView(sub, here.sub, state.count_known(), tokens, state, built)
+        elif isinstance(step, Quiz):
+            previous = self.recorded(number)
+            verdict = self._verdict(step, previous.response, previous.right) if previous else None
+            if verdict is not None:  # answered: nothing is hidden any more
+                shown = replace(
+                    shown, tables=tuple(replace(t, hidden=frozenset()) for t in shown.tables)
+                )
+            count = self.hints_shown.get(number, 0)
+            prompt = QuizPrompt(
+                step,
+                quiz_id(number, step),
+                shown.text,
+                tuple(live(self.runner, choice, step) for choice in step.choices),
+                how_to_answer(step),
+                tuple(live(self.runner, hint, step) for hint in step.hints[:count]),
+                len(step.hints) - count,
+                verdict,
+            )
+        return LessonView(here, len(self.steps), step_heading(step), shown, loop, prompt)
+
+
+def how_to_answer(quiz: Quiz) -> str:
+    """What to type to answer ``quiz``, in words (the text front end's prompt)."""
+    if quiz.quiz_kind == "choice":
+        return f"Type a choice's letter or number (a to {chr(ord('a') + len(quiz.choices) - 1)})."
+    if quiz.quiz_kind == "multiple":
+        return "More than one may be right: type every right choice's letter, like a, c."
+    if quiz.quiz_kind == "cells":
+        return (
+            "Type every cell you select as row,column (tokens or 0-based indices), like 1,2; 3,0."
+        )
+    if quiz.relative:
+        within = f" (within {quiz.tolerance * 100:g}%)"
+    else:
+        within = f" (within {quiz.tolerance:g})" if quiz.tolerance else ""
+    return f"Type a number{within}, like 0.95."

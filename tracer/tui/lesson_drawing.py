@@ -1,0 +1,466 @@
+"""Drawing a lesson step: the session's view, into the lesson screen's panes.
+
+The lesson screen routes (keys to the session, moves to workers); this draws
+what the session decided, with one drawer per kind of step, and keeps the
+loop's position text one height for a whole loop. Nothing here computes a
+step: tables, titles, formulas, hidden cells and the compare difference all
+come in the :class:`~tracer.session.lesson.LessonView`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher
+
+from tracer.lessons.model import Focus, LessonStep, Quiz
+from tracer.lessons.walk import LoopState, Table
+from tracer.session.lesson import LessonSession, LessonView, Position
+from tracer.tui.grid import Highlight
+from tracer.tui.loop_count import loop_noun
+from tracer.tui.quiz_view import QuizView
+from tracer.tui.source_view import SourceView
+from tracer.tui.steady import Column
+from tracer.tui.tensor_pane import TensorPane, loop_axes
+from tracer.tui.text_pane import ProsePane, TextPane
+from tracer.variant import Stage, SubStep
+
+GiveLeft = Callable[..., int]
+"""The screen's ``give_left(left, need, code, share=...)``: the left column's width, set."""
+COMPARE_SHARE = 0.40
+"""The left column's share on compare steps (``#left.-compare`` in app.tcss)."""
+COMPARE_SMALL = 12
+"""A compared table this many lines high (or less) gets exactly its height."""
+HELD_POSITIONS = 256
+"""Loops up to this long hold their tallest position's height from the first sub-step."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The panes a kind of step uses."""
+
+    left: bool = True
+    """The left column (prose above the source); a quiz without tables drops it too."""
+    compare: bool = False
+    """Two source panes and the three compare tables."""
+    quiz: bool = False
+    """The question box above the tables."""
+    loop: bool = False
+    """The loop's position text ("pair 8 of 36")."""
+    fit: str | None = None
+    """``tensors`` or ``compare``: the tables whose width sets the left column's."""
+
+
+LAYOUTS: dict[str, Layout] = {
+    "narration": Layout(left=False),
+    "checkpoint": Layout(left=False),
+    "show": Layout(fit="tensors"),
+    "loop": Layout(loop=True, fit="tensors"),
+    "compare": Layout(compare=True, fit="compare"),
+    "quiz": Layout(quiz=True),
+}
+"""Each step kind's panes (the registry :meth:`LessonScreen._arrange` reads)."""
+
+
+class LessonDrawing:
+    """Draws a :class:`LessonView` into the panes of ``screen`` (the lesson screen)."""
+
+    def __init__(self, screen: Screen[Any], session: Callable[[], LessonSession | None]) -> None:
+        self.screen = screen
+        self._session = session
+        self._position_lines = (-1, 0, 0)
+        """(loop step, width, lines): the most lines its position text has taken so far at
+        that width (a resize measures anew)."""
+        self._reserves: dict[tuple[int, int], int] = {}
+        """(loop step, width) -> lines held for its position text (``position_reserve``)."""
+
+    def forget(self) -> None:
+        """The lesson was reloaded: heights measured for its loops no longer apply."""
+        self._reserves.clear()
+
+    @property
+    def session(self) -> LessonSession | None:
+        return self._session()
+
+    @property
+    def position(self) -> Position:
+        session = self.session
+        return session.position if session is not None else Position()
+
+    @property
+    def loops(self) -> dict[int, LoopState]:
+        session = self.session
+        return session.loops if session is not None else {}
+
+    # The panes every step touches, found once: a query walks the screen's widgets.
+    @cached_property
+    def pane(self) -> TensorPane:
+        return self.screen.query_one("#tensors", TensorPane)
+
+    @cached_property
+    def source(self) -> SourceView:
+        return self.screen.query_one("#source", SourceView)
+
+    @cached_property
+    def switcher(self) -> ContentSwitcher:
+        return self.screen.query_one("#lesson-switch", ContentSwitcher)
+
+    @cached_property
+    def quiz(self) -> QuizView:
+        return self.screen.query_one(QuizView)
+
+    @cached_property
+    def left(self) -> Column:
+        return self.screen.query_one("#left", Column)
+
+    @cached_property
+    def position_text(self) -> TextPane:
+        return self.screen.query_one("#loop-position", TextPane)
+
+    def arrange(self, step: LessonStep, *, quiz_alone: bool) -> None:
+        """Show the left column only where it helps; a second source pane for compare.
+
+        Styles are set on the widgets, not as a class on the screen: a screen
+        class restyles every widget, which costs a visible fraction of a frame.
+        """
+        layout = LAYOUTS[step.kind]
+        left = self.left
+        wanted = layout.left and not quiz_alone  # a quiz without tables needs no left column
+        if left.display != wanted:
+            left.display = wanted
+        compare = layout.compare
+        if left.has_class("-compare") != compare:
+            left.set_class(compare, "-compare")
+            self.screen.query_one("#source-right").set_class(not compare, "-hidden")
+        quiz = layout.quiz
+        quiz_view = self.quiz
+        if quiz_view.display != quiz:
+            quiz_view.display = quiz
+        position = self.position_text
+        if position.display != layout.loop:
+            position.display = layout.loop
+
+    def fit(self, kind: str, give_left: GiveLeft, *, narrow: bool) -> None:
+        """The code gets the room the step's tensors leave (show and loop steps, compare)."""
+        layout = LAYOUTS[kind]
+        left = self.left
+        source = self.source
+        # In a narrow terminal the question and its table need the room more than the code
+        # behind the table (``.-narrow #source.-quiz`` in app.tcss). The class is set only
+        # where it applies: a class change restyles the pane, about a millisecond of a key.
+        narrow_quiz = layout.quiz and narrow
+        if source.has_class("-quiz") != narrow_quiz:
+            source.set_class(narrow_quiz, "-quiz")
+        if layout.fit == "tensors":
+            columns = give_left(left, self.pane.natural_width(), source.natural_width())
+            if layout.loop:
+                self.hold_position_height(columns)
+        elif layout.fit == "compare":
+            panes = [
+                p.natural_width()
+                for p in self.screen.query("#compare TensorPane").results(TensorPane)
+            ]
+            right = self.screen.query_one("#source-right", SourceView)
+            need = None if None in panes else max(w for w in panes if w is not None)
+            give_left(left, need, max(source.natural_width(), right.natural_width()), COMPARE_SHARE)
+        else:
+            give_left(left, None, 0)
+
+    def hold_position_height(self, columns: int) -> None:
+        """Keep the loop's position text one height for the whole loop.
+
+        A position one line taller or shorter than the last moves the source
+        below it, and Textual lays the whole screen out again (a second frame).
+        So the text gets, from the loop's first sub-step, the height of the
+        tallest position the loop shows, measured at the width the column is
+        given (just made visible, the pane itself still measures 0 columns),
+        and never less than any position it has shown.
+        """
+        state = self.loops.get(self.position.step)
+        if state is None:
+            return
+        where = self.position_text
+        text_box = self.screen.query_one("#lesson-text")
+        width = columns - text_box.styles.gutter.width - where.styles.gutter.width
+        if text_box.show_vertical_scrollbar:  # a long caption scrolls: its bar takes columns
+            width -= text_box.scrollbar_size_vertical
+        tallest = max(where.line_count, self.position_reserve(state, width))
+        if self._position_lines[:2] == (self.position.step, width):  # a resize measures anew
+            tallest = max(tallest, self._position_lines[2])
+        self._position_lines = (self.position.step, width, tallest)
+        if where.styles.min_height is None or where.styles.min_height.value != tallest:
+            where.styles.min_height = tallest
+
+    def position_reserve(self, state: LoopState, width: int) -> int:
+        """Lines to hold for the loop's position text at ``width``.
+
+        For a loop of at most ``HELD_POSITIONS`` sub-steps, all at hand (the
+        loading worker runs loops to count them), the tallest of their positions,
+        cached per loop and width. Otherwise the position on screen, measured at
+        the width it is given; the height then grows as taller ones come (word
+        wrapping is not monotonic, so no bound is guessed from the longest names).
+        Only sub-steps already computed are read: nothing runs here.
+        """
+        stepper, count = state.stepper, state.count_known()
+
+        def lines(sub: object, number: int) -> int:
+            if not isinstance(sub, SubStep):
+                return 0
+            text = loop_position(sub, number, count, stepper.tokens)
+            return len(text.wrap(self.screen.app.console, width))
+
+        key = (self.position.step, width)
+        cached = self._reserves.get(key)
+        if cached is not None:
+            return cached
+        every = range(state.first, state.last + 1) if state.last is not None else range(0)
+        if 0 < len(every) <= HELD_POSITIONS and all(stepper.known(i) for i in every):
+            tallest = max(lines(stepper.get(i), n) for n, i in enumerate(every))
+            self._reserves[key] = tallest
+            return tallest
+        index = state.first + self.position.sub
+        return lines(stepper.get(index), self.position.sub) if stepper.known(index) else 0
+
+    def draw(self, step: LessonStep, view: LessonView) -> None:
+        """Draw the session's view of the step with the drawer registered for its kind."""
+        source = self.source
+        body = self.switcher
+        if not body.display:
+            body.display = True
+        if not LAYOUTS[step.kind].compare and str(source.border_title).startswith("source:"):
+            source.border_title = "source"  # a compare step's side title no longer applies
+        self.DRAWERS[view.kind](self, view)
+
+    def _draw_narration(self, view: LessonView) -> None:
+        self.switcher.current = "narration-body"
+        self.prose("#narration-text", view.step.text)
+
+    def _draw_checkpoint(self, view: LessonView) -> None:
+        self.switcher.current = "checkpoint"
+        self.prose("#checkpoint-text", view.step.text)
+
+    def _draw_show(self, view: LessonView) -> None:
+        self.switcher.current = "tensors"
+        self.prose("#caption", view.step.text)
+        main = view.tables[0]
+        self._show_tables(view.tables, main.focus)
+        stage = main.resolved.stage
+        self.source.show_file(
+            stage.source_file,
+            stage.lines,
+            produced=main.resolved.ref.tensor or next(iter(stage.tensors), None),
+            files=stage.files,
+        )
+
+    def _draw_loop(self, view: LessonView) -> None:
+        self.switcher.current = "tensors"
+        self.prose("#caption", view.step.text)
+        loop = view.loop
+        assert loop is not None
+        sub, stepper = loop.sub, loop.state.stepper
+        self.pane.show_substep(
+            sub,
+            stepper.canvases.get(sub.stage),
+            loop.tokens,
+            canvas_axes=loop_axes(loop.stage),
+            query=getattr(view.step.step, "query", None),
+        )
+        self.position_text.show(loop_position(sub, loop.number, loop.count, loop.tokens))
+        self.source.show_file(sub.source_file, sub.lines, files=sub.files)
+
+    def _draw_compare(self, view: LessonView) -> None:
+        source = self.source
+        self.switcher.current = "compare"
+        self.prose("#caption", view.step.text)
+        left, right = view.tables
+        for pane_id, table in (("#compare-left", left), ("#compare-right", right)):
+            resolved = table.resolved
+            name = resolved.ref.label or resolved.name
+            stage = Stage(
+                name=resolved.stage.name,
+                title=resolved.stage.title,
+                tensors={name: resolved.tensor},
+                axes=_derived_axes(table, name),
+            )
+            self.screen.query_one(pane_id, TensorPane).show_stage(
+                stage, resolved.tokens, resolved.query, title=f"{name} ({resolved.ref.variant})"
+            )
+        diff_pane = self.screen.query_one("#compare-difference", TensorPane)
+        difference = view.step.difference
+        if difference is None:
+            diff_pane.show_message(
+                "The two tensors have different shapes, so there is no difference to show."
+            )
+        else:
+            axes = _derived_axes(left, "right − left")
+            diff_stage = Stage(
+                "difference", "right − left", {"right − left": difference}, axes=axes
+            )
+            diff_pane.show_stage(diff_stage, left.resolved.tokens, left.resolved.query)
+        # Small tables get the lines they need (a 1fr share could hide a one-row table).
+        for pane in self.screen.query("#compare TensorPane").results(TensorPane):
+            natural = pane.natural_height()
+            height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
+            if str(pane.styles.height) != str(height):
+                pane.styles.height = height
+        for widget, table in (
+            (source, left),
+            (self.screen.query_one("#source-right", SourceView), right),
+        ):
+            resolved = table.resolved
+            name = resolved.ref.label or resolved.name
+            widget.border_title = f"source: {name} ({resolved.ref.variant})"
+            widget.show_file(resolved.stage.source_file, resolved.stage.lines)
+
+    def _draw_quiz(self, view: LessonView) -> None:
+        prompt = view.quiz
+        assert prompt is not None and self.session is not None
+        verdict = prompt.verdict
+        previous = (verdict.response, verdict.right is True) if verdict is not None else None
+        answer = verdict.value if verdict is not None else None
+        self.quiz.ask(prompt.quiz, previous, answer, live=self._live_for(prompt.quiz))
+        tables = view.step.quiz
+        assert tables is not None
+        self.quiz.set_class(not view.tables, "-alone")  # no table below: all the height
+        if not view.tables:
+            self.switcher.display = False
+            self.prose("#caption", "")  # no stale caption from the step before
+            return
+        self.switcher.current = "tensors"
+        self.prose("#caption", tables.caption)
+        self.show_quiz_tables(view)
+        stage = view.tables[0].resolved.stage
+        self.source.show_file(stage.source_file, stage.lines, files=stage.files)
+
+    DRAWERS: ClassVar[dict[str, Callable[[LessonDrawing, LessonView], None]]] = {
+        "narration": _draw_narration,
+        "show": _draw_show,
+        "loop": _draw_loop,
+        "compare": _draw_compare,
+        "quiz": _draw_quiz,
+        "checkpoint": _draw_checkpoint,
+    }
+    """The widget code for each kind of step's view: the session decides what a step shows."""
+
+    def _live_for(self, quiz: Quiz) -> Callable[[str], str]:
+        session = self.session
+        assert session is not None
+        return lambda text: session.text(text, quiz)
+
+    def show_quiz_tables(self, view: LessonView) -> None:
+        """The quiz's tables as the session gives them: its answer's cells hidden until answered."""
+        tables = view.step.quiz
+        assert tables is not None
+        hidden = {table.name: table.hidden for table in view.tables}
+        if tables.context is not None:
+            # Titled by the tensor's name, as --plain and the exports title it: a stage's title
+            # may state the answer ("192 with the cache", "the cache holds 4 numbers").
+            names = ", ".join(table.name for table in view.tables)
+            self._show_tables(view.tables, view.tables[0].focus, hidden=hidden, title=names)
+            return
+        tensors, axes, hide = {}, {}, {}
+        for table in view.tables:
+            name = table.name
+            while name in tensors:
+                name += "'"
+            tensors[name] = table.resolved.tensor
+            axes.update(_derived_axes(table, name))
+            hide[name] = table.hidden
+        main = view.tables[0].resolved
+        # By the tables' names, never the stage's title, which may state the answer.
+        title = ", ".join(tensors)
+        stage = Stage(name=main.stage.name, title=title, tensors=tensors, axes=axes)
+        self.pane.show_stage(
+            stage, main.tokens, main.query, formula=False, title=title, hidden=hide
+        )
+
+    def _show_tables(
+        self,
+        tables: tuple[Table, ...],
+        focus: Focus | None,
+        hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
+        title: str | None = None,
+    ) -> None:
+        """A show step's tables (the one it names, or all of its stage's), titled as the
+        session decided; ``title`` in place of the stage's (a quiz showing them again)."""
+        main = tables[0]
+        tensors = {}
+        axes = {}
+        for table in tables:
+            tensors[table.name] = table.resolved.tensor
+            axes.update(_derived_axes(table, table.name))
+        tensor = main.resolved.tensor
+        rows = tensor.shape[0] if tensor.dim() == 2 else 1
+        highlight = focus_highlight(focus, rows)
+        shown_title = main.title if main.derived or title is None else title
+        stage = Stage(
+            name=main.resolved.stage.name,
+            title=shown_title,
+            tensors=tensors,
+            formula=main.formula,
+            axes=axes,
+        )
+        self.pane.show_stage(
+            stage,
+            main.resolved.tokens,
+            main.resolved.query,
+            highlight,
+            title=shown_title,
+            hidden=hidden,
+        )
+
+    def prose(self, selector: str, text: str) -> None:
+        """Prose the session has already filled in, shown as written."""
+        self.screen.query_one(selector, ProsePane).show(text)
+
+
+def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
+    """The lesson's focus as rows, columns or a cell; a one-row (single query) tensor keeps row 0."""
+    if focus is None:
+        return Highlight()
+
+    def row(index: int | None) -> int | None:
+        if index is None:
+            return None
+        return 0 if rows == 1 else index
+
+    r, c = row(focus.row), focus.column
+    if focus.kind == "cell" and r is not None and c is not None:
+        return Highlight(cells=frozenset({(r, c)}), rows=frozenset({r}), columns=frozenset({c}))
+    return Highlight(
+        rows=frozenset({r}) if r is not None and focus.kind in ("row", "token") else frozenset(),
+        columns=frozenset({c})
+        if c is not None and focus.kind in ("column", "token")
+        else frozenset(),
+    )
+
+
+def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[str]) -> Text:
+    """Where a loop is: ``pair 8 of 36``, and which tokens, numbered as here and as in the course.
+
+    The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
+    x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
+    """
+    kind = loop_noun(step)
+    text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
+    position = ", ".join(str(p) for p in step.position)
+    text.append(f" · position ({position}), counted from 0")
+    named = [
+        f"{tokens[p]} = x[{p}] here, x_{p + 1} in the course"
+        for p in dict.fromkeys(step.position)
+        if 0 <= p < len(tokens)
+    ]
+    if len(step.position) == 2 and named:
+        text.append("\n" + "; ".join(named), style="dim")
+    return text
+
+
+def _derived_axes(table: Table, name: str) -> dict[str, tuple[str, ...]]:
+    """Axis names of a table after the lesson's operations; none if unsure."""
+    axes = table.resolved.axes
+    return {name: axes} if axes is not None else {}

@@ -23,11 +23,25 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from tracer.lessons.model import Quiz
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.grading import Answer
+    from tracer.lessons.model import Lesson, Quiz, TensorRef
+
+
+class LiveValues(Protocol):
+    """What filling in live values reads from a run of the lesson (the lesson runner);
+    a protocol, so that prose needs no import of the runner, which imports prose."""
+
+    @property
+    def lesson(self) -> Lesson: ...
+    @property
+    def tokens(self) -> tuple[str, ...]: ...
+    def value(self, ref: TensorRef) -> float: ...
+    def answer(self, quiz: Quiz) -> Answer: ...
+    def answer_text(self, quiz: Quiz) -> str: ...
+
 
 PLACEHOLDER = re.compile(r"\{\{\s*([^{}:\s]*)\s*(?::([^{}]*))?\}\}")
 """``{{name}}`` or ``{{name:format}}``."""
@@ -87,7 +101,7 @@ def format_value(
     return format_number(value)
 
 
-def live_text(text: str, runner: LessonRunner, *, quiz: Quiz | None = None) -> str:
+def live_text(text: str, runner: LiveValues, *, quiz: Quiz | None = None) -> str:
     """``text`` with every ``{{name}}`` replaced by its live value: the text to show.
 
     ``quiz`` makes ``{{answer}}`` available (in its explanation). The loader
@@ -107,7 +121,7 @@ def live_text(text: str, runner: LessonRunner, *, quiz: Quiz | None = None) -> s
     return "".join(parts)
 
 
-def _fill(placeholder: Placeholder, runner: LessonRunner, quiz: Quiz | None) -> str | None:
+def _fill(placeholder: Placeholder, runner: LiveValues, quiz: Quiz | None) -> str | None:
     if placeholder.name == ANSWER and quiz is not None:
         if placeholder.format is None:
             return runner.answer_text(quiz)

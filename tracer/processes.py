@@ -134,3 +134,27 @@ def kill_descendants(group: int | None = None, limit: float = 5.0) -> None:
         if descendants(me):
             time.sleep(0.005)
     reap()
+
+
+def occupy_standard_fds() -> frozenset[int]:
+    """Open ``/dev/null`` on whichever of descriptors 0, 1 and 2 is closed; return those.
+
+    A process started with a standard stream closed (``<&-``, ``2>&-``, as cron and some
+    supervisors do) would otherwise hand that number to the next pipe or file it opens,
+    and a worker that points 0, 1 and 2 at ``/dev/null`` would then cut its own pipe.
+    """
+    closed: set[int] = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.add(fd)
+    for fd in sorted(closed):
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+        except OSError:
+            continue
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+    return frozenset(closed)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests import forked
+from tracer.cli.channels import standard_streams
+from tracer.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from tracer.plugin_host import PluginHost
 from tracer.runner import TraceOptions, start_trace
 
@@ -74,3 +81,114 @@ def test_in_place_update_after_a_stage_keeps_the_value_a_reader_already_took(
     torch.testing.assert_close(before, torch.ones(2, 3))
     assert not torch.equal(after, torch.ones(2, 3))
     torch.testing.assert_close(after, trace.output)
+
+
+# Streams: closed or full standard streams -------------------------------------------------
+
+
+def _closed(fd: int) -> Callable[[], None]:
+    """In the forked ``attn``: descriptor ``fd`` closed at start-up, as ``<&-`` leaves it
+    (the interpreter then has no ``sys.stdin``/``stdout``/``stderr`` for it)."""
+
+    def close() -> None:
+        os.close(fd)
+        setattr(sys, ("stdin", "stdout", "stderr")[fd], None)
+
+    return close
+
+
+def _on_full_device() -> None:
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, 1)
+    os.close(full)
+
+
+@pytest.fixture(scope="module")
+def plugin_folder(in_place_host: PluginHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("third_party")
+    (folder / "in_place_updates.py").write_text(IN_PLACE)
+    return folder
+
+
+@pytest.mark.parametrize("fd", [0, 2], ids=["stdin-closed", "stderr-closed"])
+def test_a_plugin_runs_in_its_worker_with_a_standard_stream_closed(
+    plugin_folder: Path, fd: int
+) -> None:
+    result = forked.run_attn(
+        "trace", "w-data-sub", "--plugins-dir", str(plugin_folder), "--json",
+        preexec_fn=_closed(fd),
+    )  # fmt: skip
+    assert result.returncode == EXIT_OK, result.stderr
+    stages = json.loads(result.stdout)["stages"]
+    assert [stage["tensors"]["w"][0][0] for stage in stages] == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (("trace", "masked", "--json"), "standard output is closed"),
+        (("trace", "masked"), "standard output is closed"),
+    ],
+)
+def test_closed_stdout_is_one_line_not_a_traceback(command: tuple[str, ...], expected: str) -> None:
+    result = forked.run_attn(*command, preexec_fn=_closed(1))
+    assert result.returncode == EXIT_USAGE
+    assert result.stderr == f"attn: cannot write the output: {expected}\n"
+
+
+@pytest.mark.parametrize("command", [("trace", "masked", "--json"), ("trace", "vectorized")])
+def test_stdout_on_a_full_device_is_one_line_not_a_traceback(command: tuple[str, ...]) -> None:
+    result = forked.run_attn(*command, preexec_fn=_on_full_device)
+    assert result.returncode == EXIT_USAGE
+    assert result.stderr == "attn: cannot write the output: No space left on device\n"
+
+
+def test_check_json_with_stdout_closed(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.py"
+    mine.write_text("def attention(inputs):\n    return inputs\n")
+    result = forked.run_attn(
+        "check", str(mine), "--against", "naive-loop", "--json", preexec_fn=_closed(1)
+    )
+    assert result.returncode == EXIT_USAGE
+    assert result.stderr.endswith("attn: cannot write the output: standard output is closed\n")
+    assert "Traceback" not in result.stderr
+
+
+def test_closed_stdin_reads_as_empty_and_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `exercises watch DIR <&-` asks sys.stdin.isatty(): a closed stdin is an empty one.
+    monkeypatch.setattr(sys, "stdin", None)
+    standard_streams()
+    assert sys.stdin is not None and not sys.stdin.isatty()
+    assert sys.stdin.read() == ""
+
+
+def test_kill_int_closes_the_app_with_the_interrupted_status() -> None:
+    import pty
+    import select
+    import signal
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the app on a pseudo-terminal (Ctrl+C is a key there, not SIGINT)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(sys.executable, [sys.executable, "-m", "tracer", "explore", "vectorized"])
+    output = b""
+    deadline = time.monotonic() + 60
+    sent = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        if not sent and b"\x1b[?1049h" in output and b"Your" in output:  # on screen
+            os.kill(pid, signal.SIGINT)
+            sent = True
+    _, status = os.waitpid(pid, 0)
+    assert sent
+    assert os.waitstatus_to_exitcode(status) == EXIT_INTERRUPTED
+    assert b"\x1b[?1049l" in output  # the terminal is restored

@@ -56,6 +56,7 @@ from tracer.processes import (
     descendants,
     die_with_parent,
     kill_descendants,
+    occupy_standard_fds,
     prctl,
     private_memory,
     reap,
@@ -216,6 +217,9 @@ class WorkerTrace(Trace):
     # Parent side -----------------------------------------------------------------
 
     def _spawn(self) -> None:
+        # A closed standard stream's number would go to one of the pipes below, which the
+        # child then points at /dev/null (used as a library, not through ``attn``).
+        occupy_standard_fds()
         # Whatever sits in our buffers would be printed twice, once by each process.
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

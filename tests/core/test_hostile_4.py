@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import textwrap
@@ -14,9 +15,19 @@ import torch
 
 from tests import forked
 from tracer.cli.channels import standard_streams
-from tracer.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from tracer.environment import (
+    MEBIBYTES,
+    NO_MEMORY_LIMIT_MB,
+    NO_TIME_LIMIT,
+    SECONDS,
+    Limit,
+    parse_limit,
+)
+from tracer.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from tracer.plugin_host import PluginHost
 from tracer.runner import TraceOptions, start_trace
+
+Attn = Callable[..., tuple[int, str, str]]
 
 # Wrong numbers: in-place updates after a step was recorded, in the tool's own process --------
 
@@ -192,3 +203,67 @@ def test_kill_int_closes_the_app_with_the_interrupted_status() -> None:
     assert sent
     assert os.waitstatus_to_exitcode(status) == EXIT_INTERRUPTED
     assert b"\x1b[?1049l" in output  # the terminal is restored
+
+
+# Limits from flags and the environment: one check, one message; inf lifts a limit -----------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "expected"),
+    [
+        ("inf", SECONDS, NO_TIME_LIMIT),
+        ("Infinity", SECONDS, NO_TIME_LIMIT),
+        ("0.5", SECONDS, 0.5),
+        ("inf", MEBIBYTES, NO_MEMORY_LIMIT_MB),
+        ("256", MEBIBYTES, 256),
+    ],
+)
+def test_a_limit_of_inf_is_no_limit(text: str, kind: Limit, expected: float) -> None:
+    assert parse_limit("ATTN_X", text, kind) == expected
+
+
+@pytest.mark.parametrize("text", ["nan", "-inf", "0", "1e400", "1e300", "soon", ""])
+def test_every_bad_time_limit_gets_the_same_one_line(text: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        parse_limit("--timeout", text, SECONDS)
+    assert str(refused.value) == (
+        "--timeout must be a number of seconds above 0 and at most 1,000,000,000, "
+        f"or inf for no limit, got {text!r}"
+    )
+
+
+@pytest.mark.parametrize("text", ["nan", "63", "64.5", "1e30"])
+def test_bad_memory_limits_are_refused(text: str) -> None:
+    with pytest.raises(UsageError, match=r"^ATTN_CHECK_MEMORY_MB must be a whole number of MiB"):
+        parse_limit("ATTN_CHECK_MEMORY_MB", text, MEBIBYTES)
+
+
+def test_limits_from_flags_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracer.learner.isolation import Limits
+    from tracer.tracing.worker import WorkerLimits
+
+    monkeypatch.setenv("ATTN_CHECK_TIMEOUT", "inf")
+    monkeypatch.setenv("ATTN_CHECK_MEMORY_MB", "inf")
+    assert Limits.from_environment() == Limits(NO_TIME_LIMIT, NO_MEMORY_LIMIT_MB)
+    assert Limits.from_environment(math.inf, None).timeout == NO_TIME_LIMIT  # --timeout inf
+    monkeypatch.setenv("ATTN_STEP_TIMEOUT", "inf")
+    monkeypatch.setenv("ATTN_PLUGIN_MEMORY_MB", "inf")
+    assert WorkerLimits.from_environment() == WorkerLimits(NO_TIME_LIMIT, NO_MEMORY_LIMIT_MB)
+
+
+def test_check_refuses_a_bad_timeout_flag_in_one_line(attn: Attn) -> None:
+    status, _, err = attn("check", "mine.py", "--against", "vectorized", "--timeout", "nan")
+    assert status == EXIT_USAGE
+    assert err == (
+        "attn: --timeout must be a number of seconds above 0 and at most 1,000,000,000, "
+        "or inf for no limit, got 'nan'\n"
+    )
+
+
+def test_an_import_time_limit_of_inf_never_fails_the_built_ins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ATTN_IMPORT_TIMEOUT", "inf")
+    host = PluginHost(use_env=False)
+    assert host.failures == []
+    assert "masked" in host.variants

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tracer
-from tracer.environment import env_number
+from tracer.environment import MEBIBYTES, SECONDS, env_limit, parse_limit
 from tracer.errors import Location, UsageError
 from tracer.learner.loader import LearnerFailure
 from tracer.learner.server import MESSAGE_SIZE
@@ -53,14 +53,15 @@ class Limits:
     @classmethod
     def from_environment(cls, timeout: float | None = None, memory_mb: int | None = None) -> Limits:
         """Explicit values first, then ATTN_CHECK_TIMEOUT / ATTN_CHECK_MEMORY_MB, then defaults."""
+        # One check for every limit (tracer.environment): inf lifts it, nan is refused.
         if timeout is None:
-            timeout = env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)
+            timeout = env_limit(TIMEOUT_ENV, DEFAULT_TIMEOUT, SECONDS)
+        else:
+            timeout = parse_limit("the time limit", str(timeout), SECONDS)
         if memory_mb is None:
-            memory_mb = int(env_number(MEMORY_ENV, DEFAULT_MEMORY_MB))
-        if not timeout > 0:
-            raise UsageError(f"the time limit must be above 0 seconds, got {timeout:g}")
-        if memory_mb < 64:
-            raise UsageError(f"the memory limit must be at least 64 MiB, got {memory_mb}")
+            memory_mb = int(env_limit(MEMORY_ENV, DEFAULT_MEMORY_MB, MEBIBYTES))
+        else:
+            memory_mb = int(parse_limit("the memory limit", str(memory_mb), MEBIBYTES))
         return cls(float(timeout), int(memory_mb))
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from tracer import hookspecs
-from tracer.environment import env_number
+from tracer.environment import SECONDS, env_limit
 from tracer.errors import Location, PluginError, UsageError
 from tracer.processes import die_with_parent
 from tracer.suggest import did_you_mean
@@ -520,10 +520,7 @@ class PluginTimeout(Exception):
 
 
 def import_timeout() -> float:
-    seconds = env_number(IMPORT_TIMEOUT_ENV, DEFAULT_IMPORT_TIMEOUT)
-    if not seconds > 0:
-        raise UsageError(f"{IMPORT_TIMEOUT_ENV} must be above 0 seconds, got {seconds:g}")
-    return seconds
+    return env_limit(IMPORT_TIMEOUT_ENV, DEFAULT_IMPORT_TIMEOUT, SECONDS)
 
 
 @contextmanager

@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracer.environment import env_number
+from tracer.environment import MEBIBYTES, SECONDS, env_limit
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
 from tracer.processes import (
     PR_SET_PDEATHSIG,
@@ -103,12 +103,8 @@ class WorkerLimits:
 
     @classmethod
     def from_environment(cls) -> WorkerLimits:
-        timeout = env_number(TIMEOUT_ENV, DEFAULT_STEP_TIMEOUT)
-        memory = env_number(MEMORY_ENV, DEFAULT_MEMORY_MB)
-        if not timeout > 0:
-            raise UsageError(f"{TIMEOUT_ENV} must be above 0 seconds, got {timeout:g}")
-        if memory < 64:
-            raise UsageError(f"{MEMORY_ENV} must be at least 64 (MiB), got {memory:g}")
+        timeout = env_limit(TIMEOUT_ENV, DEFAULT_STEP_TIMEOUT, SECONDS)
+        memory = env_limit(MEMORY_ENV, DEFAULT_MEMORY_MB, MEBIBYTES)
         return cls(float(timeout), int(memory))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 from tests import forked
+from tracer import files
 from tracer.cli.channels import standard_streams
 from tracer.environment import (
     MEBIBYTES,
@@ -24,7 +26,9 @@ from tracer.environment import (
     parse_limit,
 )
 from tracer.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
+from tracer.files import write_new
 from tracer.plugin_host import PluginHost
+from tracer.processes import confine_writes, refuse_writes_outside
 from tracer.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
@@ -267,3 +271,157 @@ def test_an_import_time_limit_of_inf_never_fails_the_built_ins(
     host = PluginHost(use_env=False)
     assert host.failures == []
     assert "masked" in host.variants
+
+
+# Files: exclusive creation, bounded lock waits, nothing half-made, a deleted working folder ---
+
+
+def test_a_new_file_is_created_exclusively(tmp_path: Path) -> None:
+    target = tmp_path / "same.md"
+    write_new(target, "first\n")
+    with pytest.raises(FileExistsError):
+        write_new(target, "second\n")
+    assert target.read_text() == "first\n"
+    dangling = tmp_path / "dangling.md"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FileExistsError):
+        write_new(dangling, "third\n")
+    assert not (tmp_path / "nowhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.md", "same.md"]
+
+
+def test_an_export_keeps_a_file_that_appeared_while_the_lesson_ran(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracer.lessons.export as export
+
+    target = tmp_path / "same.md"
+
+    def concurrent_export(*args: object, **kwargs: object) -> str:
+        target.write_text("the other export's\n")  # another `lesson export -o same.md` won
+        return "this export's\n"
+
+    monkeypatch.setattr(export, "export_text", concurrent_export)
+    status, _, err = attn("lesson", "export", "01", "--to", "md", "-o", str(target))
+    assert status == EXIT_USAGE
+    assert err == f"attn: {target} already exists; not overwriting it (use --force to replace it)\n"
+    assert target.read_text() == "the other export's\n"
+
+
+def test_a_held_folder_lock_is_waited_for_a_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from tracer.learner.exercises import Progress
+
+    monkeypatch.setattr(files, "LOCK_WAIT_S", 0.05)
+    holder = os.open(tmp_path, os.O_RDONLY)  # another attn process, holding the folder
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    warnings: list[str] = []
+    try:
+        assert not Progress(done=[]).try_save(tmp_path, warnings.append)
+    finally:
+        os.close(holder)
+    assert warnings == [
+        f"cannot save progress in {tmp_path / '.attn-exercises.json'}: another process has "
+        f"held {tmp_path} for more than 0.05 s"
+    ]
+    assert Progress(done=[]).try_save(tmp_path, warnings.append)  # let go: saved
+
+
+def test_init_on_a_full_disk_leaves_nothing_half_made_and_a_later_init_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracer.learner.exercises import EXERCISES, init_exercises, template
+
+    real = files._write_temporary
+    written: list[Path] = []
+
+    def fills_up(temporary: Path, text: str) -> None:
+        if len(written) == 2:
+            with open(temporary, "x") as handle:  # the disk fills up in the middle of a stub
+                handle.write(text[: len(text) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(temporary, text)
+        written.append(temporary)
+
+    monkeypatch.setattr(files, "_write_temporary", fills_up)
+    with pytest.raises(UsageError, match=r"No space left on device$"):
+        init_exercises(tmp_path)
+    stubs = sorted(p.name for p in tmp_path.iterdir())
+    assert stubs == [e.filename for e in EXERCISES[:2]]  # two whole stubs, nothing else
+    monkeypatch.setattr(files, "_write_temporary", real)
+    (tmp_path / EXERCISES[0].filename).write_text("")  # an empty stub of an older version
+    init_exercises(tmp_path)
+    for exercise in EXERCISES:
+        assert (tmp_path / exercise.filename).read_text() == template(exercise)
+
+
+def test_a_deleted_working_folder_is_one_line(attn: Attn, tmp_path: Path) -> None:
+    here = os.getcwd()
+    gone = tmp_path / "gone"
+    outcomes = []
+    for command in (("lesson", "export", "01", "--to", "md"), ("exercises", "init", "ex")):
+        gone.mkdir()
+        os.chdir(gone)
+        try:
+            gone.rmdir()
+            outcomes.append(attn(*command))
+        finally:
+            os.chdir(here)
+    message = "attn: the working folder no longer exists; cd to one that does and try again\n"
+    assert outcomes == [(EXIT_USAGE, "", message)] * 2
+
+
+# A learner's file may change nothing outside its run's own folder -------------------------------
+
+
+def _in_a_child(confine: Callable[[str], object], scratch: Path, victim: Path) -> list[str]:
+    """Confine a forked child to ``scratch``, then try to write ``victim``; what happened."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        outcomes = []
+        try:
+            confine(str(scratch))
+            for attempt in (
+                lambda: victim.write_text('{"done": ["01-dot-products"]}'),
+                lambda: (scratch / "result.tmp").write_text("ok"),
+                lambda: os.replace(scratch / "result.tmp", scratch / "result.pt"),
+                lambda: victim.unlink(),
+            ):
+                try:
+                    attempt()
+                    outcomes.append("done")
+                except PermissionError:
+                    outcomes.append("refused")
+        finally:
+            os.write(write, json.dumps(outcomes).encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as reader:
+        data = reader.read()
+    os.waitpid(pid, 0)
+    return list(json.loads(data))
+
+
+@pytest.mark.parametrize("confine", ["kernel", "audit hook"])
+def test_a_learners_code_cannot_change_the_progress_file(tmp_path: Path, confine: str) -> None:
+    scratch, learner = tmp_path / "run", tmp_path / "learner"
+    scratch.mkdir()
+    learner.mkdir()
+    progress = learner / ".attn-exercises.json"
+    progress.write_text('{"done": []}')
+
+    def kernel(folder: str) -> None:
+        if not confine_writes(folder):
+            os._exit(0)  # no Landlock here: nothing to report
+
+    outcomes = _in_a_child(
+        kernel if confine == "kernel" else refuse_writes_outside, scratch, progress
+    )
+    if confine == "kernel" and not outcomes:
+        pytest.skip("this kernel has no Landlock")
+    assert outcomes == ["refused", "done", "done", "refused"]
+    assert progress.read_text() == '{"done": []}'

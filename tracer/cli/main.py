@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -59,6 +60,7 @@ WRITE_FAILURES = frozenset(
     {errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EPIPE}
 )
 """Errors of a write that a full disk, a closed stream or a failing device give."""
+GONE = "attn: the working folder no longer exists; cd to one that does and try again"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,6 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_ascii_fallback()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if _working_folder_gone():  # relative paths mean nothing, and torch's libraries fail to load
+        _say(GONE)
+        return EXIT_USAGE
     try:
         if args.command is None:
             # ``attn`` alone opens the lesson picker, which offers to resume.
@@ -93,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         discard_stdout()
         return 0
     except OSError as error:
+        if _working_folder_gone():
+            _say(GONE)
+            return EXIT_USAGE
         if error.errno not in WRITE_FAILURES or error.filename is not None:
             raise
         # Standard output closed (``>&-``) or on a full device: its output is lost.
@@ -100,6 +108,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"attn: cannot write the output: {error.strerror or error}")
         return EXIT_USAGE
     return status
+
+
+def _working_folder_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _say(text: str) -> None:

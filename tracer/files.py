@@ -37,9 +37,10 @@ def target_of(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def _write_temporary(temporary: Path, text: str) -> None:
-    with open(temporary, "x", encoding="utf-8") as handle:
-        handle.write(text)
+def _write_temporary(temporary: Path, text: str | bytes) -> None:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    with open(temporary, "xb") as handle:
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -70,7 +71,7 @@ def write_new(path: Path, text: str) -> None:
             temporary.unlink()
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Replace ``path``'s contents with ``text`` all at once; raises OSError on failure."""
     target = target_of(path)
     temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")

@@ -172,8 +172,8 @@ _CHANGES = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
 _REFER = 1 << 13  # moving or linking a file between folders (Landlock ABI 2)
 
 
-def confine_writes(folder: str) -> bool:
-    """From now on, this process and its children may change files under ``folder`` only
+def confine_writes(*folders: str) -> bool:
+    """From now on, this process and its children may change files under ``folders`` only
     (and write to ``/dev/null``); reading is unchanged. Returns False where the kernel
     cannot do it (not Linux, or Linux before 5.13 or without Landlock): the caller then
     keeps what a Python audit hook can do (:func:`refuse_writes_outside`).
@@ -202,7 +202,9 @@ def confine_writes(folder: str) -> bool:
         _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
 
     try:
-        for path, rights in ((folder, handled), (os.devnull, _WRITE_FILE | (handled & _TRUNCATE))):
+        rules = [(folder, handled) for folder in folders]
+        rules.append((os.devnull, _WRITE_FILE | (handled & _TRUNCATE)))
+        for path, rights in rules:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 rule = PathBeneath(rights, fd)
@@ -237,14 +239,14 @@ _STARTING_EVENTS = frozenset(
 )
 
 
-def refuse_writes_outside(folder: str) -> None:
+def refuse_writes_outside(*folders: str) -> None:
     """A Python audit hook (it cannot be removed) refusing, from now on, to open a file for
     writing or to change a path outside ``folder``, and to start programs or load C
     libraries (which could write without Python seeing it). Where :func:`confine_writes`
     holds, the kernel already refuses; this still names the refusal in Python's words."""
     import sys
 
-    inside = os.path.realpath(folder) + os.sep
+    inside = tuple(os.path.realpath(folder) + os.sep for folder in folders)
 
     def allowed(path: object) -> bool:
         if isinstance(path, int):

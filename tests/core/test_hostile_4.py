@@ -29,7 +29,9 @@ from tracer.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from tracer.files import write_new
 from tracer.plugin_host import PluginHost
 from tracer.processes import confine_writes, refuse_writes_outside
+from tracer.render.text import format_number, format_tensor
 from tracer.runner import TraceOptions, start_trace
+from tracer.sanitize import LABEL_LIMIT, display_width
 
 Attn = Callable[..., tuple[int, str, str]]
 
@@ -425,3 +427,82 @@ def test_a_learners_code_cannot_change_the_progress_file(tmp_path: Path, confine
         pytest.skip("this kernel has no Landlock")
     assert outcomes == ["refused", "done", "done", "refused"]
     assert progress.read_text() == '{"done": []}'
+
+
+# Bounded formats: widths, label lengths, digits; padding by display width -------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        (">999999999", "'>999999999' asks for a width of 999,999,999; the most is 40"),
+        ("0<41.2f", "'0<41.2f' asks for a width of 41; the most is 40"),
+        (".999f", "'.999f' asks for 999 decimals; the most is 16"),
+        (">40.16f", None),
+        (".2%", None),
+    ],
+)
+def test_a_live_values_format_is_bounded(spec: str, problem: str | None) -> None:
+    from tracer.lessons.prose import format_problem, format_value
+
+    assert format_problem(spec) == problem
+    shown = format_value(0.5, spec, ())
+    assert len(shown) <= 40
+    if problem is not None:
+        assert shown == "0.5000"  # never applied, even when no check ran first
+
+
+def test_lesson_check_refuses_a_huge_format_width(attn: Attn, tmp_path: Path) -> None:
+    lesson = tmp_path / "wide.yaml"
+    lesson.write_text(
+        "title: Wide\nsummary: A format that asks for a gigabyte.\n"
+        "values:\n  dot: {variant: vectorized, stage: scores, cell: [0, 1]}\n"
+        "steps:\n  - variant: vectorized\n    stage: scores\n"
+        "    narration: 'The dot product is {{dot:>999999999}}.'\n"
+    )
+    status, out, err = attn("lesson", "check", str(lesson))
+    assert status == 1, (out, err)
+    assert "asks for a width of 999,999,999; the most is 40" in out + err
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(3.4e38, "3.4000e+38"), (1.7e308, "1.7000e+308"), (-2.5e15, "-2.5000e+15"), (0.5, "0.5000")],
+)
+def test_huge_numbers_print_in_scientific_notation(value: float, shown: str) -> None:
+    assert format_number(value) == shown
+
+
+def test_labels_are_sanitised_cut_and_padded_by_display_width() -> None:
+    tokens = ("cat", "猫猫", "e\u0301te\u0301", "😀x", "a\u202eb", "x" * 100_000)
+    table = format_tensor(torch.ones(len(tokens), 2), tokens, axes=("token", "feature"))
+    lines = table.splitlines()
+    assert all(display_width(line) == display_width(lines[1]) for line in lines[1:])
+    assert "\u202e" not in table and "a<U+202E>b" in table
+    assert "x" * (LABEL_LIMIT - 1) + "…" in table and "x" * LABEL_LIMIT not in table
+    assert len(table) < 1000
+    assert [display_width(t) for t in ("猫猫", "e\u0301te\u0301", "😀x")] == [4, 3, 3]
+
+
+def test_an_embedding_beyond_float32_is_refused(tmp_path: Path) -> None:
+    from tracer.errors import InputError
+    from tracer.inputs.input_set import load_inputs
+
+    path = tmp_path / "big.json"
+    path.write_text('{"tokens": ["a", "b"], "embeddings": [[1e308, 1.0], [0.5, 0.5]]}')
+    with pytest.raises(InputError, match=r"beyond float32's ±3\.4028e\+38$"):
+        load_inputs(str(path))
+
+
+@pytest.mark.parametrize("before", [b'{"done": []}\n', None])
+def test_a_progress_file_the_learners_code_changed_is_put_back(
+    tmp_path: Path, before: bytes | None
+) -> None:
+    from tracer.learner.isolation import _kept
+
+    progress = tmp_path / ".attn-exercises.json"
+    if before is not None:
+        progress.write_bytes(before)
+    with _kept(tmp_path / "01_dot_products.py"):  # while the learner's code runs
+        progress.write_text('{"done": ["01-dot-products", "02-normalising"]}')
+    assert (progress.read_bytes() if progress.exists() else None) == before

@@ -167,7 +167,7 @@ def _plain_input_set(document: object, path: str, name: str) -> InputSet | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
         try:
-            return math.isfinite(value)
+            return math.isfinite(value) and abs(value) <= FLOAT32_MAX
         except OverflowError:  # an integer beyond any float: the slow path says where
             return False
 
@@ -471,6 +471,8 @@ def _values(count: int) -> str:
     return f"{count} value" if count == 1 else f"{count} values"
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: embeddings and weights become float32 tensors."""
 _NON_FINITE_WORDS = {"nan", ".nan", "inf", ".inf", "-inf", "-.inf", "+inf", "infinity", "-infinity"}
 
 
@@ -491,6 +493,9 @@ def _number(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> 
         return None
     if not math.isfinite(value):  # e.g. 1e999
         problems.append(problem_at(node, f"{label} is not a finite number", path))
+        return None
+    if abs(value) > FLOAT32_MAX:  # e.g. 1e308: infinite once it is a float32 tensor
+        problems.append(problem_at(node, f"{label} is {text}, beyond float32's ±3.4028e+38", path))
         return None
     return value
 

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import tracer
 from tracer.environment import MEBIBYTES, SECONDS, env_limit, parse_limit
 from tracer.errors import Location, UsageError
+from tracer.files import write_atomic
 from tracer.learner.loader import LearnerFailure
 from tracer.learner.server import MESSAGE_SIZE
 
@@ -291,6 +293,34 @@ def _wait_for(fd: int, byte: bytes, deadline: float, child: Running) -> str:
             return ARRIVED
 
 
+PROGRESS_NAME = ".attn-exercises.json"
+"""The exercises' progress file (tracer.learner.exercises): the learner's code never marks
+an exercise done."""
+
+
+@contextlib.contextmanager
+def _kept(path: Path) -> Iterator[None]:
+    """Put back the progress file beside ``path`` if the learner's code changed it."""
+    progress = path.absolute().parent / PROGRESS_NAME
+    try:
+        before: bytes | None = progress.read_bytes()
+    except OSError:
+        before = None
+    try:
+        yield
+    finally:
+        try:
+            after: bytes | None = progress.read_bytes()
+        except OSError:
+            after = None
+        if after != before:
+            with contextlib.suppress(OSError):
+                if before is None:
+                    progress.unlink()
+                else:
+                    write_atomic(progress, before)
+
+
 def run_sandboxed(
     path: str,
     request: dict[str, Any],
@@ -303,7 +333,7 @@ def run_sandboxed(
     import torch  # here: the server can be spawned before this process pays for torch
 
     server = server or shared_server()
-    with tempfile.TemporaryDirectory(prefix="attn-check-") as name:
+    with tempfile.TemporaryDirectory(prefix="attn-check-") as name, _kept(Path(path)):
         folder = Path(name)
         (folder / "request.json").write_text(
             json.dumps({**request, "path": path, "memory_mb": limits.memory_mb}), encoding="utf-8"

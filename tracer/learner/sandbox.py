@@ -408,10 +408,12 @@ def run_check(folder: Path, status_fd: int) -> None:
     torch.set_num_threads(1)
     torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's kernels now
     limit_memory(request["memory_mb"])
-    # The learner's code may change files in this run's own folder only: never its own
-    # folder's progress file, never anything outside (the kernel refuses where it can).
-    if not confine_writes(str(folder)):
-        refuse_writes_outside(str(folder))
+    # The learner's code may change files in this run's folder and its own folder only,
+    # nothing outside (the kernel refuses where it can); the parent puts back the progress
+    # file of an exercises folder if the code changed it (isolation.run_sandboxed).
+    mine = os.path.dirname(os.path.abspath(request["path"]))
+    if not confine_writes(str(folder), mine):
+        refuse_writes_outside(str(folder), mine)
     os._exit = _fake_exit  # type: ignore[assignment]
     sys.stdin = _NoInput()
     _write(status_fd, b"r")

@@ -506,3 +506,91 @@ def test_a_progress_file_the_learners_code_changed_is_put_back(
     with _kept(tmp_path / "01_dot_products.py"):  # while the learner's code runs
         progress.write_text('{"done": ["01-dot-products", "02-normalising"]}')
     assert (progress.read_bytes() if progress.exists() else None) == before
+
+
+def _index_problem(value: str, tokens: tuple[str, ...], size: int | None = None) -> list[str]:
+    import yaml
+
+    from tracer.lessons.grammar import Reader
+
+    reader = Reader("lesson.yaml", Path("."), PluginHost(entry_points=False, use_env=False))
+    node = yaml.compose(value)
+    assert reader.index(node, "pick", tokens, size) is None
+    return [problem.message for problem in reader.problems]
+
+
+def test_an_index_by_a_token_that_occurs_twice_is_ambiguous() -> None:
+    assert _index_problem("the", ("the", "cat", "sat", "on", "the", "mat")) == [
+        "pick 'the' is ambiguous: it is tokens 0, 4 (numbered from 0); give the position "
+        "instead, e.g. 0"
+    ]
+
+
+def test_a_huge_negative_index_says_indices_start_at_zero() -> None:
+    assert _index_problem(str(-(10**25)), ("a", "b"), size=1 << 30) == [
+        f"pick {-(10**25)} is out of range: indices start at 0"
+    ]
+
+
+def test_a_huge_python_int_as_a_tensor_names_the_stage_and_the_tensor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracer.tracing.trace import VariantRunError
+
+    monkeypatch.setenv("ATTN_ISOLATE", "off")
+    (tmp_path / "big_int.py").write_text(
+        "from tracer import Variant, hookimpl, stage\n\n"
+        "def run(ctx):\n"
+        "    yield stage('s', 'S', n=10**30)\n"
+        "    return ctx.inputs\n\n"
+        "@hookimpl\n"
+        "def register_variants(register):\n"
+        "    register(Variant(name='big-int', title='Big int', run=run, stages=('s',)))\n"
+    )
+    trace = start_trace("big-int", TraceOptions(), PluginHost([tmp_path], use_env=False))
+    with pytest.raises(VariantRunError) as failed:
+        next(trace)
+    assert str(failed.value).endswith(
+        ":4: variant 'big-int' stage 's': tensor 'n' is a whole number of 31 digits, beyond "
+        "int64; yield it as a float (or a tensor)"
+    )
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_an_inputs_file_that_is_not_a_regular_file(tmp_path: Path, special: str) -> None:
+    from tracer.errors import InputError
+    from tracer.inputs.input_set import load_inputs
+
+    if special == "fifo":
+        special = str(tmp_path / "inputs.json")
+        os.mkfifo(special)
+    with pytest.raises(InputError, match=f"^inputs file is not a regular file: {special}$"):
+        load_inputs(special)
+
+
+def test_an_inputs_file_nested_100000_deep_is_one_line(tmp_path: Path) -> None:
+    from tracer.errors import InputError
+    from tracer.inputs.input_set import load_inputs
+
+    path = tmp_path / "deep.json"
+    path.write_text('{"tokens": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(InputError) as refused:
+        load_inputs(str(path))
+    assert str(refused.value) == (
+        f"{path}:1:1: inputs file is nested too deeply; an input set is a mapping of lists of "
+        "numbers"
+    )
+
+
+def test_a_plugins_dir_that_is_a_file(tmp_path: Path) -> None:
+    file = tmp_path / "plugin.py"
+    file.write_text("")
+    with pytest.raises(UsageError, match=f"^plugins folder {file} is not a folder$"):
+        PluginHost([file], entry_points=False, use_env=False)
+
+
+def test_a_warning_is_one_sanitised_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from tracer.cli.main import _one_line_warning
+
+    _one_line_warning("deprecated\x1b]0;title\x07\nsecond line", UserWarning, "torch.py", 1)
+    assert capsys.readouterr().err == "attn: warning: UserWarning: deprecated␛]0;title␇\n"

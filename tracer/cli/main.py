@@ -12,12 +12,14 @@ import contextlib
 import errno
 import os
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from tracer import __version__
 from tracer.errors import EXIT_INTERRUPTED, EXIT_PLUGIN, EXIT_USAGE, TracerError
 from tracer.sanitize import message
+from tracer.sanitize import message as one_line
 
 
 class Parser(argparse.ArgumentParser):
@@ -69,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     standard_streams()
     use_ascii_fallback()
+    warnings.showwarning = _one_line_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     if _working_folder_gone():  # relative paths mean nothing, and torch's libraries fail to load
@@ -108,6 +111,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"attn: cannot write the output: {error.strerror or error}")
         return EXIT_USAGE
     return status
+
+
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning (torch's, a plugin's) as one sanitised line, never Python's two raw ones."""
+    first = str(message).strip().splitlines()
+    summary = f"{category.__name__}: {first[0] if first else ''}".rstrip(": ")
+    stream = file if file is not None else sys.stderr
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        stream.write(one_line(f"attn: warning: {summary}").replace("\n", " ") + "\n")
 
 
 def _working_folder_gone() -> bool:

@@ -113,7 +113,12 @@ def load_inputs(spec: str) -> InputSet:
             f"built-in sets: {one_of(BUILTIN_INPUTS)}, or give a .yaml/.json file"
         )
     if not path.is_file():
-        problem = "is a directory, not a file" if path.is_dir() else "not found"
+        if path.is_dir():
+            problem = "is a directory, not a file"
+        elif path.exists():  # a FIFO, /dev/zero: reading it could wait or run for ever
+            problem = "is not a regular file"
+        else:
+            problem = "not found"
         raise InputError(f"inputs file {problem}: {spec}")
     try:
         text = read_text(path, what="inputs file", limit=MAX_FILE_BYTES)
@@ -128,6 +133,11 @@ def load_inputs(spec: str) -> InputSet:
         node = compose(text, str(path))
     except DocumentError as exc:
         raise _first(exc.problems) from None
+    except RecursionError:  # [[[[... 100,000 deep: an input set is three levels deep
+        raise InputError(
+            "inputs file is nested too deeply; an input set is a mapping of lists of numbers",
+            Location(str(path), 1, 1),
+        ) from None
     input_set, problems = parse_input_node(node, str(path), name=path.stem)
     if problems or input_set is None:
         raise _first(problems)

@@ -318,15 +318,28 @@ class Reader:
         value = _scalar(node)
         limit = len(tokens) if size is None else size
         if isinstance(value, int) and not isinstance(value, bool):
-            if not 0 <= value < limit:
+            if value < 0:
+                self.problem(node, f"{what} {value} is out of range: indices start at 0")
+                return None
+            if value >= limit:
+                shown = f"{value:,}" if value >= 10**6 else str(value)
                 self.problem(
-                    node, f"{what} {value} is out of range: valid indices are 0 to {limit - 1}"
+                    node, f"{what} {shown} is out of range: valid indices are 0 to {limit - 1:,}"
                 )
                 return None
             return value
         if isinstance(value, str) and value:
-            if value in tokens:
-                return tokens.index(value)
+            positions = [index for index, token in enumerate(tokens) if token == value]
+            if len(positions) > 1:  # as --query: picking the first may not be the one meant
+                listed = ", ".join(str(index) for index in positions)
+                self.problem(
+                    node,
+                    f"{what} '{value}' is ambiguous: it is tokens {listed} (numbered from 0); "
+                    f"give the position instead, e.g. {positions[0]}",
+                )
+                return None
+            if positions:
+                return positions[0]
             source = source_tokens(tokens) or ()  # a second sequence's tokens name its positions
             if value in source:
                 return source.index(value)

@@ -225,6 +225,8 @@ class PluginHost:
         helper beside it (``from . import _shared`` or ``import _shared``).
         """
         if not folder.is_dir():
+            if folder.exists():
+                raise UsageError(f"plugins folder {folder} is not a folder")
             raise UsageError(f"plugins folder not found: {folder}")
         package = _folder_package(folder)
         for path in sorted(folder.glob("*.py")):

@@ -49,6 +49,8 @@ COLUMN_LIMIT = 32
 """Columns of one table printed."""
 WRAPPED_COLUMN_LIMIT = 256
 """Columns printed when the table wraps into blocks (a lesson's 51 losses are read whole)."""
+TOKENS_SHOWN = ROW_LIMIT
+"""Tokens listed in the ``tokens:`` line above a trace (``--json`` lists every one)."""
 SLICE_LIMIT = 8
 """2-d slices of a 3-d or higher tensor printed."""
 
@@ -232,7 +234,9 @@ def format_trace(
     # Run to the first step before printing anything: a variant that rejects its
     # options fails here, and the user sees only the error line.
     first = next(trace, None)
-    shown = " ".join(_label(token) for token in trace.tokens)
+    shown = " ".join(_label(token) for token in trace.tokens[:TOKENS_SHOWN])
+    if len(trace.tokens) > TOKENS_SHOWN:
+        shown += f" … ({len(trace.tokens) - TOKENS_SHOWN:,} more)"
     header = f"{variant.name}: {variant.title}\ntokens: {shown}{focus}"
     yield f"{header}{source_line(trace)}\n"
     for step in itertools.chain([first] if first is not None else [], trace):

@@ -594,3 +594,37 @@ def test_a_warning_is_one_sanitised_line(capsys: pytest.CaptureFixture[str]) -> 
 
     _one_line_warning("deprecated\x1b]0;title\x07\nsecond line", UserWarning, "torch.py", 1)
     assert capsys.readouterr().err == "attn: warning: UserWarning: deprecated␛]0;title␇\n"
+
+
+FORKS = textwrap.dedent(
+    """
+    import os
+    import torch
+    from tracer import Variant, hookimpl, stage
+
+    children = []
+
+    def run(ctx):
+        pid = os.fork()  # both processes go on to yield
+        if pid:
+            children.append(pid)
+        yield stage("a", "A", x=torch.ones(64, 64))
+        yield stage("b", "B", x=torch.zeros(64, 64))
+        return ctx.inputs
+
+    @hookimpl
+    def register_variants(register):
+        register(Variant(name="forks", title="Forks", run=run, stages=("a", "b")))
+    """
+)
+
+
+@pytest.mark.parametrize("isolate", ["off", "plugins"])
+def test_a_step_that_forks_is_answered_once(tmp_path: Path, isolate: str) -> None:
+    (tmp_path / "forks.py").write_text(FORKS)
+    result = forked.run_attn(
+        "trace", "forks", "--plugins-dir", str(tmp_path), "--json",
+        env={**os.environ, "ATTN_ISOLATE": isolate},
+    )  # fmt: skip
+    assert result.returncode == EXIT_OK, result.stderr
+    assert [stage["name"] for stage in json.loads(result.stdout)["stages"]] == ["a", "b"]

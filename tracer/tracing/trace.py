@@ -13,6 +13,7 @@ Everything a variant yields is checked where it is yielded (see
 from __future__ import annotations
 
 import inspect
+import os
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, GeneratorType
@@ -24,6 +25,9 @@ from tracer.variant import RunContext, Stage, Step, SubStep, Tokens, Variant
 
 if TYPE_CHECKING:
     import torch
+
+
+_REAL_EXIT = os._exit  # taken at import: a plugin's step may have replaced os._exit
 
 
 class VariantRunError(PluginError):
@@ -66,6 +70,7 @@ class Trace:
         self._code_file = variant.run.__code__.co_filename
         self._lines = LineRecorder(tuple(roots) or (self._code_file,))
         self._guard: object | None = None
+        self._pid = os.getpid()
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -87,10 +92,14 @@ class Trace:
         guard = self._guard
         assert isinstance(guard, CopyOnWrite)
         try:
-            with contained(self.torch_changes), self._lines, guard:
-                if self._generator is None:
-                    self._generator = self._start()
-                step = next(self._generator)
+            try:
+                with contained(self.torch_changes), self._lines, guard:
+                    if self._generator is None:
+                        self._generator = self._start()
+                    step = next(self._generator)
+            finally:
+                if os.getpid() != self._pid:  # a copy of this process the step forked ends here
+                    _REAL_EXIT(0)
             # Checked and recorded outside the guard: our own torch calls are not the plugin's.
             return self._record(step)
         except StopIteration as stop:

@@ -86,6 +86,7 @@ POLL_S = 0.05
 WHERE_GRACE_S = 0.5
 """How long a stuck child gets to say which line it is on before it is killed."""
 
+_REAL_EXIT = os._exit
 _NUMPY_DTYPES: set[Any] = set()
 """torch dtypes that numpy shares, filled in by the child (this module must not import torch)."""
 
@@ -587,6 +588,7 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
         reported = len(trace.torch_changes)
         return list(new)
 
+    worker = os.getpid()
     while True:
         try:
             if connection.recv_bytes() != b"next":
@@ -617,6 +619,8 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
         except BaseException as exc:  # anything else is our own failure
             text = traceback.format_exception_only(type(exc), exc)[-1].strip()
             message = ("error", "PluginError", f"worker failed: {text}", None, [], "")
+        if os.getpid() != worker:  # a copy of the worker that the step forked: only one answers
+            _REAL_EXIT(0)
         try:
             _send(connection, message)
         except (pickle.PicklingError, TypeError, AttributeError, RuntimeError) as exc:
@@ -733,10 +737,13 @@ def _read(connection: Connection) -> tuple[Any, ...]:
     buffers = []
     for size in sizes:
         buffer = bytearray(size)  # writable, so the tensors built on it are ordinary tensors
-        if size:
-            connection.recv_bytes_into(buffer)
-        else:
-            connection.recv_bytes()
+        try:
+            if size:
+                connection.recv_bytes_into(buffer)
+            else:
+                connection.recv_bytes()
+        except multiprocessing.BufferTooShort:  # two writers (a step that forked), interleaved
+            raise _Refused("a message that does not fit its announced size") from None
         buffers.append(buffer)
     message: tuple[Any, ...] = _loads(data, buffers)
     if not _well_formed(message):

@@ -628,3 +628,26 @@ def test_a_step_that_forks_is_answered_once(tmp_path: Path, isolate: str) -> Non
     )  # fmt: skip
     assert result.returncode == EXIT_OK, result.stderr
     assert [stage["name"] for stage in json.loads(result.stdout)["stages"]] == ["a", "b"]
+
+
+async def test_serve_answers_a_100kb_request_line_with_400_and_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import asyncio
+
+    from tracer.serve.server import BrowserServer
+
+    server = BrowserServer([sys.executable, "-c", "pass"], host="127.0.0.1", port=0)
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 30)
+        writer.close()
+    finally:
+        await server.stop()
+    assert status.split()[1] == b"400"
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("attn serve: refused a request: ")
+    assert "Traceback" not in lines[0]

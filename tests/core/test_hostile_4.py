@@ -651,3 +651,14 @@ async def test_serve_answers_a_100kb_request_line_with_400_and_one_line(
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("attn serve: refused a request: ")
     assert "Traceback" not in lines[0]
+
+
+@pytest.mark.parametrize(("shape", "blocks"), [((0, 3), [[None] * 3]), ((3, 0), [[None]] * 3)])
+@pytest.mark.parametrize("all_finite", [True, False])
+def test_the_overview_of_an_empty_table_is_empty_blocks(
+    shape: tuple[int, int], blocks: list[list[None]], all_finite: bool
+) -> None:
+    # What `z` draws: a 0×3 tensor in the explorer crashed the app here.
+    from tracer.tui.grid import block_means
+
+    assert block_means(torch.empty(shape), 8, 8, all_finite=all_finite) == blocks

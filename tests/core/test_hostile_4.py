@@ -662,3 +662,14 @@ def test_the_overview_of_an_empty_table_is_empty_blocks(
     from tracer.tui.grid import block_means
 
     assert block_means(torch.empty(shape), 8, 8, all_finite=all_finite) == blocks
+
+
+def test_a_big_yaml_inputs_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from tracer.errors import InputError
+    from tracer.inputs.input_set import load_inputs
+
+    path = tmp_path / "big.yaml"
+    row = "  - [" + ", ".join(["0.5"] * 64) + "]\n"
+    path.write_text("tokens: [a]\nembeddings:\n" + row * 20_000)  # 5 MB
+    with pytest.raises(InputError, match=r"YAML is read up to 4 MB \(a well-formed JSON file"):
+        load_inputs(str(path))

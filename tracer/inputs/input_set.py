@@ -50,6 +50,8 @@ MAX_TOKENS = 16_384
 may show (``tracer.tracing.checks.MAX_ELEMENTS``, 16,384²)."""
 MAX_VALUES = 2**20
 """The most numbers an inputs file may hold (16,384 tokens of width 64; weights included)."""
+MAX_YAML_CHARACTERS = 4 * 2**20
+"""The largest YAML inputs file read (composing YAML runs at about a megabyte a second)."""
 MAX_FILE_BYTES = 64 * 2**20
 """Only a guard against reading a huge file into memory: the real limits are the two above."""
 WEIGHT_NAMES = ("query", "key", "value")
@@ -130,6 +132,15 @@ def load_inputs(spec: str) -> InputSet:
             if fast is not None:
                 return _within_limits(fast, None)
             text = text.replace("\t", " ")  # same columns; YAML refuses tabs that JSON allows
+        if len(text) > MAX_YAML_CHARACTERS:
+            # Reading YAML (or finding the line of a JSON file's problem) takes minutes here.
+            what = "a JSON file with a problem in it" if path.suffix.lower() == ".json" else "YAML"
+            raise InputError(
+                f"inputs file is {len(text) / 2**20:.1f} MB; {what} is read up to "
+                f"{MAX_YAML_CHARACTERS // 2**20} MB (a well-formed JSON file up to "
+                f"{MAX_FILE_BYTES // 2**20} MB)",
+                Location(str(path)),
+            )
         node = compose(text, str(path))
     except DocumentError as exc:
         raise _first(exc.problems) from None

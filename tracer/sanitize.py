@@ -107,12 +107,54 @@ def pad(text: str, width: int, *, right: bool = False) -> str:
     return spaces + text if right else text + spaces
 
 
+_PENDING: list[str] = []
+"""Warnings caught by :func:`keep_warnings`, each one line, not yet shown."""
+
+
+def _keep_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    first = str(message).strip().splitlines()
+    summary = f"{category.__name__}: {first[0] if first else ''}".rstrip(": ")
+    text = visible(f"attn: warning: {summary}"[:MESSAGE_LIMIT], multiline=False)
+    if text not in _PENDING:
+        _PENDING.append(text)
+
+
+def keep_warnings() -> None:
+    """From now on a warning (torch's, a plugin's) is kept as one sanitised line, never
+    written raw: :func:`take_warnings` hands them over when the command went well, and a
+    command that ends in a one-line error drops them (:func:`drop_warnings`)."""
+    import warnings
+
+    warnings.showwarning = _keep_warning
+
+
+def take_warnings() -> list[str]:
+    """The warnings kept so far (each once), forgotten here."""
+    taken = list(_PENDING)
+    _PENDING.clear()
+    return taken
+
+
+def drop_warnings() -> None:
+    _PENDING.clear()
+
+
 __all__ = [
     "LABEL_LIMIT",
     "MESSAGE_LIMIT",
     "clip",
     "display_width",
+    "drop_warnings",
+    "keep_warnings",
     "message",
     "pad",
+    "take_warnings",
     "visible",
 ]

@@ -589,11 +589,46 @@ def test_a_plugins_dir_that_is_a_file(tmp_path: Path) -> None:
         PluginHost([file], entry_points=False, use_env=False)
 
 
-def test_a_warning_is_one_sanitised_line(capsys: pytest.CaptureFixture[str]) -> None:
-    from tracer.cli.main import _one_line_warning
+@pytest.mark.parametrize("isolate", ["off", "plugins"])
+def test_a_quantized_tensor_is_refused_in_one_line_without_torchs_warning(
+    tmp_path: Path, isolate: str
+) -> None:
+    (tmp_path / "quantized.py").write_text(
+        "import torch\n"
+        "from tracer import Variant, hookimpl, stage\n\n"
+        "def run(ctx):\n"
+        "    q = torch.quantize_per_tensor(torch.ones(2, 2), 0.1, 0, torch.quint8)\n"
+        "    yield stage('s', 'S', q=q)\n"
+        "    return ctx.inputs\n\n"
+        "@hookimpl\n"
+        "def register_variants(register):\n"
+        "    register(Variant(name='quantized', title='Q', run=run, stages=('s',)))\n"
+    )
+    result = forked.run_attn(
+        "trace", "quantized", "--plugins-dir", str(tmp_path),
+        env={**os.environ, "ATTN_ISOLATE": isolate},
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert result.stderr.splitlines() == [
+        f"{tmp_path / 'quantized.py'}:6: variant 'quantized' stage 's': tensor 'q' has dtype "
+        "torch.quint8, which is not a number type"
+    ]
 
-    _one_line_warning("deprecated\x1b]0;title\x07\nsecond line", UserWarning, "torch.py", 1)
-    assert capsys.readouterr().err == "attn: warning: UserWarning: deprecated␛]0;title␇\n"
+
+def test_a_warning_is_kept_as_one_sanitised_line() -> None:
+    import warnings
+
+    from tracer.sanitize import keep_warnings, take_warnings
+
+    before = warnings.showwarning
+    try:
+        keep_warnings()
+        warnings.showwarning("deprecated\x1b]0;title\x07\nsecond line", UserWarning, "t.py", 1)
+        warnings.showwarning("deprecated\x1b]0;title\x07\nsecond line", UserWarning, "t.py", 1)
+    finally:
+        warnings.showwarning = before
+    assert take_warnings() == ["attn: warning: UserWarning: deprecated␛]0;title␇"]
+    assert take_warnings() == []
 
 
 FORKS = textwrap.dedent(

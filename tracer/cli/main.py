@@ -12,14 +12,12 @@ import contextlib
 import errno
 import os
 import sys
-import warnings
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import NoReturn
 
 from tracer import __version__
 from tracer.errors import EXIT_INTERRUPTED, EXIT_PLUGIN, EXIT_USAGE, TracerError
-from tracer.sanitize import message
-from tracer.sanitize import message as one_line
+from tracer.sanitize import drop_warnings, keep_warnings, message, take_warnings
 
 
 class Parser(argparse.ArgumentParser):
@@ -71,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     standard_streams()
     use_ascii_fallback()
-    warnings.showwarning = _one_line_warning
+    keep_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     if _working_folder_gone():  # relative paths mean nothing, and torch's libraries fail to load
@@ -86,7 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             status = args.handler(args)
         sys.stdout.flush()  # here, not at exit: a full device is reported like any fault
+        for line in take_warnings():
+            _say(line)
     except TracerError as error:
+        drop_warnings()  # the error is the one line: a failing step's warnings are noise
         prefix = "" if error.location is not None else "attn: "
         _say(f"{prefix}{error}")
         return error.exit_status
@@ -111,22 +112,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"attn: cannot write the output: {error.strerror or error}")
         return EXIT_USAGE
     return status
-
-
-def _one_line_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    """A warning (torch's, a plugin's) as one sanitised line, never Python's two raw ones."""
-    first = str(message).strip().splitlines()
-    summary = f"{category.__name__}: {first[0] if first else ''}".rstrip(": ")
-    stream = file if file is not None else sys.stderr
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        stream.write(one_line(f"attn: warning: {summary}").replace("\n", " ") + "\n")
 
 
 def _working_folder_gone() -> bool:

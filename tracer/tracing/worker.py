@@ -63,7 +63,7 @@ from tracer.processes import (
     reaped,
     resident,
 )
-from tracer.sanitize import visible
+from tracer.sanitize import drop_warnings, keep_warnings, take_warnings, visible
 from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, SubStep, Variant
 
@@ -553,6 +553,13 @@ class _Printed(io.StringIO):
         return text
 
 
+def _with_warnings(printed: _Printed) -> str:
+    """What the variant printed with this step, then its warnings, one line each."""
+    kept = take_warnings()
+    text = printed.take()
+    return text + "".join(line + "\n" for line in kept) if kept else text
+
+
 def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None:
     """The child: run the variant one step per ``next`` and send each step back."""
     import torch
@@ -573,6 +580,8 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
     _NUMPY_DTYPES.update({torch.int8, torch.int16, torch.int32, torch.int64})
     printed = _Printed()
     sys.stdout = sys.stderr = printed
+    drop_warnings()  # the tool's own, copied by the fork
+    keep_warnings()  # the variant's come back with its step, one line each
     with contextlib.suppress(OSError):  # C-level writes must not draw over the app
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -597,9 +606,9 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
             return
         try:
             step = next(trace)
-            message: tuple[Any, ...] = ("step", _sendable(step), changes(), printed.take())
+            message: tuple[Any, ...] = ("step", _sendable(step), changes(), _with_warnings(printed))
         except StopIteration:
-            message = ("end", _sendable_tensor(trace.output), changes(), printed.take())
+            message = ("end", _sendable_tensor(trace.output), changes(), _with_warnings(printed))
         except TracerError as error:
             error = _memory_error(error, owner)
             location = error.location
@@ -621,6 +630,7 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
             message = ("error", "PluginError", f"worker failed: {text}", None, [], "")
         if os.getpid() != worker:  # a copy of the worker that the step forked: only one answers
             _REAL_EXIT(0)
+        drop_warnings()  # a failed step's warnings are noise beside its one-line error
         try:
             _send(connection, message)
         except (pickle.PicklingError, TypeError, AttributeError, RuntimeError) as exc:

@@ -19,6 +19,7 @@ terminal does nothing:
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
 
@@ -65,4 +66,95 @@ def message(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return visible(text)
 
 
-__all__ = ["MESSAGE_LIMIT", "message", "visible"]
+LABEL_LIMIT = 24
+"""Display columns of a token label in a table; a longer one is cut, ending in "…"."""
+
+
+def _char_width(char: str) -> int:
+    """Columns a terminal gives one character: 0 for combining marks and format characters
+    (joiners, variation selectors), 2 for wide and full-width ones (CJK, most emoji), else 1."""
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    if "\u1160" <= char <= "\u11ff":  # Hangul medial vowels and finals join the syllable before
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal (text already made :func:`visible`)."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(char) for char in text)
+
+
+def clip(text: str, limit: int = LABEL_LIMIT) -> str:
+    """``text`` cut to at most ``limit`` display columns, ending in "…" where it was cut."""
+    if len(text) <= limit and display_width(text) <= limit:
+        return text
+    kept, used = [], 0
+    for char in text:
+        width = _char_width(char)
+        if used + width > limit - 1:
+            break
+        kept.append(char)
+        used += width
+    return "".join(kept) + "…"
+
+
+def pad(text: str, width: int, *, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` display columns (on the left when ``right``)."""
+    spaces = " " * max(0, width - display_width(text))
+    return spaces + text if right else text + spaces
+
+
+_PENDING: list[str] = []
+"""Warnings caught by :func:`keep_warnings`, each one line, not yet shown."""
+
+
+def _keep_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    first = str(message).strip().splitlines()
+    summary = f"{category.__name__}: {first[0] if first else ''}".rstrip(": ")
+    text = visible(f"attn: warning: {summary}"[:MESSAGE_LIMIT], multiline=False)
+    if text not in _PENDING:
+        _PENDING.append(text)
+
+
+def keep_warnings() -> None:
+    """From now on a warning (torch's, a plugin's) is kept as one sanitised line, never
+    written raw: :func:`take_warnings` hands them over when the command went well, and a
+    command that ends in a one-line error drops them (:func:`drop_warnings`)."""
+    import warnings
+
+    warnings.showwarning = _keep_warning
+
+
+def take_warnings() -> list[str]:
+    """The warnings kept so far (each once), forgotten here."""
+    taken = list(_PENDING)
+    _PENDING.clear()
+    return taken
+
+
+def drop_warnings() -> None:
+    _PENDING.clear()
+
+
+__all__ = [
+    "LABEL_LIMIT",
+    "MESSAGE_LIMIT",
+    "clip",
+    "display_width",
+    "drop_warnings",
+    "keep_warnings",
+    "message",
+    "pad",
+    "take_warnings",
+    "visible",
+]

@@ -183,12 +183,37 @@ def test_esc_stops_a_long_step_and_stepping_on_runs_it_again(
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("ATTN_STEP_TIMEOUT", "soon", "ATTN_STEP_TIMEOUT='soon' is not a number"),
-        ("ATTN_STEP_TIMEOUT", "0", "ATTN_STEP_TIMEOUT must be above 0 seconds, got 0"),
-        ("ATTN_PLUGIN_MEMORY_MB", "10", "ATTN_PLUGIN_MEMORY_MB must be at least 64 (MiB), got 10"),
+        (
+            "ATTN_STEP_TIMEOUT",
+            "soon",
+            "ATTN_STEP_TIMEOUT must be a number of seconds above 0 and at most 1,000,000,000, or inf for no limit, got 'soon'",
+        ),
+        (
+            "ATTN_STEP_TIMEOUT",
+            "0",
+            "ATTN_STEP_TIMEOUT must be a number of seconds above 0 and at most 1,000,000,000, or inf for no limit, got '0'",
+        ),
+        (
+            "ATTN_PLUGIN_MEMORY_MB",
+            "10",
+            "ATTN_PLUGIN_MEMORY_MB must be a whole number of MiB at least 64 and at most 1,099,511,627,776, or inf for no limit, got '10'",
+        ),
+        (
+            "ATTN_PLUGIN_MEMORY_MB",
+            "nan",
+            "ATTN_PLUGIN_MEMORY_MB must be a whole number of MiB at least 64 and at most 1,099,511,627,776, or inf for no limit, got 'nan'",
+        ),
         ("ATTN_ISOLATE", "never", "ATTN_ISOLATE='never' is not one of plugins, all, off"),
-        ("ATTN_IMPORT_TIMEOUT", "soon", "ATTN_IMPORT_TIMEOUT='soon' is not a number"),
-        ("ATTN_IMPORT_TIMEOUT", "-1", "ATTN_IMPORT_TIMEOUT must be above 0 seconds, got -1"),
+        (
+            "ATTN_IMPORT_TIMEOUT",
+            "soon",
+            "ATTN_IMPORT_TIMEOUT must be a number of seconds above 0 and at most 1,000,000,000, or inf for no limit, got 'soon'",
+        ),
+        (
+            "ATTN_IMPORT_TIMEOUT",
+            "-1",
+            "ATTN_IMPORT_TIMEOUT must be a number of seconds above 0 and at most 1,000,000,000, or inf for no limit, got '-1'",
+        ),
     ],
 )
 def test_bad_limits_are_usage_errors(

@@ -9,10 +9,57 @@ prints lands there, and the document arrives whole.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
 from typing import TextIO
+
+from tracer.processes import occupy_standard_fds
+
+
+class ClosedOutput(io.TextIOBase):
+    """Standard output that was closed when ``attn`` started: every write fails, as it would."""
+
+    name = "<stdout>"
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def standard_streams() -> None:
+    """Streams that were closed at start-up: ``/dev/null`` on their descriptors (so no pipe
+    or file takes their numbers), an empty stdin, a silent stderr, and a stdout whose
+    writes fail (the command's output cannot be delivered, which the caller reports)."""
+    occupy_standard_fds()
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 (for the process)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stdout = ClosedOutput()
+
+
+def discard_stdout() -> None:
+    """Point descriptor 1 at ``/dev/null``: what is still buffered for a reader that went away
+    or a device that is full is dropped quietly when the interpreter flushes at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
 
 
 def private_stdout() -> TextIO:
@@ -35,18 +82,33 @@ def private_stdout() -> TextIO:
 
 
 def write_document(stream: TextIO, text: str) -> None:
-    """Write and flush; a reader that went away (``| head``) is not our error, nor a traceback."""
+    """Write and flush; a reader that went away (``| head``) is not our error, nor a traceback.
+
+    On any failure (a closed stream, a full device) what is still buffered is dropped, so
+    closing the stream at exit does not fail a second time; the error is the caller's.
+    """
     try:
         stream.write(text)
         stream.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            if stream is not sys.stdout:
-                os.dup2(devnull, stream.fileno())  # so closing it at exit flushes quietly
-        finally:
-            os.close(devnull)
+    except OSError:
+        if stream is not sys.stdout:
+            _drop(stream)
         raise
 
 
-__all__ = ["private_stdout", "write_document"]
+def _drop(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at ``/dev/null`` (nothing to do where it has none)."""
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return
+    try:
+        os.dup2(devnull, fd)  # so closing it at exit flushes quietly
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
+
+
+__all__ = ["ClosedOutput", "discard_stdout", "private_stdout", "standard_streams", "write_document"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.cli.options import add_trace_options, load_host, trace_options
+from tracer.environment import MEBIBYTES, SECONDS, parse_limit
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UsageError
 from tracer.runner import start_trace
 
@@ -46,15 +47,16 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
         metavar="SECONDS",
-        help="how long your code may run (default 5, or ATTN_CHECK_TIMEOUT)",
+        help="how long your code may run (default 5, or ATTN_CHECK_TIMEOUT; inf: no limit)",
     )
     parser.add_argument(
         "--memory",
-        type=int,
         metavar="MB",
-        help="memory your code may take beyond torch's own (default 1024, or ATTN_CHECK_MEMORY_MB)",
+        help=(
+            "memory your code may take beyond torch's own, in MiB "
+            "(default 1024, or ATTN_CHECK_MEMORY_MB; inf: no limit)"
+        ),
     )
     add_trace_options(parser)
     parser.add_argument(
@@ -71,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.query is not None:
         raise UsageError("attn check compares every query at once; --query is for attn trace")
-    limits = Limits.from_environment(args.timeout, args.memory)
+    timeout = None if args.timeout is None else parse_limit("--timeout", args.timeout, SECONDS)
+    memory = None if args.memory is None else parse_limit("--memory", args.memory, MEBIBYTES)
+    limits = Limits.from_environment(timeout, None if memory is None else int(memory))
     # The sandbox server imports torch while this process computes the reference.
     shared_server().spawn()
 

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tracer.errors import EXIT_OK, UsageError
+from tracer.environment import Limit, parse_limit
+from tracer.errors import EXIT_OK
 
 
 def add_parser(commands: Any) -> None:
@@ -38,7 +39,7 @@ def add_parser(commands: Any) -> None:
     watch.add_argument("dir", metavar="DIR", type=Path)
     watch.add_argument("--once", action="store_true", help="check once and exit")
     watch.add_argument(
-        "--interval", type=float, default=0.5, metavar="SECONDS", help="how often to look for saves"
+        "--interval", default="0.5", metavar="SECONDS", help="how often to look for saves"
     )
     watch.set_defaults(handler=run_watch)
 
@@ -69,19 +70,21 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    if args.interval <= 0:
-        raise UsageError(f"--interval must be above 0, got {args.interval:g}")
     from tracer.learner.exercises import watch  # off `attn --help` (see run_init)
+
+    interval = parse_limit(
+        "--interval", str(args.interval), Limit("seconds", 0, above=True, unlimited=False)
+    )
 
     def emit(text: str) -> None:
         print(text + "\n", flush=True)
 
     if args.once or not sys.stdin.isatty():
-        return watch(args.dir, emit, once=args.once, interval=args.interval)
+        return watch(args.dir, emit, once=args.once, interval=interval)
     from tracer.learner.terminal_keys import TerminalKeys  # tty and termios: off `attn --help`
 
     with TerminalKeys() as keys:  # restored however the watcher ends
-        return watch(args.dir, emit, interval=args.interval, keys=keys, confirm=keys.confirm)
+        return watch(args.dir, emit, interval=interval, keys=keys, confirm=keys.confirm)
 
 
 def run_hint(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ from typing import Any
 from tracer.cli.options import add_plugin_options
 from tracer.cli.plain_cmd import run_interactive, run_plain
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
-from tracer.files import write_atomic
+from tracer.files import write_atomic, write_new
 from tracer.sanitize import message, visible
 
 ACTIONS = ("check", "run", "new", "schema", "export")
@@ -416,8 +416,16 @@ def export(target: str, args: argparse.Namespace) -> int:
         raise LessonError(problems)
     text = export_text(lesson, host, args.to)
     try:
-        # Atomic: a full disk leaves the user's old file whole, never a truncated one.
-        write_atomic(output, text)
+        if args.force:
+            # Atomic: a full disk leaves the user's old file whole, never a truncated one.
+            write_atomic(output, text)
+        else:
+            # Exclusive: a file that appeared while the lesson ran (another export) is kept.
+            write_new(output, text)
+    except FileExistsError:
+        raise UsageError(
+            f"{named} already exists; not overwriting it (use --force to replace it)"
+        ) from None
     except OSError as exc:
         raise UsageError(f"cannot write {named}: {exc.strerror}") from None
     print(f"wrote {named}")

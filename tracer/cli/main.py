@@ -8,6 +8,8 @@ every error a user can cause into one line on stderr and an exit status.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -15,9 +17,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from tracer import __version__
+from tracer.cli.channels import discard_stdout, standard_streams
 from tracer.cli.encoding import use_ascii_fallback
 from tracer.errors import EXIT_INTERRUPTED, EXIT_PLUGIN, EXIT_USAGE, TracerError
-from tracer.sanitize import message
+from tracer.sanitize import drop_warnings, keep_warnings, message, take_warnings
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,37 +57,76 @@ def build_parser() -> Parser:
     return parser
 
 
+WRITE_FAILURES = frozenset(
+    {errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EPIPE}
+)
+"""Errors of a write that a full disk, a closed stream or a failing device give."""
+GONE = "attn: the working folder no longer exists; cd to one that does and try again"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    standard_streams()
     use_ascii_fallback()
+    keep_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if _working_folder_gone():  # relative paths mean nothing, and torch's libraries fail to load
+        _say(GONE)
+        return EXIT_USAGE
     try:
         if args.command is None:
             # ``attn`` alone opens the lesson picker, which offers to resume. Its module
             # loads only here: every other command (and `attn --help`) goes without it.
             from tracer.cli.app_cmd import open_picker
 
-            return open_picker(args)
-        status: int = args.handler(args)
+            status: int = open_picker(args)
+        else:
+            status = args.handler(args)
+        sys.stdout.flush()  # here, not at exit: a full device is reported like any fault
+        for line in take_warnings():
+            _say(line)
     except TracerError as error:
+        drop_warnings()  # the error is the one line: a failing step's warnings are noise
         prefix = "" if error.location is not None else "attn: "
-        print(message(f"{prefix}{error}"), file=sys.stderr)
+        _say(f"{prefix}{error}")
         return error.exit_status
     except KeyboardInterrupt:  # Ctrl+C, or plugin code raising KeyboardInterrupt
-        print("attn: interrupted", file=sys.stderr)
+        _say("attn: interrupted")
         return EXIT_INTERRUPTED
     except MemoryError:
-        print(
-            "attn: out of memory: try fewer tokens, a smaller --d-out or fewer heads",
-            file=sys.stderr,
-        )
+        _say("attn: out of memory: try fewer tokens, a smaller --d-out or fewer heads")
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (``attn trace ... | head``); that is not an error.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        discard_stdout()
         return 0
+    except OSError as error:
+        if _working_folder_gone():
+            _say(GONE)
+            return EXIT_USAGE
+        if error.errno not in WRITE_FAILURES or error.filename is not None:
+            raise
+        # Standard output closed (``>&-``) or on a full device: its output is lost.
+        discard_stdout()
+        _say(f"attn: cannot write the output: {error.strerror or error}")
+        return EXIT_USAGE
     return status
+
+
+def _working_folder_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _say(text: str) -> None:
+    """One line on stderr, if stderr can still take one."""
+    with contextlib.suppress(OSError, ValueError):
+        print(message(text), file=sys.stderr, flush=True)
 
 
 def run() -> NoReturn:

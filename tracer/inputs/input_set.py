@@ -56,6 +56,8 @@ MAX_TOKENS = 16_384
 may show (``tracer.tracing.checks.MAX_ELEMENTS``, 16,384²)."""
 MAX_VALUES = 2**20
 """The most numbers an inputs file may hold (16,384 tokens of width 64; weights included)."""
+MAX_YAML_CHARACTERS = 4 * 2**20
+"""The largest YAML inputs file read (composing YAML runs at about a megabyte a second)."""
 MAX_FILE_BYTES = 64 * 2**20
 """Only a guard against reading a huge file into memory: the real limits are the two above."""
 WEIGHT_NAMES = ("query", "key", "value")
@@ -76,7 +78,12 @@ def load_inputs(spec: str) -> InputSet:
             f"built-in sets: {one_of(BUILTIN_INPUTS)}, or give a .yaml/.json file"
         )
     if not path.is_file():
-        problem = "is a directory, not a file" if path.is_dir() else "not found"
+        if path.is_dir():
+            problem = "is a directory, not a file"
+        elif path.exists():  # a FIFO, /dev/zero: reading it could wait or run for ever
+            problem = "is not a regular file"
+        else:
+            problem = "not found"
         raise InputError(f"inputs file {problem}: {spec}")
     try:
         text = read_text(path, what="inputs file", limit=MAX_FILE_BYTES)
@@ -88,9 +95,23 @@ def load_inputs(spec: str) -> InputSet:
             if fast is not None:
                 return _within_limits(fast, None)
             text = text.replace("\t", " ")  # same columns; YAML refuses tabs that JSON allows
+        if len(text) > MAX_YAML_CHARACTERS:
+            # Reading YAML (or finding the line of a JSON file's problem) takes minutes here.
+            what = "a JSON file with a problem in it" if path.suffix.lower() == ".json" else "YAML"
+            raise InputError(
+                f"inputs file is {len(text) / 2**20:.1f} MB; {what} is read up to "
+                f"{MAX_YAML_CHARACTERS // 2**20} MB (a well-formed JSON file up to "
+                f"{MAX_FILE_BYTES // 2**20} MB)",
+                Location(str(path)),
+            )
         node = compose(text, str(path))
     except DocumentError as exc:
         raise _first(exc.problems) from None
+    except RecursionError:  # [[[[... 100,000 deep: an input set is three levels deep
+        raise InputError(
+            "inputs file is nested too deeply; an input set is a mapping of lists of numbers",
+            Location(str(path), 1, 1),
+        ) from None
     input_set, problems = parse_input_node(node, str(path), name=path.stem)
     if problems or input_set is None:
         raise _first(problems)
@@ -132,7 +153,7 @@ def _plain_input_set(document: object, path: str, name: str) -> InputSet | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
         try:
-            return math.isfinite(value)
+            return math.isfinite(value) and abs(value) <= FLOAT32_MAX
         except OverflowError:  # an integer beyond any float: the slow path says where
             return False
 
@@ -505,6 +526,8 @@ def _values(count: int) -> str:
     return f"{count} value" if count == 1 else f"{count} values"
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: embeddings and weights become float32 tensors."""
 _NON_FINITE_WORDS = {"nan", ".nan", "inf", ".inf", "-inf", "-.inf", "+inf", "infinity", "-infinity"}
 
 
@@ -525,6 +548,9 @@ def _number(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> 
         return None
     if not math.isfinite(value):  # e.g. 1e999
         problems.append(problem_at(node, f"{label} is not a finite number", path))
+        return None
+    if abs(value) > FLOAT32_MAX:  # e.g. 1e308: infinite once it is a float32 tensor
+        problems.append(problem_at(node, f"{label} is {text}, beyond float32's ±3.4028e+38", path))
         return None
     return value
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, InputError, Location, UsageError
-from tracer.files import locked, set_aside, write_atomic
+from tracer.files import locked, set_aside, write_atomic, write_new
 from tracer.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -278,21 +278,34 @@ def init_exercises(folder: Path) -> list[tuple[Path, bool]]:
     """Write every missing stub; return (path, written) pairs. Existing files are kept as they are."""
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"not a folder: {folder}")
-    folder.mkdir(parents=True, exist_ok=True)
     results = []
-    for exercise in EXERCISES:
-        path = folder / exercise.filename
-        try:
-            with path.open("x", encoding="utf-8") as handle:  # "x": never over an existing file
-                handle.write(template(exercise))
-        except FileExistsError:
-            results.append((path, False))
-            continue
-        results.append((path, True))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for exercise in EXERCISES:
+            path = folder / exercise.filename
+            try:
+                if _empty_file(path):  # a stub a full disk cut short: nothing of yours in it
+                    write_atomic(path, template(exercise))
+                else:  # whole or not at all, and never over an existing file
+                    write_new(path, template(exercise))
+            except FileExistsError:
+                results.append((path, False))
+                continue
+            results.append((path, True))
+    except OSError as exc:
+        where = exc.filename or folder
+        raise UsageError(f"cannot write {where}: {exc.strerror or exc}") from None
     progress = folder / PROGRESS_FILE
     if not progress.exists():
         Progress().try_save(folder)
     return results
+
+
+def _empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _warn(message: str) -> None:

@@ -21,13 +21,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tracer
-from tracer.environment import env_number
+from tracer.environment import MEBIBYTES, SECONDS, env_limit, parse_limit
 from tracer.errors import Location, UsageError
+from tracer.files import write_atomic
 from tracer.learner.loader import LearnerFailure
 from tracer.learner.server import MESSAGE_SIZE
 
@@ -53,14 +55,15 @@ class Limits:
     @classmethod
     def from_environment(cls, timeout: float | None = None, memory_mb: int | None = None) -> Limits:
         """Explicit values first, then ATTN_CHECK_TIMEOUT / ATTN_CHECK_MEMORY_MB, then defaults."""
+        # One check for every limit (tracer.environment): inf lifts it, nan is refused.
         if timeout is None:
-            timeout = env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)
+            timeout = env_limit(TIMEOUT_ENV, DEFAULT_TIMEOUT, SECONDS)
+        else:
+            timeout = parse_limit("the time limit", str(timeout), SECONDS)
         if memory_mb is None:
-            memory_mb = int(env_number(MEMORY_ENV, DEFAULT_MEMORY_MB))
-        if not timeout > 0:
-            raise UsageError(f"the time limit must be above 0 seconds, got {timeout:g}")
-        if memory_mb < 64:
-            raise UsageError(f"the memory limit must be at least 64 MiB, got {memory_mb}")
+            memory_mb = int(env_limit(MEMORY_ENV, DEFAULT_MEMORY_MB, MEBIBYTES))
+        else:
+            memory_mb = int(parse_limit("the memory limit", str(memory_mb), MEBIBYTES))
         return cls(float(timeout), int(memory_mb))
 
 
@@ -290,6 +293,34 @@ def _wait_for(fd: int, byte: bytes, deadline: float, child: Running) -> str:
             return ARRIVED
 
 
+PROGRESS_NAME = ".attn-exercises.json"
+"""The exercises' progress file (tracer.learner.exercises): the learner's code never marks
+an exercise done."""
+
+
+@contextlib.contextmanager
+def _kept(path: Path) -> Iterator[None]:
+    """Put back the progress file beside ``path`` if the learner's code changed it."""
+    progress = path.absolute().parent / PROGRESS_NAME
+    try:
+        before: bytes | None = progress.read_bytes()
+    except OSError:
+        before = None
+    try:
+        yield
+    finally:
+        try:
+            after: bytes | None = progress.read_bytes()
+        except OSError:
+            after = None
+        if after != before:
+            with contextlib.suppress(OSError):
+                if before is None:
+                    progress.unlink()
+                else:
+                    write_atomic(progress, before)
+
+
 def run_sandboxed(
     path: str,
     request: dict[str, Any],
@@ -302,7 +333,7 @@ def run_sandboxed(
     import torch  # here: the server can be spawned before this process pays for torch
 
     server = server or shared_server()
-    with tempfile.TemporaryDirectory(prefix="attn-check-") as name:
+    with tempfile.TemporaryDirectory(prefix="attn-check-") as name, _kept(Path(path)):
         folder = Path(name)
         (folder / "request.json").write_text(
             json.dumps({**request, "path": path, "memory_mb": limits.memory_mb}), encoding="utf-8"

@@ -33,6 +33,7 @@ from tracer.errors import Location, UsageError
 from tracer.learner.calling import Call, MissingConfig, Setting, choose, prepare
 from tracer.learner.loader import learner_traceback
 from tracer.learner.recorder import NumpySteps, Recorder
+from tracer.processes import confine_writes, refuse_writes_outside
 
 HIDDEN = "__hidden__"
 """Sent next to the arguments: the (query, key) pairs the reference hides (see check.py)."""
@@ -407,6 +408,12 @@ def run_check(folder: Path, status_fd: int) -> None:
     torch.set_num_threads(1)
     torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's kernels now
     limit_memory(request["memory_mb"])
+    # The learner's code may change files in this run's folder and its own folder only,
+    # nothing outside (the kernel refuses where it can); the parent puts back the progress
+    # file of an exercises folder if the code changed it (isolation.run_sandboxed).
+    mine = os.path.dirname(os.path.abspath(request["path"]))
+    if not confine_writes(str(folder), mine):
+        refuse_writes_outside(str(folder), mine)
     os._exit = _fake_exit  # type: ignore[assignment]
     sys.stdin = _NoInput()
     _write(status_fd, b"r")

@@ -340,15 +340,29 @@ class Reader:
         value = _scalar(node)
         limit = len(tokens) if size is None else size
         if isinstance(value, int) and not isinstance(value, bool):
-            if not 0 <= value < limit:
+            if value < 0:
+                self.problem(node, f"{what} {value} is out of range: indices start at 0")
+                return None
+            if value >= limit:
+                shown = f"{value:,}" if value >= 10**6 else str(value)
                 self.problem(
-                    node, f"{what} {value} is out of range: valid indices are 0 to {limit - 1}"
+                    node, f"{what} {shown} is out of range: valid indices are 0 to {limit - 1:,}"
                 )
                 return None
             return value
         if isinstance(value, str) and value:
-            if value in tokens:
-                return tokens.index(value)
+            positions = [index for index, token in enumerate(tokens) if token == value]
+            if len(positions) > 1:  # as --query: picking the first may not be the one meant
+                named = ", ".join(f"'{value}@{index}'" for index in positions)
+                self.problem(
+                    node,
+                    f"{what} '{value}' is ambiguous: it is tokens "
+                    f"{', '.join(map(str, positions))} (numbered from 0); name one with its "
+                    f"position: {named}",
+                )
+                return None
+            if positions:
+                return positions[0]
             at = _POSITIONED.match(value)
             if at is not None:  # 'the@3': a repeated token, named with its position
                 return self.positioned(node, what, at.group(1), int(at.group(2)), tokens)

@@ -71,16 +71,33 @@ def placeholders(text: str) -> Iterator[Placeholder]:
         )
 
 
+FORMAT_WIDTH_LIMIT = 40
+"""The widest a live value's format may ask for (``{{dot:>40}}``)."""
+FORMAT_PRECISION_LIMIT = 16
+"""The most decimals a live value's format may ask for (``{{dot:.16f}}``)."""
+SHOWN_LIMIT = 40
+"""Characters of one formatted live value; a longer one is shown as the tables show it."""
+_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(\d*)[,_]?(?:\.(\d+))?[a-zA-Z%]?", re.DOTALL)
+
+
 def format_problem(spec: str | None) -> str | None:
     """Why a placeholder's format cannot be used, or None when it can."""
     if spec is None or spec == TOKEN_FORMAT:
         return None
     try:
         format(1.5, spec)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError, MemoryError):
         return (
             f"'{spec}' is not a number format; use one like .2f, .1% or .0f, "
             f"or '{TOKEN_FORMAT}' for an index shown as its token"
+        )
+    parts = _SPEC.fullmatch(spec)
+    width, precision = (parts.group(1), parts.group(2)) if parts else ("", "")
+    if width and int(width) > FORMAT_WIDTH_LIMIT:
+        return f"'{spec}' asks for a width of {int(width):,}; the most is {FORMAT_WIDTH_LIMIT}"
+    if precision and int(precision) > FORMAT_PRECISION_LIMIT:
+        return (
+            f"'{spec}' asks for {int(precision):,} decimals; the most is {FORMAT_PRECISION_LIMIT}"
         )
     return None
 
@@ -94,8 +111,13 @@ def format_value(
     if spec == TOKEN_FORMAT:
         index = int(value) if math.isfinite(value) and value == int(value) else -1
         return tokens[index] if 0 <= index < len(tokens) else format_number(value)
+    if spec and format_problem(spec) is None:  # a spec the check refuses is never applied
+        text = format(value, spec)
+        if len(text) <= SHOWN_LIMIT:
+            return text
+        return format_number(value)  # 3.4e38 with .2f: 39 digits, shown as the tables do
     if spec:
-        return format(value, spec)
+        return format_number(value)
     if integral and math.isfinite(value) and value == int(value):
         return str(int(value))
     return format_number(value)

@@ -35,7 +35,7 @@ from typing import Any
 import pluggy
 
 from tracer import hookspecs
-from tracer.environment import env_number
+from tracer.environment import SECONDS, env_limit
 from tracer.errors import Location, PluginError, UsageError
 from tracer.processes import die_with_parent
 from tracer.suggest import did_you_mean
@@ -250,6 +250,8 @@ class PluginHost:
         helper beside it (``from . import _shared`` or ``import _shared``).
         """
         if not folder.is_dir():
+            if folder.exists():
+                raise UsageError(f"plugins folder {folder} is not a folder")
             raise UsageError(f"plugins folder not found: {folder}")
         package = _folder_package(folder)
         for path in sorted(folder.glob("*.py")):
@@ -546,10 +548,7 @@ class PluginTimeout(Exception):
 
 
 def import_timeout() -> float:
-    seconds = env_number(IMPORT_TIMEOUT_ENV, DEFAULT_IMPORT_TIMEOUT)
-    if not seconds > 0:
-        raise UsageError(f"{IMPORT_TIMEOUT_ENV} must be above 0 seconds, got {seconds:g}")
-    return seconds
+    return env_limit(IMPORT_TIMEOUT_ENV, DEFAULT_IMPORT_TIMEOUT, SECONDS)
 
 
 @contextmanager

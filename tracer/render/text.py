@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.render.labels import axes_hint, axis_labels, effective_axes, label_axes
+from tracer.sanitize import clip, display_width, pad, visible
 from tracer.variant import Stage, SubStep, parse_axis
 
 if TYPE_CHECKING:
@@ -32,8 +33,14 @@ def format_number(value: float | bool) -> str:
         return "nan"
     if math.isinf(value):
         return "-inf" if value < 0 else "inf"
+    if abs(value) >= SCIENTIFIC_FROM:  # 3.4e38 as 3.4000e+38, never 39 digits
+        return f"{value:.4e}"
     text = f"{value:.4f}"
     return "0.0000" if text == "-0.0000" else text
+
+
+SCIENTIFIC_FROM = 1e15
+"""Magnitude from which a number is printed in scientific notation (``1.0000e+15``)."""
 
 
 ROW_LIMIT = 64
@@ -42,6 +49,8 @@ COLUMN_LIMIT = 32
 """Columns of one table printed."""
 WRAPPED_COLUMN_LIMIT = 256
 """Columns printed when the table wraps into blocks (a lesson's 51 losses are read whole)."""
+TOKENS_SHOWN = ROW_LIMIT
+"""Tokens listed in the ``tokens:`` line above a trace (``--json`` lists every one)."""
 SLICE_LIMIT = 8
 """2-d slices of a 3-d or higher tensor printed."""
 
@@ -73,7 +82,7 @@ def format_tensor(
         title = f"{leading.name} " if leading.name and not leading.tokens else ""
         rows_per_slice = data[0].reshape(-1, data.shape[-1]).shape[0] if data.shape[0] else 0
         parts = [
-            f"[{title}{label}]\n"
+            f"[{title}{_label(label)}]\n"
             + format_tensor(
                 data[index],
                 tokens,
@@ -98,6 +107,9 @@ def format_tensor(
         corner = data.reshape(-1)[:column_limit]
     columns = columns[:column_limit]
     values = corner.cpu().reshape(len(rows), len(columns)).tolist()
+    # Made visible first, then cut and measured in display columns: what the terminal shows.
+    rows = tuple(_label(label) for label in rows)
+    columns = tuple(_label(label) for label in columns)
     cells = [
         ["?" if (r, c) in hidden else format_number(v) for c, v in enumerate(row)]
         for r, row in enumerate(values)
@@ -105,8 +117,10 @@ def format_tensor(
     if all_columns > len(columns):  # a row that goes on says so where it stops
         columns = (*columns, "…")
         cells = [[*row, "…"] for row in cells]
-    width = max([len(c) for row in cells for c in row] + [len(c) for c in columns], default=0)
-    label_width = max((len(r) for r in rows), default=0)
+    width = max(
+        [len(c) for row in cells for c in row] + [display_width(c) for c in columns], default=0
+    )
+    label_width = max((display_width(r) for r in rows), default=0)
     step = max(1, len(columns))
     if wrap is not None and label_width + 2 + step * (width + 2) - 2 > wrap:
         step = max(1, (wrap - label_width) // (width + 2))
@@ -116,12 +130,16 @@ def format_tensor(
             lines.append("")  # a block of further columns
         block = slice(start, start + step)
         if data.dim() > 0:
-            header = " " * label_width + "  " + "  ".join(c.rjust(width) for c in columns[block])
+            header = (
+                " " * label_width
+                + "  "
+                + "  ".join(pad(c, width, right=True) for c in columns[block])
+            )
             lines.append(header.rstrip())
         for label, row in zip(rows, cells, strict=True):
             lines.append(
                 (
-                    label.ljust(label_width) + "  " + "  ".join(c.rjust(width) for c in row[block])
+                    pad(label, label_width) + "  " + "  ".join(c.rjust(width) for c in row[block])
                 ).rstrip()
             )
     if all_rows > len(rows) or all_columns > column_limit:
@@ -132,6 +150,11 @@ def format_tensor(
             left.append(_more(all_columns - column_limit, "more column"))
         lines.append(f"… {' and '.join(left)} not printed (attn trace --json prints every value)")
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
+
+
+def _label(text: str) -> str:
+    """A token as a label: made visible, then cut to LABEL_LIMIT display columns."""
+    return clip(visible(text, multiline=False))
 
 
 def _more(count: int, what: str) -> str:
@@ -206,11 +229,14 @@ def format_trace(
     variant = trace.variant
     focus = ""
     if trace.context.query is not None:
-        focus = f", query {trace.context.query} ({trace.tokens[trace.context.query]})"
+        focus = f", query {trace.context.query} ({_label(trace.tokens[trace.context.query])})"
     # Run to the first step before printing anything: a variant that rejects its
     # options fails here, and the user sees only the error line.
     first = next(trace, None)
-    header = f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{focus}"
+    shown = " ".join(_label(token) for token in trace.tokens[:TOKENS_SHOWN])
+    if len(trace.tokens) > TOKENS_SHOWN:
+        shown += f" … ({len(trace.tokens) - TOKENS_SHOWN:,} more)"
+    header = f"{variant.name}: {variant.title}\ntokens: {shown}{focus}"
     yield f"{header}{source_line(trace)}\n"
     for step in itertools.chain([first] if first is not None else [], trace):
         if isinstance(step, Stage):

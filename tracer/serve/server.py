@@ -13,8 +13,10 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import logging
 import secrets
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.download_manager import DownloadManager
 from yarl import URL
 
+from tracer.sanitize import message as one_line
 from tracer.serve.page import render_page
 from tracer.serve.session import AppSession
 
@@ -71,6 +74,26 @@ def _clamp(value: object, default: int) -> int:
     except ValueError:
         return default
     return max(1, min(MAX_CELLS, number))
+
+
+class _OneLine(logging.Handler):
+    """aiohttp's report of a request it refused (a 100 KB request line: it answers 400), as
+    one sanitised line on stderr instead of its traceback."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        text = f"{type(error).__name__}: {error}" if error is not None else record.getMessage()
+        first = text.strip().splitlines()[0] if text.strip() else "a bad request"
+        with contextlib.suppress(Exception):
+            sys.stderr.write(one_line(f"attn serve: refused a request: {first}") + "\n")
+
+
+def quiet_request_errors() -> None:
+    """Route aiohttp's request errors through :class:`_OneLine` (once)."""
+    logger = logging.getLogger("aiohttp.server")
+    if not any(isinstance(handler, _OneLine) for handler in logger.handlers):
+        logger.addHandler(_OneLine())
+        logger.propagate = False
 
 
 class BrowserServer:
@@ -211,6 +234,7 @@ class BrowserServer:
 
     async def start(self) -> str:
         """Listen; returns the URL to open (with the real port when ``port`` was 0)."""
+        quiet_request_errors()
         self._runner = web.AppRunner(self.make_app(), handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

@@ -24,7 +24,7 @@ from typing import Any
 
 import platformdirs
 
-from tracer.files import locked, set_aside, write_atomic
+from tracer.files import LockTimeout, locked, set_aside, write_atomic
 
 DATA_ENV = "ATTN_DATA_DIR"
 APP_NAME = "attention-tracer"
@@ -219,8 +219,11 @@ class ProgressStore:
         except OSError as exc:
             return f"could not save progress to {self.path}: {exc.strerror or exc}"
         # Read, merge and write under one lock: another instance's save in between is kept.
-        with locked(self.path):
-            return self._merge_and_write()
+        try:
+            with locked(self.path):
+                return self._merge_and_write()
+        except LockTimeout as exc:  # another instance that never lets go: not a hang
+            return f"could not save progress to {self.path}: {exc.strerror}"
 
     def _merge_and_write(self) -> str | None:
         on_disk = self._read() or {}

@@ -156,6 +156,14 @@ def _tensor(
     if isinstance(value, bool):
         return torch.tensor(value)
     if isinstance(value, (int, float)):
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            digits = len(str(abs(value)))
+            raise _error(
+                trace,
+                f"{subject}: tensor '{name}' is a whole number of {digits:,} digits, beyond "
+                "int64; yield it as a float (or a tensor)",
+                where,
+            )
         return torch.tensor(value, dtype=torch.float32 if isinstance(value, float) else torch.int64)
     problem = None
     if not isinstance(value, torch.Tensor):

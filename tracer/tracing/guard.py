@@ -1,11 +1,14 @@
 """Copy-on-write for recorded tensors.
 
-Stages and sub-steps are recorded without copying. If the variant later
-modifies a recorded tensor in place (``scores.masked_fill_(...)``,
-``x[i] = ...``), the earlier step would silently show the new values. A
-``TorchFunctionMode`` sees every torch call while the variant runs; just
-before an in-place call writes to storage that a step holds, that step's
-tensor is cloned. Two writers never pass through torch functions, so they
+Stages and sub-steps are recorded without copying: a step holds its own
+tensor object (detached, as a worker process sends it) over the variant's
+storage. If the variant later modifies a recorded tensor in place
+(``scores.masked_fill_(...)``, ``W.data.sub_(...)``, ``x[i] = ...``), the
+earlier step would silently show the new values. A ``TorchFunctionMode``
+sees every torch call while the variant runs; just before an in-place call
+writes to storage that a step holds, the step's tensor is moved onto a copy
+of its values, in place, so a reader who already took it (a JSON document
+being written, a table on screen) keeps the values that were recorded. Two writers never pass through torch functions, so they
 are handled where they start: autograd accumulating into ``.grad`` (every
 held tensor is cloned when ``backward`` runs) and writes through a numpy
 view (a held tensor is cloned as soon as a numpy view of it is taken, and a
@@ -89,8 +92,12 @@ class CopyOnWrite(TorchFunctionMode):
             if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
                 key = _storage(tensor)
                 if key in self._exposed:  # a numpy view may write at any time: copy now
-                    step.tensors[name] = tensor.clone()
-                elif key:
+                    step.tensors[name] = tensor.detach().clone()
+                    continue
+                # The step's own object: the variant's writes through its own one (or ``.data``)
+                # are what the guard sees coming, and this one is what moves to a copy.
+                step.tensors[name] = tensor.detach()
+                if key:
                     held = self._holders.setdefault(key, [])
                     held.append((ref, name))
                     if len(held) > self._prune_at.get(key, PRUNE_FROM):
@@ -102,8 +109,10 @@ class CopyOnWrite(TorchFunctionMode):
     def _clone(self, key: int) -> None:
         for ref, name in self._holders.pop(key, ()):
             step = ref()
-            if step is not None and name in step.tensors:
-                step.tensors[name] = step.tensors[name].clone()
+            tensor = step.tensors.get(name) if step is not None else None
+            if isinstance(tensor, torch.Tensor):
+                # In place: whoever holds this tensor already keeps the recorded values.
+                tensor.data = tensor.clone()
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Trace", "VariantRunError"]
 
+_REAL_EXIT = os._exit  # taken at import: a plugin's step may have replaced os._exit
+
 
 class Trace:
     """Step through one run of a variant: ``for step in trace: ...``.
@@ -78,6 +80,7 @@ class Trace:
         # own would be: the source pane shows the mask being drawn when --dropout is set.
         self._lines = LineRecorder((*(tuple(roots) or (self._code_file,)), SHARED_HELPER))
         self._guard: object | None = None
+        self._pid = os.getpid()
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -98,10 +101,14 @@ class Trace:
         guard = self._guard
         assert isinstance(guard, CopyOnWrite)
         try:
-            with contained(self.torch_changes), self._lines, guard:
-                if self._generator is None:
-                    self._generator = self._start()
-                step = next(self._generator)
+            try:
+                with contained(self.torch_changes), self._lines, guard:
+                    if self._generator is None:
+                        self._generator = self._start()
+                    step = next(self._generator)
+            finally:
+                if os.getpid() != self._pid:  # a copy of this process the step forked ends here
+                    _REAL_EXIT(0)
             # Checked and recorded outside the guard: our own torch calls are not the plugin's.
             return self._record(step)
         except StopIteration as stop:

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracer.environment import env_number
+from tracer.environment import MEBIBYTES, SECONDS, env_limit
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
 from tracer.processes import (
     PR_SET_PDEATHSIG,
@@ -58,13 +58,14 @@ from tracer.processes import (
     descendants,
     die_with_parent,
     kill_descendants,
+    occupy_standard_fds,
     prctl,
     private_memory,
     reap,
     reaped,
     resident,
 )
-from tracer.sanitize import visible
+from tracer.sanitize import drop_warnings, keep_warnings, take_warnings, visible
 from tracer.tracing.stepper import Cancelled
 from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, SubStep, Variant
@@ -92,6 +93,7 @@ POLL_S = 0.05
 WHERE_GRACE_S = 0.5
 """How long a stuck child gets to say which line it is on before it is killed."""
 
+_REAL_EXIT = os._exit
 _NUMPY_DTYPES: set[Any] = set()
 """torch dtypes that numpy shares, filled in by the child (this module must not import torch)."""
 
@@ -109,12 +111,8 @@ class WorkerLimits:
 
     @classmethod
     def from_environment(cls) -> WorkerLimits:
-        timeout = env_number(TIMEOUT_ENV, DEFAULT_STEP_TIMEOUT)
-        memory = env_number(MEMORY_ENV, DEFAULT_MEMORY_MB)
-        if not timeout > 0:
-            raise UsageError(f"{TIMEOUT_ENV} must be above 0 seconds, got {timeout:g}")
-        if memory < 64:
-            raise UsageError(f"{MEMORY_ENV} must be at least 64 (MiB), got {memory:g}")
+        timeout = env_limit(TIMEOUT_ENV, DEFAULT_STEP_TIMEOUT, SECONDS)
+        memory = env_limit(MEMORY_ENV, DEFAULT_MEMORY_MB, MEBIBYTES)
         return cls(float(timeout), int(memory))
 
 
@@ -223,6 +221,9 @@ class WorkerTrace(Trace):
     # Parent side -----------------------------------------------------------------
 
     def _spawn(self) -> None:
+        # A closed standard stream's number would go to one of the pipes below, which the
+        # child then points at /dev/null (used as a library, not through ``attn``).
+        occupy_standard_fds()
         # Whatever sits in our buffers would be printed twice, once by each process.
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -551,6 +552,13 @@ class _Printed(io.StringIO):
         return text
 
 
+def _with_warnings(printed: _Printed) -> str:
+    """What the variant printed with this step, then its warnings, one line each."""
+    kept = take_warnings()
+    text = printed.take()
+    return text + "".join(line + "\n" for line in kept) if kept else text
+
+
 def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None:
     """The child: run the variant one step per ``next`` and send each step back."""
     import torch  # the parent imports this module before torch; the child needs it
@@ -571,6 +579,8 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
     _NUMPY_DTYPES.update({torch.int8, torch.int16, torch.int32, torch.int64})
     printed = _Printed()
     sys.stdout = sys.stderr = printed
+    drop_warnings()  # the tool's own, copied by the fork
+    keep_warnings()  # the variant's come back with its step, one line each
     with contextlib.suppress(OSError):  # C-level writes must not draw over the app
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -586,6 +596,7 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
         reported = len(trace.torch_changes)
         return list(new)
 
+    worker = os.getpid()
     while True:
         try:
             if connection.recv_bytes() != b"next":
@@ -594,9 +605,9 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
             return
         try:
             step = next(trace)
-            message: tuple[Any, ...] = ("step", _sendable(step), changes(), printed.take())
+            message: tuple[Any, ...] = ("step", _sendable(step), changes(), _with_warnings(printed))
         except StopIteration:
-            message = ("end", _sendable_tensor(trace.output), changes(), printed.take())
+            message = ("end", _sendable_tensor(trace.output), changes(), _with_warnings(printed))
         except TracerError as error:
             error = _memory_error(error, owner)
             location = error.location
@@ -616,6 +627,9 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
         except BaseException as exc:  # anything else is our own failure
             text = traceback.format_exception_only(type(exc), exc)[-1].strip()
             message = ("error", "PluginError", f"worker failed: {text}", None, [], "")
+        if os.getpid() != worker:  # a copy of the worker that the step forked: only one answers
+            _REAL_EXIT(0)
+        drop_warnings()  # a failed step's warnings are noise beside its one-line error
         try:
             _send(connection, message)
         except (pickle.PicklingError, TypeError, AttributeError, RuntimeError) as exc:
@@ -730,10 +744,13 @@ def _read(connection: Connection) -> tuple[Any, ...]:
     buffers = []
     for size in sizes:
         buffer = bytearray(size)  # writable, so the tensors built on it are ordinary tensors
-        if size:
-            connection.recv_bytes_into(buffer)
-        else:
-            connection.recv_bytes()
+        try:
+            if size:
+                connection.recv_bytes_into(buffer)
+            else:
+                connection.recv_bytes()
+        except multiprocessing.BufferTooShort:  # two writers (a step that forked), interleaved
+            raise _Refused("a message that does not fit its announced size") from None
         buffers.append(buffer)
     message: tuple[Any, ...] = _loads(data, buffers)
     if not _well_formed(message):

@@ -159,9 +159,10 @@ class TracerApp(App[int]):
         if self._keymap_text.strip():
             # After the first frame: listing the ids imports every screen's module.
             self.call_after_refresh(self._check_keymap)
-        # Closing on SIGTERM/SIGHUP the way q does restores the terminal (no raw mode left).
+        # Closing on SIGTERM/SIGHUP the way q does restores the terminal (no raw mode left);
+        # SIGINT too (``kill -INT``: Ctrl+C is a key here), with the interrupted status 130.
         loop = asyncio.get_running_loop()
-        for name in ("SIGTERM", "SIGHUP"):
+        for name in ("SIGTERM", "SIGHUP", "SIGINT"):
             number = getattr(signal, name, None)
             if number is not None:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from tracer.errors import UsageError
 from tracer.learner.calling import ARGUMENT_ORDER
 from tracer.learner.compare import close, find, matches_any, max_difference
 from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
-from tracer.learner.dropout import DropoutCheck, check_dropout
+from tracer.learner.dropout import CHECK_RATE, DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
@@ -35,6 +36,9 @@ from tracer.learner.recorder import Mutation, Record
 from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
 from tracer.variant import Stage
+
+NOTE_WIDTH = 88
+"""The width the notes of a second run are wrapped to (the report's width)."""
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -694,8 +698,6 @@ def _wider(
 def _dropout_on(
     trace: Trace, first: CheckResult, passed: CheckResult, earlier: dict[str, Any]
 ) -> dict[str, Any] | None:
-    from tracer.learner.dropout import CHECK_RATE
-
     return {"dropout": CHECK_RATE} if passed.matches and hides_dropout(trace, first) else None
 
 
@@ -707,10 +709,25 @@ def _dropout_off(
     return None
 
 
-def _dropout_on_note(result: CheckResult) -> str:
-    from tracer.learner.dropout import CHECK_RATE
-    from tracer.learner.report import dropout_line
+def dropout_line(result: CheckResult, rate: float) -> str:
+    """What the second run, with dropout on, added to a check that passed with it off."""
+    if result.matches:
+        text = (
+            f"checked again with --dropout {rate:g}: your dropout zeroes some weights and "
+            f"scales the rest by 1/(1-p) = {1 / (1 - rate):g}, and your context uses the "
+            "dropped weights."
+        )
+    else:
+        reason = (
+            result.dropout.note
+            if result.dropout is not None and result.dropout.note
+            else result.problem or "it did not match"
+        )
+        text = f"with --dropout {rate:g} your dropout could not be checked: {reason}."
+    return textwrap.fill(text, NOTE_WIDTH)
 
+
+def _dropout_on_note(result: CheckResult) -> str:
     return dropout_line(result, CHECK_RATE)
 
 

@@ -477,11 +477,6 @@ def _unreadable(output: Any, exc: BaseException) -> str:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--serve"]:
-        from tracer.learner.server import serve
-
-        serve(int(argv[1]), int(argv[2]))
-        return
     run_check(Path(argv[0]), int(argv[1]))
 
 

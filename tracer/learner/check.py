@@ -33,6 +33,7 @@ from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Mutation, Record
+from tracer.learner.relations import Known, explain, head_splits
 from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
 from tracer.variant import Stage
@@ -398,8 +399,10 @@ def check(
         path=filename,
         arguments={n: t for n, t in tensors.items() if n != HIDDEN},
     )
+    matched = _matched_before(stages, diverging)
     diagnoses = merge(
-        diagnose(evidence), reproduce(evidence, mistakes_of(trace.variant), trace.context)
+        diagnose(evidence),
+        reproduce(evidence, mistakes_of(trace.variant), trace.context, matched),
     )
     takes_dropout = payload.get("takes_dropout") is True
     dropout = check_dropout(
@@ -429,6 +432,9 @@ def check(
     output_record = next(
         (r for r in reversed(records) if output_id is not None and r.result_id == output_id), None
     )
+    if not matches and not diagnoses and dropout is None:
+        found = explain_divergence(trace, diverging, records, tensor_output, output_record)
+        diagnoses = [found] if found is not None else []
     return CheckResult(
         path=filename,
         trace=trace,
@@ -699,6 +705,70 @@ def _dropout_on(
     trace: Trace, first: CheckResult, passed: CheckResult, earlier: dict[str, Any]
 ) -> dict[str, Any] | None:
     return {"dropout": CHECK_RATE} if passed.matches and hides_dropout(trace, first) else None
+
+
+def _matched_before(stages: list[StageResult], diverging: StageResult | None) -> frozenset[str]:
+    """Names of the reference tensors the learner's code got right before it diverged."""
+    names: set[str] = set()
+    for result in stages:
+        if result is diverging:
+            break
+        if result.status == MATCH:
+            names.update(t for t in result.stage.tensors if t == result.stage.name)
+    return frozenset(names)
+
+
+def explain_divergence(
+    trace: Trace,
+    diverging: StageResult | None,
+    records: list[Record],
+    output: torch.Tensor | None,
+    output_record: Record | None,
+) -> Diagnosis | None:
+    """A sentence from what the numbers show, for a divergence no known mistake explains."""
+    tensors: dict[str, torch.Tensor] = {}
+    for stage in trace.stages:
+        for name, tensor in stage.tensors.items():
+            if tensor.is_floating_point():
+                tensors.setdefault(name, tensor)
+    heads = _heads(trace)
+    keys = tensors.get("keys")
+    width = int(keys.shape[-1]) if keys is not None else 1
+    if keys is None and trace.context.weights is not None:
+        width = int(trace.context.weights.key.shape[-1]) // max(heads, 1)
+    hidden = hidden_pairs(trace)
+    projected = [tensors[n] for n in ("queries", "keys", "values", "projected") if n in tensors]
+    if heads > 1:
+        for record in records:
+            if record.value is not None and record.value.dim() == 3:
+                found = head_splits(record.value, projected, heads, record.line)
+                if found is not None:
+                    return found
+    if diverging is not None and diverging.record is not None and diverging.record.value is not None:
+        stage = diverging.stage
+        expected = stage.tensors.get(stage.name)
+        if expected is None:
+            expected = next(iter(stage.tensors.values()))
+        mine = diverging.record.value
+        line = diverging.record.line
+        name = stage.name
+    else:
+        if output is None or trace.output is None:
+            return None
+        expected, mine, name = trace.output, output, "output"
+        line = output_record.line if output_record is not None else None
+        if line is None:
+            line = next((r.line for r in reversed(records) if r.line is not None), None)
+    known = Known(
+        stage=name,
+        expected=expected,
+        tensors=tensors,
+        hidden=hidden,
+        heads=heads,
+        head_dim=max(width, 1),
+        tokens=len(trace.tokens),
+    )
+    return explain(mine, known, line)
 
 
 def _dropout_off(

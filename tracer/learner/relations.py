@@ -1,0 +1,428 @@
+"""What the numbers show when no catalogued mistake explains a divergence.
+
+At the first stage where the learner's tensor differs from the reference's, the
+two are related by value: equal up to a constant factor (and which one), equal
+transposed, with rows, columns or heads permuted or reversed, normalised over
+the other axis, scaled row by row or column by column (a sum without
+``keepdims`` broadcast the wrong way), off by exactly one tensor the check
+knows (a query's own value vector, the mask, each row's maximum), equal except
+on masked positions, equal for some heads only, or the heads split another
+way. The relation is said in the learner's terms; when none holds, the
+sentence still says where the numbers differ (which rows, which entries) and
+by how much, never only that nothing was recognised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from tracer.learner.compare import close
+from tracer.learner.diagnosis import Diagnosis, at_line
+
+TOLERANCE = 1e-4
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the relations are measured against."""
+
+    stage: str
+    """The name of the stage where the learner's tensor diverges (``weights``, ``context``)."""
+    expected: torch.Tensor
+    tensors: dict[str, torch.Tensor]
+    """Every floating reference tensor by name (``values``, ``scaled``, ``queries``...)."""
+    hidden: torch.Tensor | None
+    """(query, key) pairs the reference hides (True), if it hides any."""
+    heads: int
+    head_dim: int
+    tokens: int
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return tuple(a.shape) == tuple(b.shape) and close(a, b)
+
+
+def _factor_name(factor: float, known: Known) -> str | None:
+    """Which constant a factor is, in a learner's words."""
+    d = known.head_dim
+    n = known.tokens
+    names: list[tuple[float, str]] = []
+    if d > 1:
+        names += [
+            (math.sqrt(d), f"√d_k = √{d}"),
+            (1 / math.sqrt(d), f"1/√d_k = 1/√{d}"),
+            (float(d), f"d_k = {d}"),
+            (1 / d, f"1/d_k = 1/{d}"),
+        ]
+    if known.heads > 1:
+        names += [
+            (float(known.heads), f"the number of heads ({known.heads})"),
+            (1 / known.heads, f"1/(the number of heads) = 1/{known.heads}"),
+        ]
+    if n > 1:
+        names += [
+            (float(n), f"the number of tokens (or cache length, {n})"),
+            (1 / n, f"1/(the number of tokens) = 1/{n}: a mean where a sum belongs"),
+            (math.sqrt(n), f"√(the number of tokens) = √{n}"),
+            (1 / math.sqrt(n), f"1/√(the number of tokens) = 1/√{n}"),
+        ]
+    for value, name in names:
+        if abs(factor - value) <= 1e-4 * max(1.0, abs(value)):
+            return name
+    return None
+
+
+def _constant_factor(mine: torch.Tensor, expected: torch.Tensor) -> float | None:
+    usable = (expected.abs() > 1e-6) & mine.isfinite()
+    if not bool(usable.any()) or bool((mine[~usable].abs() > 1e-6).any()):
+        return None
+    ratios = mine[usable].double() / expected[usable].double()
+    factor = float(ratios.median())
+    if abs(factor - 1) < 1e-6 or factor == 0:
+        return None
+    return factor if _same(mine, expected * factor) else None
+
+
+def _additive_log_ratio(
+    mine: torch.Tensor, expected: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(row, column) factors u, v with mine = expected * u_i * v_j, if the entries fit."""
+    if mine.dim() != 2 or tuple(mine.shape) != tuple(expected.shape):
+        return None
+    usable = (expected.abs() > 1e-6) & (mine.abs() > 1e-9)
+    if not bool(usable.any()) or bool((mine[expected.abs() <= 1e-6].abs() > 1e-6).any()):
+        return None
+    if bool(((mine[usable] > 0) != (expected[usable] > 0)).any()):
+        return None
+    logs = torch.zeros(mine.shape, dtype=torch.float64)
+    logs[usable] = (mine[usable].double().abs() / expected[usable].double().abs()).log()
+    rows = torch.zeros(mine.shape[0], dtype=torch.float64)
+    columns = torch.zeros(mine.shape[1], dtype=torch.float64)
+    weight = usable.double()
+    for _ in range(20):  # alternating least squares on log(mine / expected) = a_i + b_j
+        rows = ((logs - columns) * weight).sum(1) / weight.sum(1).clamp(min=1)
+        columns = ((logs - rows[:, None]) * weight).sum(0) / weight.sum(0).clamp(min=1)
+    fitted = expected.double() * torch.exp(rows[:, None] + columns[None, :])
+    if not _same(mine.double(), fitted):
+        return None
+    return rows.exp(), columns.exp()
+
+
+def _constant(values: torch.Tensor) -> bool:
+    return bool((values - values.mean()).abs().max() <= TOLERANCE * max(1.0, float(values.abs().max())))
+
+
+def _permutation(mine: torch.Tensor, expected: torch.Tensor, axis: int) -> list[int] | None:
+    """Where each of ``mine``'s slices along ``axis`` sits in ``expected``, if it is a reordering."""
+    count = expected.shape[axis]
+    order = []
+    for i in range(count):
+        slice_ = mine.select(axis, i)
+        found = next(
+            (j for j in range(count) if j not in order and close(slice_, expected.select(axis, j))),
+            None,
+        )
+        if found is None:
+            return None
+        order.append(found)
+    return None if order == list(range(count)) else order
+
+
+def _rows_word(axis: int, dims: int, stage: str) -> str:
+    if dims == 3 and axis == 0:
+        return "heads"
+    if stage in ("weights", "scores", "scaled", "masked_scores", "renormalized"):
+        return "query rows" if axis == dims - 2 else "key columns"
+    return "rows (tokens)" if axis == dims - 2 else "columns (features)"
+
+
+def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
+    """(code, sentence): how the learner's tensor relates to the reference's, if it does."""
+    expected = known.expected
+    stage = known.stage
+    if tuple(mine.shape) != tuple(expected.shape):
+        return _other_shape(mine, known)
+    mine, expected = mine.double(), expected.double()
+    factor = _constant_factor(mine, expected)
+    if factor is not None:
+        name = _factor_name(factor, known) or f"{factor:.4g}"
+        return (
+            "scaled-by",
+            f"your {stage} tensor is exactly the expected one times {name}: everything else is right, "
+            "only a constant factor is off (look at what you divide or multiply by)",
+        )
+    if mine.dim() >= 2 and mine.shape[-1] == mine.shape[-2] and _same(mine.mT, expected):
+        return (
+            "transposed",
+            f"your {stage} tensor is the expected one transposed: rows and columns swapped "
+            "(queries where keys belong)",
+        )
+    sums = _sums(mine, known)
+    if sums is not None:
+        return sums
+    for axis in range(mine.dim()):
+        order = _permutation(mine, expected, axis)
+        if order is None:
+            continue
+        word = _rows_word(axis, mine.dim(), stage)
+        if order == list(reversed(range(len(order)))):
+            return ("reversed", f"your {stage} tensor holds the expected {word} in reverse order")
+        return (
+            "permuted",
+            f"your {stage} tensor holds the expected {word} in another order: yours "
+            f"{', '.join(map(str, range(len(order))))} are the expected {', '.join(map(str, order))}",
+        )
+    if mine.dim() >= 2 and mine.shape[-1] % max(known.heads, 1) == 0 and known.heads > 1:
+        blocks = _head_blocks(mine, expected, known.heads)
+        if blocks is not None:
+            return blocks
+    offset = _offset(mine, expected, known)
+    if offset is not None:
+        return offset
+    factors = _additive_log_ratio(mine, expected)
+    if factors is not None:
+        rows, columns = factors
+        if _constant(columns):
+            return (
+                "row-factor",
+                f"each row of your {stage} tensor is the expected row times its own factor "
+                f"({', '.join(f'{float(r * columns[0]):.3g}' for r in rows)}): rows are "
+                "normalised by the wrong sum",
+            )
+        if close(rows * columns, torch.ones_like(rows)):
+            return (
+                "keepdims",
+                f"entry (i, j) of your {stage} is the expected one times s_i/s_j: each row was "
+                "divided by another row's sum, a sum taken without keepdims and broadcast along "
+                "the wrong axis (keepdims=True, or [:, None])",
+            )
+        if _constant(rows):
+            return (
+                "column-factor",
+                f"each column of your {stage} is the expected column times its own factor: "
+                "something taken per column (a maximum over axis 0, say) did not cancel; "
+                "take it per row (over the last axis, keepdims=True)",
+            )
+        return (
+            "row-column-factor",
+            f"your {stage} tensor is the expected one times a factor per row and a factor per "
+            "column: a per-column quantity (a maximum over the other axis) did not cancel",
+        )
+    heads = _per_head(mine, expected)
+    if heads is not None:
+        return heads
+    return _where(mine, expected, known)
+
+
+def _sums(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
+    """Weights that sum to 1 along the wrong axis."""
+    if known.stage != "weights" or mine.dim() < 2:
+        return None
+    rows = mine.sum(-1)
+    columns = mine.sum(-2)
+    ones_rows = close(rows, torch.ones_like(rows))
+    ones_columns = close(columns, torch.ones_like(columns))
+    if not ones_rows and ones_columns:
+        return (
+            "other-axis",
+            "your weights' columns sum to 1 and their rows do not: the normalisation ran over "
+            "the queries (dim=0 / dim=-2) instead of over each query's keys (dim=-1)",
+        )
+    if mine.dim() == 3 and not ones_rows:
+        over_heads = mine.sum(0)
+        if close(over_heads, torch.ones_like(over_heads)):
+            return (
+                "other-axis",
+                "your weights sum to 1 across the heads (dim=0), not along each query's keys "
+                "(dim=-1): the softmax ran over the heads axis",
+            )
+    return None
+
+
+def _offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[str, str] | None:
+    """Off by exactly one tensor the check knows."""
+    difference = mine - expected
+    stage = known.stage
+    for name in ("values", "queries", "keys", "inputs", "projected"):
+        tensor = known.tensors.get(name)
+        if tensor is None or tuple(tensor.shape) != tuple(difference.shape):
+            continue
+        for sign, word in ((1.0, "plus"), (-1.0, "minus")):
+            if _same(difference, sign * tensor.double()):
+                own = " (each query's own vector)" if name in ("values", "inputs") else ""
+                return (
+                    "plus-tensor",
+                    f"your {stage} tensor is the expected one {word} the {name}{own}: that term "
+                    "does not belong in the sum",
+                )
+    hidden = known.hidden
+    if hidden is not None and tuple(hidden.shape) == tuple(mine.shape[-2:]) and bool(hidden.any()):
+        differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5)
+        if bool(differs.any()) and not bool((differs & ~hidden).any()):
+            shown = mine[differs]
+            value = f" (they hold {float(shown[0]):.3g})" if _constant(shown) else ""
+            return (
+                "masked-only",
+                f"your {stage} tensor equals the expected one everywhere except the masked (future) "
+                f"positions, which should be 0{value}: the mask is applied after the softmax, "
+                "or the masked entries are not cleared",
+            )
+    if difference.dim() >= 1:
+        per_row = difference - difference[..., :1]
+        if close(per_row, torch.zeros_like(per_row)) and not close(difference, 0 * difference):
+            shift = difference[..., 0]
+            for name in ("scaled", "scores", "masked_scores"):
+                scores = known.tensors.get(name)
+                if scores is None or tuple(scores.shape[:-1]) != tuple(shift.shape):
+                    continue
+                top = scores.double().masked_fill(~scores.isfinite(), float("-inf")).amax(-1)
+                if _same(shift, -top):
+                    return (
+                        "row-offset",
+                        f"each row of your {stage} tensor is the expected row minus that row's maximum "
+                        f"of the {name}: the maximum subtracted for stability was not added back "
+                        "(log-sum-exp = max + log(sum(exp(x - max))))",
+                    )
+            return (
+                "row-offset",
+                f"each row of your {stage} tensor is the expected row shifted by a constant of its own "
+                f"({', '.join(f'{float(s):.3g}' for s in shift.flatten()[:6])}): something "
+                "added per row does not belong",
+            )
+    return None
+
+
+def _head_blocks(mine: torch.Tensor, expected: torch.Tensor, heads: int) -> tuple[str, str] | None:
+    """Concatenated heads in another order: column blocks permuted."""
+    width = mine.shape[-1] // heads
+    mine_blocks = torch.stack(mine.split(width, dim=-1))
+    expected_blocks = torch.stack(expected.split(width, dim=-1))
+    order = _permutation(mine_blocks, expected_blocks, 0)
+    if order is None:
+        return None
+    if order == list(reversed(range(heads))):
+        return (
+            "reversed",
+            "your columns hold the expected heads' blocks in reverse order: the heads were "
+            "concatenated last to first",
+        )
+    return (
+        "permuted",
+        f"your columns hold the expected heads' blocks in another order ({order}): concatenate "
+        "head 0's output first, then head 1's, ...",
+    )
+
+
+def _per_head(mine: torch.Tensor, expected: torch.Tensor) -> tuple[str, str] | None:
+    if mine.dim() != 3 or mine.shape[0] < 2:
+        return None
+    right = [h for h in range(mine.shape[0]) if close(mine[h], expected[h])]
+    if not right or len(right) == mine.shape[0]:
+        return None
+    wrong = [h for h in range(mine.shape[0]) if h not in right]
+    return (
+        "some-heads",
+        f"head{'s' if len(right) > 1 else ''} {', '.join(map(str, right))} "
+        f"{'are' if len(right) > 1 else 'is'} right and head{'s' if len(wrong) > 1 else ''} "
+        f"{', '.join(map(str, wrong))} not: something in your code uses one head's slice "
+        "(often head 0's keys or values) for every head",
+    )
+
+
+def _other_shape(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
+    expected = known.expected
+    shape = "×".join(map(str, mine.shape))
+    wanted = "×".join(map(str, expected.shape))
+    if mine.numel() == expected.numel() * expected.shape[-2] and mine.dim() == expected.dim() + 1:
+        return (
+            "broadcast",
+            f"your {known.stage} tensor is {shape}, not {wanted}: a reduction lost its axis (no "
+            "keepdims) and the next operation broadcast it into an extra dimension",
+        )
+    if mine.dim() == expected.dim() and sorted(mine.shape) == sorted(expected.shape):
+        return (
+            "shape",
+            f"your {known.stage} tensor is {shape} where {wanted} is expected: the axes are in "
+            "another order (a transpose or permute too many, or too few)",
+        )
+    return None
+
+
+def _where(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[str, str]:
+    """No relation: where and by how much the numbers differ."""
+    differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5)
+    count, total = int(differs.sum()), differs.numel()
+    gap = (mine - expected).abs()
+    gap = gap.masked_fill(~gap.isfinite(), float("inf"))
+    position = tuple(int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
+    text = (
+        f"{count} of the {total} entries of your {known.stage} differ; the largest gap is at "
+        f"{position} (yours {float(mine[position]):.4g}, expected {float(expected[position]):.4g})"
+    )
+    if mine.dim() >= 2:
+        rows = differs.flatten(0, -2).any(-1)
+        right = [i for i in range(rows.shape[0]) if not bool(rows[i])]
+        if right and len(right) < rows.shape[0]:
+            text += f"; rows {', '.join(map(str, right[:8]))} are right"
+    return "differs", text + "."
+
+
+def explain(
+    mine: torch.Tensor | None, known: Known, line: int | None
+) -> Diagnosis | None:
+    """A diagnosis from the relation of the learner's tensor to the reference's."""
+    if mine is None or not mine.is_floating_point():
+        return None
+    try:
+        found = relate(mine, known)
+    except (RuntimeError, ValueError, IndexError):  # shapes a relation does not apply to
+        return None
+    if found is None:
+        return None
+    code, sentence = found
+    titles = {
+        "scaled-by": "off by a constant factor",
+        "transposed": "transposed",
+        "reversed": "in reverse order",
+        "permuted": "in another order",
+        "other-axis": "normalised over the wrong axis",
+        "row-factor": "each row scaled by its own factor",
+        "keepdims": "a sum without keepdims",
+        "column-factor": "each column scaled by its own factor",
+        "row-column-factor": "scaled per row and per column",
+        "plus-tensor": "one extra term",
+        "masked-only": "wrong only at masked positions",
+        "row-offset": "each row shifted",
+        "some-heads": "right for some heads only",
+        "broadcast": "an extra broadcast dimension",
+        "shape": "axes in another order",
+        "head-split": "heads split the other way",
+        "differs": "what differs",
+    }
+    return Diagnosis(code, titles.get(code, code), line, f"{at_line(line)}: {sentence}")
+
+
+def head_splits(
+    mine: torch.Tensor, projected: Sequence[torch.Tensor], heads: int, line: int | None
+) -> Diagnosis | None:
+    """A per-head tensor equal to a projection split as view(T, head_dim, heads)."""
+    for tensor in projected:
+        if tensor.dim() != 2 or tensor.shape[-1] % heads:
+            continue
+        tokens, width = tensor.shape
+        size = width // heads
+        interleaved = tensor.reshape(tokens, size, heads).permute(2, 0, 1)
+        if tuple(mine.shape) == tuple(interleaved.shape) and close(mine, interleaved):
+            return Diagnosis(
+                "head-split",
+                "heads split the other way",
+                line,
+                f"{at_line(line)}: each of your heads takes every {heads}th column of the "
+                f"projection, as view(T, {size}, {heads}) splits it; a head is a block of "
+                f"{size} neighbouring columns: view(T, {heads}, {size}).transpose(0, 1)",
+            )
+    return None

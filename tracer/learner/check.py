@@ -44,7 +44,7 @@ NOTE_WIDTH = 88
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
-GIVEN_STAGES = ("inputs", "projections")
+GIVEN_STAGES = ("inputs", "projections", "source")
 """Stages that show what the learner is given rather than what they compute."""
 
 CREATION_OPS = frozenset(
@@ -119,6 +119,11 @@ def provided_arguments(trace: Trace) -> dict[str, Any]:
                 )
         if "W_out" in provided:
             provided["num_heads"] = _heads(trace)
+    source = context.source
+    if source is not None:  # cross-attention: keys and values come from the source
+        provided["source"] = source.inputs
+        if "W_key" in provided and source.weights is not None:
+            provided["W_key"], provided["W_value"] = source.weights.key, source.weights.value
     return provided
 
 
@@ -173,6 +178,7 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         "d_in": int(inputs.shape[-1]),
         "d_out": d_out,
         "context_length": int(inputs.shape[0]),
+        "d_source": None if "source" not in provided else int(provided["source"].shape[-1]),
         "dropout": float(trace.context.dropout),
         "causal": "mask" in stage_names,
         "stacked": stacked,
@@ -312,8 +318,11 @@ def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> R
 
 
 def _mask_like(tensor: torch.Tensor) -> bool:
-    """A mask in float form, such as ``torch.triu(torch.ones(n, n))``: not an attempt at a stage."""
-    return bool(((tensor == 0) | (tensor == 1)).all())
+    """A mask in float form, such as ``torch.triu(torch.ones(n, n))`` or an additive mask of
+    0 and -1e9 (or -inf): not an attempt at a stage."""
+    if bool(((tensor == 0) | (tensor == 1)).all()):
+        return True
+    return bool(((tensor == 0) | (tensor <= -1e4)).all()) and bool((tensor == 0).any())
 
 
 def reference_host(variant: str, everything: Callable[[], PluginHost]) -> PluginHost:

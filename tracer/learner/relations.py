@@ -261,6 +261,20 @@ def _offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[s
                 )
     hidden = known.hidden
     if hidden is not None and tuple(hidden.shape) == tuple(mine.shape[-2:]) and bool(hidden.any()):
+        visible = ~hidden.expand(mine.shape)
+        for name, tensor in sorted(known.tensors.items(), key=lambda item: item[0] != "softmax"):
+            if name == "difference" or tuple(tensor.shape) != tuple(mine.shape):
+                continue
+            if close(tensor, expected):
+                continue
+            if close(mine[visible], tensor.double()[visible]) and _constant(mine[~visible]):
+                return (
+                    "masked-after",
+                    f"on the visible positions your {stage} tensor is the {name} of the "
+                    f"unmasked scores, and the masked positions hold "
+                    f"{float(mine[~visible][0]):.3g}: the mask came after the softmax; mask the "
+                    "scores before it",
+                )
         differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5)
         if bool(differs.any()) and not bool((differs & ~hidden).any()):
             shown = mine[differs]
@@ -396,6 +410,7 @@ def explain(
         "row-column-factor": "scaled per row and per column",
         "plus-tensor": "one extra term",
         "masked-only": "wrong only at masked positions",
+        "masked-after": "the mask applied after the softmax",
         "row-offset": "each row shifted",
         "some-heads": "right for some heads only",
         "broadcast": "an extra broadcast dimension",

@@ -17,6 +17,7 @@ endless loop, a print) can reach the reference or the tool's own output:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -157,7 +158,76 @@ def _from_numpy(value: Any) -> Any:
     return value
 
 
+OUTPUT_FIELDS = (
+    "output",
+    "out",
+    "context",
+    "context_vec",
+    "context_vecs",
+    "context_vectors",
+    "attn_output",
+    "attention_output",
+    "hidden_states",
+    "last_hidden_state",
+    "result",
+    "y",
+)
+"""Field names that hold the output in a dataclass, named tuple or dict, likeliest first."""
+WEIGHT_FIELDS = (
+    "weights",
+    "attn_weights",
+    "attention_weights",
+    "attention",
+    "attentions",
+    "attn",
+    "probs",
+    "attn_probs",
+)
+
+
+def _fields(value: Any) -> dict[str, Any] | None:
+    """A dataclass's, named tuple's or dict's tensors by field name (None for anything else)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
+    elif isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        items = dict(zip(type(value)._fields, value, strict=False))
+    elif isinstance(value, dict):
+        items = {str(k): v for k, v in value.items()}
+    else:
+        return None
+    return {k: _from_numpy(v) for k, v in items.items()}
+
+
+def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
+    """The output held in a field: by its name, else the only tensor; says which field."""
+    fields = _fields(value)
+    if fields is None:
+        return None
+    tensors = {k: v for k, v in fields.items() if isinstance(v, torch.Tensor)}
+    name = next((n for n in OUTPUT_FIELDS for k in tensors if k.lower() == n), None)
+    if name is not None:
+        name = next(k for k in tensors if k.lower() == name)
+    elif len(tensors) == 1:
+        name = next(iter(tensors))
+    else:
+        unnamed = [k for k in tensors if k.lower() not in WEIGHT_FIELDS]
+        name = unnamed[0] if len(unnamed) == 1 else None
+    if name is None:
+        return None
+    found = _output(tensors[name], batched)
+    weights = next((k for n in WEIGHT_FIELDS for k in tensors if k.lower() == n), None)
+    if weights is not None:
+        found["weights"] = _tensor(_unbatch(tensors[weights]) if batched else tensors[weights])
+    found["field"] = f"{type(value).__name__}.{name}" if not isinstance(value, dict) else (
+        f"['{name}']"
+    )
+    return found
+
+
 def _output(value: Any, batched: bool) -> dict[str, Any]:
+    named = _named_output(value, batched)
+    if named is not None:
+        return named
     if isinstance(value, (tuple, list)) and value:
         value = type(value)(_from_numpy(v) for v in value)
     value = _from_numpy(value)
@@ -338,6 +408,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         stacked=request["stacked"],
         hidden=hidden,
         eval_dropout=request.get("eval_dropout"),
+        d_source=request.get("d_source"),
         options=dict(request.get("variant_options") or {}),
     )
     shapes = {tuple(s) for s in request["shapes"]}
@@ -448,12 +519,18 @@ def _result(
         and r.result_id not in recorder.used
         and recorder.tracked.get(r.result_id) is not output
     ]
+    given = _output(output, batched)
+    if "field" in given:
+        read = f"it returned {given['field'].lstrip('.')}, and that field was compared"
+        if given["field"].startswith("["):
+            read = f"it returned a dict, and its {given['field']} was compared"
+        note = read if note is None else f"{note}; {read}"
     return {
         "status": "ok",
         "called": call.description,
         "note": note,
         "batched": batched,
-        "output": _output(output, batched),
+        "output": given,
         "records": _records(recorder, batched),
         "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
         "discarded": discarded,

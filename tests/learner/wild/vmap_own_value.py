@@ -21,4 +21,4 @@ def attention(inputs, W_query, W_key, W_value):
     return vmap(one_query, in_dims=(0, 0, 0, None, None))(Q, V, positions, K, V)
 
 
-# expect: --against masked -> own-value at 12
+# expect: --against masked -> plus-tensor at 13

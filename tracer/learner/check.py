@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import textwrap
@@ -33,7 +34,7 @@ from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Mutation, Record
-from tracer.learner.relations import Known, explain, head_splits
+from tracer.learner.relations import Known, explain_first, head_splits
 from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
 from tracer.variant import Stage
@@ -716,6 +717,10 @@ def _dropout_on(
     return {"dropout": CHECK_RATE} if passed.matches and hides_dropout(trace, first) else None
 
 
+MAX_RELATED = 64
+"""How many of the learner's tensors after the divergence are related to the reference."""
+
+
 def _matched_before(stages: list[StageResult], diverging: StageResult | None) -> frozenset[str]:
     """Names of the reference tensors the learner's code got right before it diverged."""
     names: set[str] = set()
@@ -758,16 +763,29 @@ def explain_divergence(
         expected = stage.tensors.get(stage.name)
         if expected is None:
             expected = next(iter(stage.tensors.values()))
-        mine = diverging.record.value
-        line = diverging.record.line
+        start = diverging.record.index
+        shape = tuple(expected.shape)
+        tries = [
+            r
+            for r in records
+            if r.index >= start
+            and r.value is not None
+            and tuple(r.value.shape) == shape
+            and r.value.is_floating_point()
+            and not _mask_like(r.value)
+        ][:MAX_RELATED]
+        candidates = [(r.value, r.line) for r in tries if r.value is not None]
         name = stage.name
     else:
         if output is None or trace.output is None:
             return None
-        expected, mine, name = trace.output, output, "output"
+        expected, name = trace.output, "output"
         line = output_record.line if output_record is not None else None
         if line is None:
             line = next((r.line for r in reversed(records) if r.line is not None), None)
+        candidates = [(output, line)]
+        tries = []
+        start = 0
     known = Known(
         stage=name,
         expected=expected,
@@ -777,7 +795,33 @@ def explain_divergence(
         head_dim=max(width, 1),
         tokens=len(trace.tokens),
     )
-    return explain(mine, known, line)
+    found = explain_first(candidates, known)
+    if found is None or found.code not in REDUCING:
+        return found
+    made = next((r for r in tries if r.line == found.line), None)
+    if made is None:
+        return found
+    # Which reduction went wrong (a max per column, a sum without keepdims): the last one
+    # computed on the way to the tensor, in the learner's code.
+    reduction = next(
+        (
+            r
+            for r in reversed(records[start : made.index + 1])
+            if r.op in REDUCTIONS and r.line is not None
+        ),
+        None,
+    )
+    if reduction is None or reduction.line == found.line:
+        return found
+    message = found.message.removeprefix(f"line {found.line}: ")
+    return dataclasses.replace(
+        found, line=reduction.line, message=f"line {reduction.line}: {message}"
+    )
+
+
+REDUCING = ("column-factor", "row-column-factor", "keepdims", "row-factor", "row-offset", "other-axis")
+"""Relations a reduction explains: its line is the one to fix."""
+REDUCTIONS = frozenset({"max", "amax", "sum", "mean", "logsumexp", "amin", "min", "norm"})
 
 
 def _dropout_off(

@@ -237,7 +237,7 @@ class NumpySteps:
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
         self._previous: dict[int, int] = {}
-        self._seen: dict[tuple[int, str], bytes] = {}
+        self._seen: dict[tuple[Any, Any], bytes] = {}
 
     def __enter__(self) -> NumpySteps:
         sys.settrace(self._call)
@@ -257,22 +257,28 @@ class NumpySteps:
             if previous is not None:
                 self._note(frame, previous)
             self._previous[id(frame)] = frame.f_lineno
+        if event == "return":  # ``return e / e.sum(axis=-1)``: a value no variable holds
+            self._value(arg, ("return", id(frame)), frame.f_lineno)
         return self._line
 
     def _note(self, frame: Any, line: int) -> None:
-        recorder = self.recorder
         for name, value in list(frame.f_locals.items()):
-            kind = type(value)
-            if kind.__module__ != "numpy" or kind.__name__ != "ndarray":
-                continue
-            if value.dtype.kind != "f" or tuple(value.shape) not in recorder.shapes:
-                continue
-            key = (id(frame), name)
-            data = value.tobytes()
-            if self._seen.get(key) == data or recorder._snapshots >= MAX_SNAPSHOTS:
-                continue
-            self._seen[key] = data
-            record = Record(index=len(recorder.records), op="numpy", line=line)
-            record.value = torch.from_numpy(value.copy())
-            recorder._snapshots += 1
-            recorder.records.append(record)
+            self._value(value, (id(frame), name), line)
+
+    def _value(self, value: Any, key: tuple[Any, Any], line: int) -> None:
+        recorder = self.recorder
+        kind = type(value)
+        if kind.__module__ != "numpy" or kind.__name__ != "ndarray":
+            return
+        if value.dtype.kind != "f" or tuple(value.shape) not in recorder.shapes:
+            return
+        data = value.tobytes()
+        if self._seen.get(key) == data or recorder._snapshots >= MAX_SNAPSHOTS:
+            return
+        if key[0] == "return" and any(data == seen for seen in self._seen.values()):
+            return  # a variable already showed it
+        self._seen[key] = data
+        record = Record(index=len(recorder.records), op="numpy", line=line)
+        record.value = torch.from_numpy(value.copy())
+        recorder._snapshots += 1
+        recorder.records.append(record)

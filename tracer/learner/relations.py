@@ -42,6 +42,14 @@ class Known:
     tokens: int
 
 
+WORDS = {"scaled": "scaled scores", "masked_scores": "masked scores", "softmax": "softmax"}
+
+
+def _word(name: str) -> str:
+    """A reference tensor's name as a sentence says it."""
+    return WORDS.get(name, name)
+
+
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return tuple(a.shape) == tuple(b.shape) and close(a, b)
 
@@ -215,7 +223,81 @@ def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
     heads = _per_head(mine, expected)
     if heads is not None:
         return heads
+    logs = _log_offset(mine, expected, known)
+    if logs is not None:
+        return logs
+    product = _product(mine, known)
+    if product is not None:
+        return product
     return _where(mine, expected, known)
+
+
+WEIGHT_STAGES = ("weights", "renormalized", "dropout")
+
+
+def _log_offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[str, str] | None:
+    """Log-weights off by each row's maximum: a log-sum-exp that lost its ``+ max``."""
+    if known.stage not in WEIGHT_STAGES or not bool((mine < 0).any()):
+        return None
+    logs = expected.log()
+    finite = logs.isfinite()
+    difference = (mine - logs).masked_fill(~finite, 0.0)
+    shift = difference[..., :1]
+    if not close(difference.masked_fill(~finite, 0.0), (shift * finite).double()):
+        return None
+    for name in ("scaled", "scores", "masked_scores"):
+        scores = known.tensors.get(name)
+        if scores is None or tuple(scores.shape) != tuple(mine.shape):
+            continue
+        top = scores.double().masked_fill(~scores.isfinite(), float("-inf")).amax(-1, keepdim=True)
+        if _same(shift, top) or _same(shift, -top):
+            return (
+                "row-offset",
+                f"your {known.stage} tensor is the log of the expected weights plus each row's "
+                f"maximum of the {_word(name)}: the log-sum-exp lost its `+ max` (log-sum-exp = m + "
+                "log(sum(exp(x - m))))",
+            )
+    return None
+
+
+def _product(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
+    """A context made from the wrong factors: the scores instead of the weights, or the keys
+    (queries, inputs) instead of the values."""
+    if known.stage not in ("context", "output", "head_context"):
+        return None
+    tensors = known.tensors
+    values = tensors.get("values")
+    weights = tensors.get("weights")
+    square = [n for n in ("scaled", "scores", "masked_scores", "softmax") if n in tensors]
+    if values is not None:
+        for name in square:
+            tensor = tensors[name].double().nan_to_num(neginf=0.0)
+            try:
+                made = tensor @ values.double()
+            except RuntimeError:
+                continue
+            if _same(mine, made):
+                return (
+                    "wrong-factor",
+                    f"your {known.stage} tensor is the {_word(name)} times the values: the softmax "
+                    "weights were computed but the raw scores were used in their place",
+                )
+    if weights is not None:
+        for name in ("keys", "queries", "inputs"):
+            tensor = tensors.get(name)
+            if tensor is None:
+                continue
+            try:
+                made = weights.double() @ tensor.double()
+            except RuntimeError:
+                continue
+            if _same(mine, made):
+                return (
+                    "wrong-factor",
+                    f"your {known.stage} tensor is the weights times the {name}: the weights "
+                    "must mix the values",
+                )
+    return None
 
 
 def _sums(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
@@ -262,15 +344,15 @@ def _offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[s
     hidden = known.hidden
     if hidden is not None and tuple(hidden.shape) == tuple(mine.shape[-2:]) and bool(hidden.any()):
         visible = ~hidden.expand(mine.shape)
-        for name, tensor in sorted(known.tensors.items(), key=lambda item: item[0] != "softmax"):
-            if name == "difference" or tuple(tensor.shape) != tuple(mine.shape):
+        for name, tensor in known.tensors.items():
+            if name != "softmax" or tuple(tensor.shape) != tuple(mine.shape):
                 continue
             if close(tensor, expected):
                 continue
             if close(mine[visible], tensor.double()[visible]) and _constant(mine[~visible]):
                 return (
                     "masked-after",
-                    f"on the visible positions your {stage} tensor is the {name} of the "
+                    f"on the visible positions your {stage} tensor is the softmax of the "
                     f"unmasked scores, and the masked positions hold "
                     f"{float(mine[~visible][0]):.3g}: the mask came after the softmax; mask the "
                     "scores before it",
@@ -298,7 +380,7 @@ def _offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[s
                     return (
                         "row-offset",
                         f"each row of your {stage} tensor is the expected row minus that row's maximum "
-                        f"of the {name}: the maximum subtracted for stability was not added back "
+                        f"of the {_word(name)}: the maximum subtracted for stability was not added back "
                         "(log-sum-exp = max + log(sum(exp(x - max))))",
                     )
             return (
@@ -385,6 +467,25 @@ def _where(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[st
     return "differs", text + "."
 
 
+WEAK = ("differs", "row-factor", "row-column-factor")
+"""Relations a later tensor may explain better (unnormalised exponentials are a row factor)."""
+
+
+def explain_first(
+    candidates: Sequence[tuple[torch.Tensor, int | None]], known: Known
+) -> Diagnosis | None:
+    """The clearest relation among the learner's tries at the stage, in the order they ran."""
+    found = [explain(mine, known, line) for mine, line in candidates]
+    usable = [d for d in found if d is not None]
+    for diagnosis in usable:
+        if diagnosis.code not in WEAK:
+            return diagnosis
+    for diagnosis in usable:
+        if diagnosis.code != "differs":
+            return diagnosis
+    return usable[0] if usable else None
+
+
 def explain(
     mine: torch.Tensor | None, known: Known, line: int | None
 ) -> Diagnosis | None:
@@ -417,6 +518,7 @@ def explain(
         "shape": "axes in another order",
         "head-split": "heads split the other way",
         "differs": "what differs",
+        "wrong-factor": "the wrong tensor in a product",
     }
     return Diagnosis(code, titles.get(code, code), line, f"{at_line(line)}: {sentence}")
 

@@ -249,7 +249,7 @@ def _output(value: Any, batched: bool) -> dict[str, Any]:
 def run_call(
     call: Call, batched: bool, path: str, shapes: set[tuple[int, ...]], seed: int
 ) -> tuple[Any, dict[str, torch.Tensor], Recorder]:
-    recorder_shapes = shapes | {(1, *s) for s in shapes} if batched else shapes
+    recorder_shapes = shapes | {(1, *s) for s in shapes}  # code that adds its own batch of one
     recorder = Recorder(path, recorder_shapes, {})
     with torch.no_grad(), recorder:
         # A module's constructor is recorded too: it may build the mask the forward pass uses.
@@ -264,12 +264,16 @@ def run_call(
     return output, tensors, recorder
 
 
-def _records(recorder: Recorder, batched: bool) -> list[dict[str, Any]]:
+def _records(
+    recorder: Recorder, batched: bool, shapes: set[tuple[int, ...]]
+) -> list[dict[str, Any]]:
     records = []
     for record in recorder.records:
         value = record.value
-        if batched:
-            value = _unbatch(value)
+        if batched or (
+            value is not None and tuple(value.shape) not in shapes and tuple(value.shape[1:]) in shapes
+        ):
+            value = _unbatch(value)  # their own unsqueeze(0), or the batch of one we gave
         args, kwargs = record.args, record.kwargs
         if batched:
             args = tuple(_unbatch(a) if isinstance(a, torch.Tensor) else a for a in args)
@@ -461,7 +465,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             _rewind_output(marks)
             continue
         try:
-            return _result(call, note, batched, output, tensors, recorder, path)
+            return _result(call, note, batched, output, tensors, recorder, path, shapes)
         except BaseException as exc:  # a returned Tensor subclass whose methods raise, say
             return {"status": "ended", "text": _unreadable(output, exc)}
     assert first is not None
@@ -509,6 +513,7 @@ def _result(
     tensors: dict[str, torch.Tensor],
     recorder: Recorder,
     path: str,
+    shapes: set[tuple[int, ...]],
 ) -> dict[str, Any]:
     after = {n: _tensor(t) for n, t in tensors.items()}
     discarded = [
@@ -531,7 +536,7 @@ def _result(
         "note": note,
         "batched": batched,
         "output": given,
-        "records": _records(recorder, batched),
+        "records": _records(recorder, batched, shapes),
         "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
         "discarded": discarded,
         "arguments_after": after,

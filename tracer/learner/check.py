@@ -34,7 +34,7 @@ from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Mutation, Record
-from tracer.learner.relations import Known, explain_first, head_splits
+from tracer.learner.relations import Known, explain_first, head_splits, stuck_head
 from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
 from tracer.variant import Stage
@@ -753,6 +753,17 @@ def explain_divergence(
     hidden = hidden_pairs(trace)
     projected = [tensors[n] for n in ("queries", "keys", "values", "projected") if n in tensors]
     if heads > 1:
+        per_head = {
+            name: tensor
+            for stage in trace.stages
+            for name, tensor in stage.tensors.items()
+            if tensor.dim() == 3 and tensor.is_floating_point()
+        }
+        stuck = stuck_head(
+            [(r.value, r.line, r.index) for r in records if r.value is not None], per_head, heads
+        )
+        if stuck is not None:
+            return stuck
         for record in records:
             if record.value is not None and record.value.dim() == 3:
                 found = head_splits(record.value, projected, heads, record.line)

@@ -172,6 +172,10 @@ def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
     sums = _sums(mine, known)
     if sums is not None:
         return sums
+    if mine.dim() >= 2 and mine.shape[-1] % max(known.heads, 1) == 0 and known.heads > 1:
+        blocks = _head_blocks(mine, expected, known.heads)
+        if blocks is not None:
+            return blocks
     for axis in range(mine.dim()):
         order = _permutation(mine, expected, axis)
         if order is None:
@@ -184,10 +188,6 @@ def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
             f"your {stage} tensor holds the expected {word} in another order: yours "
             f"{', '.join(map(str, range(len(order))))} are the expected {', '.join(map(str, order))}",
         )
-    if mine.dim() >= 2 and mine.shape[-1] % max(known.heads, 1) == 0 and known.heads > 1:
-        blocks = _head_blocks(mine, expected, known.heads)
-        if blocks is not None:
-            return blocks
     offset = _offset(mine, expected, known)
     if offset is not None:
         return offset
@@ -341,6 +341,15 @@ def _offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[s
                     f"your {stage} tensor is the expected one {word} the {name}{own}: that term "
                     "does not belong in the sum",
                 )
+    for name, tensor in known.tensors.items():
+        if not name.startswith("b_") or tensor.dim() != 1 or tensor.shape[0] != mine.shape[-1]:
+            continue
+        if bool((tensor != 0).any()) and _same(difference, -tensor.double().expand_as(mine)):
+            return (
+                "plus-tensor",
+                f"your {stage} tensor is the expected one without the bias {name}: add it after "
+                "the output projection",
+            )
     hidden = known.hidden
     if hidden is not None and tuple(hidden.shape) == tuple(mine.shape[-2:]) and bool(hidden.any()):
         visible = ~hidden.expand(mine.shape)
@@ -523,6 +532,39 @@ def explain(
     return Diagnosis(code, titles.get(code, code), line, f"{at_line(line)}: {sentence}")
 
 
+def stuck_head(
+    records: Sequence[tuple[torch.Tensor, int | None, int]],
+    tensors: dict[str, torch.Tensor],
+    heads: int,
+) -> Diagnosis | None:
+    """A per-head loop whose line gives head 0's slice on every pass (``K[:, 0:hd]``).
+
+    ``records`` are (value, line, index) in the order they ran.
+    """
+    for name in ("keys", "values", "queries", "split"):
+        tensor = tensors.get(name)
+        if tensor is None or tensor.dim() != 3 or tensor.shape[0] != heads:
+            continue
+        first = tensor[0]
+        if any(close(first, tensor[h]) for h in range(1, heads)):
+            continue
+        by_line: dict[int, list[torch.Tensor]] = {}
+        for value, line, _ in records:
+            if line is not None and tuple(value.shape) == tuple(first.shape):
+                by_line.setdefault(line, []).append(value)
+        for line, values in by_line.items():
+            if len(values) >= heads and all(close(v, first) for v in values[:heads]):
+                return Diagnosis(
+                    "some-heads",
+                    "every head uses head 0's slice",
+                    line,
+                    f"{at_line(line)}: on each of its {len(values)} passes this line gives "
+                    f"head 0's {name}; head h's are the columns h·d_head to (h+1)·d_head: "
+                    "slice with the loop's head index",
+                )
+    return None
+
+
 def head_splits(
     mine: torch.Tensor, projected: Sequence[torch.Tensor], heads: int, line: int | None
 ) -> Diagnosis | None:
@@ -533,6 +575,9 @@ def head_splits(
         tokens, width = tensor.shape
         size = width // heads
         interleaved = tensor.reshape(tokens, size, heads).permute(2, 0, 1)
+        blocks = tensor.reshape(tokens, heads, size).transpose(0, 1)
+        if close(interleaved, blocks):
+            continue  # one column per head: both splits are the same
         if tuple(mine.shape) == tuple(interleaved.shape) and close(mine, interleaved):
             return Diagnosis(
                 "head-split",

@@ -34,7 +34,13 @@ from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Mutation, Record
-from tracer.learner.relations import Known, explain_first, head_splits, stuck_head
+from tracer.learner.relations import (
+    Known,
+    explain_first,
+    head_splits,
+    loop_rows,
+    stuck_head,
+)
 from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
 from tracer.variant import Stage
@@ -155,6 +161,8 @@ def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
                 shapes.add((*shape[:-2], shape[-1], shape[-2]))
     if trace.output is not None:
         shapes.add(tuple(trace.output.shape))
+        if trace.output.dim() == 2:  # one row at a time: decode steps, a loop over queries
+            shapes.add(tuple(trace.output.shape[-1:]))
     return shapes
 
 
@@ -769,6 +777,16 @@ def explain_divergence(
                 found = head_splits(record.value, projected, heads, record.line)
                 if found is not None:
                     return found
+    if output is not None and trace.output is not None:
+        arguments = provided_arguments(trace)
+        step = loop_rows(
+            output,
+            trace.output,
+            [(r.value, r.line, r.op, r.index) for r in records if r.value is not None],
+            {n: t for n, t in arguments.items() if isinstance(t, torch.Tensor)},
+        )
+        if step is not None:
+            return step
     if diverging is not None and diverging.record is not None and diverging.record.value is not None:
         stage = diverging.stage
         expected = stage.tensors.get(stage.name)
@@ -795,7 +813,7 @@ def explain_divergence(
         if line is None:
             line = next((r.line for r in reversed(records) if r.line is not None), None)
         candidates = [(output, line)]
-        tries = []
+        tries = [output_record] if output_record is not None else []
         start = 0
     known = Known(
         stage=name,
@@ -814,12 +832,9 @@ def explain_divergence(
         return found
     # Which reduction went wrong (a max per column, a sum without keepdims): the last one
     # computed on the way to the tensor, in the learner's code.
+    ops = {"softmax", "masked_fill", "where"} if found.code == "padding-attended" else REDUCTIONS
     reduction = next(
-        (
-            r
-            for r in reversed(records[start : made.index + 1])
-            if r.op in REDUCTIONS and r.line is not None
-        ),
+        (r for r in reversed(records[start : made.index + 1]) if r.op in ops and r.line is not None),
         None,
     )
     if reduction is None or reduction.line == found.line:
@@ -830,7 +845,15 @@ def explain_divergence(
     )
 
 
-REDUCING = ("column-factor", "row-column-factor", "keepdims", "row-factor", "row-offset", "other-axis")
+REDUCING = (
+    "column-factor",
+    "row-column-factor",
+    "keepdims",
+    "row-factor",
+    "row-offset",
+    "other-axis",
+    "padding-attended",
+)
 """Relations a reduction explains: its line is the one to fix."""
 REDUCTIONS = frozenset({"max", "amax", "sum", "mean", "logsumexp", "amin", "min", "norm"})
 

@@ -194,6 +194,16 @@ def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
     factors = _additive_log_ratio(mine, expected)
     if factors is not None:
         rows, columns = factors
+        scale = rows * columns[0]
+        off = [i for i in range(len(scale)) if abs(float(scale[i]) - 1) > 1e-4]
+        if _constant(columns) and off and off == list(range(len(off))) and len(off) < len(scale):
+            return (
+                "padding-attended",
+                f"only the first {len(off)} rows of your {stage} tensor are off, each by its own "
+                "factor, and the rest are right: those queries' windows reach before the first "
+                "token, and the padding there is attended to; mask the padded positions "
+                "before the softmax",
+            )
         if _constant(columns):
             return (
                 "row-factor",
@@ -521,6 +531,7 @@ def explain(
         "plus-tensor": "one extra term",
         "masked-only": "wrong only at masked positions",
         "masked-after": "the mask applied after the softmax",
+        "padding-attended": "padding attended to",
         "row-offset": "each row shifted",
         "some-heads": "right for some heads only",
         "broadcast": "an extra broadcast dimension",
@@ -586,5 +597,107 @@ def head_splits(
                 f"{at_line(line)}: each of your heads takes every {heads}th column of the "
                 f"projection, as view(T, {size}, {heads}) splits it; a head is a block of "
                 f"{size} neighbouring columns: view(T, {heads}, {size}).transpose(0, 1)",
+            )
+    return None
+
+
+CREATED = frozenset({"empty", "zeros", "ones", "full", "zeros_like", "empty_like", "full_like"})
+
+
+def _attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float) -> torch.Tensor:
+    if keys.shape[0] == 0:
+        return torch.zeros(values.shape[-1], dtype=torch.float64)
+    return torch.softmax(keys @ q * scale, dim=-1) @ values
+
+
+def loop_rows(
+    mine: torch.Tensor,
+    expected: torch.Tensor,
+    records: Sequence[tuple[torch.Tensor, int | None, str, int]],
+    arguments: dict[str, torch.Tensor],
+) -> Diagnosis | None:
+    """The first wrong row of an output computed one token at a time (decode steps, a loop
+    over queries): the line and the pass of its loop that made it, and what that row is.
+
+    ``records`` are the learner's (value, line, op, index) in the order they ran.
+    """
+    if mine.dim() != 2 or tuple(mine.shape) != tuple(expected.shape):
+        return None
+    width = mine.shape[-1]
+    wrong = [t for t in range(mine.shape[0]) if not close(mine[t], expected[t])]
+    if not wrong:
+        return None
+    rows = [(v.reshape(-1), line, op, index) for v, line, op, index in records if v.numel() == width]
+    made: list[tuple[int, int | None, str, int]] = []
+    for t in wrong:
+        producer = next(  # the last tensor equal to the row made it (a v_0 made earlier did not)
+            ((line, op, index) for v, line, op, index in reversed(rows) if close(v, mine[t])),
+            None,
+        )
+        if producer is not None:
+            made.append((t, *producer))
+    if not made:
+        return None
+    t, line, op, index = next((m for m in made if m[2] not in CREATED), made[0])
+    passes = [i for _, at, o, i in rows if at == line and o == op]
+    step = passes.index(index) if index in passes else 0
+    where = f"{at_line(line)}, pass {step} of its loop (token {t})" if len(passes) > 1 else (
+        f"{at_line(line)} (token {t})"
+    )
+    right = ""
+    if t > 0 and all(w >= t for w in wrong):
+        right = "row 0 is right; " if t == 1 else f"rows 0 to {t - 1} are right; "
+    found = _row_relation(mine[t].double(), t, arguments)
+    if found is not None:
+        code, sentence = found
+        return Diagnosis(code, ROW_TITLES[code], line, f"{where}: {right}{sentence}")
+    if len(passes) < 2:
+        return None
+    shown = ", ".join(f"{float(x):.4g}" for x in mine[t][:4])
+    wanted = ", ".join(f"{float(x):.4g}" for x in expected[t][:4])
+    return Diagnosis(
+        "loop-step",
+        "wrong from one pass of a loop",
+        line,
+        f"{where}: {right}this pass gives [{shown}] where [{wanted}] is expected; step "
+        "through that pass",
+    )
+
+
+ROW_TITLES = {
+    "cache-before-append": "attending before appending to the cache",
+    "scaled-by": "off by a constant factor",
+}
+
+
+def _row_relation(
+    row: torch.Tensor, t: int, arguments: dict[str, torch.Tensor]
+) -> tuple[str, str] | None:
+    names = ("inputs", "W_query", "W_key", "W_value")
+    if any(n not in arguments or arguments[n].dim() != 2 for n in names):
+        return None
+    inputs, wq, wk, wv = (arguments[n].double() for n in names)
+    queries, keys, values = inputs @ wq, inputs @ wk, inputs @ wv
+    d = keys.shape[-1]
+    q = queries[t]
+    if close(row, _attend(q, keys[:t], values[:t], d**-0.5)):
+        return (
+            "cache-before-append",
+            f"token {t} attended to a cache of {t} key{'s' if t != 1 else ''}, without its own: append the token's "
+            "key and value to the cache before attending",
+        )
+    length = t + 1
+    for scale, name in (
+        (1 / length, f"the cache length ({length})"),
+        (length**-0.5, f"√(the cache length) = √{length}"),
+        (1.0, "nothing"),
+        (1 / d, f"d_k = {d}"),
+    ):
+        if abs(scale - d**-0.5) < 1e-12:
+            continue
+        if close(row, _attend(q, keys[:length], values[:length], scale)):
+            return (
+                "scaled-by",
+                f"its scores were divided by {name}, not by √d_k = √{d}",
             )
     return None

@@ -40,6 +40,7 @@ from tracer.learner.relations import (
     head_splits,
     loop_rows,
     stuck_head,
+    training_steps,
 )
 from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
@@ -163,7 +164,18 @@ def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
         shapes.add(tuple(trace.output.shape))
         if trace.output.dim() == 2:  # one row at a time: decode steps, a loop over queries
             shapes.add(tuple(trace.output.shape[-1:]))
+    if _losses(trace) is not None:
+        shapes.add(())  # each training step's loss
     return shapes
+
+
+def _losses(trace: Trace) -> torch.Tensor | None:
+    """The loss before each training step, for a variant that trains (its ``steps`` stage)."""
+    for stage in trace.stages:
+        loss = stage.tensors.get("loss")
+        if stage.name == "steps" and loss is not None and loss.dim() == 1:
+            return loss
+    return None
 
 
 def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -777,6 +789,13 @@ def explain_divergence(
                 found = head_splits(record.value, projected, heads, record.line)
                 if found is not None:
                     return found
+    losses = _losses(trace)
+    if losses is not None:
+        found = training_steps(
+            [(r.value, r.line, r.op, r.index) for r in records if r.value is not None], losses
+        )
+        if found is not None:
+            return found
     if output is not None and trace.output is not None:
         arguments = provided_arguments(trace)
         step = loop_rows(

@@ -701,3 +701,33 @@ def _row_relation(
                 f"its scores were divided by {name}, not by √d_k = √{d}",
             )
     return None
+
+
+def training_steps(
+    records: Sequence[tuple[torch.Tensor, int | None, str, int]], losses: torch.Tensor
+) -> Diagnosis | None:
+    """The first training step whose loss differs, from the line that computes the loss."""
+    by_line: dict[tuple[int, str], list[torch.Tensor]] = {}
+    for value, at, op, _ in records:
+        if at is not None and value.dim() == 0:
+            by_line.setdefault((at, op), []).append(value)
+    for (line, _), values in by_line.items():
+        if len(values) < 2 or not close(values[0], losses[0]):
+            continue
+        step = next(
+            (k for k, v in enumerate(values[: len(losses)]) if not close(v, losses[k])), None
+        )
+        if step is None:
+            continue
+        return Diagnosis(
+            "loop-step",
+            "wrong from one training step on",
+            line,
+            f"{at_line(line)}, pass {step} of its loop (training step {step}): the loss is "
+            f"{float(values[step]):.6g} where {float(losses[step]):.6g} is expected, and "
+            f"step{'s 0 to ' + str(step - 1) if step > 1 else ' 0'} "
+            f"{'are' if step > 1 else 'is'} right: what one step leaves for the next is wrong "
+            "(gradients not zeroed with optimizer.zero_grad(), weights updated the wrong way "
+            "or not kept)",
+        )
+    return None

@@ -251,7 +251,10 @@ def run_call(
 ) -> tuple[Any, dict[str, torch.Tensor], Recorder]:
     recorder_shapes = shapes | {(1, *s) for s in shapes}  # code that adds its own batch of one
     recorder = Recorder(path, recorder_shapes, {})
-    with torch.no_grad(), recorder:
+    # Code that trains (loss.backward(), torch.optim, autograd.grad) needs gradients on;
+    # everything else runs without them, as inference.
+    grad = torch.enable_grad() if _trains(path) else torch.no_grad()
+    with grad, recorder:
         # A module's constructor is recorded too: it may build the mask the forward pass uses.
         tensors, thunk = call.prepare(batched)
         recorder.watch_arguments(tensors)
@@ -262,6 +265,17 @@ def run_call(
         else:
             output = thunk()
     return output, tensors, recorder
+
+
+TRAINING = re.compile(r"\.backward\(|torch\.optim|autograd\.grad|\boptim\.")
+
+
+def _trains(path: str) -> bool:
+    """Whether the learner's file trains something (it needs gradients on)."""
+    try:
+        return TRAINING.search(Path(path).read_text(encoding="utf-8-sig")) is not None
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _records(

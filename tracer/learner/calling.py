@@ -394,6 +394,11 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
         def build() -> nn.Module:
             instance = cls(**kwargs)
             load_weights(instance, setting, filename, name)
+            # A config offers a dropout rate; the class takes one only if it read it.
+            call.takes_dropout = any(k.lower() in DROPOUT for k in kwargs) or any(
+                isinstance(v, Config) and bool(v.__dict__.get("read", set()) & CONFIG_DROPOUT)
+                for v in kwargs.values()
+            )
             return instance
 
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
@@ -735,12 +740,42 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
     return kwargs
 
 
+CONFIG_DROPOUT = frozenset(
+    {
+        "dropout",
+        "attn_pdrop",
+        "resid_pdrop",
+        "drop_rate",
+        "attention_dropout",
+        "attention_probs_dropout_prob",
+        "hidden_dropout_prob",
+        "dropout_rate",
+    }
+)
+"""A config's names for the dropout rate."""
+
+
 class MissingConfig(AttributeError):
     """The learner's class read a name the supplied config lacks (reported as one line)."""
 
 
 class Config(dict):  # type: ignore[type-arg]
     """A config object read as ``config.n_embd`` or ``config["n_embd"]``: the variant's sizes."""
+
+    def __repr__(self) -> str:
+        """Short, for the report's ``class Attention(args=...)``: the sizes, not every alias."""
+        shown = ("n_embd", "n_head", "n_kv_heads", "block_size", "window_size", "d_source")
+        return "config(" + ", ".join(f"{k}={self[k]!r}" for k in shown if k in self) + ")"
+
+    read: set[str]
+
+    def __getitem__(self, name: str) -> Any:
+        self.__dict__.setdefault("read", set()).add(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.__dict__.setdefault("read", set()).add(name)
+        return super().get(name, default)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -769,16 +804,7 @@ def make_config(cls: type, setting: Setting, filename: str) -> Config:
     for name in ("block_size", "context_length", "max_position_embeddings", "n_positions"):
         config[name] = setting.context_length
     config["n_ctx"] = config["max_seq_len"] = setting.context_length
-    for name in (
-        "dropout",
-        "attn_pdrop",
-        "resid_pdrop",
-        "drop_rate",
-        "attention_dropout",
-        "attention_probs_dropout_prob",
-        "hidden_dropout_prob",
-        "dropout_rate",
-    ):
+    for name in CONFIG_DROPOUT:
         config[name] = _rate(setting)
     config["bias"] = True  # nanoGPT: biases on every Linear (the query/key/value ones get 0)
     config["qkv_bias"] = False

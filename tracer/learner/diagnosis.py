@@ -226,14 +226,21 @@ def softmax_dimension(evidence: Evidence) -> list[Diagnosis]:
         dim = record.args[1] if len(record.args) > 1 else record.kwargs.get("dim")
         if not isinstance(source, torch.Tensor) or not isinstance(dim, int) or source.dim() < 2:
             continue
-        if dim % source.dim() != source.dim() - 1:
+        axis = dim % source.dim()
+        if axis != source.dim() - 1:
+            if axis == source.dim() - 2:
+                across = "down each column (across queries)"
+            elif source.dim() >= 3 and axis == source.dim() - 3:
+                across = "across the heads (each query-key pair's weights over the heads)"
+            else:
+                across = "across the batch"
             return [
                 Diagnosis(
                     "softmax-dim",
                     "softmax over the wrong dimension",
                     record.line,
-                    f"softmax on {at_line(record.line)} normalises over dim={dim}, down each column "
-                    "(across queries). Each query's weights must sum to 1 across the keys, the "
+                    f"softmax on {at_line(record.line)} normalises over dim={dim}, {across}. "
+                    "Each query's weights must sum to 1 across the keys, the "
                     "last dimension: use `dim=-1`.",
                 )
             ]

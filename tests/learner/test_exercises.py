@@ -32,8 +32,8 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
     return target
 
 
-# Cross-attention is new; induction runs a trained model rather than a function a learner writes.
-MODERN = {"cross-attention", "induction"}
+# Induction runs a trained model rather than a function a learner writes.
+MODERN = {"induction"}
 
 
 @pytest.mark.lists_variants

@@ -239,7 +239,7 @@ def softmax_dimension(evidence: Evidence) -> list[Diagnosis]:
                     "softmax-dim",
                     "softmax over the wrong dimension",
                     record.line,
-                    f"softmax on {at_line(record.line)} normalises over dim={dim}, {across}. "
+                    f"softmax on {at_line(record.line)} normalises {across}. "
                     "Each query's weights must sum to 1 across the keys, the "
                     "last dimension: use `dim=-1`.",
                 )

@@ -290,7 +290,17 @@ def _records(
             value = _unbatch(value)  # their own unsqueeze(0), or the batch of one we gave
         args, kwargs = record.args, record.kwargs
         if batched:
+            first = args[0] if args else None
+            unbatched = (
+                isinstance(first, torch.Tensor) and first.dim() >= 2 and first.shape[0] == 1
+            )
             args = tuple(_unbatch(a) if isinstance(a, torch.Tensor) else a for a in args)
+            if record.op == "softmax" and unbatched:
+                # dim counted on the batched tensor: the same axis of the unbatched one
+                if len(args) > 1 and isinstance(args[1], int) and args[1] > 0:
+                    args = (args[0], args[1] - 1, *args[2:])
+                if isinstance(kwargs.get("dim"), int) and kwargs["dim"] > 0:
+                    kwargs = {**kwargs, "dim": kwargs["dim"] - 1}
         records.append(
             {
                 "index": record.index,

@@ -121,9 +121,7 @@ def test_masked_after_the_softmax() -> None:
     hidden = torch.ones(5, 5, dtype=torch.bool).triu(1)
     masked = torch.softmax(SCORES.masked_fill(hidden, float("-inf")), dim=-1)
     after = WEIGHTS + torch.zeros(5, 5, dtype=torch.float64).masked_fill(hidden, -1e9)
-    facts = Known(
-        "weights", masked, {"softmax": WEIGHTS}, hidden, heads=1, head_dim=4, tokens=5
-    )
+    facts = Known("weights", masked, {"softmax": WEIGHTS}, hidden, heads=1, head_dim=4, tokens=5)
     assert (relate(after, facts) or ("",))[0] == "masked-after"
 
 
@@ -143,8 +141,12 @@ def test_a_decode_step_names_its_pass() -> None:
     expected = torch.softmax((q @ k.T / math.sqrt(2)).masked_fill(hidden, -math.inf), -1) @ v
     rows = [torch.softmax(k[: t + 1] @ q[t] / (t + 1), -1) @ v[: t + 1] for t in range(4)]
     records = [(row, 12, "matmul", i) for i, row in enumerate(rows)]
-    found = loop_rows(torch.stack(rows), expected, records, {"inputs": x, "W_query": wq,
-                                                              "W_key": wk, "W_value": wv})
+    found = loop_rows(
+        torch.stack(rows),
+        expected,
+        records,
+        {"inputs": x, "W_query": wq, "W_key": wk, "W_value": wv},
+    )
     assert found is not None and found.code == "scaled-by" and found.line == 12
     assert "pass 1 of its loop (token 1)" in found.message
     assert "the cache length (2)" in found.message

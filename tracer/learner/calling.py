@@ -151,6 +151,7 @@ def option_for(name: str, options: dict[str, Any]) -> str | None:
     key = name.lower()
     return next((o for o, names in OPTION_NAMES.items() if o in options and key in names), None)
 
+
 # Parameter names, by the projection they hold.
 ROLES = {
     "query": {
@@ -718,8 +719,8 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
             kwargs[parameter.name] = setting.d_in
         elif key in D_SOURCE and setting.d_source is not None:
             kwargs[parameter.name] = setting.d_source
-        elif option_for(parameter.name, setting.options) is not None:
-            kwargs[parameter.name] = setting.options[option_for(parameter.name, setting.options)]
+        elif (option := option_for(parameter.name, setting.options)) is not None:
+            kwargs[parameter.name] = setting.options[option]
         elif key in CONTEXT:
             kwargs[parameter.name] = setting.context_length
         elif key in DROPOUT:
@@ -773,7 +774,7 @@ class Config(dict):  # type: ignore[type-arg]
         self.__dict__.setdefault("read", set()).add(name)
         return super().__getitem__(name)
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         self.__dict__.setdefault("read", set()).add(name)
         return super().get(name, default)
 

@@ -807,7 +807,11 @@ def explain_divergence(
         )
         if step is not None:
             return step
-    if diverging is not None and diverging.record is not None and diverging.record.value is not None:
+    if (
+        diverging is not None
+        and diverging.record is not None
+        and diverging.record.value is not None
+    ):
         stage = diverging.stage
         expected = stage.tensors.get(stage.name)
         if expected is None:
@@ -854,7 +858,11 @@ def explain_divergence(
     # computed on the way to the tensor, in the learner's code.
     ops = {"softmax", "masked_fill", "where"} if found.code == "padding-attended" else REDUCTIONS
     reduction = next(
-        (r for r in reversed(records[start : made.index + 1]) if r.op in ops and r.line is not None),
+        (
+            r
+            for r in reversed(records[start : made.index + 1])
+            if r.op in ops and r.line is not None
+        ),
         None,
     )
     if reduction is None or reduction.line == found.line:

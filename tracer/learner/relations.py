@@ -121,7 +121,9 @@ def _additive_log_ratio(
 
 
 def _constant(values: torch.Tensor) -> bool:
-    return bool((values - values.mean()).abs().max() <= TOLERANCE * max(1.0, float(values.abs().max())))
+    return bool(
+        (values - values.mean()).abs().max() <= TOLERANCE * max(1.0, float(values.abs().max()))
+    )
 
 
 def _permutation(mine: torch.Tensor, expected: torch.Tensor, axis: int) -> list[int] | None:
@@ -293,18 +295,18 @@ def _product(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
                     "weights were computed but the raw scores were used in their place",
                 )
     if weights is not None:
-        for name in ("keys", "queries", "inputs"):
-            tensor = tensors.get(name)
-            if tensor is None:
+        for factor in ("keys", "queries", "inputs"):
+            other = tensors.get(factor)
+            if other is None:
                 continue
             try:
-                made = weights.double() @ tensor.double()
+                made = weights.double() @ other.double()
             except RuntimeError:
                 continue
             if _same(mine, made):
                 return (
                     "wrong-factor",
-                    f"your {known.stage} tensor is the weights times the {name}: the weights "
+                    f"your {known.stage} tensor is the weights times the {factor}: the weights "
                     "must mix the values",
                 )
     return None
@@ -414,8 +416,8 @@ def _offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[s
 def _head_blocks(mine: torch.Tensor, expected: torch.Tensor, heads: int) -> tuple[str, str] | None:
     """Concatenated heads in another order: column blocks permuted."""
     width = mine.shape[-1] // heads
-    mine_blocks = torch.stack(mine.split(width, dim=-1))
-    expected_blocks = torch.stack(expected.split(width, dim=-1))
+    mine_blocks = torch.stack(torch.split(mine, width, dim=-1))
+    expected_blocks = torch.stack(torch.split(expected, width, dim=-1))
     order = _permutation(mine_blocks, expected_blocks, 0)
     if order is None:
         return None
@@ -505,9 +507,7 @@ def explain_first(
     return usable[0] if usable else None
 
 
-def explain(
-    mine: torch.Tensor | None, known: Known, line: int | None
-) -> Diagnosis | None:
+def explain(mine: torch.Tensor | None, known: Known, line: int | None) -> Diagnosis | None:
     """A diagnosis from the relation of the learner's tensor to the reference's."""
     if mine is None or not mine.is_floating_point():
         return None
@@ -604,7 +604,9 @@ def head_splits(
 CREATED = frozenset({"empty", "zeros", "ones", "full", "zeros_like", "empty_like", "full_like"})
 
 
-def _attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float) -> torch.Tensor:
+def _attend(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float
+) -> torch.Tensor:
     if keys.shape[0] == 0:
         return torch.zeros(values.shape[-1], dtype=torch.float64)
     return torch.softmax(keys @ q * scale, dim=-1) @ values
@@ -627,7 +629,9 @@ def loop_rows(
     wrong = [t for t in range(mine.shape[0]) if not close(mine[t], expected[t])]
     if not wrong:
         return None
-    rows = [(v.reshape(-1), line, op, index) for v, line, op, index in records if v.numel() == width]
+    rows = [
+        (v.reshape(-1), line, op, index) for v, line, op, index in records if v.numel() == width
+    ]
     made: list[tuple[int, int | None, str, int]] = []
     for t in wrong:
         producer = next(  # the last tensor equal to the row made it (a v_0 made earlier did not)
@@ -641,8 +645,10 @@ def loop_rows(
     t, line, op, index = next((m for m in made if m[2] not in CREATED), made[0])
     passes = [i for _, at, o, i in rows if at == line and o == op]
     step = passes.index(index) if index in passes else 0
-    where = f"{at_line(line)}, pass {step} of its loop (token {t})" if len(passes) > 1 else (
-        f"{at_line(line)} (token {t})"
+    where = (
+        f"{at_line(line)}, pass {step} of its loop (token {t})"
+        if len(passes) > 1
+        else (f"{at_line(line)} (token {t})")
     )
     right = ""
     if t > 0 and all(w >= t for w in wrong):

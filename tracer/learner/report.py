@@ -11,17 +11,17 @@ from tracer.learner.check import (
     DIFFERS,
     MATCH,
     NOT_COMPARED,
+    NOTE_WIDTH,
     OTHER_ROUTE,
     OWN_MASK,
-    NOTE_WIDTH,
     CheckResult,
     Judgement,
     dropout_line,
     largest_difference,
 )
-
-__all__ = ["dropout_line", "format_check", "format_judgement", "check_json"]
 from tracer.render.text import format_number, format_tensor, plain, shape_text
+
+__all__ = ["check_json", "dropout_line", "format_check", "format_judgement"]
 
 WIDTH = NOTE_WIDTH
 STATUS_WORDS = {

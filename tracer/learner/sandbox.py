@@ -190,7 +190,7 @@ def _fields(value: Any) -> dict[str, Any] | None:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         items = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
     elif isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        items = dict(zip(type(value)._fields, value, strict=False))
+        items = dict(zip(getattr(type(value), "_fields"), value, strict=False))  # noqa: B009
     elif isinstance(value, dict):
         items = {str(k): v for k, v in value.items()}
     else:
@@ -217,9 +217,10 @@ def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
     found = _output(tensors[name], batched)
     weights = next((k for n in WEIGHT_FIELDS for k in tensors if k.lower() == n), None)
     if weights is not None:
-        found["weights"] = _tensor(_unbatch(tensors[weights]) if batched else tensors[weights])
-    found["field"] = f"{type(value).__name__}.{name}" if not isinstance(value, dict) else (
-        f"['{name}']"
+        held = tensors[weights]
+        found["weights"] = _tensor((_unbatch(held) or held) if batched else held)
+    found["field"] = (
+        f"{type(value).__name__}.{name}" if not isinstance(value, dict) else (f"['{name}']")
     )
     return found
 
@@ -285,15 +286,15 @@ def _records(
     for record in recorder.records:
         value = record.value
         if batched or (
-            value is not None and tuple(value.shape) not in shapes and tuple(value.shape[1:]) in shapes
+            value is not None
+            and tuple(value.shape) not in shapes
+            and tuple(value.shape[1:]) in shapes
         ):
             value = _unbatch(value)  # their own unsqueeze(0), or the batch of one we gave
         args, kwargs = record.args, record.kwargs
         if batched:
             first = args[0] if args else None
-            unbatched = (
-                isinstance(first, torch.Tensor) and first.dim() >= 2 and first.shape[0] == 1
-            )
+            unbatched = isinstance(first, torch.Tensor) and first.dim() >= 2 and first.shape[0] == 1
             args = tuple(_unbatch(a) if isinstance(a, torch.Tensor) else a for a in args)
             if record.op == "softmax" and unbatched:
                 # dim counted on the batched tensor: the same axis of the unbatched one

@@ -217,8 +217,10 @@ def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
     found = _output(tensors[name], batched)
     weights = next((k for n in WEIGHT_FIELDS for k in tensors if k.lower() == n), None)
     if weights is not None:
-        held = tensors[weights]
-        found["weights"] = _tensor((_unbatch(held) or held) if batched else held)
+        held: torch.Tensor = tensors[weights]
+        if batched and held.dim() >= 2 and held.shape[0] == 1:
+            held = held[0]
+        found["weights"] = _tensor(held)
     found["field"] = (
         f"{type(value).__name__}.{name}" if not isinstance(value, dict) else (f"['{name}']")
     )

@@ -33,7 +33,7 @@ RUN_HERE = (
     "cross_class.py",  # forward(x, encoder_hidden_states), d_source
     "cross_function.py",  # cross_attention(x, context, ...)
     "numpy_no_keepdims.py",  # a relation: keepdims lost
-    "window_looks_ahead.py",  # the guard: not "scores not scaled"
+    "window_peeks_one.py",  # the guard: not "scores not scaled" (the scaled scores were right)
     "head0_keys.py",  # a per-head loop stuck on head 0
     "decode_scale_cache_len.py",  # a decode step, scaled by the cache length
     "sgd_no_zero_grad.py",  # a training step

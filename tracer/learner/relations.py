@@ -378,13 +378,24 @@ def _offset(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[s
                     f"{float(mine[~visible][0]):.3g}: the mask came after the softmax; mask the "
                     "scores before it",
                 )
-        differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5)
+        differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5, equal_nan=False)
+        differs &= ~(mine.isinf() & expected.isinf() & (mine.sign() == expected.sign()))
         if bool(differs.any()) and not bool((differs & ~hidden).any()):
-            shown = mine[differs]
-            value = f" (they hold {float(shown[0]):.3g})" if _constant(shown) else ""
+            if bool(expected[differs].isneginf().all()):
+                pairs = [tuple(int(i) for i in p) for p in differs.nonzero()[:4]]
+                ahead = all(p[-1] > p[-2] for p in pairs)
+                shown = ", ".join(f"query {p[-2]} → key {p[-1]}" for p in pairs)
+                return (
+                    "masked-only",
+                    f"your {stage} tensor equals the expected one except where the reference "
+                    f"hides a key and yours does not ({shown}): your mask lets "
+                    f"{'queries see keys after them' if ahead else 'those pairs through'}",
+                )
+            shown_values = mine[differs]
+            value = f" (they hold {float(shown_values[0]):.3g})" if _constant(shown_values) else ""
             return (
                 "masked-only",
-                f"your {stage} tensor equals the expected one everywhere except the masked (future) "
+                f"your {stage} tensor equals the expected one everywhere except the masked "
                 f"positions, which should be 0{value}: the mask is applied after the softmax, "
                 "or the masked entries are not cleared",
             )

@@ -24,6 +24,10 @@ from tracer.learner.compare import close
 from tracer.learner.diagnosis import Diagnosis, at_line
 
 TOLERANCE = 1e-4
+MAX_PERMUTED = 64
+"""Longest axis searched for a reordering (the search compares every pair of slices)."""
+MAX_ROWS = 8
+"""Wrong rows of a row-by-row output traced back to the operation that made them."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ def _constant(values: torch.Tensor) -> bool:
 def _permutation(mine: torch.Tensor, expected: torch.Tensor, axis: int) -> list[int] | None:
     """Where each of ``mine``'s slices along ``axis`` sits in ``expected``, if it is a reordering."""
     count = expected.shape[axis]
+    if count > MAX_PERMUTED:
+        return None
     order = []
     for i in range(count):
         slice_ = mine.select(axis, i)
@@ -644,13 +650,15 @@ def loop_rows(
         (v.reshape(-1), line, op, index) for v, line, op, index in records if v.numel() == width
     ]
     made: list[tuple[int, int | None, str, int]] = []
-    for t in wrong:
+    for t in wrong[:MAX_ROWS]:
         producer = next(  # the last tensor equal to the row made it (a v_0 made earlier did not)
             ((line, op, index) for v, line, op, index in reversed(rows) if close(v, mine[t])),
             None,
         )
         if producer is not None:
             made.append((t, *producer))
+            if producer[1] not in CREATED:
+                break
     if not made:
         return None
     t, line, op, index = next((m for m in made if m[2] not in CREATED), made[0])

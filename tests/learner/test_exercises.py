@@ -22,6 +22,8 @@ from tracer.plugin_host import PluginHost
 
 Attn = Callable[..., tuple[int, str, str]]
 SOLUTIONS = Path(__file__).parent / "solutions"
+N = len(EXERCISES)
+"""How many exercises there are (the watcher and the list count them)."""
 
 
 @pytest.fixture
@@ -84,15 +86,15 @@ def test_fix_the_mistakes_names_all_three(folder: Path) -> None:
 def test_watch_once_reports_and_records_progress(folder: Path, attn: Attn) -> None:
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 1
-    assert out.startswith("exercise 1/14: 01_dot_products.py - Dot products as alignment")
+    assert out.startswith(f"exercise 1/{N}: 01_dot_products.py - Dot products as alignment")
     assert "is waiting for you: replace the TODOs." in out
     shutil.copy(SOLUTIONS / "01_dot_products.py", folder / "01_dot_products.py")
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 0
-    assert "passed: 1/14 done. Next: 02_normalising.py" in out
+    assert f"passed: 1/{N} done. Next: 02_normalising.py" in out
     assert json.loads((folder / PROGRESS_FILE).read_text())["done"] == ["01_dot_products"]
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
-    assert out.startswith("exercise 2/14: 02_normalising.py")
+    assert out.startswith(f"exercise 2/{N}: 02_normalising.py")
 
 
 def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
@@ -108,9 +110,9 @@ def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
     status = watch(folder, shown.append, polls=3, sleep=sleep)
     text = "\n".join(shown)
     assert status == EXIT_PROBLEMS
-    assert text.count("exercise 1/14") == 2 and "passed: 1/14 done" in text
-    assert "passed: 2/14 done. Next: 03_vectorising.py" in text
-    assert shown[-2].startswith("exercise 3/14")
+    assert text.count(f"exercise 1/{N}") == 2 and f"passed: 1/{N} done" in text
+    assert f"passed: 2/{N} done. Next: 03_vectorising.py" in text
+    assert shown[-2].startswith(f"exercise 3/{N}")
 
 
 def test_watch_with_everything_done(folder: Path) -> None:
@@ -144,7 +146,7 @@ def test_list_shows_progress(folder: Path, attn: Attn) -> None:
     assert status == 0
     assert lines[0].split()[:2] == ["done", "01_dot_products.py"]
     assert lines[1].split()[:2] == ["next", "02_normalising.py"]
-    assert lines[-1] == "1/14 done"
+    assert lines[-1] == f"1/{N} done"
 
 
 def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
@@ -187,7 +189,7 @@ def test_a_damaged_progress_file_is_set_aside(
     path = folder / PROGRESS_FILE
     path.write_bytes(content)
     status, out, err = attn("exercises", "list", str(folder))
-    assert status == 0 and out.splitlines()[-1] == "0/14 done"
+    assert status == 0 and out.splitlines()[-1] == f"0/{N} done"
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"attn: warning: {path}")
     assert problem in err and err.rstrip().endswith(

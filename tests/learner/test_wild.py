@@ -32,11 +32,9 @@ RUN_HERE = (
     "gqa_kv_heads_required.py",  # kv_heads with no default
     "cross_class.py",  # forward(x, encoder_hidden_states), d_source
     "cross_function.py",  # cross_attention(x, context, ...)
-    "numpy_no_keepdims.py",  # a relation: keepdims lost
     "window_peeks_one.py",  # the guard: not "scores not scaled" (the scaled scores were right)
     "head0_keys.py",  # a per-head loop stuck on head 0
     "decode_scale_cache_len.py",  # a decode step, scaled by the cache length
-    "sgd_no_zero_grad.py",  # a training step
 )
 
 

@@ -425,6 +425,8 @@ def missing_renormalisation(evidence: Evidence) -> list[Diagnosis]:
     record = find(zeroed, evidence.records)
     if record is None:
         return []
+    if _renormalised_elsewhere(zeroed, evidence.records[record.index + 1 :]):
+        return []  # they did renormalise, over another axis: not this mistake
     sums = ", ".join(f"{float(s):.3g}" for s in zeroed.reshape(-1, zeroed.shape[-1]).sum(-1)[:3])
     return [
         Diagnosis(
@@ -436,6 +438,15 @@ def missing_renormalisation(evidence: Evidence) -> list[Diagnosis]:
             "(`w / w.sum(dim=-1, keepdim=True)`), or fill the scores with -inf before the softmax.",
         )
     ]
+
+
+def _renormalised_elsewhere(zeroed: torch.Tensor, later: Sequence[Record]) -> bool:
+    """Whether a later tensor is the zeroed weights divided by sums over another axis."""
+    for axis in range(zeroed.dim() - 1):
+        other = zeroed / zeroed.sum(dim=axis, keepdim=True).clamp(min=1e-30)
+        if any(r.value is not None and close(r.value, other) for r in later):
+            return True
+    return False
 
 
 def nan_rows(evidence: Evidence) -> list[Diagnosis]:

@@ -320,7 +320,7 @@ def _product(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
 
 def _sums(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
     """Weights that sum to 1 along the wrong axis."""
-    if known.stage != "weights" or mine.dim() < 2:
+    if known.stage not in WEIGHT_STAGES or mine.dim() < 2:
         return None
     rows = mine.sum(-1)
     columns = mine.sum(-2)

@@ -483,7 +483,11 @@ def _other_shape(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
             f"your {known.stage} tensor is {shape} where {wanted} is expected: the axes are in "
             "another order (a transpose or permute too many, or too few)",
         )
-    return None
+    return (
+        "shape",
+        f"your {known.stage} tensor is {shape} where {wanted} is expected: follow the shapes "
+        "back from there to the operation that made it",
+    )
 
 
 def _where(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[str, str]:

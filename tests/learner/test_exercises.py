@@ -21,9 +21,9 @@ from tracer.learner.exercises import EXERCISES, PROGRESS_FILE, Progress, check_e
 from tracer.plugin_host import PluginHost
 
 Attn = Callable[..., tuple[int, str, str]]
-TOTAL = len(EXERCISES)  # "exercise 1/TOTAL" in what the watcher prints
 SOLUTIONS = Path(__file__).parent / "solutions"
-TOTAL = len(EXERCISES)
+N = len(EXERCISES)
+"""How many exercises there are (the watcher and the list count them)."""
 
 
 @pytest.fixture
@@ -34,8 +34,8 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
     return target
 
 
-# Cross-attention is new; induction runs a trained model rather than a function a learner writes.
-MODERN = {"cross-attention", "induction"}
+# Induction runs a trained model rather than a function a learner writes.
+MODERN = {"induction"}
 
 
 @pytest.mark.lists_variants
@@ -86,15 +86,15 @@ def test_fix_the_mistakes_names_all_three(folder: Path) -> None:
 def test_watch_once_reports_and_records_progress(folder: Path, attn: Attn) -> None:
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 1
-    assert out.startswith(f"exercise 1/{TOTAL}: 01_dot_products.py - Dot products as alignment")
+    assert out.startswith(f"exercise 1/{N}: 01_dot_products.py - Dot products as alignment")
     assert "is waiting for you: replace the TODOs." in out
     shutil.copy(SOLUTIONS / "01_dot_products.py", folder / "01_dot_products.py")
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
     assert status == 0
-    assert f"passed: 1/{TOTAL} done. Next: 02_normalising.py" in out
+    assert f"passed: 1/{N} done. Next: 02_normalising.py" in out
     assert json.loads((folder / PROGRESS_FILE).read_text())["done"] == ["01_dot_products"]
     status, out, _ = attn("exercises", "watch", str(folder), "--once")
-    assert out.startswith(f"exercise 2/{TOTAL}: 02_normalising.py")
+    assert out.startswith(f"exercise 2/{N}: 02_normalising.py")
 
 
 def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
@@ -110,9 +110,9 @@ def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
     status = watch(folder, shown.append, polls=3, sleep=sleep)
     text = "\n".join(shown)
     assert status == EXIT_PROBLEMS
-    assert text.count(f"exercise 1/{TOTAL}") == 2 and f"passed: 1/{TOTAL} done" in text
-    assert f"passed: 2/{TOTAL} done. Next: 03_vectorising.py" in text
-    assert shown[-2].startswith(f"exercise 3/{TOTAL}")
+    assert text.count(f"exercise 1/{N}") == 2 and f"passed: 1/{N} done" in text
+    assert f"passed: 2/{N} done. Next: 03_vectorising.py" in text
+    assert shown[-2].startswith(f"exercise 3/{N}")
 
 
 def test_watch_with_everything_done(folder: Path) -> None:
@@ -146,7 +146,7 @@ def test_list_shows_progress(folder: Path, attn: Attn) -> None:
     assert status == 0
     assert lines[0].split()[:2] == ["done", "01_dot_products.py"]
     assert lines[1].split()[:2] == ["next", "02_normalising.py"]
-    assert lines[-1] == f"1/{TOTAL} done"
+    assert lines[-1] == f"1/{N} done"
 
 
 def test_errors_are_one_line(folder: Path, attn: Attn, tmp_path: Path) -> None:
@@ -189,7 +189,7 @@ def test_a_damaged_progress_file_is_set_aside(
     path = folder / PROGRESS_FILE
     path.write_bytes(content)
     status, out, err = attn("exercises", "list", str(folder))
-    assert status == 0 and out.splitlines()[-1] == f"0/{TOTAL} done"
+    assert status == 0 and out.splitlines()[-1] == f"0/{N} done"
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"attn: warning: {path}")
     assert problem in err and err.rstrip().endswith(

@@ -37,7 +37,16 @@ from torch import nn
 from tracer.errors import Location, UsageError
 
 FUNCTION_NAME = "attention"
-ARGUMENT_ORDER = ("inputs", "W_query", "W_key", "W_value", "W_out", "b_out", "num_heads")
+ARGUMENT_ORDER = (
+    "inputs",
+    "source",
+    "W_query",
+    "W_key",
+    "W_value",
+    "W_out",
+    "b_out",
+    "num_heads",
+)
 
 # Constructor parameter names learners use, by what they mean.
 D_IN = {"d_in", "din", "in_dim", "input_dim", "in_features", "d_input"}
@@ -51,13 +60,152 @@ CONFIG = {"config", "cfg", "conf", "args", "hparams", "params", "settings", "con
 PROJECTED = (("query", "key", "value"), ("q", "k", "v"), ("queries", "keys", "values"))
 """Parameter names of a function that takes the tensors already projected (Annotated Transformer)."""
 MASK_NAMES = {"mask", "attn_mask", "attention_mask", "causal_mask"}
+SOURCE = {
+    "source",
+    "src",
+    "context",
+    "memory",
+    "mem",
+    "encoder_hidden_states",
+    "encoder_output",
+    "encoder_outputs",
+    "encoder_out",
+    "enc_out",
+    "enc",
+    "encoded",
+    "kv",
+    "kv_input",
+    "x_kv",
+    "y",
+    "cond",
+    "condition",
+    "other",
+    "s",
+    "xs",
+}
+"""Names of the second sequence cross-attention reads its keys and values from."""
+D_SOURCE = {
+    "d_source",
+    "d_src",
+    "source_dim",
+    "src_dim",
+    "d_context",
+    "context_dim",
+    "d_kv",
+    "kv_dim",
+    "kdim",
+    "vdim",
+    "d_enc",
+    "enc_dim",
+    "encoder_dim",
+    "d_memory",
+    "memory_dim",
+    "d_cross",
+    "cross_dim",
+    "d_y",
+    "cond_dim",
+    "d_in_kv",
+    "d_kv_in",
+}
+"""Constructor parameters for the source sequence's width (``nn.MultiheadAttention``'s kdim)."""
+INPUT_NAMES = {"inputs", "input", "x", "xs", "embeddings", "tokens", "hidden_states", "h"}
+INPUT_NAMES |= {"target", "tgt", "queries_from", "x_q", "seq", "sequence", "embeds"}
+OPTION_NAMES = {
+    "kv_heads": {
+        "kv_heads",
+        "n_kv_heads",
+        "num_kv_heads",
+        "num_key_value_heads",
+        "n_kv_head",
+        "n_kv",
+        "num_kv",
+        "kv_head_count",
+        "num_groups",
+        "n_groups",
+        "groups",
+        "n_key_value_heads",
+    },
+    "window": {
+        "window",
+        "window_size",
+        "sliding_window",
+        "attention_window",
+        "local_window",
+        "win",
+        "win_size",
+        "w",
+        "span",
+    },
+    "tile": {"tile", "tile_size", "chunk", "chunk_size", "block", "bc", "br", "tile_len"},
+    "steps": {"steps", "n_steps", "num_steps", "epochs", "iterations", "iters", "n_iter"},
+    "lr": {"lr", "learning_rate", "eta", "alpha", "step_size"},
+    "causal": {"causal", "is_causal"},
+}
+"""Parameter names a variant's option goes by (``n_kv_heads`` for ``kv_heads``)."""
+
+
+def option_for(name: str, options: dict[str, Any]) -> str | None:
+    """The variant option a parameter name stands for, if the variant has that option."""
+    if name in options:
+        return name
+    key = name.lower()
+    return next((o for o, names in OPTION_NAMES.items() if o in options and key in names), None)
+
 
 # Parameter names, by the projection they hold.
 ROLES = {
-    "query": {"w_query", "w_q", "wq", "query", "q", "q_proj", "to_q", "queries", "query_proj"},
-    "key": {"w_key", "w_k", "wk", "key", "k", "k_proj", "to_k", "keys", "key_proj"},
-    "value": {"w_value", "w_v", "wv", "value", "v", "v_proj", "to_v", "values", "value_proj"},
-    "qkv": {"c_attn", "qkv", "w_qkv", "in_proj", "to_qkv", "qkv_proj", "wqkv"},
+    "query": {
+        "w_query",
+        "w_q",
+        "wq",
+        "query",
+        "q",
+        "q_proj",
+        "to_q",
+        "queries",
+        "query_proj",
+        "q_linear",
+        "query_linear",
+        "q_lin",
+        "proj_q",
+        "linear_q",
+        "w_qs",
+    },
+    "key": {
+        "w_key",
+        "w_k",
+        "wk",
+        "key",
+        "k",
+        "k_proj",
+        "to_k",
+        "keys",
+        "key_proj",
+        "k_linear",
+        "key_linear",
+        "k_lin",
+        "proj_k",
+        "linear_k",
+        "w_ks",
+    },
+    "value": {
+        "w_value",
+        "w_v",
+        "wv",
+        "value",
+        "v",
+        "v_proj",
+        "to_v",
+        "values",
+        "value_proj",
+        "v_linear",
+        "value_linear",
+        "v_lin",
+        "proj_v",
+        "linear_v",
+        "w_vs",
+    },
+    "qkv": {"c_attn", "qkv", "w_qkv", "in_proj", "to_qkv", "qkv_proj", "wqkv", "query_key_value"},
     "out": {
         "out_proj",
         "c_proj",
@@ -69,8 +217,20 @@ ROLES = {
         "to_out",
         "out",
         "fc_out",
+        "o",
+        "out_linear",
+        "o_linear",
+        "proj_out",
+        "linear_out",
+        "output",
+        "output_proj",
+        "attn_out",
+        "dense",
+        "w_out_proj",
     },
 }
+BIAS_WORDS = ("bias", "b")
+"""How a bias is told apart from its projection in a raw parameter's name (``b_o``, ``out_bias``)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +253,8 @@ class Setting:
     options: dict[str, Any] = field(default_factory=dict)
     """The variant's own options (``window``, ``tile``...): a function parameter of that name
     gets the value the reference used."""
+    d_source: int | None = None
+    """The source sequence's width, for cross-attention (None when there is no source)."""
     eval_dropout: float | None = None
     """Build the learner's module with this dropout rate, then switch it to eval mode: its
     output must equal the reference's without dropout (the eval-mode re-check)."""
@@ -233,6 +395,11 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
         def build() -> nn.Module:
             instance = cls(**kwargs)
             load_weights(instance, setting, filename, name)
+            # A config offers a dropout rate; the class takes one only if it read it.
+            call.takes_dropout = any(k.lower() in DROPOUT for k in kwargs) or any(
+                isinstance(v, Config) and bool(v.__dict__.get("read", set()) & CONFIG_DROPOUT)
+                for v in kwargs.values()
+            )
             return instance
 
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
@@ -247,7 +414,7 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
         projected = projected_parameters(function)
         if projected is not None:
             return _projected_call(function, name, projected, filename, setting, numpy_only)
-        args, kwargs = bind(function, setting.arguments, filename, name)
+        args, kwargs = bind(function, setting.arguments, filename, name, setting.options)
         rate = dropout_parameter(function, args, kwargs)
         own = variant_options(function, args, kwargs, setting)
 
@@ -256,6 +423,8 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
             tensors = {n: v for n, v in copies.items() if isinstance(v, torch.Tensor)}
             if batched:
                 copies["inputs"] = copies["inputs"].unsqueeze(0)  # a view: writes still show
+                if isinstance(copies.get("source"), torch.Tensor):
+                    copies["source"] = copies["source"].unsqueeze(0)
             if numpy_only:
                 copies = {n: _to_numpy(v) for n, v in copies.items()}
             positional = [copies[n] for n in args]
@@ -377,20 +546,71 @@ def _module_call(description: str, build: Callable[[], nn.Module], setting: Sett
         call.built = module
         inputs = setting.arguments["inputs"].detach().clone()
         given = inputs.unsqueeze(0) if batched else inputs
+        source = setting.arguments.get("source")
+        if isinstance(source, torch.Tensor):  # cross-attention: forward(x, context)
+            source = source.detach().clone()
+            other = source.unsqueeze(0) if batched else source
+            keyword = _source_parameter(module.forward)
+            if keyword is not None:
+                return {"inputs": inputs, "source": source}, lambda: module(
+                    given, **{keyword: other}
+                )
+            return {"inputs": inputs, "source": source}, lambda: module(given, other)
         return {"inputs": inputs}, lambda: module(given)
 
     call = Call(description, True, prepare_module)
     return call
 
 
+def _source_parameter(function: Callable[..., Any]) -> str | None:
+    """The keyword a cross-attention forward takes the source sequence by, if it names one."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    named = [p.name for p in parameters[1:] if p.name.lower() in SOURCE]
+    return named[0] if named else None
+
+
 def _copy(value: Any) -> Any:
     return value.detach().clone() if isinstance(value, torch.Tensor) else value
 
 
+def _meaning(name: str, provided: dict[str, Any]) -> str | None:
+    """Which provided argument a parameter name stands for (``x`` the inputs, ``W_q`` the
+    query weights, ``context`` the source sequence, ``b_o`` the output bias...)."""
+    if name in provided:
+        return name
+    key = name.lower()
+    if key in INPUT_NAMES and "inputs" in provided:
+        return "inputs"
+    if key in SOURCE and "source" in provided:
+        return "source"
+    for role, argument in (("query", "W_query"), ("key", "W_key"), ("value", "W_value")):
+        if argument in provided and (key in ROLES[role] or key == argument.lower()):
+            return argument
+    if "W_out" in provided and (key in ROLES["out"] or key == "w_out"):
+        return "W_out"
+    if "b_out" in provided and _bias_role(name) == "out":
+        return "b_out"
+    if "num_heads" in provided and key in HEADS:
+        return "num_heads"
+    return None
+
+
 def bind(
-    function: Callable[..., Any], provided: dict[str, Any], filename: str, name: str
+    function: Callable[..., Any],
+    provided: dict[str, Any],
+    filename: str,
+    name: str,
+    options: dict[str, Any] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
-    """Argument names, positionally in the documented order or by keyword when the names say which."""
+    """Argument names, positionally in the documented order or by keyword when the names say which.
+
+    A required parameter named after one of the variant's options (``kv_heads``,
+    ``n_kv_heads``, ``window_size``) is left to :func:`variant_options`.
+    """
+    options = options or {}
     expected = [n for n in ARGUMENT_ORDER if n in provided]
     try:
         signature = inspect.signature(function)
@@ -401,12 +621,27 @@ def bind(
     required = [
         p
         for p in parameters
-        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        if p.default is p.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and (p.kind == p.POSITIONAL_ONLY or option_for(p.name, options) is None)
     ]
     names = {p.name for p in parameters}
     own = names & (set(provided) - set(ARGUMENT_ORDER))  # a variant's own weights (W_dkv...)
     if (set(expected) <= names or own) and all(p.name in provided for p in required):
         return [], {n: n for n in provided if n in names}
+    meanings = {
+        p.name: _meaning(p.name, provided)
+        for p in parameters
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    taken = {m for m in meanings.values() if m is not None}
+    needed = {n for n in expected if n != "b_out"}  # an output bias left out is their mistake
+    if (
+        needed <= taken
+        and len(taken) == sum(m is not None for m in meanings.values())
+        and all(meanings.get(p.name) is not None for p in required)
+    ):
+        return [], {p: m for p, m in meanings.items() if m is not None}
     has_varargs = any(p.kind == p.VAR_POSITIONAL for p in parameters)
     if (len(positional) >= len(expected) or has_varargs) and len(required) <= len(expected):
         return expected, {}
@@ -433,8 +668,9 @@ def variant_options(
             continue
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        if parameter.kind != parameter.POSITIONAL_ONLY and parameter.name in setting.options:
-            found[parameter.name] = setting.options[parameter.name]
+        option = option_for(parameter.name, setting.options)
+        if parameter.kind != parameter.POSITIONAL_ONLY and option is not None:
+            found[parameter.name] = setting.options[option]
     return found
 
 
@@ -462,6 +698,7 @@ def dropout_parameter(
 def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[str, Any]:
     """Keyword arguments for the learner's class, by what its parameter names mean."""
     kwargs: dict[str, Any] = {}
+    own_width = any(p.name.lower() in D_OUT for p in _constructor_parameters(cls))
     for parameter in _constructor_parameters(cls):
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
@@ -470,6 +707,8 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
             kwargs[parameter.name] = setting.d_in
         elif key in D_OUT:
             kwargs[parameter.name] = setting.d_out
+        elif key in D_BOTH and own_width:  # (d_model, ..., d_out): d_model is the input width
+            kwargs[parameter.name] = setting.d_in
         elif key in D_BOTH:
             if setting.d_in != setting.d_out:
                 raise UsageError(
@@ -479,6 +718,10 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
                     Location(filename, _line(cls)),
                 )
             kwargs[parameter.name] = setting.d_in
+        elif key in D_SOURCE and setting.d_source is not None:
+            kwargs[parameter.name] = setting.d_source
+        elif (option := option_for(parameter.name, setting.options)) is not None:
+            kwargs[parameter.name] = setting.options[option]
         elif key in CONTEXT:
             kwargs[parameter.name] = setting.context_length
         elif key in DROPOUT:
@@ -499,12 +742,42 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
     return kwargs
 
 
+CONFIG_DROPOUT = frozenset(
+    {
+        "dropout",
+        "attn_pdrop",
+        "resid_pdrop",
+        "drop_rate",
+        "attention_dropout",
+        "attention_probs_dropout_prob",
+        "hidden_dropout_prob",
+        "dropout_rate",
+    }
+)
+"""A config's names for the dropout rate."""
+
+
 class MissingConfig(AttributeError):
     """The learner's class read a name the supplied config lacks (reported as one line)."""
 
 
 class Config(dict):  # type: ignore[type-arg]
     """A config object read as ``config.n_embd`` or ``config["n_embd"]``: the variant's sizes."""
+
+    def __repr__(self) -> str:
+        """Short, for the report's ``class Attention(args=...)``: the sizes, not every alias."""
+        shown = ("n_embd", "n_head", "n_kv_heads", "block_size", "window_size", "d_source")
+        return "config(" + ", ".join(f"{k}={self[k]!r}" for k in shown if k in self) + ")"
+
+    read: set[str]
+
+    def __getitem__(self, name: str) -> Any:
+        self.__dict__.setdefault("read", set()).add(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self.__dict__.setdefault("read", set()).add(name)
+        return super().get(name, default)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -533,21 +806,26 @@ def make_config(cls: type, setting: Setting, filename: str) -> Config:
     for name in ("block_size", "context_length", "max_position_embeddings", "n_positions"):
         config[name] = setting.context_length
     config["n_ctx"] = config["max_seq_len"] = setting.context_length
-    for name in (
-        "dropout",
-        "attn_pdrop",
-        "resid_pdrop",
-        "drop_rate",
-        "attention_dropout",
-        "attention_probs_dropout_prob",
-        "hidden_dropout_prob",
-        "dropout_rate",
-    ):
+    for name in CONFIG_DROPOUT:
         config[name] = _rate(setting)
     config["bias"] = True  # nanoGPT: biases on every Linear (the query/key/value ones get 0)
     config["qkv_bias"] = False
     config["is_causal"] = config["causal"] = setting.causal
     config["head_dim"] = width // heads
+    config["max_batch_size"] = 1
+    for name in ("max_cache_len", "cache_size", "max_len", "seq_len"):
+        config[name] = setting.context_length
+    # Grouped-query, window and tile sizes under their usual names (Llama, Mistral, HF):
+    # the variant's own value, else what leaves attention as it is (every head its own keys).
+    for option, names in OPTION_NAMES.items():
+        if option in setting.options:
+            for alias in names - {"w", "h", "alpha", "eta", "groups", "block", "span"}:
+                config.setdefault(alias, setting.options[option])
+    for alias in ("n_kv_heads", "num_key_value_heads", "num_kv_heads", "kv_heads"):
+        config.setdefault(alias, heads)
+    if setting.d_source is not None:
+        for alias in ("d_source", "kdim", "vdim", "encoder_hidden_size", "cross_attention_dim"):
+            config[alias] = setting.d_source
     return config
 
 
@@ -556,6 +834,29 @@ def _line(cls: type) -> int | None:
         return inspect.getsourcelines(cls)[1]
     except (TypeError, OSError):
         return None
+
+
+def _bias_role(name: str) -> str | None:
+    """The projection a raw bias parameter belongs to: ``b_o``, ``b_out``, ``bias_o``,
+    ``out_bias``, ``bo``, ``b_q``..., or None when the name is not a bias's."""
+    key = name.lower()
+    for word in BIAS_WORDS:
+        for rest in (
+            key.removeprefix(f"{word}_") if key.startswith(f"{word}_") else None,
+            key.removesuffix(f"_{word}") if key.endswith(f"_{word}") else None,
+        ):
+            if not rest:
+                continue
+            if rest in ("o", "out", "proj", "output", "c_proj", "o_proj", "out_proj"):
+                return "out"
+            role = _role([rest])
+            if role is not None:
+                return role
+    if key in ("bo", "bout"):
+        return "out"
+    if key in ("bq", "bk", "bv"):
+        return {"bq": "query", "bk": "key", "bv": "value"}[key]
+    return None
 
 
 def _role(parts: list[str]) -> str | None:
@@ -608,6 +909,8 @@ def load_weights(module: nn.Module, setting: Setting, filename: str, name: str) 
             role = _role(parts[:-1] if kind != "raw" else parts)
             if role is None and kind == "bias" and parts[-1].endswith("_bias"):
                 role = _role([parts[-1]])  # nn.MultiheadAttention's in_proj_bias
+            if kind == "raw" and parameter.dim() == 1 and _bias_role(parts[-1]) is not None:
+                kind, role = "bias", _bias_role(parts[-1])  # b_o, out_bias: a raw bias
             if role is None:
                 raise UsageError(
                     f"cannot tell which weights {name}.{full_name} holds; name the projections "

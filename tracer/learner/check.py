@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,19 +29,30 @@ from tracer.errors import UsageError
 from tracer.learner.calling import ARGUMENT_ORDER
 from tracer.learner.compare import close, find, matches_any, max_difference
 from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
-from tracer.learner.dropout import DropoutCheck, check_dropout
+from tracer.learner.dropout import CHECK_RATE, DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Mutation, Record
+from tracer.learner.relations import (
+    Known,
+    explain_first,
+    head_splits,
+    loop_rows,
+    stuck_head,
+    training_steps,
+)
 from tracer.learner.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.tracing import Trace
 from tracer.variant import Stage
 
+NOTE_WIDTH = 88
+"""The width the notes of a second run are wrapped to (the report's width)."""
+
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
-GIVEN_STAGES = ("inputs", "projections")
+GIVEN_STAGES = ("inputs", "projections", "source")
 """Stages that show what the learner is given rather than what they compute."""
 
 CREATION_OPS = frozenset(
@@ -114,6 +127,11 @@ def provided_arguments(trace: Trace) -> dict[str, Any]:
                 )
         if "W_out" in provided:
             provided["num_heads"] = _heads(trace)
+    source = context.source
+    if source is not None:  # cross-attention: keys and values come from the source
+        provided["source"] = source.inputs
+        if "W_key" in provided and source.weights is not None:
+            provided["W_key"], provided["W_value"] = source.weights.key, source.weights.value
     return provided
 
 
@@ -144,7 +162,20 @@ def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
                 shapes.add((*shape[:-2], shape[-1], shape[-2]))
     if trace.output is not None:
         shapes.add(tuple(trace.output.shape))
+        if trace.output.dim() == 2:  # one row at a time: decode steps, a loop over queries
+            shapes.add(tuple(trace.output.shape[-1:]))
+    if _losses(trace) is not None:
+        shapes.add(())  # each training step's loss
     return shapes
+
+
+def _losses(trace: Trace) -> torch.Tensor | None:
+    """The loss before each training step, for a variant that trains (its ``steps`` stage)."""
+    for stage in trace.stages:
+        loss = stage.tensors.get("loss")
+        if stage.name == "steps" and loss is not None and loss.dim() == 1:
+            return loss
+    return None
 
 
 def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -168,6 +199,7 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         "d_in": int(inputs.shape[-1]),
         "d_out": d_out,
         "context_length": int(inputs.shape[0]),
+        "d_source": None if "source" not in provided else int(provided["source"].shape[-1]),
         "dropout": float(trace.context.dropout),
         "causal": "mask" in stage_names,
         "stacked": stacked,
@@ -307,8 +339,11 @@ def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> R
 
 
 def _mask_like(tensor: torch.Tensor) -> bool:
-    """A mask in float form, such as ``torch.triu(torch.ones(n, n))``: not an attempt at a stage."""
-    return bool(((tensor == 0) | (tensor == 1)).all())
+    """A mask in float form, such as ``torch.triu(torch.ones(n, n))`` or an additive mask of
+    0 and -1e9 (or -inf): not an attempt at a stage."""
+    if bool(((tensor == 0) | (tensor == 1)).all()):
+        return True
+    return bool(((tensor == 0) | (tensor <= -1e4)).all()) and bool((tensor == 0).any())
 
 
 def reference_host(variant: str, everything: Callable[[], PluginHost]) -> PluginHost:
@@ -394,8 +429,10 @@ def check(
         path=filename,
         arguments={n: t for n, t in tensors.items() if n != HIDDEN},
     )
+    matched = _matched_before(stages, diverging)
     diagnoses = merge(
-        diagnose(evidence), reproduce(evidence, mistakes_of(trace.variant), trace.context)
+        diagnose(evidence),
+        reproduce(evidence, mistakes_of(trace.variant), trace.context, matched),
     )
     takes_dropout = payload.get("takes_dropout") is True
     dropout = check_dropout(
@@ -425,6 +462,10 @@ def check(
     output_record = next(
         (r for r in reversed(records) if output_id is not None and r.result_id == output_id), None
     )
+    if not matches and not diagnoses and dropout is None and float(trace.context.dropout) == 0:
+        # With dropout on, the masks differ by design: a relation of the values says nothing.
+        found = explain_divergence(trace, diverging, records, tensor_output, output_record)
+        diagnoses = [found] if found is not None else []
     return CheckResult(
         path=filename,
         trace=trace,
@@ -694,9 +735,155 @@ def _wider(
 def _dropout_on(
     trace: Trace, first: CheckResult, passed: CheckResult, earlier: dict[str, Any]
 ) -> dict[str, Any] | None:
-    from tracer.learner.dropout import CHECK_RATE
-
     return {"dropout": CHECK_RATE} if passed.matches and hides_dropout(trace, first) else None
+
+
+MAX_RELATED = 64
+"""How many of the learner's tensors after the divergence are related to the reference."""
+
+
+def _matched_before(stages: list[StageResult], diverging: StageResult | None) -> frozenset[str]:
+    """Names of the reference tensors the learner's code got right before it diverged."""
+    names: set[str] = set()
+    for result in stages:
+        if result is diverging:
+            break
+        if result.status == MATCH:
+            names.update(t for t in result.stage.tensors if t == result.stage.name)
+    return frozenset(names)
+
+
+def explain_divergence(
+    trace: Trace,
+    diverging: StageResult | None,
+    records: list[Record],
+    output: torch.Tensor | None,
+    output_record: Record | None,
+) -> Diagnosis | None:
+    """A sentence from what the numbers show, for a divergence no known mistake explains."""
+    tensors: dict[str, torch.Tensor] = {}
+    for stage in trace.stages:
+        for name, tensor in stage.tensors.items():
+            if tensor.is_floating_point():
+                tensors.setdefault(name, tensor)
+    heads = _heads(trace)
+    keys = tensors.get("keys")
+    width = int(keys.shape[-1]) if keys is not None else 1
+    if keys is None and trace.context.weights is not None:
+        width = int(trace.context.weights.key.shape[-1]) // max(heads, 1)
+    hidden = hidden_pairs(trace)
+    projected = [tensors[n] for n in ("queries", "keys", "values", "projected") if n in tensors]
+    if heads > 1:
+        per_head = {
+            name: tensor
+            for stage in trace.stages
+            for name, tensor in stage.tensors.items()
+            if tensor.dim() == 3 and tensor.is_floating_point()
+        }
+        stuck = stuck_head(
+            [(r.value, r.line, r.index) for r in records if r.value is not None], per_head, heads
+        )
+        if stuck is not None:
+            return stuck
+        for record in records:
+            if record.value is not None and record.value.dim() == 3:
+                found = head_splits(record.value, projected, heads, record.line)
+                if found is not None:
+                    return found
+    losses = _losses(trace)
+    if losses is not None:
+        found = training_steps(
+            [(r.value, r.line, r.op, r.index) for r in records if r.value is not None], losses
+        )
+        if found is not None:
+            return found
+    if output is not None and trace.output is not None:
+        arguments = provided_arguments(trace)
+        step = loop_rows(
+            output,
+            trace.output,
+            [(r.value, r.line, r.op, r.index) for r in records if r.value is not None],
+            {n: t for n, t in arguments.items() if isinstance(t, torch.Tensor)},
+        )
+        if step is not None:
+            return step
+    if (
+        diverging is not None
+        and diverging.record is not None
+        and diverging.record.value is not None
+    ):
+        stage = diverging.stage
+        expected = stage.tensors.get(stage.name)
+        if expected is None:
+            expected = next(iter(stage.tensors.values()))
+        start = diverging.record.index
+        shape = tuple(expected.shape)
+        tries = [
+            r
+            for r in records
+            if r.index >= start
+            and r.value is not None
+            and tuple(r.value.shape) == shape
+            and r.value.is_floating_point()
+            and not _mask_like(r.value)
+        ][:MAX_RELATED]
+        candidates = [(r.value, r.line) for r in tries if r.value is not None]
+        name = stage.name
+    else:
+        if output is None or trace.output is None:
+            return None
+        expected, name = trace.output, "output"
+        line = output_record.line if output_record is not None else None
+        if line is None:
+            line = next((r.line for r in reversed(records) if r.line is not None), None)
+        candidates = [(output, line)]
+        tries = [output_record] if output_record is not None else []
+        start = 0
+    known = Known(
+        stage=name,
+        expected=expected,
+        tensors=tensors,
+        hidden=hidden,
+        heads=heads,
+        head_dim=max(width, 1),
+        tokens=len(trace.tokens),
+    )
+    found = explain_first(candidates, known)
+    if found is None or found.code not in REDUCING:
+        return found
+    made = next((r for r in tries if r.line == found.line), None)
+    if made is None:
+        return found
+    # Which reduction went wrong (a max per column, a sum without keepdims): the last one
+    # computed on the way to the tensor, in the learner's code.
+    ops = {"softmax", "masked_fill", "where"} if found.code == "padding-attended" else REDUCTIONS
+    reduction = next(
+        (
+            r
+            for r in reversed(records[start : made.index + 1])
+            if r.op in ops and r.line is not None
+        ),
+        None,
+    )
+    if reduction is None or reduction.line == found.line:
+        return found
+    message = found.message.removeprefix(f"line {found.line}: ")
+    return dataclasses.replace(
+        found, line=reduction.line, message=f"line {reduction.line}: {message}"
+    )
+
+
+REDUCING = (
+    "column-factor",
+    "row-column-factor",
+    "keepdims",
+    "row-factor",
+    "row-offset",
+    "other-axis",
+    "padding-attended",
+)
+"""Relations a reduction explains: its line is the one to fix."""
+REDUCTIONS = frozenset({"max", "amax", "sum", "mean", "logsumexp", "amin", "min", "norm"})
 
 
 def _dropout_off(
@@ -707,10 +894,25 @@ def _dropout_off(
     return None
 
 
-def _dropout_on_note(result: CheckResult) -> str:
-    from tracer.learner.dropout import CHECK_RATE
-    from tracer.learner.report import dropout_line
+def dropout_line(result: CheckResult, rate: float) -> str:
+    """What the second run, with dropout on, added to a check that passed with it off."""
+    if result.matches:
+        text = (
+            f"checked again with --dropout {rate:g}: your dropout zeroes some weights and "
+            f"scales the rest by 1/(1-p) = {1 / (1 - rate):g}, and your context uses the "
+            "dropped weights."
+        )
+    else:
+        reason = (
+            result.dropout.note
+            if result.dropout is not None and result.dropout.note
+            else result.problem or "it did not match"
+        )
+        text = f"with --dropout {rate:g} your dropout could not be checked: {reason}."
+    return textwrap.fill(text, NOTE_WIDTH)
 
+
+def _dropout_on_note(result: CheckResult) -> str:
     return dropout_line(result, CHECK_RATE)
 
 

@@ -226,14 +226,21 @@ def softmax_dimension(evidence: Evidence) -> list[Diagnosis]:
         dim = record.args[1] if len(record.args) > 1 else record.kwargs.get("dim")
         if not isinstance(source, torch.Tensor) or not isinstance(dim, int) or source.dim() < 2:
             continue
-        if dim % source.dim() != source.dim() - 1:
+        axis = dim % source.dim()
+        if axis != source.dim() - 1:
+            if axis == source.dim() - 2:
+                across = "down each column (across queries)"
+            elif source.dim() >= 3 and axis == source.dim() - 3:
+                across = "across the heads (each query-key pair's weights over the heads)"
+            else:
+                across = "across the batch"
             return [
                 Diagnosis(
                     "softmax-dim",
                     "softmax over the wrong dimension",
                     record.line,
-                    f"softmax on {at_line(record.line)} normalises over dim={dim}, down each column "
-                    "(across queries). Each query's weights must sum to 1 across the keys, the "
+                    f"softmax on {at_line(record.line)} normalises {across}. "
+                    "Each query's weights must sum to 1 across the keys, the "
                     "last dimension: use `dim=-1`.",
                 )
             ]
@@ -418,6 +425,8 @@ def missing_renormalisation(evidence: Evidence) -> list[Diagnosis]:
     record = find(zeroed, evidence.records)
     if record is None:
         return []
+    if _renormalised_elsewhere(zeroed, evidence.records[record.index + 1 :]):
+        return []  # they did renormalise, over another axis: not this mistake
     sums = ", ".join(f"{float(s):.3g}" for s in zeroed.reshape(-1, zeroed.shape[-1]).sum(-1)[:3])
     return [
         Diagnosis(
@@ -429,6 +438,15 @@ def missing_renormalisation(evidence: Evidence) -> list[Diagnosis]:
             "(`w / w.sum(dim=-1, keepdim=True)`), or fill the scores with -inf before the softmax.",
         )
     ]
+
+
+def _renormalised_elsewhere(zeroed: torch.Tensor, later: Sequence[Record]) -> bool:
+    """Whether a later tensor is the zeroed weights divided by sums over another axis."""
+    for axis in range(zeroed.dim() - 1):
+        other = zeroed / zeroed.sum(dim=axis, keepdim=True).clamp(min=1e-30)
+        if any(r.value is not None and close(r.value, other) for r in later):
+            return True
+    return False
 
 
 def nan_rows(evidence: Evidence) -> list[Diagnosis]:

@@ -263,6 +263,32 @@ EXERCISES: tuple[Exercise, ...] = (
         ),
         {"block": 2},
     ),
+    Exercise(
+        "20_cross_attention",
+        "Cross-attention: queries from one sequence, keys and values from another",
+        "cross-attention",
+        (
+            "Only the keys and values change: keys = context @ W_key, values = context @ W_value; "
+            "the queries stay x @ W_query.",
+            "The scores are (target tokens × source tokens): queries @ keys.T / keys.shape[-1] ** "
+            "0.5, and the softmax runs over the source tokens, dim=-1.",
+            "No causal mask: every target token may read the whole source.",
+        ),
+    ),
+    Exercise(
+        "21_grouped_query_config",
+        "A grouped-query module built from its config",
+        "grouped-query",
+        (
+            "self.n_kv_heads = args.n_kv_heads; the query heads per key/value head are "
+            "args.n_heads // args.n_kv_heads, and head_dim = args.dim // args.n_heads.",
+            "wk and wv map dim to n_kv_heads * head_dim; repeat each key/value head for its "
+            "group with repeat_interleave(n_rep, dim=1) on (batch, heads, tokens, head_dim).",
+            "Causal scores per head: q @ k.transpose(-2, -1) / head_dim ** 0.5, masked above the "
+            "diagonal with -inf; softmax over dim=-1, @ v, heads side by side, then self.wo.",
+        ),
+        {"heads": 4, "kv_heads": 2, "d_out": 4, "inputs": "ton-voyage"},
+    ),
 )
 
 VARIANT_OPTIONS = ("heads", "kv_heads", "window", "tile", "causal", "rank", "absorb", "block")

@@ -43,9 +43,17 @@ def _made(mistake: Mistake, run: RunContext) -> dict[str, torch.Tensor]:
 
 
 def reproduce(
-    evidence: Evidence, mistakes: Sequence[Mistake], run: RunContext | None
+    evidence: Evidence,
+    mistakes: Sequence[Mistake],
+    run: RunContext | None,
+    matched: frozenset[str] = frozenset(),
 ) -> list[tuple[bool, Diagnosis]]:
-    """(reproduces the output, diagnosis) for each mistake the learner's tensors show."""
+    """(reproduces the output, diagnosis) for each mistake the learner's tensors show.
+
+    ``matched`` names the reference tensors the learner's code computed right before it
+    diverged: a mistake that changes one of them is contradicted (the scaled scores were
+    right, so the scores were scaled) and is named only if it reproduces the whole output.
+    """
     if run is None or not mistakes or run.dropout > 0:
         return []
     reference = _reference(evidence)
@@ -68,6 +76,12 @@ def reproduce(
         hits = [r for r in evidence.records if _equals(r, wrong)]
         if not whole and not hits:
             continue
+        contradicted = any(
+            name in matched and not any(close(tensor, r) for r in reference.get(name, []))
+            for name, tensor in made.items()
+        )
+        if contradicted and not whole:
+            continue  # the learner computed this tensor right: the mistake is elsewhere
         made_by = [r for r in evidence.records if r.op in mistake.ops and r.line is not None]
         # A tensor on the way is where the mistake shows first; the output only says that
         # the result is wrong, so the operation the mistake changes says where, if it ran.

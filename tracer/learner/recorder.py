@@ -76,8 +76,35 @@ def _tensors(values: Iterable[Any]) -> Iterator[torch.Tensor]:
 def _storage(tensor: torch.Tensor) -> int:
     try:
         return int(tensor.untyped_storage().data_ptr())
-    except (RuntimeError, NotImplementedError):
+    except Exception:  # a functorch wrapper (vmap, grad) has no storage of its own
         return 0
+
+
+def plain_value(tensor: torch.Tensor) -> torch.Tensor:
+    """The values a tensor stands for, as a plain tensor, also inside ``torch.func`` transforms.
+
+    Under ``vmap`` the learner's tensors are BatchedTensor wrappers holding one row (a query,
+    say) at a time; the tensor they wrap holds every row, along the batch dimension, which is
+    moved to the front: a per-query score vector under ``vmap`` over queries is read as the
+    whole score matrix. ``grad`` and ``functionalize`` wrappers are unwrapped as they are.
+    """
+    functorch = getattr(torch._C, "_functorch", None)
+    if functorch is None:
+        return tensor
+    while functorch.is_functorch_wrapped_tensor(tensor):
+        if functorch.is_batchedtensor(tensor):
+            axis = functorch.maybe_get_bdim(tensor)
+            tensor = functorch.get_unwrapped(tensor)
+            if axis >= 0:
+                tensor = tensor.movedim(axis, 0)
+        else:
+            tensor = functorch.get_unwrapped(tensor)
+    return tensor
+
+
+def _wrapped(tensor: torch.Tensor) -> bool:
+    functorch = getattr(torch._C, "_functorch", None)
+    return functorch is not None and bool(functorch.is_functorch_wrapped_tensor(tensor))
 
 
 def _snapshot(value: Any) -> Any:
@@ -137,8 +164,12 @@ class Recorder(TorchFunctionMode):
             if argument is not None:
                 self.mutations.append(Mutation(argument, name, line))
         # Element-wise products inside loops are many and small: keep only matrix ones.
-        keep = name in KEEP_ARGS and (
-            name not in MULTIPLY_OPS or any(t.dim() >= 2 for t in _tensors(args))
+        keep = (
+            name in KEEP_ARGS
+            and (name not in MULTIPLY_OPS or any(t.dim() >= 2 for t in _tensors(args)))
+            # Under vmap the arguments are one sample each: their unwrapped values would not
+            # multiply as the operation did, so only the result is kept (read whole).
+            and not any(_wrapped(t) for t in _tensors((*args, *kwargs.values())))
         )
         kept_args = _snapshot(args) if keep else ()
         kept_kwargs = _snapshot(kwargs) if keep else {}
@@ -156,6 +187,8 @@ class Recorder(TorchFunctionMode):
         if target is not None and target._base is not None and self._worth_keeping(target._base):
             # scores[i][j] = ... writes through a row view: what changed is the whole matrix.
             written = target = target._base
+        if isinstance(written, torch.Tensor):
+            written = plain_value(written)
         if isinstance(written, torch.Tensor) and self._worth_keeping(written):
             record.value = written.detach().clone()
             self._snapshots += 1
@@ -204,7 +237,7 @@ class NumpySteps:
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
         self._previous: dict[int, int] = {}
-        self._seen: dict[tuple[int, str], bytes] = {}
+        self._seen: dict[tuple[Any, Any], bytes] = {}
 
     def __enter__(self) -> NumpySteps:
         sys.settrace(self._call)
@@ -224,22 +257,28 @@ class NumpySteps:
             if previous is not None:
                 self._note(frame, previous)
             self._previous[id(frame)] = frame.f_lineno
+        if event == "return":  # ``return e / e.sum(axis=-1)``: a value no variable holds
+            self._value(arg, ("return", id(frame)), frame.f_lineno)
         return self._line
 
     def _note(self, frame: Any, line: int) -> None:
-        recorder = self.recorder
         for name, value in list(frame.f_locals.items()):
-            kind = type(value)
-            if kind.__module__ != "numpy" or kind.__name__ != "ndarray":
-                continue
-            if value.dtype.kind != "f" or tuple(value.shape) not in recorder.shapes:
-                continue
-            key = (id(frame), name)
-            data = value.tobytes()
-            if self._seen.get(key) == data or recorder._snapshots >= MAX_SNAPSHOTS:
-                continue
-            self._seen[key] = data
-            record = Record(index=len(recorder.records), op="numpy", line=line)
-            record.value = torch.from_numpy(value.copy())
-            recorder._snapshots += 1
-            recorder.records.append(record)
+            self._value(value, (id(frame), name), line)
+
+    def _value(self, value: Any, key: tuple[Any, Any], line: int) -> None:
+        recorder = self.recorder
+        kind = type(value)
+        if kind.__module__ != "numpy" or kind.__name__ != "ndarray":
+            return
+        if value.dtype.kind != "f" or tuple(value.shape) not in recorder.shapes:
+            return
+        data = value.tobytes()
+        if self._seen.get(key) == data or recorder._snapshots >= MAX_SNAPSHOTS:
+            return
+        if key[0] == "return" and any(data == seen for seen in self._seen.values()):
+            return  # a variable already showed it
+        self._seen[key] = data
+        record = Record(index=len(recorder.records), op="numpy", line=line)
+        record.value = torch.from_numpy(value.copy())
+        recorder._snapshots += 1
+        recorder.records.append(record)

@@ -11,15 +11,19 @@ from tracer.learner.check import (
     DIFFERS,
     MATCH,
     NOT_COMPARED,
+    NOTE_WIDTH,
     OTHER_ROUTE,
     OWN_MASK,
     CheckResult,
     Judgement,
+    dropout_line,
     largest_difference,
 )
 from tracer.render.text import format_number, format_tensor, plain, shape_text
 
-WIDTH = 88
+__all__ = ["check_json", "dropout_line", "format_check", "format_judgement"]
+
+WIDTH = NOTE_WIDTH
 STATUS_WORDS = {
     MATCH: "ok",
     DIFFERS: "DIFFERS",
@@ -156,24 +160,6 @@ def dropout_summary(result: CheckResult) -> str:
         "values after dropout are not compared one to one.)"
     )
     return textwrap.fill(text, WIDTH, subsequent_indent="  ")
-
-
-def dropout_line(result: CheckResult, rate: float) -> str:
-    """What the second run, with dropout on, added to a check that passed with it off."""
-    if result.matches:
-        text = (
-            f"checked again with --dropout {rate:g}: your dropout zeroes some weights and "
-            f"scales the rest by 1/(1-p) = {1 / (1 - rate):g}, and your context uses the "
-            "dropped weights."
-        )
-    else:
-        reason = (
-            result.dropout.note
-            if result.dropout is not None and result.dropout.note
-            else result.problem or "it did not match"
-        )
-        text = f"with --dropout {rate:g} your dropout could not be checked: {reason}."
-    return textwrap.fill(text, WIDTH)
 
 
 def format_judgement(judgement: Judgement) -> str:

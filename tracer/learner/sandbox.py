@@ -17,6 +17,8 @@ endless loop, a print) can reach the reference or the tool's own output:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import importlib
 import io
 import json
 import os
@@ -158,7 +160,79 @@ def _from_numpy(value: Any) -> Any:
     return value
 
 
+OUTPUT_FIELDS = (
+    "output",
+    "out",
+    "context",
+    "context_vec",
+    "context_vecs",
+    "context_vectors",
+    "attn_output",
+    "attention_output",
+    "hidden_states",
+    "last_hidden_state",
+    "result",
+    "y",
+)
+"""Field names that hold the output in a dataclass, named tuple or dict, likeliest first."""
+WEIGHT_FIELDS = (
+    "weights",
+    "attn_weights",
+    "attention_weights",
+    "attention",
+    "attentions",
+    "attn",
+    "probs",
+    "attn_probs",
+)
+
+
+def _fields(value: Any) -> dict[str, Any] | None:
+    """A dataclass's, named tuple's or dict's tensors by field name (None for anything else)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
+    elif isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        items = dict(zip(getattr(type(value), "_fields"), value, strict=False))  # noqa: B009
+    elif isinstance(value, dict):
+        items = {str(k): v for k, v in value.items()}
+    else:
+        return None
+    return {k: _from_numpy(v) for k, v in items.items()}
+
+
+def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
+    """The output held in a field: by its name, else the only tensor; says which field."""
+    fields = _fields(value)
+    if fields is None:
+        return None
+    tensors = {k: v for k, v in fields.items() if isinstance(v, torch.Tensor)}
+    name = next((n for n in OUTPUT_FIELDS for k in tensors if k.lower() == n), None)
+    if name is not None:
+        name = next(k for k in tensors if k.lower() == name)
+    elif len(tensors) == 1:
+        name = next(iter(tensors))
+    else:
+        unnamed = [k for k in tensors if k.lower() not in WEIGHT_FIELDS]
+        name = unnamed[0] if len(unnamed) == 1 else None
+    if name is None:
+        return None
+    found = _output(tensors[name], batched)
+    weights = next((k for n in WEIGHT_FIELDS for k in tensors if k.lower() == n), None)
+    if weights is not None:
+        held: torch.Tensor = tensors[weights]
+        if batched and held.dim() >= 2 and held.shape[0] == 1:
+            held = held[0]
+        found["weights"] = _tensor(held)
+    found["field"] = (
+        f"{type(value).__name__}.{name}" if not isinstance(value, dict) else (f"['{name}']")
+    )
+    return found
+
+
 def _output(value: Any, batched: bool) -> dict[str, Any]:
+    named = _named_output(value, batched)
+    if named is not None:
+        return named
     if isinstance(value, (tuple, list)) and value:
         value = type(value)(_from_numpy(v) for v in value)
     value = _from_numpy(value)
@@ -180,9 +254,12 @@ def _output(value: Any, batched: bool) -> dict[str, Any]:
 def run_call(
     call: Call, batched: bool, path: str, shapes: set[tuple[int, ...]], seed: int
 ) -> tuple[Any, dict[str, torch.Tensor], Recorder]:
-    recorder_shapes = shapes | {(1, *s) for s in shapes} if batched else shapes
+    recorder_shapes = shapes | {(1, *s) for s in shapes}  # code that adds its own batch of one
     recorder = Recorder(path, recorder_shapes, {})
-    with torch.no_grad(), recorder:
+    # Code that trains (loss.backward(), torch.optim, autograd.grad) needs gradients on;
+    # everything else runs without them, as inference.
+    grad = torch.enable_grad() if _trains(path) else torch.no_grad()
+    with grad, recorder:
         # A module's constructor is recorded too: it may build the mask the forward pass uses.
         tensors, thunk = call.prepare(batched)
         recorder.watch_arguments(tensors)
@@ -195,15 +272,45 @@ def run_call(
     return output, tensors, recorder
 
 
-def _records(recorder: Recorder, batched: bool) -> list[dict[str, Any]]:
+TRAINING = re.compile(r"\.backward\(|torch\.optim|autograd\.grad|\boptim\.")
+OPTIMISER = re.compile(r"\boptim\b")
+
+
+def _source(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _trains(path: str) -> bool:
+    """Whether the learner's file trains something (it needs gradients on)."""
+    return TRAINING.search(_source(path)) is not None
+
+
+def _records(
+    recorder: Recorder, batched: bool, shapes: set[tuple[int, ...]]
+) -> list[dict[str, Any]]:
     records = []
     for record in recorder.records:
         value = record.value
-        if batched:
-            value = _unbatch(value)
+        if batched or (
+            value is not None
+            and tuple(value.shape) not in shapes
+            and tuple(value.shape[1:]) in shapes
+        ):
+            value = _unbatch(value)  # their own unsqueeze(0), or the batch of one we gave
         args, kwargs = record.args, record.kwargs
         if batched:
+            first = args[0] if args else None
+            unbatched = isinstance(first, torch.Tensor) and first.dim() >= 2 and first.shape[0] == 1
             args = tuple(_unbatch(a) if isinstance(a, torch.Tensor) else a for a in args)
+            if record.op == "softmax" and unbatched:
+                # dim counted on the batched tensor: the same axis of the unbatched one
+                if len(args) > 1 and isinstance(args[1], int) and args[1] > 0:
+                    args = (args[0], args[1] - 1, *args[2:])
+                if isinstance(kwargs.get("dim"), int) and kwargs["dim"] > 0:
+                    kwargs = {**kwargs, "dim": kwargs["dim"] - 1}
         records.append(
             {
                 "index": record.index,
@@ -339,6 +446,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         stacked=request["stacked"],
         hidden=hidden,
         eval_dropout=request.get("eval_dropout"),
+        d_source=request.get("d_source"),
         options=dict(request.get("variant_options") or {}),
     )
     shapes = {tuple(s) for s in request["shapes"]}
@@ -391,7 +499,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             _rewind_output(marks)
             continue
         try:
-            return _result(call, note, batched, output, tensors, recorder, path)
+            return _result(call, note, batched, output, tensors, recorder, path, shapes)
         except BaseException as exc:  # a returned Tensor subclass whose methods raise, say
             return {"status": "ended", "text": _unreadable(output, exc)}
     assert first is not None
@@ -407,6 +515,11 @@ def run_check(folder: Path, status_fd: int) -> None:
     # One thread: a child forked from the warm server must not inherit a half-made pool.
     torch.set_num_threads(1)
     torch.softmax(torch.ones(2, 2) @ torch.ones(2, 2), dim=-1)  # start torch's kernels now
+    if OPTIMISER.search(_source(request["path"])):
+        # torch.optim's constructors import torch._dynamo on first use (seconds): import it
+        # before the clock starts, so a training loop is timed on its own work.
+        with contextlib.suppress(Exception):
+            importlib.import_module("torch._dynamo")
     limit_memory(request["memory_mb"])
     # The learner's code may change files in this run's folder and its own folder only,
     # nothing outside (the kernel refuses where it can); the parent puts back the progress
@@ -445,6 +558,7 @@ def _result(
     tensors: dict[str, torch.Tensor],
     recorder: Recorder,
     path: str,
+    shapes: set[tuple[int, ...]],
 ) -> dict[str, Any]:
     after = {n: _tensor(t) for n, t in tensors.items()}
     discarded = [
@@ -455,13 +569,19 @@ def _result(
         and r.result_id not in recorder.used
         and recorder.tracked.get(r.result_id) is not output
     ]
+    given = _output(output, batched)
+    if "field" in given:
+        read = f"it returned {given['field'].lstrip('.')}, and that field was compared"
+        if given["field"].startswith("["):
+            read = f"it returned a dict, and its {given['field']} was compared"
+        note = read if note is None else f"{note}; {read}"
     return {
         "status": "ok",
         "called": call.description,
         "note": note,
         "batched": batched,
-        "output": _output(output, batched),
-        "records": _records(recorder, batched),
+        "output": given,
+        "records": _records(recorder, batched, shapes),
         "mutations": [(m.argument, m.op, m.line) for m in recorder.mutations],
         "discarded": discarded,
         "arguments_after": after,
@@ -484,11 +604,6 @@ def _unreadable(output: Any, exc: BaseException) -> str:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--serve"]:
-        from tracer.learner.server import serve
-
-        serve(int(argv[1]), int(argv[2]))
-        return
     run_check(Path(argv[0]), int(argv[1]))
 
 

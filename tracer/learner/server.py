@@ -1,6 +1,6 @@
 """The warm sandbox: one process that has imported torch forks a child per check.
 
-``python -m tracer.learner.sandbox --serve FD PARENT`` runs :func:`serve`. The
+``python -m tracer.learner.server FD PARENT`` runs :func:`serve`. The
 parent (:class:`tracer.learner.isolation.SandboxServer`) sends each check over
 the socket ``FD`` (a ``SOCK_SEQPACKET`` pair): a JSON request and three file
 descriptors (the learner's stdout and stderr files, the status pipe). The
@@ -89,6 +89,8 @@ def _start_child(request: dict[str, Any], fds: list[int], control: socket.socket
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # Imported here, not at the top: the parent imports this module for MESSAGE_SIZE
+        # and must not load torch; in the server it is already loaded (see serve).
         from tracer.learner.sandbox import run_check
 
         run_check(Path(request["folder"]), status_fd)
@@ -153,7 +155,9 @@ def serve(control_fd: int, parent: int) -> None:
     if os.getppid() != parent:  # the parent died before the line above
         os._exit(0)
     control = socket.socket(fileno=control_fd)
-    import tracer.learner.sandbox  # noqa: F401  (torch and the checker, once)
+    # Imported here, not at the top: the parent imports this module for MESSAGE_SIZE and
+    # must not load torch. The server loads torch and the checker once, for every child.
+    import tracer.learner.sandbox  # noqa: F401
 
     try:
         control.send(b'{"ready": true}')
@@ -171,3 +175,7 @@ def serve(control_fd: int, parent: int) -> None:
     finally:
         kill_descendants()
         os._exit(0)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), int(sys.argv[2]))

@@ -19,16 +19,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tracer", "plugins")
 
-# Cycles other branches of this round remove; the first test fails while any is left.
-FIXED_ON_OTHER_BRANCHES = {
-    frozenset({"tracer.tui.app", "tracer.tui.launch"}),
-    frozenset({"tracer.cli.app_cmd", "tracer.cli.lessons_cmd"}),
-    frozenset({"tracer.learner.check", "tracer.learner.report"}),
-    frozenset({"tracer.learner.sandbox", "tracer.learner.server"}),
-    frozenset({"tracer.inputs.input_set", "tracer.inputs.builtin"}),
-    frozenset({"tracer.lessons.prose", "tracer.lessons.runner"}),
-}
-
 
 @dataclass(frozen=True)
 class Module:
@@ -172,22 +162,9 @@ def graph() -> tuple[dict[str, list[Edge]], dict[str, Module]]:
     return import_graph()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="cycles in FIXED_ON_OTHER_BRANCHES remain until those branches merge; then drop this",
-)
 def test_no_import_cycles_at_all(graph: tuple[dict[str, list[Edge]], dict[str, Module]]) -> None:
     edges, known = graph
     found = cycles(edges)
-    print(report(found, edges, known))
-    assert not found, report(found, edges, known)
-
-
-def test_no_import_cycles_but_those_fixed_elsewhere(
-    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
-) -> None:
-    edges, known = graph
-    found = [c for c in cycles(edges) if c not in FIXED_ON_OTHER_BRANCHES]
     print(report(found, edges, known))
     assert not found, report(found, edges, known)
 

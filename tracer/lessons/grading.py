@@ -137,7 +137,7 @@ def response_problem(quiz: Quiz, text: str) -> str | None:
     if not text.strip():
         return "type an answer first"
     if quiz.quiz_kind == "number" and parse_number(text) is None:
-        return f"'{text.strip()}' is not a number; type one like 0.95 (or 0,95)"
+        return f"'{text.strip()}' is not a number; type digits, with a decimal point or comma"
     if quiz.quiz_kind == "choice" and parse_choice(quiz.choices, text) is None:
         return f"'{text.strip()}' is not one of the choices; type its letter or number"
     if quiz.quiz_kind == "multiple" and parse_choices(quiz.choices, text) is None:

@@ -548,10 +548,11 @@ def how_to_answer(quiz: Quiz) -> str:
         return "More than one may be right: type every right choice's letter, like a, c."
     if quiz.quiz_kind == "cells":
         return (
-            "Type every cell you select as row,column (tokens or 0-based indices), like 1,2; 3,0."
+            "Type every cell you select as row,column (tokens or 0-based indices), separated by ;."
         )
     if quiz.relative:
         within = f" (within {quiz.tolerance * 100:g}%)"
     else:
         within = f" (within {quiz.tolerance:g})" if quiz.tolerance else ""
-    return f"Type a number{within}, like 0.95."
+    # No example number: an example could itself be a right answer (0.95 for 0.9544 ± 0.005).
+    return f"Type a number{within}, with a decimal point or a decimal comma."

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Trace", "VariantRunError"]
 
+
 _REAL_EXIT = os._exit  # taken at import: a plugin's step may have replaced os._exit
 
 
@@ -244,7 +245,27 @@ class Trace:
                 "remove it, or list it in optional_stages=",
                 self.variant.declared_at,
             )
-        self.output = output
+        self.output = self._recorded_as(output)
+
+    def _recorded_as(self, output: torch.Tensor | None) -> torch.Tensor | None:
+        """The stage tensor the variant returned, as recorded: a step holds its own object over
+        the variant's memory (see the guard), so the output is found by that memory, newest
+        stage first. A tensor changed after it was recorded sits on a copy and is not found."""
+        import torch  # loaded by now: the variant ran (not at the top: start-up stays light)
+
+        if output is None or output.layout != torch.strided:
+            return output
+        for stage in reversed(self.stages):
+            for tensor in stage.tensors.values():
+                if (
+                    getattr(tensor, "layout", None) == output.layout
+                    and tensor.data_ptr() == output.data_ptr()
+                    and tensor.shape == output.shape
+                    and tensor.stride() == output.stride()
+                    and tensor.dtype == output.dtype
+                ):
+                    return tensor
+        return output
 
     def _error(self, message: str, where: Location | None = None) -> VariantRunError:
         return VariantRunError(

@@ -36,8 +36,8 @@ class QuizButton(Button, SteadySize):
 
 
 PLACEHOLDERS = {
-    "number": "your answer, e.g. 0.95",
-    "cells": "cells as row,column separated by ';', e.g. journey,Your; starts,Your",
+    "number": "your answer: a number",
+    "cells": "cells as row,column (tokens or indices), separated by ';'",
 }
 
 

@@ -35,13 +35,18 @@ def _commands(*sources: object) -> list[PaletteCommand]:
 class TracerCommands(Provider):
     """Stages, steps, lessons and variants offered by the current screen and the app."""
 
+    async def startup(self) -> None:
+        # Gathered once per opening of the palette, not at every key typed into it: the
+        # lessons' titles come from their files.
+        self._found = _commands(self.screen, self.app)
+
     async def discover(self) -> Hits:
-        for command in _commands(self.screen, self.app):
+        for command in self._found:
             yield DiscoveryHit(Content(command.title), command.run, command.title, command.help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for command in _commands(self.screen, self.app):
+        for command in self._found:
             score = matcher.match(command.title)
             if score > 0:
                 yield Hit(

@@ -132,3 +132,54 @@ def attn_json(attn: Callable[..., tuple[int, str, str]]) -> Callable[..., Any]:
         return json.loads(out)
 
     return run
+
+
+# The slowest files, in seconds of one worker's time (from `pytest --durations=0`). pytest-xdist
+# hands each file whole to the next free worker, in collection order; a slow file handed out
+# last leaves the other worker idle at the end, so the slowest go first (longest job first).
+# A file missing here only runs later; the list needs no upkeep to stay correct.
+SLOW_FILES = {
+    "tests/tui/test_snapshots.py": 62,
+    "tests/lessons/test_notebooks.py": 34,
+    "tests/tui/test_explore.py": 30,
+    "tests/tui/test_lesson.py": 30,
+    "tests/tui/test_screen_truth.py": 28,
+    "tests/tui/test_front_ends_agree.py": 26,
+    "tests/tui/test_steady.py": 23,
+    "tests/variants/test_app.py": 20,
+    "tests/lessons/test_shipped.py": 19,
+    "tests/tui/test_every_tensor.py": 16,
+    "tests/learner/test_exercises.py": 16,
+    "tests/lessons/test_cli.py": 13,
+    "tests/learner/test_corpus.py": 12,
+    "tests/lessons/test_walk.py": 11,
+    "tests/tui/test_layout.py": 11,
+    "tests/core/test_worker.py": 11,
+    "tests/tui/test_quiz_screen.py": 10,
+    "tests/core/test_hostile_4.py": 10,
+    "tests/variants/test_cross_attention.py": 10,
+    "tests/tui/test_quiz_tables.py": 9,
+    "tests/test_forked.py": 9,
+    "tests/tui/test_backdrop.py": 9,
+    "tests/learner/test_mutations.py": 8,
+    "tests/learner/test_check.py": 8,
+    "tests/session/test_textual_free.py": 8,
+    "tests/tui/test_entry.py": 8,
+    "tests/core/test_plugin_import_limit.py": 7,
+    "tests/tui/test_kept.py": 7,
+    "tests/variants/test_lessons.py": 7,
+    "tests/learner/test_styles.py": 7,
+    "tests/web/test_browser.py": 7,
+    "tests/core/test_variant_api.py": 7,
+    "tests/learner/test_isolation.py": 6,
+    "tests/learner/test_check_properties.py": 6,
+    "tests/core/test_worker_limits.py": 6,
+    "tests/tui/test_plain_terminal.py": 6,
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def weight(item: pytest.Item) -> int:
+        return -SLOW_FILES.get(item.nodeid.split("::", 1)[0], 0)
+
+    items.sort(key=weight)  # stable: each file's tests keep their order

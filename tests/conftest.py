@@ -132,4 +132,3 @@ def attn_json(attn: Callable[..., tuple[int, str, str]]) -> Callable[..., Any]:
         return json.loads(out)
 
     return run
-

@@ -91,7 +91,8 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
 
 
 def markup_warnings(lesson: Lesson) -> list[Problem]:
-    """A warning for each piece of Markdown markup in the lesson's prose.
+    """A warning for each piece of Markdown markup in the lesson's prose, then the reader's own
+    warnings (a token that occurs twice, named bare).
 
     Prose is plain text: the app, ``--plain`` and the exports show it exactly
     as written, so ``**bold**`` would reach the learner as asterisks. A warning,
@@ -107,7 +108,7 @@ def markup_warnings(lesson: Lesson) -> list[Problem]:
             path,
         )
         for mark in lesson.markup
-    ]
+    ] + list(lesson.warnings)
 
 
 def _short(text: str) -> str:

@@ -160,6 +160,7 @@ class Reader:
         """Every name under 'values:', even one whose definition has a problem (reported once)."""
         self.typed: list[TypedNumber] = []
         self.markup: list[Markup] = []
+        self.warnings: list[Problem] = []
         # Lesson-wide options apply only to the variants that declare them; one no variant
         # in the lesson declares is reported at the end (a misspelling, or a missing plugin).
         self.shared_values: list[OptionValue] = []
@@ -195,6 +196,12 @@ class Reader:
         self.problems[first] = Problem(
             problem.line, problem.column, f"{problem.message}; {why}", problem.path
         )
+
+    def warn(self, node: Any, message: str) -> None:
+        """Something the lesson may not mean, which it still loads with (check says it)."""
+        mark = getattr(node, "start_mark", None)
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        self.warnings.append(Problem(line, column, f"warning: {message}", self.path))
 
     def problem_at(self, line: int, column: int, message: str) -> None:
         self.problems.append(Problem(line, column, message, self.path))
@@ -352,15 +359,17 @@ class Reader:
             return value
         if isinstance(value, str) and value:
             positions = [index for index, token in enumerate(tokens) if token == value]
-            if len(positions) > 1:  # as --query: picking the first may not be the one meant
+            if len(positions) > 1:
+                # The first may not be the one meant, so it is never picked silently; but
+                # lessons written before 'the@3' existed meant the first, and keep loading.
                 named = ", ".join(f"'{value}@{index}'" for index in positions)
-                self.problem(
+                self.warn(
                     node,
                     f"{what} '{value}' is ambiguous: it is tokens "
-                    f"{', '.join(map(str, positions))} (numbered from 0); name one with its "
-                    f"position: {named}",
+                    f"{', '.join(map(str, positions))} (numbered from 0), and the first is "
+                    f"used; name one with its position: {named}",
                 )
-                return None
+                return positions[0]
             if positions:
                 return positions[0]
             at = _POSITIONED.match(value)
@@ -478,6 +487,7 @@ class Reader:
             values=tuple(self.values.values()),
             typed_numbers=tuple(self.typed),
             markup=tuple(self.markup),
+            warnings=tuple(self.warnings),
         )
         self.partial = lesson
         if self.problems or title is None or summary is None:

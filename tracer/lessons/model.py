@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Literal
 
 from tracer.inputs import InputSet
+from tracer.yamldoc import Problem
 
 FocusKind = Literal["token", "row", "column", "cell"]
 QuizKind = Literal["number", "choice", "multiple", "cells"]
@@ -394,6 +395,9 @@ class Lesson:
     typed_numbers: tuple[TypedNumber, ...] = ()
     markup: tuple[Markup, ...] = ()
     """Markdown markup in prose, which ``attn lesson check`` warns about (it is shown as written)."""
+    warnings: tuple[Problem, ...] = ()
+    """What the lesson may not mean but loads with (a token that occurs twice, named bare);
+    ``attn lesson check`` reports them, as it reports markup."""
 
     def value(self, name: str) -> NamedValue | None:
         return next((value for value in self.values if value.name == name), None)

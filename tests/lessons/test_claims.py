@@ -50,17 +50,16 @@ class Runs:
     def tensor(self, ref: TensorRef) -> torch.Tensor:
         return self.runner.tensor(ref).tensor.double()
 
-    def value(self, name: str) -> torch.Tensor:
+    def value(self, name: str) -> float:
         named = self.lesson.value(name)
         assert named is not None, f"{self.lesson.name} has no value '{name}'"
-        tensor = self.tensor(named.ref)
-        return tensor[named.ref.cell] if named.ref.cell is not None else tensor
+        return self.runner.value(named.ref)
 
-    def answer(self) -> torch.Tensor:
+    def answer(self) -> float:
+        """The step's computed number answer, exactly as the runner computes it."""
         answer = getattr(self.step, "answer", None)
         assert isinstance(answer, TensorRef), "the step is not a computed quiz"
-        tensor = self.runner.tensor(answer).tensor
-        return tensor[answer.cell] if answer.cell is not None else tensor
+        return self.runner.value(answer)
 
     def other(self, says: str) -> Runs:
         """The same lesson at the step whose prose contains ``says``."""
@@ -83,7 +82,7 @@ def within_rounding(*names: str) -> Check:
 
     def check(runs: Runs) -> None:
         for name in names:
-            gap = runs.value(name).item()
+            gap = runs.value(name)
             assert 0 <= gap <= ROUNDING, (name, gap)
 
     return check
@@ -100,7 +99,7 @@ def assert_close_to_one(value: float) -> None:
 
 
 def bit_exact_one(runs: Runs) -> None:
-    assert runs.answer().item() == 1.0
+    assert runs.answer() == 1.0
 
 
 def future_is_exact_zero(weights: Callable[[Runs], torch.Tensor]) -> Check:
@@ -161,7 +160,7 @@ def softmax_gains(runs: Runs) -> None:
     gain = dict(zip(tokens, (softmax - divided).tolist(), strict=True))
     assert all(gain[token] > 0 for token in ("journey", "starts", "one")), gain
     assert all(gain[token] < 0 for token in ("Your", "with", "step")), gain
-    scores = {token: runs.value(f"score-{token}").item() for token in tokens}
+    scores = {token: runs.value(f"score-{token}") for token in tokens}
     nearest_one = sorted(tokens, key=lambda token: abs(scores[token] - 1))[:3]
     assert sorted(nearest_one) == sorted(["Your", "with", "step"]), scores
     assert min(scores, key=scores.__getitem__) == "one"
@@ -215,7 +214,7 @@ def outside_window_is_exact_zero(runs: Runs) -> None:
 
 
 def zero_up_to_rounding(runs: Runs) -> None:
-    assert abs(runs.answer().item()) <= ROUNDING
+    assert abs(runs.answer()) <= ROUNDING
 
 
 def causal_backward_weights(runs: Runs) -> torch.Tensor:
@@ -258,7 +257,7 @@ CLAIMS = (
     Claim(
         "02_normalising",
         "1, up to float rounding, which is the whole point",
-        lambda runs: assert_close_to_one(runs.answer().item()),
+        lambda runs: assert_close_to_one(runs.answer()),
     ),
     Claim(
         "02_normalising",

@@ -104,7 +104,7 @@ def reproduce(
                     mistake.code,
                     mistake.title,
                     line,
-                    f"{at_line(line)}: your tensors are exactly what {mistake.title} computes. "
+                    f"{at_line(line)}: your tensors equal, up to rounding, what {mistake.title} computes. "
                     f"Fix: {mistake.advice}",
                 ),
             )
@@ -135,10 +135,17 @@ def merge(patterns: list[Diagnosis], by_value: list[tuple[bool, Diagnosis]]) -> 
         # The learner's output is exactly what this mistake computes: that settles it. A
         # pattern detector that names the same mistake may know its line better (where a
         # mask is built, say); in-place writes to the inputs are reported as well.
-        causes = {whole[0].code, *CAUSES.get(whole[0].code, ())}
-        same = [d for d in patterns if d.code in causes]
+        # When these inputs cannot tell two mistakes apart (a far-off key whose weight rounds
+        # to 0 hides whether the mask was shifted or dropped), the one the code shows wins.
+        for candidate in whole:
+            causes = {candidate.code, *CAUSES.get(candidate.code, ())}
+            same = [d for d in patterns if d.code in causes]
+            if same:
+                break
+        else:
+            candidate, same = whole[0], []
         mutated = [d for d in patterns if d.code == "inputs-mutated"]
-        return [*mutated, *(same[:1] or whole[:1])]
+        return [*mutated, *(same[:1] or [candidate])]
     ordered = [*patterns, *(d for _, d in by_value)]
     seen: set[str] = set()
     unique = []

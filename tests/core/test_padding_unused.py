@@ -13,6 +13,7 @@ from tracer.errors import EXIT_OK
 from tracer.inputs import load_inputs
 from tracer.plugin_host import PluginHost
 from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.stepper import Stepper
 from tracer.tracing.trace import PaddingIgnored
 
 PLUGIN = textwrap.dedent(
@@ -107,3 +108,12 @@ def test_attn_trace_says_it_on_stderr_once_and_exits_ok(folder: Path) -> None:
         "'pad-ignores' never read run.padding, so the padding was not used in this run"
     ]
     assert result.stdout.startswith("{")
+
+
+def test_a_stepper_keeps_the_note_for_a_front_end(host: PluginHost, folder: Path) -> None:
+    options = TraceOptions(inputs=load_inputs(str(folder / "padded.yaml")))
+    stepper = Stepper(lambda: start_trace("pad-ignores", options, host))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stepper.last()
+    assert stepper.padding_note is not None and "token 2 ('pad')" in stepper.padding_note

@@ -280,14 +280,22 @@ def compare_stages(
 ) -> tuple[list[StageResult], StageResult | None]:
     results: list[StageResult] = []
     reference = [t for s in trace.stages for t in s.tensors.values() if t.is_floating_point()]
-    for stage in trace.stages:
-        targets = _targets(stage)
-        if stage.name in GIVEN_STAGES or not targets:
-            continue
-        found = [find(t, records) for t in targets]
+    compared = [
+        (stage, targets, [find(t, records) for t in targets])
+        for stage in trace.stages
+        if stage.name not in GIVEN_STAGES and (targets := _targets(stage))
+    ]
+    position = {id(record): i for i, record in enumerate(records)}
+    for number, (stage, targets, found) in enumerate(compared):
         matched = all(r is not None for r in found)
-        kept = _rearranged(found[0], targets[0], records, reference) if matched else None
-        if kept is not None:  # right for a moment, then transposed before the line ended
+        # Where the later stages were first computed: a transpose after them is theirs.
+        later = [position[id(r)] for _, _, f in compared[number + 1 :] for r in f if r is not None]
+        kept = (
+            _rearranged(found[0], targets[0], records, reference, position, later)
+            if matched
+            else None
+        )
+        if kept is not None:  # right for a moment, then transposed or reordered
             results.append(StageResult(stage, DIFFERS, kept))
             continue
         results.append(
@@ -310,6 +318,8 @@ def _rearranged(
     expected: torch.Tensor,
     records: list[Record],
     reference: list[torch.Tensor],
+    position: dict[int, int],
+    later: list[int],
 ) -> Record | None:
     """What the learner's code made of a stage it got right on the way, when it transposed or
     permuted it before using it: ``weights = torch.softmax(s, dim=-1).T`` (the line assigns
@@ -317,46 +327,41 @@ def _rearranged(
 
     None when the tensor is still right (a symmetric one transposed is itself), or when the
     rearranged one only serves a later stage within an expression that comes out right
-    (``(values.T @ weights.T).T``, the context by another route)."""
+    (``(values.T @ weights.T).T``, the context by another route). ``position`` gives each
+    record's place in ``records``; ``later``, where the later stages were first computed."""
     if found is None or found.line is None or found.value is None:
         return None
-    position = next((i for i, r in enumerate(records) if r is found), None)
-    if position is None:
-        return None
+    start = position[id(found)]
     shape = tuple(expected.shape)
     if tuple(found.value.shape) != shape:  # matched head by head (see ``find``)
-        return _heads_reordered(records[position + 1 :], expected, reference)
-    end = position + 1
-    while end < len(records) and records[end].line == found.line:
-        end += 1
-    line = records[position + 1 : end]
+        return _heads_reordered(records[start + 1 :], expected, reference)
+    end = _line_end(records, start)
+    line = records[start + 1 : end]
     assigned = _assigned(line, shape)
-    if assigned is not None and any(
-        r.op in REARRANGING_OPS for r in line[: line.index(assigned) + 1]
-    ):
-        assert assigned.value is not None
-        moved_on = any(
-            r.value is not None
-            and tuple(r.value.shape) == shape
-            and matches_any(r.value, reference)
-            and not close(r.value, expected)
-            for r in line[: line.index(assigned)]
-        )
-        return None if moved_on or matches_any(assigned.value, reference) else assigned
-    for index in range(end, len(records)):  # ``weights = weights.T`` on a line of its own
+    if assigned is not None:
+        upto = next(i for i, r in enumerate(line) if r is assigned)
+        if any(r.op in REARRANGING_OPS for r in line[: upto + 1]):
+            assert assigned.value is not None
+            moved_on = any(
+                r.value is not None
+                and tuple(r.value.shape) == shape
+                and matches_any(r.value, reference)
+                and not close(r.value, expected)
+                for r in line[:upto]
+            )
+            return None if moved_on or matches_any(assigned.value, reference) else assigned
+    stop = min((p for p in later if p > start), default=len(records))
+    for index in range(end, stop):  # ``weights = weights.T`` on a line of its own
         record = records[index]
         value = record.value
-        if value is None or not value.is_floating_point():
-            continue
-        if matches_any(value, reference):
-            if close(value, expected):
-                continue
-            return None  # on to a later stage, with the right tensor
         if (
             record.op in REARRANGING_OPS
+            and value is not None
+            and value.is_floating_point()
             and tuple(value.shape) == shape
             and value.dim() >= 2
             and close(value.mT, found.value)
+            and not matches_any(value, reference)
             and _assigned(records[index : _line_end(records, index)], shape) is record
         ):
             return record

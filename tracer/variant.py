@@ -392,7 +392,8 @@ class RunContext:
     seed: int = 123
     init: str | None = "rand"
     """How the weights were made (``rand``, ``randn``, ``linear``); None when an inputs file gave them."""
-    padding: _Noted = _Noted()
+    # Typed as what it holds (the descriptor gives it): help() and editors show the tuple.
+    padding: tuple[bool, ...] | None = _Noted()  # type: ignore[assignment]
     """True for tokens that are padding and must never be attended to (None: no padding).
 
     Reading it is noted: a trace given padding its variant never read says so."""

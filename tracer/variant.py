@@ -341,6 +341,42 @@ def source_tokens(tokens: Sequence[str]) -> tuple[str, ...] | None:
     return getattr(tokens, "source", None)
 
 
+class _Noted:
+    """``RunContext.padding``: a field whose reads are counted, so the tracer can say that a
+    variant was given padding it never looked at (its padded tokens then count like any other).
+
+    The value and the count live in the context's ``__dict__`` (a frozen dataclass's fields
+    are set once, through ``__set__``); :func:`given_padding` and :func:`padding_reads` read
+    them without counting, for the tracer's own use."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+        self.reads = "_" + name + "_reads"
+
+    def __get__(self, run: object | None, owner: type | None = None) -> tuple[bool, ...] | None:
+        if run is None:  # the dataclass asking for the field's default
+            return None
+        values = run.__dict__
+        values[self.reads] = values.get(self.reads, 0) + 1
+        found: tuple[bool, ...] | None = values.get(self.slot)
+        return found
+
+    def __set__(self, run: object, value: Sequence[bool] | None) -> None:
+        run.__dict__[self.slot] = tuple(value) if value is not None else None
+
+
+def given_padding(run: RunContext) -> tuple[bool, ...] | None:
+    """``run.padding`` read without counting the read (the tracer's own look)."""
+    found: tuple[bool, ...] | None = run.__dict__.get("_padding")
+    return found
+
+
+def padding_reads(run: RunContext) -> int:
+    """How many times ``run.padding`` has been read (by a variant, or anyone else)."""
+    count: int = run.__dict__.get("_padding_reads", 0)
+    return count
+
+
 @dataclass(frozen=True)
 class RunContext:
     """Everything a variant's ``run`` function receives."""
@@ -356,8 +392,11 @@ class RunContext:
     seed: int = 123
     init: str | None = "rand"
     """How the weights were made (``rand``, ``randn``, ``linear``); None when an inputs file gave them."""
-    padding: tuple[bool, ...] | None = None
-    """True for tokens that are padding and must never be attended to."""
+    # Typed as what it holds (the descriptor gives it): help() and editors show the tuple.
+    padding: tuple[bool, ...] | None = _Noted()  # type: ignore[assignment]
+    """True for tokens that are padding and must never be attended to (None: no padding).
+
+    Reading it is noted: a trace given padding its variant never read says so."""
     extra: Mapping[str, Any] = field(default_factory=OptionValues)
     """The variant's declared options, checked, with defaults filled in (also ``run.options``).
 

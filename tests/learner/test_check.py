@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tracer.inputs import load_inputs
-from tracer.learner.check import MATCH, OTHER_ROUTE, check
+from tracer.learner.check import DIFFERS, MATCH, OTHER_ROUTE, check
 from tracer.plugin_host import PluginHost
 from tracer.runner import TraceOptions, start_trace
 
@@ -67,6 +67,26 @@ def test_mistakes_exit_1_and_print_the_diagnosis(
     assert status == 1, err
     source = path.read_text().splitlines()[line - 1].strip()
     assert f"[{code}]\n  {name}:{line}  {source}\n" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "stage", "status", "line"),
+    [
+        ("transposed_weights.py", "weights", DIFFERS, 9),
+        ("correct_transposed_route.py", "weights", MATCH, 9),
+    ],
+)
+def test_a_stage_transposed_after_it_was_right_is_not_ok(
+    host: PluginHost, name: str, stage: str, status: str, line: int
+) -> None:
+    result = check(CORPUS / name, reference(host, "trainable"))
+    found = next(r for r in result.stages if r.stage.name == stage)
+    assert (found.status, found.line) == (status, line)
+    if status == DIFFERS:
+        assert found.record is not None and found.record.value is not None
+        expected = found.stage.tensors[stage]
+        torch.testing.assert_close(found.record.value, expected.T)  # what the line assigned
+        assert [(d.code, d.line) for d in result.diagnoses] == [("transpose", line)]
 
 
 @pytest.mark.parametrize(("name", "variant", "options"), CORRECT)

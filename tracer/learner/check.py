@@ -33,7 +33,7 @@ from tracer.learner.dropout import CHECK_RATE, DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, run_sandboxed
 from tracer.learner.loader import read_source
 from tracer.learner.mutations import merge, mistakes_of, reproduce
-from tracer.learner.recorder import Mutation, Record
+from tracer.learner.recorder import REARRANGING_OPS, Mutation, Record
 from tracer.learner.relations import (
     Known,
     explain_first,
@@ -279,12 +279,25 @@ def compare_stages(
     trace: Trace, records: list[Record]
 ) -> tuple[list[StageResult], StageResult | None]:
     results: list[StageResult] = []
-    for stage in trace.stages:
-        targets = _targets(stage)
-        if stage.name in GIVEN_STAGES or not targets:
-            continue
-        found = [find(t, records) for t in targets]
+    reference = [t for s in trace.stages for t in s.tensors.values() if t.is_floating_point()]
+    compared = [
+        (stage, targets, [find(t, records) for t in targets])
+        for stage in trace.stages
+        if stage.name not in GIVEN_STAGES and (targets := _targets(stage))
+    ]
+    position = {id(record): i for i, record in enumerate(records)}
+    for number, (stage, targets, found) in enumerate(compared):
         matched = all(r is not None for r in found)
+        # Where the later stages were first computed: a transpose after them is theirs.
+        later = [position[id(r)] for _, _, f in compared[number + 1 :] for r in f if r is not None]
+        kept = (
+            _rearranged(found[0], targets[0], records, reference, position, later)
+            if matched
+            else None
+        )
+        if kept is not None:  # right for a moment, then transposed or reordered
+            results.append(StageResult(stage, DIFFERS, kept))
+            continue
         results.append(
             StageResult(stage, MATCH if matched else DIFFERS, found[0] if matched else None)
         )
@@ -293,11 +306,117 @@ def compare_stages(
         if result.status == DIFFERS:
             result.status = OTHER_ROUTE
     diverging = next((r for r in results[last + 1 :] if r.status == DIFFERS), None)
-    if diverging is not None:
+    if diverging is not None and diverging.record is None:
         record = results[last].record if last >= 0 else None
         after = record.index + 1 if record is not None else 0
         diverging.record = _attempt(trace, diverging.stage, records, after)
     return results, diverging
+
+
+def _rearranged(
+    found: Record | None,
+    expected: torch.Tensor,
+    records: list[Record],
+    reference: list[torch.Tensor],
+    position: dict[int, int],
+    later: list[int],
+) -> Record | None:
+    """What the learner's code made of a stage it got right on the way, when it transposed or
+    permuted it before using it: ``weights = torch.softmax(s, dim=-1).T`` (the line assigns
+    the transpose), or ``weights = weights.T`` on a later line. The stage is then not right.
+
+    None when the tensor is still right (a symmetric one transposed is itself), or when the
+    rearranged one only serves a later stage within an expression that comes out right
+    (``(values.T @ weights.T).T``, the context by another route). ``position`` gives each
+    record's place in ``records``; ``later``, where the later stages were first computed."""
+    if found is None or found.line is None or found.value is None:
+        return None
+    start = position[id(found)]
+    shape = tuple(expected.shape)
+    if tuple(found.value.shape) != shape:  # matched head by head (see ``find``)
+        return _heads_reordered(records[start + 1 :], expected, reference)
+    end = _line_end(records, start)
+    line = records[start + 1 : end]
+    assigned = _assigned(line, shape)
+    if assigned is not None:
+        upto = next(i for i, r in enumerate(line) if r is assigned)
+        if any(r.op in REARRANGING_OPS for r in line[: upto + 1]):
+            assert assigned.value is not None
+            moved_on = any(
+                r.value is not None
+                and tuple(r.value.shape) == shape
+                and matches_any(r.value, reference)
+                and not close(r.value, expected)
+                for r in line[:upto]
+            )
+            return None if moved_on or matches_any(assigned.value, reference) else assigned
+    stop = min((p for p in later if p > start), default=len(records))
+    for index in range(end, stop):  # ``weights = weights.T`` on a line of its own
+        record = records[index]
+        value = record.value
+        if (
+            record.op in REARRANGING_OPS
+            and value is not None
+            and value.is_floating_point()
+            and tuple(value.shape) == shape
+            and value.dim() >= 2
+            and close(value.mT, found.value)
+            and not matches_any(value, reference)
+            and _assigned(records[index : _line_end(records, index)], shape) is record
+        ):
+            return record
+    return None
+
+
+def _heads_reordered(
+    later: list[Record], expected: torch.Tensor, reference: list[torch.Tensor]
+) -> Record | None:
+    """The first whole (heads, ...) tensor the learner made from heads each right on their
+    own, when it holds them in another order (``torch.stack(heads[::-1])``)."""
+    count = expected.shape[0]
+    for record in later:
+        value = record.value
+        if value is None or tuple(value.shape) != tuple(expected.shape):
+            continue
+        if not value.is_floating_point() or close(value, expected):
+            return None
+        if matches_any(value, reference):  # another stage's tensor, of the same shape
+            continue
+        order: list[int] = []
+        for head in range(count):
+            at = next(
+                (j for j in range(count) if j not in order and close(value[head], expected[j])),
+                None,
+            )
+            if at is None:
+                break
+            order.append(at)
+        if len(order) == count and order != list(range(count)):
+            return record
+    return None
+
+
+def _line_end(records: list[Record], index: int) -> int:
+    end = index + 1
+    while end < len(records) and records[end].line == records[index].line:
+        end += 1
+    return end
+
+
+METADATA_OPS = frozenset({"shape", "size", "dim", "numel", "ndim", "dtype", "device", "__len__"})
+"""Operations that read about a tensor and make none: they may follow what a line assigns."""
+
+
+def _assigned(line: list[Record], shape: tuple[int, ...]) -> Record | None:
+    """The tensor a line ends with (what it assigns or returns), when it has ``shape``: its
+    last operation, bar ones that only read a size."""
+    made = [r for r in line if r.op not in METADATA_OPS]
+    if not made:
+        return None
+    last = made[-1]
+    if last.value is None or not last.value.is_floating_point() or tuple(last.value.shape) != shape:
+        return None
+    return last
 
 
 def _attempt(trace: Trace, stage: Stage, records: list[Record], start: int) -> Record | None:

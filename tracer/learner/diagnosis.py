@@ -19,7 +19,14 @@ from typing import Any
 import torch
 
 from tracer.learner.compare import close, find, matches_any
-from tracer.learner.recorder import DROPOUT_OPS, MATMUL_OPS, MULTIPLY_OPS, Mutation, Record
+from tracer.learner.recorder import (
+    DROPOUT_OPS,
+    MATMUL_OPS,
+    MULTIPLY_OPS,
+    REARRANGING_OPS,
+    Mutation,
+    Record,
+)
 from tracer.variant import Stage
 
 
@@ -258,15 +265,54 @@ def _operands(record: Record) -> tuple[torch.Tensor, torch.Tensor] | None:
     return (b, a) if record.op == "__rmatmul__" else (a, b)
 
 
-def _transposed_products(a: torch.Tensor, b: torch.Tensor) -> list[torch.Tensor]:
-    """The products the learner could have meant, with other axes transposed."""
-    products = [(a @ b).mT]
-    for left, right in ((a, b.mT), (a.mT, b), (a.mT, b.mT)):
+def _transposed_products(a: torch.Tensor, b: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    """The products the learner could have meant, with other axes transposed, each with
+    which operand it transposes back (``a``, ``b``, both, or the product)."""
+    products = [("product", (a @ b).mT)]
+    for which, left, right in (("b", a, b.mT), ("a", a.mT, b), ("both", a.mT, b.mT)):
         try:
-            products.append(left @ right)
+            products.append((which, left @ right))
         except RuntimeError:  # shapes that do not multiply
             continue
     return products
+
+
+def _transposed_earlier(
+    evidence: Evidence, operand: torch.Tensor, product: Record
+) -> Diagnosis | None:
+    """An operand that was a right tensor transposed on an earlier line: that line, which
+    turned the right tensor wrong (``weights = torch.softmax(s, dim=-1).T``), is the one to fix."""
+    if matches_any(operand, evidence.all_reference()):
+        return None
+    name = next(
+        (
+            tensor_name
+            for stage in evidence.stages
+            for tensor_name, tensor in stage.tensors.items()
+            if tensor.is_floating_point() and close(operand.mT, tensor)
+        ),
+        None,
+    )
+    if name is None:
+        return None
+    made = next(
+        (
+            r
+            for r in reversed(evidence.records[: product.index])
+            if r.op in REARRANGING_OPS and r.value is not None and close(r.value, operand)
+        ),
+        None,
+    )
+    if made is None or made.line is None or made.line == product.line:
+        return None
+    return Diagnosis(
+        "transpose",
+        "transposing the wrong axes",
+        made.line,
+        f"{at_line(made.line)} transposes your {name} (`.{made.op}`) after it was computed "
+        f"correctly: the product on {at_line(product.line)} then uses it with rows and columns "
+        "swapped. Drop that transpose, or undo it before the product.",
+    )
 
 
 def wrong_transpose(evidence: Evidence) -> list[Diagnosis]:
@@ -282,8 +328,14 @@ def wrong_transpose(evidence: Evidence) -> list[Diagnosis]:
             continue
         if not (matches_any(a, known) and matches_any(b, known)):
             continue  # the operands are already wrong: the mistake is earlier
-        for candidate in _transposed_products(a, b):
+        for which, candidate in _transposed_products(a, b):
             if matches_any(candidate, reference):
+                operand = {"a": a, "b": b}.get(which)
+                earlier = (
+                    _transposed_earlier(evidence, operand, record) if operand is not None else None
+                )
+                if earlier is not None:
+                    return [earlier]
                 shape = "×".join(map(str, product.shape))
                 return [
                     Diagnosis(

@@ -23,6 +23,14 @@ from tracer.tracing.guard import is_inplace
 
 MATMUL_OPS = frozenset({"matmul", "__matmul__", "__rmatmul__", "mm", "bmm"})
 MULTIPLY_OPS = frozenset({"mul", "__mul__", "__rmul__", "mul_", "__imul__"})
+REARRANGING_OPS = frozenset(
+    {
+        "T", "mT", "H", "mH", "t", "t_", "transpose", "transpose_", "permute", "swapaxes",
+        "swapaxes_", "swapdims", "swapdims_", "movedim", "moveaxis", "flip", "fliplr",
+        "flipud", "roll", "rot90",
+    }
+)  # fmt: skip
+"""Operations that move a tensor's entries around without computing new ones."""
 DROPOUT_OPS = frozenset({"dropout", "dropout_", "feature_dropout", "alpha_dropout"})
 KEEP_ARGS = (
     MATMUL_OPS

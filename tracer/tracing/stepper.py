@@ -142,6 +142,9 @@ class Stepper:
         """The number of steps, once the trace has finished."""
         self.error: TracerError | None = None
         """What stopped the trace early, if anything did."""
+        self.padding_note: str | None = None
+        """Once the trace has ended: one line saying that the padding the inputs give was not
+        used, when its variant never read ``run.padding`` (see ``Trace.padding_note``)."""
         self.lock = threading.RLock()
         """Held while the variant runs: a background prefetch and the UI never run it at once."""
         self._should_stop: Callable[[], bool] | None = None
@@ -398,6 +401,7 @@ class Stepper:
             raise
         except StopIteration:
             self.total = self.produced
+            self.padding_note = self.trace.padding_note
             return False
         except TracerError as error:
             self.error = error

@@ -15,14 +15,25 @@ from __future__ import annotations
 import inspect
 import os
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, GeneratorType
 from typing import TYPE_CHECKING
 
 from tracer.errors import Location, TracerError, VariantRunError
+from tracer.sanitize import clip
 from tracer.tracing.containment import PluginExit, contained
 from tracer.tracing.lines import LineRecorder, statement_lines
-from tracer.variant import RunContext, Stage, Step, SubStep, Tokens, Variant
+from tracer.variant import (
+    RunContext,
+    Stage,
+    Step,
+    SubStep,
+    Tokens,
+    Variant,
+    given_padding,
+    padding_reads,
+)
 
 SHARED_HELPER = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dropout.py"
@@ -37,7 +48,16 @@ def _is_shared_helper(filename: str) -> bool:
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Trace", "VariantRunError"]
+__all__ = ["PaddingIgnored", "Trace", "VariantRunError"]
+
+
+class PaddingIgnored(UserWarning):
+    """The inputs mark tokens as padding and the variant never read ``run.padding``, so the
+    padding was not used (``attn`` prints it as one warning line; its status is unchanged)."""
+
+
+PADDING_LISTED = 3
+"""Padded tokens named in the warning; the rest are counted."""
 
 
 _REAL_EXIT = os._exit  # taken at import: a plugin's step may have replaced os._exit
@@ -82,6 +102,12 @@ class Trace:
         self._lines = LineRecorder((*(tuple(roots) or (self._code_file,)), SHARED_HELPER))
         self._guard: object | None = None
         self._pid = os.getpid()
+        self.read_padding: bool | None = None
+        """Whether the variant read ``run.padding`` (known once the run has ended)."""
+        self.report_padding = True
+        """Whether an ended run given padding it never read warns (:class:`PaddingIgnored`);
+        a worker process leaves that to the tool, which it tells with its last message."""
+        self._reads_before = 0
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -115,6 +141,8 @@ class Trace:
         except StopIteration as stop:
             self.finished = True
             self._finish(stop.value)
+            self.read_padding = padding_reads(self.context) > self._reads_before
+            self._warn_unused_padding()
             raise
         except TracerError:
             # Already a one-line, user-facing error (e.g. a variant rejecting its options).
@@ -157,7 +185,44 @@ class Trace:
                 return step
         raise KeyError(f"variant '{self.variant.name}' produced no stage '{name}'")
 
+    @property
+    def padding_note(self) -> str | None:
+        """One line saying that the given padding was not used, when the run has ended and
+        its variant never read ``run.padding`` though the inputs mark tokens as padding."""
+        padding = given_padding(self.context)
+        if self.read_padding is not False or not padding or not any(padding):
+            return None
+        padded = [index for index, flag in enumerate(padding) if flag]
+        labels = self.context.tokens
+        named = [
+            f"{index} ({clip(str(labels[index]), 20)!r})" if index < len(labels) else str(index)
+            for index in padded[:PADDING_LISTED]
+        ]
+        more = len(padded) - len(named)
+        which = ", ".join(named) + (f" and {more} more" if more > 0 else "")
+        noun = "token" if len(padded) == 1 else "tokens"
+        return (
+            f"the inputs mark {noun} {which} as padding, but variant '{self.variant.name}' "
+            "never read run.padding, so the padding was not used in this run"
+        )
+
+    def _warn_unused_padding(self) -> None:
+        note = self.padding_note
+        if note is None or not self.report_padding:
+            return
+        where = self.variant.declared_at
+        # warn_explicit with no registry: said once per trace that ignored its padding, not
+        # once per process (the command line keeps each line once).
+        warnings.warn_explicit(
+            note,
+            PaddingIgnored,
+            where.path if where is not None else self.source_file,
+            (where.line or 0) if where is not None else 0,
+            registry=None,
+        )
+
     def _start(self) -> GeneratorType[Step, None, torch.Tensor]:
+        self._reads_before = padding_reads(self.context)
         generator = self.variant.run(self.context)
         if not isinstance(generator, GeneratorType):
             raise self._error("its run function must be a generator that yields stage(...) steps")

@@ -198,10 +198,13 @@ class WorkerTrace(Trace):
         self.finished = True
         self.close()
         if kind == "end":
-            _, output, changes, printed = message
+            _, output, changes, printed, read_padding = message
             self._print(printed)
             self.torch_changes.extend(changes)
             self.output = self._checked_output(output)
+            # The variant read its own copy of the context, in the worker: the worker says.
+            self.read_padding = read_padding
+            self._warn_unused_padding()
             raise StopIteration
         if kind != "error":
             raise self._error(f"sent a message the tool refused: a '{visible(kind)}' message")
@@ -587,6 +590,7 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
             os.dup2(devnull, fd)
     _limit_memory(owner.limits.memory_mb)
     trace = Trace(owner.variant, owner.context, owner.plugin, owner.roots)
+    trace.report_padding = False  # the tool warns, told by the last message (its output's)
     signal.signal(signal.SIGUSR1, lambda signum, frame: _say_where(connection, trace, frame))
     reported = 0
 
@@ -607,7 +611,9 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
             step = next(trace)
             message: tuple[Any, ...] = ("step", _sendable(step), changes(), _with_warnings(printed))
         except StopIteration:
-            message = ("end", _sendable_tensor(trace.output), changes(), _with_warnings(printed))
+            output = _sendable_tensor(trace.output)
+            read = trace.read_padding is True
+            message = ("end", output, changes(), _with_warnings(printed), read)
         except TracerError as error:
             error = _memory_error(error, owner)
             location = error.location
@@ -767,7 +773,14 @@ def _well_formed(message: object) -> bool:
     if not (isinstance(message, tuple) and message):
         return False
     kind, fields = message[0], message[1:]
-    if kind in ("step", "end"):
+    if kind == "end":  # the output, torch changes, what it printed, whether it read padding
+        return (
+            len(fields) == 4
+            and _strings(fields[1])
+            and isinstance(fields[2], str)
+            and type(fields[3]) is bool
+        )
+    if kind == "step":
         return len(fields) == 3 and _strings(fields[1]) and isinstance(fields[2], str)
     if kind == "error":
         if len(fields) != 5:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, GeneratorType
 from typing import TYPE_CHECKING
 
-from tracer.errors import Location, TracerError, VariantRunError
+from tracer.errors import Location, TracerError, UsageError, VariantRunError
 from tracer.sanitize import clip
 from tracer.tracing.containment import PluginExit, contained
 from tracer.tracing.lines import LineRecorder, statement_lines
@@ -59,6 +59,10 @@ class PaddingIgnored(UserWarning):
 PADDING_LISTED = 3
 """Padded tokens named in the warning; the rest are counted."""
 
+
+MAX_SUBSTEPS_PER_LOOP = 16_384
+"""The most sub-steps one loop may make (128 tokens' every pair, a few seconds traced): a loop
+over 10,000 tokens' pairs would run for hours, so it is refused as it passes this instead."""
 
 _REAL_EXIT = os._exit  # taken at import: a plugin's step may have replaced os._exit
 
@@ -258,6 +262,8 @@ class Trace:
             )
         primary = where.path
         if isinstance(step, SubStep):
+            if self.substeps_in_current_loop >= MAX_SUBSTEPS_PER_LOOP:
+                raise self._too_long_loop(step)
             self._set_lines(step, lines, primary)
             step.index = self.substeps_in_current_loop
             self.substeps_in_current_loop += 1
@@ -275,6 +281,19 @@ class Trace:
         self.substeps_in_current_loop = 0
         self._protect(step)
         return step
+
+    def _too_long_loop(self, step: SubStep) -> UsageError:
+        tokens = len(self.context.tokens)
+        advice = (
+            "give fewer tokens"
+            if self.context.query is not None
+            else "give fewer tokens, or follow one query (--query, a lesson's query:)"
+        )
+        return UsageError(
+            f"variant '{self.variant.name}' has made {MAX_SUBSTEPS_PER_LOOP:,} sub-steps in its "
+            f"loop for stage '{step.stage}' with {tokens:,} tokens, the most one loop may make; "
+            f"{advice}"
+        )
 
     @staticmethod
     def _set_lines(step: Step, lines: dict[str, set[int]], primary: str) -> None:

@@ -426,3 +426,22 @@ async def test_stepping_onto_the_last_step_says_how_many_steps_there_are() -> No
         assert "of ?" not in narration
         await press(pilot, "left")  # and it stays known going back
         assert f"step {stepper.total - 1} of {stepper.total}" in text_of(app, "#narration")
+
+
+# The trace warns too (what `attn explore` prints after the app closes); here the app's note counts.
+@pytest.mark.filterwarnings("ignore::tracer.tracing.trace.PaddingIgnored")
+async def test_padding_the_variant_never_read_is_said_once_the_run_ends(tmp_path: Path) -> None:
+    padded = tmp_path / "padded.yaml"
+    padded.write_text(
+        "tokens: [the, cat, pad]\nembeddings: [[1, 0], [0, 1], [0, 0]]\n"
+        "padding: [false, false, true]\n"
+    )
+    app = explore("vectorized", inputs=str(padded))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        said = [n for n in app._notifications if n.title == "Padding not used"]
+        assert said == []  # not before the run has ended: a later step may still read it
+        await press(pilot, "end")
+        await settle(pilot)
+        said = [n.message for n in app._notifications if n.title == "Padding not used"]
+        assert len(said) == 1 and "token 2 ('pad')" in said[0] and "vectorized" in said[0]

@@ -62,6 +62,7 @@ class ExploreScreen(StepScreen):
         self.error_shown = False
         self.failure: str | None = None
         """The error shown in place of the step the variant could not produce, if any."""
+        self._padding_said = False
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -220,6 +221,7 @@ class ExploreScreen(StepScreen):
         done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
         self.query_one(Timeline).set_current(current, done)
         self.fit_columns()
+        self._say_unused_padding(stepper)
         if not stepper.finished and not stepper.known(index + 1):
             # After the frame is painted, so the prefetch never competes with drawing it.
             self.call_after_refresh(self._prefetch, stepper, index + 1)
@@ -257,7 +259,18 @@ class ExploreScreen(StepScreen):
         if stepper.total is not None:
             self.app.call_from_thread(self._total_found, index - 1)
 
+    def _say_unused_padding(self, stepper: Stepper) -> None:
+        """Once the run has ended: padding the inputs gave and the variant never read."""
+        note = stepper.padding_note
+        if note is not None and not self._padding_said:
+            self._padding_said = True
+            self.app.notify(
+                visible(note), title="Padding not used", severity="warning", markup=False
+            )
+
     def _total_found(self, index: int) -> None:
+        if self.session is not None:
+            self._say_unused_padding(self.session.stepper)
         shown = self._narration
         if shown is not None and shown[0] == index == self.position:
             self._show_narration()

@@ -29,7 +29,6 @@ from textual.css.scalar import Scalar
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
-from tracer.render.text import format_number
 from tracer.tui.colours import theme_colours
 from tracer.tui.grid import Grid
 from tracer.tui.steady import SteadyScroll
@@ -370,7 +369,7 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
                 if (row, col) in highlight.hidden:
                     data.append(Segment("?".rjust(self.cell_width), self._style("focus")))
                     continue
-                text = format_number(value).rjust(self.cell_width)
+                text = grid.format(value).rjust(self.cell_width)
                 if highlight.current == (row, col):
                     style = self._style("current")
                 elif (row, col) in highlight.cells:
@@ -418,21 +417,32 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
             per_row = math.ceil(grid.rows / max(shown_rows, 1))
             per_col = math.ceil(grid.columns / max(shown_cols, 1))
             one = per_row == per_col == 1
-            block = (
-                "each block one value"
-                if one
-                else f"each block the mean of up to {per_row}×{per_col} values"
-            )
-            short = "one value a block" if one else f"means of ≤{per_row}×{per_col}"
-            scale = f"{format_number(low)} to {format_number(high)}"
+            scale = f"{grid.format(low)} to {grid.format(high)}"
+            if one:
+                choices: tuple[str, ...] = (
+                    f"overview · each block one value · {scale} · z: numbers",
+                    f"overview · each block one value · {scale}",
+                    f"overview · one value a block · {scale}",
+                    f"one value a block · {scale}",
+                    scale,
+                )
+            else:
+                # The colours span the block means, but the legend also states the cells'
+                # own range: averaging narrows it (a 0.9997 weight in a block of six rows
+                # is a mean of 0.24), and the means alone would misstate the largest value.
+                shown = grid.shown_range()
+                cells = f"{grid.format(shown[0])} to {grid.format(shown[1])}" if shown else "none"
+                block = f"each block the mean of up to {per_row}×{per_col} values"
+                short = f"means of ≤{per_row}×{per_col}"
+                choices = (
+                    f"overview · {block}: {scale} (cells {cells}) · z: numbers",
+                    f"overview · {block}: {scale} (cells {cells})",
+                    f"overview · {short}: {scale} (cells {cells})",
+                    f"{short}: {scale} (cells {cells})",
+                    f"means {scale}, cells {cells}",
+                    f"cells {cells}",
+                )
             # The longest header that fits whole: a cut-off range would read as a wrong one.
-            choices = (
-                f"overview · {block} · {scale} · z: numbers",
-                f"overview · {block} · {scale}",
-                f"overview · {short} · {scale}",
-                f"{short} · {scale}",
-                scale,
-            )
             header = next((text for text in choices if len(text) <= width), choices[-1])
             return Strip([Segment(_fit(header, width), self._style("label"))]).adjust_cell_length(
                 width, self._style("blank")
@@ -495,7 +505,7 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         key = _fit(grid.column_labels[col], LABEL_LIMIT).ljust(
             min(self._key_width(grid), LABEL_LIMIT)
         )
-        number = format_number(value) if value is not None else "·"
+        number = grid.format(value) if value is not None else "·"
         room = max(width - len(key) - len(number) - 6, 1)
         eighths = round((value or 0.0) * room * 8)
         bar = "█" * (eighths // 8) + (BAR[eighths % 8] if eighths % 8 else "")

@@ -194,6 +194,31 @@ def format_tensor(
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
 
 
+def shorten(text: str, width: int) -> str:
+    """``text`` in at most ``width`` display columns, cut at a word boundary and ending in
+    "…" where it was cut: a title cut mid-word ("(1 = hidde…") reads as another word.
+
+    A first word wider than ``width`` on its own is cut where it must be.
+    """
+    if display_width(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    words = text.split(" ")
+    kept = ""
+    for word in words:
+        candidate = f"{kept} {word}" if kept else word
+        if display_width(candidate) + 1 > width:
+            break
+        kept = candidate
+    if kept.count("(") > kept.count(")"):  # no half of a bracket: "(1 =…" says nothing
+        kept = kept[: kept.rindex("(")]
+    kept = kept.rstrip(" ,;:·-–—(=+×/")
+    if not kept:
+        return clip(text, width)
+    return kept + "…"
+
+
 def _label(text: str) -> str:
     """A token as a label: made visible, then cut to LABEL_LIMIT display columns."""
     return clip(visible(text, multiline=False))

@@ -205,20 +205,40 @@ class Timeline(Horizontal, can_focus=False):
 
     def hidden(self) -> tuple[int, int]:
         """How many items lie, wholly or in part, left and right of what is in view."""
+        left = right = 0
+        for _widget, side in self._sides():
+            if side < 0:
+                left += 1
+            elif side > 0:
+                right += 1
+        return left, right
+
+    def _sides(self) -> Iterable[tuple[TimelineItem, int]]:
+        """Each item with where it lies: -1 (wholly or partly left of the view), 0 (in view
+        whole) or 1 (wholly or partly right of it)."""
         strip = self._strip
         left_edge = strip.scroll_x
         right_edge = left_edge + strip.scrollable_content_region.width
-        left = right = 0
         for widget in self._items.values():
             region = widget.virtual_region
             if region.x < left_edge:
-                left += 1
+                yield widget, -1
             elif region.right > right_edge:
-                right += 1
-        return left, right
+                yield widget, 1
+            else:
+                yield widget, 0
 
     def count_hidden(self) -> None:
         if not self.is_mounted:
             return
-        for marker, count in zip(self._more, self.hidden(), strict=True):
+        left = right = 0
+        for widget, side in self._sides():
+            left += side < 0
+            right += side > 0
+            # An item cut by an edge is counted by that edge's marker and drawn blank: its
+            # label would read cut mid-word ("‹ 2 ctions").
+            whole = side == 0
+            if widget.visible != whole:
+                widget.visible = whole
+        for marker, count in zip(self._more, (left, right), strict=True):
             marker.show_count(count)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.plugin_host import PluginHost
-from tracer.render.labels import Axis, label_axes
+from tracer.render.labels import Axis, distinct_tokens, label_axes
 from tracer.render.text import format_number, is_whole
 from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
@@ -122,7 +122,7 @@ def tensor_html(
         # One focused query's row of keys is that query's row (as tracer.render.labels has it).
         row_axis = None
         if named[0].name == "key" and query is not None and query < len(tokens):
-            row_axis = Axis("query", (tokens[query],), tokens=True)
+            row_axis = Axis("query", (distinct_tokens(tokens)[query],), tokens=True)
         parts.append(_table([data.tolist()], row_axis, named[0], whole))
     else:
         leading = shape[:-2]

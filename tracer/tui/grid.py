@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.render.labels import Axis, label_axes
+from tracer.render.labels import Axis, distinct_tokens, label_axes
 from tracer.render.text import format_number, is_whole
 from tracer.sanitize import visible
 from tracer.session.explore import LoopCanvas
@@ -155,7 +155,7 @@ def tensor_labels(
         only = named[0]
         row = ""
         if only.name == "key" and query is not None and 0 <= query < len(tokens):
-            row = tokens[query]  # one query's row of a (query, key) table
+            row = distinct_tokens(tokens)[query]  # one query's row of a (query, key) table
         return [row], list(only.labels), named
     rows = list(named[-2].labels)
     if len(named) > 2:

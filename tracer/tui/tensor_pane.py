@@ -255,12 +255,15 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
                     item.title, layout=False
                 )  # one line high: a new title never resizes it
             height: str | int = "1fr"
-            natural = item.grid.rows + 2
+            # Its header and rows: a table too wide for its numbers is drawn as an overview,
+            # never scrolled sideways, so no line is held for a scrollbar (but with NO_COLOR,
+            # where numbers are always drawn). Every table of a step then fits more often.
+            natural = item.grid.rows + 1 + (1 if self.app.no_color else 0)
             if several and natural <= SMALL:
                 height = natural
             if view.styles.height is None or str(view.styles.height) != str(height):
                 view.styles.height = height
-            view.styles.min_height = 3 if several else None
+            view.styles.min_height = min(3, natural) if several else None
             view.show(item.grid)
         self._detail(detail)
         self.call_after_refresh(self.say_hidden)

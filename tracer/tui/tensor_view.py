@@ -43,7 +43,10 @@ SEQUENTIAL = (
 NEUTRAL, POSITIVE, NEGATIVE = "#d9d9d9", "#2166ac", "#b35806"
 """Around zero: blue for positive, orange for negative (a colour-blind-safe pair)."""
 BAR = " ▏▎▍▌▋▊▉█"
-Mode = str  # "numbers", "overview" or "tokens"
+Mode = str  # "numbers", "wrapped", "overview" or "tokens"
+WRAP_BLOCKS = 4
+"""A one-row table too wide for the view is wrapped into at most this many blocks of columns
+(header and numbers each), like ``--plain``; wider still, it is drawn as an overview."""
 
 
 DIVERGING_STEPS = 16
@@ -174,11 +177,26 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         if self.token_view and grid.is_weights():
             return "tokens"
         if self.zoomed is None:
+            width = self.size.width or 80
+            if self.numbers_width() <= width:
+                return "numbers"
+            if self.wrap_blocks(width) <= WRAP_BLOCKS:
+                return "wrapped"  # one row (token ids, one query's weights): its labels stay
             if self.app.no_color:
                 return "numbers"  # NO_COLOR: an overview is nothing but colour; numbers read
-            width = self.size.width or 80
-            return "numbers" if self.numbers_width() <= width else "overview"
+            return "overview"
         return "numbers" if self.zoomed else "overview"
+
+    def wrap_columns(self, width: int) -> int:
+        """Columns of a one-row table drawn in each block of the wrapped mode at ``width``."""
+        return max(1, (width - self.label_width - 1) // (self.cell_width + 1))
+
+    def wrap_blocks(self, width: int) -> int:
+        """Blocks a one-row table wraps into at ``width`` (a large number for other tables)."""
+        grid = self.grid
+        if grid is None or grid.rows != 1:
+            return 1 << 30
+        return -(-grid.columns // self.wrap_columns(width))
 
     def toggle_zoom(self) -> None:
         """Numbers around the current cell, or the whole matrix at once."""
@@ -213,6 +231,12 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         mode = self.mode
         if mode == "numbers":
             size = Size(self.numbers_width(), grid.rows + 1)
+        elif mode == "wrapped":
+            lines = 2 * self.wrap_blocks(self.size.width)
+            size = Size(max(self.size.width, 1), lines)
+            height = self.styles.height
+            if height is not None and height.is_cells and height.value < lines:
+                self.styles.height = lines  # a table given its lines gets the wrapped ones
         elif mode == "tokens":
             size = Size(max(self.size.width, 1), grid.columns + 1)
         else:
@@ -338,6 +362,14 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         data_width = max(width - self.label_width - 1, 0)
         first = scroll_x // cell
         last = min(grid.columns, (scroll_x + data_width) // cell + 1)
+        if mode == "wrapped":  # block y // 2 of the one row: its header, then its numbers
+            line = scroll_y + y
+            per_block = self.wrap_columns(width)
+            first = line // 2 * per_block
+            last = min(grid.columns, first + per_block)
+            if first >= grid.columns:
+                return Strip.blank(width, self._style("blank"))
+            scroll_x, scroll_y, y = first * cell, 0, line % 2
         highlight = grid.highlight
         segments: list[Segment] = []
         if y == 0:

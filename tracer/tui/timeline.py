@@ -48,6 +48,8 @@ class TimelineItem(Static, SteadySize, Kept):
         self.label = label
         self.visited = False
         self.current = False
+        self.cut = False
+        """Cut by an edge of the strip: drawn as blank room (the edge's marker counts it)."""
         if tooltip:
             self.tooltip = Text(tooltip)
         self._draw()
@@ -58,12 +60,20 @@ class TimelineItem(Static, SteadySize, Kept):
             self.current, self.visited = current, visited
             self._draw()
 
+    def set_cut(self, cut: bool) -> None:
+        """Draw the item blank while an edge of the strip cuts it (repainted if changed)."""
+        if cut != self.cut:
+            self.cut = cut
+            self._draw()
+
     def _draw(self) -> None:
         # Labels are stage names or author text: never parsed as markup. The mark takes the
         # left padding's place and its room is always held, so a new state never changes the
         # item's width (no layout); the padding is text, so the current item's colours cover it.
         text = f"{VISITED if self.visited else NOT_VISITED} {self.label} "
         style = CURRENT_STYLE if self.current else "" if self.visited else NOT_VISITED_STYLE
+        if self.cut:  # same width, no letters: a label cut mid-word reads as another word
+            text, style = " " * len(text), ""
         self.update(Content.styled(text, style), layout=False)
 
     def on_click(self, event: events.Click) -> None:
@@ -237,8 +247,12 @@ class Timeline(Horizontal, can_focus=False):
             right += side > 0
             # An item cut by an edge is counted by that edge's marker and drawn blank: its
             # label would read cut mid-word ("‹ 2 ctions").
-            whole = side == 0
-            if widget.visible != whole:
-                widget.visible = whole
+            widget.set_cut(side != 0)
+            if side and widget.key == self.current:
+                # A marker that appeared narrowed the strip and cut the current item: bring
+                # it back into view (when it fits at all).
+                strip = self._strip
+                if widget.virtual_region.width <= strip.scrollable_content_region.width:
+                    self.call_after_refresh(strip.scroll_to_widget, widget, animate=False)
         for marker, count in zip(self._more, (left, right), strict=True):
             marker.show_count(count)

@@ -416,10 +416,18 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         return strip.adjust_cell_length(width, self._style("blank"))
 
     def _overview_line(self, y: int, width: int, grid: Grid) -> Strip:
-        """Two rows of blocks per line: ``▀`` in the upper block's colour on the lower's."""
-        gutter = 2
+        """Two rows of blocks per line: ``▀`` in the upper block's colour on the lower's.
+
+        The first line is the legend; where every column has a block of its own, the
+        second names them (each label's first letter, a lesson's letter tokens read
+        whole); each line starts with the number of its first row, counted from 0.
+        """
+        numbering = len(str(max(grid.rows - 1, 0)))
+        gutter = numbering + 2
         columns = max(min(grid.columns, width - gutter), 1)
-        rows = max(min(grid.rows, (self.size.height - 1) * 2), 1)
+        ruler = self._ruler(grid, columns)
+        heading = 2 if ruler is not None else 1
+        rows = max(min(grid.rows, (self.size.height - heading) * 2), 1)
         key = (id(grid), rows, columns)
         if self._overview_cache is None or self._overview_cache[0] != key:
             blocks = grid.overview(rows, columns)
@@ -479,7 +487,11 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
             return Strip([Segment(_fit(header, width), self._style("label"))]).adjust_cell_length(
                 width, self._style("blank")
             )
-        y -= 1
+        if y == 1 and ruler is not None:
+            return Strip(
+                [Segment(" " * gutter + ruler, self._style("label"))]
+            ).adjust_cell_length(width, self._style("blank"))
+        y -= heading
         top, bottom = 2 * y, 2 * y + 1
         if top >= shown_rows:
             return Strip.blank(width, self._style("blank"))
@@ -492,8 +504,12 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         hot_rows = {r * shown_rows // grid.rows for r in grid.highlight.rows}
         on_row = marked is not None and marked[0] in (top, bottom)
         on_row = on_row or bool(hot_rows & {top, bottom})
+        first_row = top * grid.rows // shown_rows  # where adaptive pooling starts the block
         segments = [
-            Segment("▶ " if on_row else "  ", self._style("label-hot" if on_row else "label"))
+            Segment(
+                f"{first_row:>{numbering}}" + ("▶ " if on_row else "  "),
+                self._style("label-hot" if on_row else "label"),
+            )
         ]
         blank_style = self._style("blank").bgcolor
         blank = Color.from_rich_color(blank_style) if blank_style else Color(0, 0, 0)
@@ -518,6 +534,17 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
                 pair = self._pairs[(fg, bg)] = Style(color=fg.rich_color, bgcolor=bg.rich_color)
             segments.append(Segment("▀", pair))
         return Strip(segments).adjust_cell_length(width, self._style("blank"))
+
+    def _ruler(self, grid: Grid, columns: int) -> str | None:
+        """The overview's column line: a character per column (a label's first letter, or
+        the last digit of a number) when each column has its own block; else None."""
+        if columns < grid.columns or self.size.height < 4:
+            return None
+        letters = []
+        for label in grid.column_labels:
+            text = label.strip()
+            letters.append(text[-1] if text.isdigit() else text[:1] or " ")
+        return "".join(letters)
 
     def _token_line(self, y: int, width: int, grid: Grid) -> Strip:
         """Line ``y`` of the token view: the focused query's weight to one key, as a bar."""

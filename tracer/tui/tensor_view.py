@@ -488,9 +488,9 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
                 width, self._style("blank")
             )
         if y == 1 and ruler is not None:
-            return Strip(
-                [Segment(" " * gutter + ruler, self._style("label"))]
-            ).adjust_cell_length(width, self._style("blank"))
+            return Strip([Segment(" " * gutter + ruler, self._style("label"))]).adjust_cell_length(
+                width, self._style("blank")
+            )
         y -= heading
         top, bottom = 2 * y, 2 * y + 1
         if top >= shown_rows:

@@ -292,10 +292,9 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
             noun = "table" if len(hidden) == 1 else "tables"
             text = f"{len(hidden)} more {noun} out of sight: {names} (t or scroll)"
             room = self._border_room()
-            if len(text) > room:  # the count and the way there, whole, before any names
-                text = f"{len(hidden)} more {noun} out of sight (t or scroll)"
-            if len(text) > room:
-                text = f"{len(hidden)} more (t)"
+            if len(text) > room:  # shorter words, every name still said
+                text = f"{len(hidden)} more {noun} (t): {names}"
+            text = shorten(text, room)  # never cut mid-word
         self.full_subtitle = text
         if (self.border_subtitle or "") != text:  # None to "" would repaint the border
             self.border_subtitle = text

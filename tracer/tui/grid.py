@@ -282,14 +282,28 @@ class CanvasGrid(Grid):
         return block_means(shown, rows, columns)
 
 
+_CANVAS_WHOLE: dict[int, tuple[LoopCanvas, int, int, bool]] = {}
+
+
 def _canvas_whole(canvas: LoopCanvas) -> bool:
-    """Whether every value the loop writes is whole (cells not yet written are nan)."""
+    """Whether every value the loop has written is whole (cells not yet written are nan).
+
+    Checked again only when the loop has written more: a key press inside a loop over a
+    1,024 × 1,024 matrix reads the answer, not a million values.
+    """
     # Here, not at the top: torch loads on the first table, not at start-up.
     import torch
 
     if not canvas.values:
         return False
-    return is_whole(torch.frombuffer(canvas.values, dtype=torch.float64))
+    cached = _CANVAS_WHOLE.get(id(canvas))
+    size = len(canvas.values)
+    if cached is not None and cached[0] is canvas and cached[1:3] == (canvas.last_index, size):
+        return cached[3]
+    whole = is_whole(torch.frombuffer(canvas.values, dtype=torch.float64))
+    _CANVAS_WHOLE.clear()  # one loop at a time is on screen
+    _CANVAS_WHOLE[id(canvas)] = (canvas, canvas.last_index, size, whole)
+    return whole
 
 
 _RANGES: OrderedDict[int, tuple[Any, float, float, bool, bool]] = OrderedDict()

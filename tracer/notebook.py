@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.plugin_host import PluginHost
-from tracer.render.labels import Axis, label_axes
-from tracer.render.text import format_number
+from tracer.render.labels import Axis, distinct_tokens, label_axes
+from tracer.render.text import format_number, is_whole
 from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
 from tracer.variant import Stage
@@ -67,7 +67,9 @@ def _flatten(nested: Any) -> list[float]:
     return [float(nested)]
 
 
-def _table(rows: list[list[float | bool]], row_axis: Axis | None, column_axis: Axis) -> str:
+def _table(
+    rows: list[list[float | bool]], row_axis: Axis | None, column_axis: Axis, whole: bool = False
+) -> str:
     scale = _scale(float(v) for row in rows for v in row)
     shown_rows, shown_columns = rows[:MAX_ROWS], min(len(column_axis.labels), MAX_COLUMNS)
     names = [axis.name for axis in (row_axis, column_axis) if axis is not None and axis.name]
@@ -83,7 +85,7 @@ def _table(rows: list[list[float | bool]], row_axis: Axis | None, column_axis: A
             background, colour = cell_colour(float(value), scale)
             cells.append(
                 f'<td style="{CELL}; background: {background}; color: {colour}">'
-                f"{escape(format_number(value))}</td>"
+                f"{escape(format_number(value, whole))}</td>"
             )
         lines.append(f'<tr><th style="{HEAD}">{escape(label)}</th>{"".join(cells)}</tr>')
     table = f'<table style="border-collapse: collapse; margin: 4px 0">{"".join(lines)}</table>'
@@ -113,14 +115,15 @@ def tensor_html(
     if described:
         title += f" · {described}"
     parts = [f'<div style="font-weight: bold; margin-top: 6px">{escape(title)}</div>']
+    whole = is_whole(data)  # 742, not 742.0000: as the app and the text tables print it
     if len(shape) == 0:
-        parts.append(_table([[data.item()]], None, Axis("", ("",))))
+        parts.append(_table([[data.item()]], None, Axis("", ("",)), whole))
     elif len(shape) == 1:
         # One focused query's row of keys is that query's row (as tracer.render.labels has it).
         row_axis = None
         if named[0].name == "key" and query is not None and query < len(tokens):
-            row_axis = Axis("query", (tokens[query],), tokens=True)
-        parts.append(_table([data.tolist()], row_axis, named[0]))
+            row_axis = Axis("query", (distinct_tokens(tokens)[query],), tokens=True)
+        parts.append(_table([data.tolist()], row_axis, named[0], whole))
     else:
         leading = shape[:-2]
         count = math.prod(leading)
@@ -133,7 +136,7 @@ def tensor_html(
                     for axis, i in zip(named[:-2], position, strict=True)
                 )
                 parts.append(f'<div style="{NOTE}">{escape(where)}</div>')
-            parts.append(_table(flat[index].tolist(), named[-2], named[-1]))
+            parts.append(_table(flat[index].tolist(), named[-2], named[-1], whole))
         if count > MAX_SLICES:
             parts.append(f'<div style="{NOTE}">not shown: {count - MAX_SLICES} more slices</div>')
     return "".join(parts)

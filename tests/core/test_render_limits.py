@@ -4,6 +4,7 @@ checks every step it receives; inputs are limited by tokens and values, not byte
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import tracemalloc
 from pathlib import Path
@@ -295,5 +296,9 @@ def test_integer_tensors_print_whole_numbers() -> None:
     # Token ids and counts are integers: "17", never "17.0000", which reads like a measurement.
     table = format_tensor(torch.tensor([17, 9, 0]), ("R", "J", "A"), axes=("token",))
     assert table.splitlines()[-1].split() == ["17", "9", "0"]
-    floats = format_tensor(torch.tensor([17.0, 9.0]), ("R", "J"), axes=("token",))
-    assert floats.splitlines()[-1].split() == ["17.0000", "9.0000"]
+    # A float table whose values are all whole (a count, a 0/1 mask) reads the same way;
+    # one fraction anywhere in it and every cell keeps its four decimals.
+    floats = format_tensor(torch.tensor([17.0, 9.0, -math.inf]), ("R", "J", "A"), axes=("token",))
+    assert floats.splitlines()[-1].split() == ["17", "9", "-inf"]
+    mixed = format_tensor(torch.tensor([17.0, 0.5]), ("R", "J"), axes=("token",))
+    assert mixed.splitlines()[-1].split() == ["17.0000", "0.5000"]

@@ -350,7 +350,9 @@ async def test_two_hundred_tokens_get_an_overview_with_the_cell_marked(tmp_path:
         view = screen.query_one(TensorPane).view
         assert view.mode == "overview"
         header = view.render_line(0).text.rstrip()
-        assert header.startswith("overview · ") and " to " in header
+        # What a block is and the range it spans: the means, and the cells they average.
+        assert header.startswith(("overview · ", "means of ≤")) and " to " in header
+        assert "(cells " in header
         assert "…" not in header  # as much as fits, whole: a cut-off range would mislead
         assert "◆" in view.render_line(1).text  # the current cell, marked
         footer_keys = {key for key, b in screen.active_bindings.items() if b.binding.show}

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracer.lessons.model import Quiz
+from tracer.render.labels import bare_token
 from tracer.render.text import format_number
 
 _NUMBER = re.compile(r"^[-+−]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?$")
@@ -117,8 +118,11 @@ def parse_cells(text: str, answer: CellAnswer) -> frozenset[tuple[int, ...]] | s
         cell: list[int] = []
         for axis, piece in enumerate(pieces):
             names = answer.labels[axis] if axis < len(answer.labels) else ()
+            bare = [bare_token(name) for name in names]  # "the" for "the@0": its first
             if piece in names:
                 index = names.index(piece)
+            elif piece in bare:
+                index = bare.index(piece)
             elif piece.isdigit():
                 index = int(piece)
             else:

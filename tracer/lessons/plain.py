@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz
 from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading, step_view
 from tracer.render.labels import axis_labels
-from tracer.render.text import format_number, format_tensor, shape_text
+from tracer.render.text import format_number, format_scalar, format_tensor, is_whole, shape_text
 
 if TYPE_CHECKING:
     import torch
@@ -121,19 +121,20 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
     labels = axis_labels(tuple(tensor.shape), resolved.tokens, resolved.query, resolved.axes)
     table = tensor.reshape(len(labels.rows), len(labels.columns))
     one_row = tensor.dim() < 2
+    whole = is_whole(tensor)  # printed as its table prints it
 
     def row_of(index: int | None) -> int:
         return 0 if one_row or index is None else index
 
     def listing(values: torch.Tensor, names: tuple[str, ...]) -> str:
         return ", ".join(
-            f"{n} {format_number(float(v))}" for n, v in zip(names, values, strict=True)
+            f"{n} {format_number(float(v), whole)}" for n, v in zip(names, values, strict=True)
         )
 
     if focus.kind == "cell":
         row, column = row_of(focus.row), focus.column or 0
         name = f"{labels.rows[row]} and {labels.columns[column]}"
-        return [f"Focus: the cell for {name}: {format_number(float(table[row, column]))}"]
+        return [f"Focus: the cell for {name}: {format_number(float(table[row, column]), whole)}"]
     lines = []
     if focus.kind in ("row", "token") and focus.row is not None:
         row = row_of(focus.row)
@@ -163,7 +164,7 @@ def substep_lines(sub: SubStep, tokens: tuple[str, ...], query: int | None) -> l
     lines = [f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip()]
     for name, tensor in sub.tensors.items():
         if tensor.dim() == 0:
-            lines.append(f"  {name} = {format_number(float(tensor))}")
+            lines.append(f"  {name} = {format_scalar(float(tensor))}")
             continue
         # A row or a table keeps its shape and its labels, as in the app.
         axes = sub.axes.get(name)
@@ -191,7 +192,7 @@ def _compare(view: StepView) -> list[str]:
         return lines
     largest = float(difference.abs().max()) if difference.numel() else 0.0
     shown = left.resolved
-    lines.append(f"Difference, right minus left (largest size {format_number(largest)})")
+    lines.append(f"Difference, right minus left (largest size {format_scalar(largest)})")
     lines.append(format_tensor(difference, shown.tokens, shown.query, shown.axes, wrap=TABLE_WIDTH))
     return lines
 

@@ -108,7 +108,11 @@ class Table:
             return "computed by the lesson after the run: " + " then ".join(
                 describe(operation) for operation in self.resolved.ref.then
             )
-        return self.resolved.stage.formula or ""
+        stage = self.resolved.stage
+        name = self.resolved.ref.tensor or next(iter(stage.tensors), "")
+        if name in stage.formulas or name in (stage.name, next(iter(stage.tensors), None)):
+            return stage.formula_for(name) or ""
+        return ""  # the stage's formula makes another of its tensors (lesson 05's "zeroed")
 
     @property
     def legend(self) -> tuple[float, float] | None:

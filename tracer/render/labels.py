@@ -15,6 +15,7 @@ labelled with the focused token.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,25 @@ class Labels:
     columns: tuple[str, ...]
 
 
+def distinct_tokens(tokens: Sequence[str]) -> tuple[str, ...]:
+    """The tokens as table labels: a token the text repeats carries its 0-based position,
+    as lessons name it (``the@0 cat sat on the@4 mat``), so its rows are told apart."""
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    return tuple(
+        f"{token}@{index}" if counts[token] > 1 else token for index, token in enumerate(tokens)
+    )
+
+
+_POSITION = re.compile(r"@\d+$")
+
+
+def bare_token(label: str) -> str:
+    """A label without the position :func:`distinct_tokens` gave it (``the@4`` → ``the``)."""
+    return _POSITION.sub("", label)
+
+
 def label_axes(
     shape: Sequence[int],
     axes: Sequence[str] | None,
@@ -50,7 +70,8 @@ def label_axes(
     draws); whether an axis is labelled with tokens still depends on its whole length.
     """
     source = source_tokens(tokens)
-    tokens = tuple(tokens)
+    source = distinct_tokens(source) if source is not None else None
+    tokens = distinct_tokens(tokens)
     names = effective_axes(shape, axes, query) or ("",) * len(shape)
     result = []
     for size, spec in zip(shape, names, strict=True):
@@ -116,7 +137,8 @@ def axis_labels(
 ) -> Labels:
     """Row and column labels for the last two axes (a 1-d tensor is one row; 0-d one cell)."""
     named = label_axes(shape, axes, tokens, query, limit)
-    row = tokens[query] if query is not None and focused_row(shape, axes, query) else ""
+    focused = query is not None and focused_row(shape, axes, query)
+    row = distinct_tokens(tokens)[query] if focused and query is not None else ""
     if len(named) == 0:
         return Labels(rows=(row,), columns=("",))
     if len(named) == 1:

@@ -24,7 +24,13 @@ if TYPE_CHECKING:
     from tracer.tracing import Trace
 
 
-def format_number(value: float | bool) -> str:
+def format_number(value: float | bool, whole: bool = False) -> str:
+    """One number as every front end prints it: 4 decimals, or whole.
+
+    ``whole``: the number belongs to a table whose values are all whole numbers
+    (:func:`is_whole`: counts, token ids, a 0/1 mask, 742), so ``742`` and not
+    ``742.0000``; a value that is not whole still prints its decimals.
+    """
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):  # an integer tensor (token ids, counts): whole, not "17.0000"
@@ -35,8 +41,39 @@ def format_number(value: float | bool) -> str:
         return "-inf" if value < 0 else "inf"
     if abs(value) >= SCIENTIFIC_FROM:  # 3.4e38 as 3.4000e+38, never 39 digits
         return f"{value:.4e}"
+    if whole and value == int(value):
+        return str(int(value))  # -0.0 too: "0"
     text = f"{value:.4f}"
     return "0.0000" if text == "-0.0000" else text
+
+
+def format_scalar(value: float | bool) -> str:
+    """A number shown on its own (a loop's running value, a count): whole when it is whole."""
+    if isinstance(value, bool | int):
+        return format_number(value)
+    return format_number(value, whole=math.isfinite(value) and value == int(value))
+
+
+WHOLE_CHUNK = 1 << 20
+"""Values checked at once by :func:`is_whole` (a float table stops at its first chunk)."""
+
+
+def is_whole(tensor: torch.Tensor) -> bool:
+    """Whether every number of ``tensor`` is a whole number (inf and nan aside), so its
+    table prints ``742`` and ``0``/``1``, not ``742.0000``; an integer or bool tensor is.
+
+    Read in chunks that stop at the first fraction: a float table of 2^28 values
+    usually answers from its first chunk, and never makes a copy of itself.
+    """
+    if not tensor.is_floating_point():
+        return not tensor.is_complex()
+    flat = tensor.detach().reshape(-1)
+    for start in range(0, flat.numel(), WHOLE_CHUNK):
+        chunk = flat[start : start + WHOLE_CHUNK]
+        finite = chunk[chunk.isfinite()]
+        if finite.numel() and not bool((finite == finite.trunc()).all()):
+            return False
+    return True
 
 
 SCIENTIFIC_FROM = 1e15
@@ -62,12 +99,14 @@ def format_tensor(
     axes: Sequence[str] | None = None,
     hidden: frozenset[tuple[int, int]] = frozenset(),
     wrap: int | None = None,
+    whole: bool | None = None,
 ) -> str:
     """A labelled table of a 0-, 1- or 2-d tensor; higher ranks print one 2-d slice per index.
 
     ``hidden``: cells (row, column of the tensor folded to two dimensions) printed as "?".
     ``wrap``: a table wider than this many characters is printed as blocks of columns, one
     under the other, each with its row labels (None: one block, however wide).
+    ``whole``: print whole numbers without decimals (None: when every value is whole).
 
     Only the top-left corner that is printed is ever turned into text (at most
     ROW_LIMIT × COLUMN_LIMIT values, SLICE_LIMIT slices): a 16,384-token score
@@ -75,6 +114,8 @@ def format_tensor(
     """
     data = tensor.detach()
     shape = tuple(data.shape)
+    if whole is None:  # decided for the whole tensor: the app prints the same table the same way
+        whole = is_whole(data)
     if data.dim() > 2:
         names = effective_axes(shape, axes, query)
         leading = label_axes(shape, names, tokens, limit=SLICE_LIMIT)[0]
@@ -90,6 +131,7 @@ def format_tensor(
                 inner,
                 frozenset((r - index * rows_per_slice, c) for r, c in hidden),
                 wrap,
+                whole,
             )
             for index, label in enumerate(leading.labels)
         ]
@@ -111,7 +153,7 @@ def format_tensor(
     rows = tuple(_label(label) for label in rows)
     columns = tuple(_label(label) for label in columns)
     cells = [
-        ["?" if (r, c) in hidden else format_number(v) for c, v in enumerate(row)]
+        ["?" if (r, c) in hidden else format_number(v, whole) for c, v in enumerate(row)]
         for r, row in enumerate(values)
     ]
     if all_columns > len(columns):  # a row that goes on says so where it stops
@@ -150,6 +192,31 @@ def format_tensor(
             left.append(_more(all_columns - column_limit, "more column"))
         lines.append(f"… {' and '.join(left)} not printed (attn trace --json prints every value)")
     return "\n".join(line if line.strip() else line.strip() for line in lines).strip("\n")
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` in at most ``width`` display columns, cut at a word boundary and ending in
+    "…" where it was cut: a title cut mid-word ("(1 = hidde…") reads as another word.
+
+    A first word wider than ``width`` on its own is cut where it must be.
+    """
+    if display_width(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    words = text.split(" ")
+    kept = ""
+    for word in words:
+        candidate = f"{kept} {word}" if kept else word
+        if display_width(candidate) + 1 > width:
+            break
+        kept = candidate
+    if kept.count("(") > kept.count(")"):  # no half of a bracket: "(1 =…" says nothing
+        kept = kept[: kept.rindex("(")]
+    kept = kept.rstrip(" ,;:·-–—(=+×/")
+    if not kept:
+        return clip(text, width)
+    return kept + "…"
 
 
 def _label(text: str) -> str:

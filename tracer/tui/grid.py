@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.render.labels import Axis, label_axes
-from tracer.render.text import format_number
+from tracer.render.labels import Axis, distinct_tokens, label_axes
+from tracer.render.text import format_number, is_whole
 from tracer.sanitize import visible
 from tracer.session.explore import LoopCanvas
 from tracer.variant import Tokens, source_tokens
@@ -48,6 +48,8 @@ class Grid:
     high: float
     shape: str
     highlight: Highlight = field(default_factory=Highlight)
+    whole: bool = False
+    """Every value is a whole number (counts, token ids, a 0/1 mask): printed without decimals."""
 
     @property
     def rows(self) -> int:
@@ -62,10 +64,27 @@ class Grid:
 
     def number_width(self) -> int:
         """Width of the widest number, from the range rather than from every value."""
-        candidates = [format_number(self.low), format_number(self.high), "0.0000"]
+        candidates = [self.format(self.low), self.format(self.high), self.format(0.0)]
         if self.has_non_finite():
             candidates.append("-inf")
         return max(len(text) for text in candidates)
+
+    def format(self, value: float) -> str:
+        """One of this grid's numbers, as every front end prints it (whole in a whole table)."""
+        return format_number(value, self.whole)
+
+    def shown_range(self) -> tuple[float, float] | None:
+        """The finite minimum and maximum of the cells drawn (hidden cells left out); None
+        when no finite cell is drawn: what an overview's legend says the cells span."""
+        if not self.highlight.hidden:
+            return (self.low, self.high) if self.low <= self.high else None
+        low, high = math.inf, -math.inf
+        for row in range(self.rows):
+            for col, value in enumerate(self.row(row, 0, self.columns)):
+                if value is None or not math.isfinite(value) or (row, col) in self.highlight.hidden:
+                    continue
+                low, high = min(low, value), max(high, value)
+        return (low, high) if low <= high else None
 
     def has_non_finite(self) -> bool:
         return False
@@ -136,7 +155,7 @@ def tensor_labels(
         only = named[0]
         row = ""
         if only.name == "key" and query is not None and 0 <= query < len(tokens):
-            row = tokens[query]  # one query's row of a (query, key) table
+            row = distinct_tokens(tokens)[query]  # one query's row of a (query, key) table
         return [row], list(only.labels), named
     rows = list(named[-2].labels)
     if len(named) > 2:
@@ -173,7 +192,7 @@ class TensorGrid(Grid):
         shape = tuple(data.shape)
         rows, columns, self.axes = tensor_labels(shape, axes, tokens, query)
         self._data = data.reshape(len(rows), len(columns))
-        low, high, self._non_finite = _value_range(tensor, self._data)
+        low, high, self._non_finite, whole = _value_range(tensor, self._data)
         super().__init__(
             name=name,
             row_labels=rows,
@@ -182,6 +201,7 @@ class TensorGrid(Grid):
             high=high,
             shape="×".join(str(n) for n in shape) or "scalar",
             highlight=highlight or Highlight(),
+            whole=whole,
         )
         self._overview_key: tuple[int, int] | None = None
         self._overview: list[list[float | None]] = []
@@ -237,6 +257,7 @@ class CanvasGrid(Grid):
             high=high,
             shape=f"{canvas.rows}×{canvas.cols}",
             highlight=highlight,
+            whole=_canvas_whole(canvas),
         )
 
     def row(self, row: int, start: int, stop: int) -> list[float | None]:
@@ -261,12 +282,37 @@ class CanvasGrid(Grid):
         return block_means(shown, rows, columns)
 
 
-_RANGES: OrderedDict[int, tuple[Any, float, float, bool]] = OrderedDict()
+_CANVAS_WHOLE: dict[int, tuple[LoopCanvas, int, int, bool]] = {}
+
+
+def _canvas_whole(canvas: LoopCanvas) -> bool:
+    """Whether every value the loop has written is whole (cells not yet written are nan).
+
+    Checked again only when the loop has written more: a key press inside a loop over a
+    1,024 × 1,024 matrix reads the answer, not a million values.
+    """
+    # Here, not at the top: torch loads on the first table, not at start-up.
+    import torch
+
+    if not canvas.values:
+        return False
+    cached = _CANVAS_WHOLE.get(id(canvas))
+    size = len(canvas.values)
+    if cached is not None and cached[0] is canvas and cached[1:3] == (canvas.last_index, size):
+        return cached[3]
+    whole = is_whole(torch.frombuffer(canvas.values, dtype=torch.float64))
+    _CANVAS_WHOLE.clear()  # one loop at a time is on screen
+    _CANVAS_WHOLE[id(canvas)] = (canvas, canvas.last_index, size, whole)
+    return whole
+
+
+_RANGES: OrderedDict[int, tuple[Any, float, float, bool, bool]] = OrderedDict()
 _RANGES_KEPT = 32
 
 
-def _value_range(original: Any, data: Any) -> tuple[float, float, bool]:
-    """The finite minimum and maximum, and whether any value is inf or nan.
+def _value_range(original: Any, data: Any) -> tuple[float, float, bool, bool]:
+    """The finite minimum and maximum, whether any value is inf or nan, and whether every
+    value is whole (:func:`~tracer.render.text.is_whole`).
 
     One pass over the tensor when every value is finite (the usual case), and
     cached per tensor, so stepping back and forth over a 1,024 × 1,024 stage
@@ -279,7 +325,7 @@ def _value_range(original: Any, data: Any) -> tuple[float, float, bool]:
     cached = _RANGES.get(key)
     if cached is not None and cached[0] is original:
         _RANGES.move_to_end(key)
-        return cached[1], cached[2], cached[3]
+        return cached[1], cached[2], cached[3], cached[4]
     if data.numel() == 0:
         result = (0.0, 0.0, False)
     else:
@@ -293,8 +339,9 @@ def _value_range(original: Any, data: Any) -> tuple[float, float, bool]:
                 result = (float(finite.min()), float(finite.max()), True)
             else:
                 result = (0.0, 0.0, True)
+    whole = is_whole(original)
     # Holding the tensor keeps its id from being reused by another while cached.
-    _RANGES[key] = (original, *result)
+    _RANGES[key] = (original, *result, whole)
     while len(_RANGES) > _RANGES_KEPT:
         _RANGES.popitem(last=False)
-    return result
+    return (*result, whole)

@@ -397,7 +397,14 @@ class LessonDrawing:
         tensor = main.resolved.tensor
         rows = tensor.shape[0] if tensor.dim() == 2 else 1
         highlight = focus_highlight(focus, rows)
-        shown_title = main.title if main.derived or title is None else title
+        if title is not None and not main.derived:
+            shown_title = title
+        elif main.derived:
+            shown_title = main.title  # its name and what it was derived from
+        else:
+            # The tensor by name, then its stage: a stage holds several tensors, and its
+            # title alone ("Route 1: …, renormalise") would say another one is shown.
+            shown_title = f"{main.name} · {main.title}"
         stage = Stage(
             name=main.resolved.stage.name,
             title=shown_title,

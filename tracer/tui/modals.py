@@ -10,7 +10,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -135,9 +134,17 @@ class LessonEndScreen(ModalScreen[str]):
             )
             with VerticalScroll(id="dialog-body"):
                 yield Static(Text(self.summary), markup=False, id="lesson-summary")
+            if self.next_title is not None:
+                # The next lesson's title on a line of its own: on a button beside two others
+                # a long one squeezed them until they read "Start ag".
+                yield Static(
+                    Text(f"Next: {visible(self.next_title, multiline=False)}"),
+                    markup=False,
+                    id="next-title",
+                )
             with Horizontal(id="dialog-buttons"):
                 if self.next_title is not None:
-                    yield Button(Content(f"Next: {self.next_title}"), id="next", variant="primary")
+                    yield Button("Next lesson", id="next", variant="primary")
                 yield Button("Start again", id="restart")
                 yield Button("Stay here", id="stay")
 

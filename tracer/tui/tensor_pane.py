@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from tracer.render.text import shorten
 from tracer.session.explore import LoopCanvas, cell_of
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.equations import equation_text
@@ -113,6 +114,10 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         """The first tensor on screen (the loop's matrix, or the stage's first tensor)."""
         self.detail = Text()
         """The line of detail under the tables (a formula, a written-out equation)."""
+        self.full_title = ""
+        """The pane's title in full; the border shows as much as fits, cut between words."""
+        self.full_subtitle = ""
+        """What the border's subtitle says in full (the tables out of sight)."""
         # The tables and their titles, kept as well as mounted: finding them by query at
         # every step cost about a millisecond of each key press.
         self._titles = [_title(n) for n in range(SLOTS)]
@@ -250,12 +255,15 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
                     item.title, layout=False
                 )  # one line high: a new title never resizes it
             height: str | int = "1fr"
-            natural = item.grid.rows + 2
+            # Its header and rows: a table too wide for its numbers is drawn as an overview,
+            # never scrolled sideways, so no line is held for a scrollbar (but with NO_COLOR,
+            # where numbers are always drawn). Every table of a step then fits more often.
+            natural = item.grid.rows + 1 + (1 if self.app.no_color else 0)
             if several and natural <= SMALL:
                 height = natural
             if view.styles.height is None or str(view.styles.height) != str(height):
                 view.styles.height = height
-            view.styles.min_height = 3 if several else None
+            view.styles.min_height = min(3, natural) if several else None
             view.show(item.grid)
         self._detail(detail)
         self.call_after_refresh(self.say_hidden)
@@ -283,10 +291,22 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
             names = ", ".join(hidden)
             noun = "table" if len(hidden) == 1 else "tables"
             text = f"{len(hidden)} more {noun} out of sight: {names} (t or scroll)"
+            room = self._border_room()
+            if len(text) > room:  # shorter words, every name still said
+                text = f"{len(hidden)} more {noun} (t): {names}"
+            text = shorten(text, room)  # never cut mid-word
+        self.full_subtitle = text
         if (self.border_subtitle or "") != text:  # None to "" would repaint the border
             self.border_subtitle = text
 
+    def _border_room(self) -> int:
+        """Columns a border title may take: the pane's width less its corners and a space
+        each side (an unmeasured pane: no limit)."""
+        width = self.size.width
+        return width - 4 if width > 0 else 10_000
+
     def on_resize(self) -> None:
+        self._fit_title()
         self.call_after_refresh(self.say_hidden)
 
     def natural_height(self) -> int:
@@ -305,7 +325,7 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         """
         if self.has_class("-message") or not self.shown:
             return None
-        widths = [cell_len(str(self.border_title or "")) + 4]
+        widths = [cell_len(self.full_title) + 4]
         several = len(self.shown) > 1
         for item, view in zip(self.shown, self.views, strict=False):
             need = view.natural_width()
@@ -318,6 +338,13 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         return max(widths) + 2
 
     def _title(self, title: str) -> None:
+        self.full_title = title
+        self._fit_title()
+
+    def _fit_title(self) -> None:
+        """The border shows the title whole, or cut between words: Textual would cut it
+        mid-word."""
+        title = shorten(self.full_title, self._border_room())
         if self.border_title != title:
             self.border_title = title
 
@@ -358,7 +385,7 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         self.set_class(error, "-error")
         if message is not None:
             self.query_one("#tensor-message", Static).update(Text(message))
-            self.border_title = "error" if error else ""
+            self._title("error" if error else "")
 
     def _detail(self, text: Text) -> None:
         self.detail = text
@@ -368,6 +395,16 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         detail.show(text)
 
 
+class TableTitle(Label):
+    """A table's title line: whole, or cut between words where it is too wide (one line
+    high, it would be cut mid-word)."""
+
+    def render(self) -> Text:
+        text = str(self.content)
+        width = self.content_size.width
+        return Text(shorten(text, width) if width > 0 else text)
+
+
 def _title(n: int) -> Label:
     """The title line above the ``n``-th table (shown when a step has several)."""
-    return Label(id=f"tensor-title-{n}", classes="tensor-title", markup=False)
+    return TableTitle(id=f"tensor-title-{n}", classes="tensor-title", markup=False)

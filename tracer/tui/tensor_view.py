@@ -29,7 +29,6 @@ from textual.css.scalar import Scalar
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
-from tracer.render.text import format_number
 from tracer.tui.colours import theme_colours
 from tracer.tui.grid import Grid
 from tracer.tui.steady import SteadyScroll
@@ -44,7 +43,10 @@ SEQUENTIAL = (
 NEUTRAL, POSITIVE, NEGATIVE = "#d9d9d9", "#2166ac", "#b35806"
 """Around zero: blue for positive, orange for negative (a colour-blind-safe pair)."""
 BAR = " ▏▎▍▌▋▊▉█"
-Mode = str  # "numbers", "overview" or "tokens"
+Mode = str  # "numbers", "wrapped", "overview" or "tokens"
+WRAP_BLOCKS = 4
+"""A one-row table too wide for the view is wrapped into at most this many blocks of columns
+(header and numbers each), like ``--plain``; wider still, it is drawn as an overview."""
 
 
 DIVERGING_STEPS = 16
@@ -175,11 +177,26 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         if self.token_view and grid.is_weights():
             return "tokens"
         if self.zoomed is None:
+            width = self.size.width or 80
+            if self.numbers_width() <= width:
+                return "numbers"
+            if self.wrap_blocks(width) <= WRAP_BLOCKS:
+                return "wrapped"  # one row (token ids, one query's weights): its labels stay
             if self.app.no_color:
                 return "numbers"  # NO_COLOR: an overview is nothing but colour; numbers read
-            width = self.size.width or 80
-            return "numbers" if self.numbers_width() <= width else "overview"
+            return "overview"
         return "numbers" if self.zoomed else "overview"
+
+    def wrap_columns(self, width: int) -> int:
+        """Columns of a one-row table drawn in each block of the wrapped mode at ``width``."""
+        return max(1, (width - self.label_width - 1) // (self.cell_width + 1))
+
+    def wrap_blocks(self, width: int) -> int:
+        """Blocks a one-row table wraps into at ``width`` (a large number for other tables)."""
+        grid = self.grid
+        if grid is None or grid.rows != 1:
+            return 1 << 30
+        return -(-grid.columns // self.wrap_columns(width))
 
     def toggle_zoom(self) -> None:
         """Numbers around the current cell, or the whole matrix at once."""
@@ -214,6 +231,12 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         mode = self.mode
         if mode == "numbers":
             size = Size(self.numbers_width(), grid.rows + 1)
+        elif mode == "wrapped":
+            lines = 2 * self.wrap_blocks(self.size.width)
+            size = Size(max(self.size.width, 1), lines)
+            height = self.styles.height
+            if height is not None and height.is_cells and height.value < lines:
+                self.styles.height = lines  # a table given its lines gets the wrapped ones
         elif mode == "tokens":
             size = Size(max(self.size.width, 1), grid.columns + 1)
         else:
@@ -339,6 +362,14 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         data_width = max(width - self.label_width - 1, 0)
         first = scroll_x // cell
         last = min(grid.columns, (scroll_x + data_width) // cell + 1)
+        if mode == "wrapped":  # block y // 2 of the one row: its header, then its numbers
+            line = scroll_y + y
+            per_block = self.wrap_columns(width)
+            first = line // 2 * per_block
+            last = min(grid.columns, first + per_block)
+            if first >= grid.columns:
+                return Strip.blank(width, self._style("blank"))
+            scroll_x, scroll_y, y = first * cell, 0, line % 2
         highlight = grid.highlight
         segments: list[Segment] = []
         if y == 0:
@@ -370,7 +401,7 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
                 if (row, col) in highlight.hidden:
                     data.append(Segment("?".rjust(self.cell_width), self._style("focus")))
                     continue
-                text = format_number(value).rjust(self.cell_width)
+                text = grid.format(value).rjust(self.cell_width)
                 if highlight.current == (row, col):
                     style = self._style("current")
                 elif (row, col) in highlight.cells:
@@ -385,10 +416,18 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         return strip.adjust_cell_length(width, self._style("blank"))
 
     def _overview_line(self, y: int, width: int, grid: Grid) -> Strip:
-        """Two rows of blocks per line: ``▀`` in the upper block's colour on the lower's."""
-        gutter = 2
+        """Two rows of blocks per line: ``▀`` in the upper block's colour on the lower's.
+
+        The first line is the legend; where every column has a block of its own, the
+        second names them (each label's first letter, a lesson's letter tokens read
+        whole); each line starts with the number of its first row, counted from 0.
+        """
+        numbering = len(str(max(grid.rows - 1, 0)))
+        gutter = numbering + 2
         columns = max(min(grid.columns, width - gutter), 1)
-        rows = max(min(grid.rows, (self.size.height - 1) * 2), 1)
+        ruler = self._ruler(grid, columns)
+        heading = 2 if ruler is not None else 1
+        rows = max(min(grid.rows, (self.size.height - heading) * 2), 1)
         key = (id(grid), rows, columns)
         if self._overview_cache is None or self._overview_cache[0] != key:
             blocks = grid.overview(rows, columns)
@@ -418,26 +457,41 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
             per_row = math.ceil(grid.rows / max(shown_rows, 1))
             per_col = math.ceil(grid.columns / max(shown_cols, 1))
             one = per_row == per_col == 1
-            block = (
-                "each block one value"
-                if one
-                else f"each block the mean of up to {per_row}×{per_col} values"
-            )
-            short = "one value a block" if one else f"means of ≤{per_row}×{per_col}"
-            scale = f"{format_number(low)} to {format_number(high)}"
+            scale = f"{grid.format(low)} to {grid.format(high)}"
+            if one:
+                choices: tuple[str, ...] = (
+                    f"overview · each block one value · {scale} · z: numbers",
+                    f"overview · each block one value · {scale}",
+                    f"overview · one value a block · {scale}",
+                    f"one value a block · {scale}",
+                    scale,
+                )
+            else:
+                # The colours span the block means, but the legend also states the cells'
+                # own range: averaging narrows it (a 0.9997 weight in a block of six rows
+                # is a mean of 0.24), and the means alone would misstate the largest value.
+                shown = grid.shown_range()
+                cells = f"{grid.format(shown[0])} to {grid.format(shown[1])}" if shown else "none"
+                block = f"each block the mean of up to {per_row}×{per_col} values"
+                short = f"means of ≤{per_row}×{per_col}"
+                choices = (
+                    f"overview · {block}: {scale} (cells {cells}) · z: numbers",
+                    f"overview · {block}: {scale} (cells {cells})",
+                    f"overview · {short}: {scale} (cells {cells})",
+                    f"{short}: {scale} (cells {cells})",
+                    f"means {scale}, cells {cells}",
+                    f"cells {cells}",
+                )
             # The longest header that fits whole: a cut-off range would read as a wrong one.
-            choices = (
-                f"overview · {block} · {scale} · z: numbers",
-                f"overview · {block} · {scale}",
-                f"overview · {short} · {scale}",
-                f"{short} · {scale}",
-                scale,
-            )
             header = next((text for text in choices if len(text) <= width), choices[-1])
             return Strip([Segment(_fit(header, width), self._style("label"))]).adjust_cell_length(
                 width, self._style("blank")
             )
-        y -= 1
+        if y == 1 and ruler is not None:
+            return Strip([Segment(" " * gutter + ruler, self._style("label"))]).adjust_cell_length(
+                width, self._style("blank")
+            )
+        y -= heading
         top, bottom = 2 * y, 2 * y + 1
         if top >= shown_rows:
             return Strip.blank(width, self._style("blank"))
@@ -450,8 +504,12 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         hot_rows = {r * shown_rows // grid.rows for r in grid.highlight.rows}
         on_row = marked is not None and marked[0] in (top, bottom)
         on_row = on_row or bool(hot_rows & {top, bottom})
+        first_row = top * grid.rows // shown_rows  # where adaptive pooling starts the block
         segments = [
-            Segment("▶ " if on_row else "  ", self._style("label-hot" if on_row else "label"))
+            Segment(
+                f"{first_row:>{numbering}}" + ("▶ " if on_row else "  "),
+                self._style("label-hot" if on_row else "label"),
+            )
         ]
         blank_style = self._style("blank").bgcolor
         blank = Color.from_rich_color(blank_style) if blank_style else Color(0, 0, 0)
@@ -477,6 +535,17 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
             segments.append(Segment("▀", pair))
         return Strip(segments).adjust_cell_length(width, self._style("blank"))
 
+    def _ruler(self, grid: Grid, columns: int) -> str | None:
+        """The overview's column line: a character per column (a label's first letter, or
+        the last digit of a number) when each column has its own block; else None."""
+        if columns < grid.columns or self.size.height < 4:
+            return None
+        letters = []
+        for label in grid.column_labels:
+            text = label.strip()
+            letters.append(text[-1] if text.isdigit() else text[:1] or " ")
+        return "".join(letters)
+
     def _token_line(self, y: int, width: int, grid: Grid) -> Strip:
         """Line ``y`` of the token view: the focused query's weight to one key, as a bar."""
         row = min(self.focus_row(), grid.rows - 1)
@@ -495,7 +564,7 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         key = _fit(grid.column_labels[col], LABEL_LIMIT).ljust(
             min(self._key_width(grid), LABEL_LIMIT)
         )
-        number = format_number(value) if value is not None else "·"
+        number = grid.format(value) if value is not None else "·"
         room = max(width - len(key) - len(number) - 6, 1)
         eighths = round((value or 0.0) * room * 8)
         bar = "█" * (eighths // 8) + (BAR[eighths % 8] if eighths % 8 else "")

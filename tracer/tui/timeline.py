@@ -48,6 +48,8 @@ class TimelineItem(Static, SteadySize, Kept):
         self.label = label
         self.visited = False
         self.current = False
+        self.cut = False
+        """Cut by an edge of the strip: drawn as blank room (the edge's marker counts it)."""
         if tooltip:
             self.tooltip = Text(tooltip)
         self._draw()
@@ -58,12 +60,20 @@ class TimelineItem(Static, SteadySize, Kept):
             self.current, self.visited = current, visited
             self._draw()
 
+    def set_cut(self, cut: bool) -> None:
+        """Draw the item blank while an edge of the strip cuts it (repainted if changed)."""
+        if cut != self.cut:
+            self.cut = cut
+            self._draw()
+
     def _draw(self) -> None:
         # Labels are stage names or author text: never parsed as markup. The mark takes the
         # left padding's place and its room is always held, so a new state never changes the
         # item's width (no layout); the padding is text, so the current item's colours cover it.
         text = f"{VISITED if self.visited else NOT_VISITED} {self.label} "
         style = CURRENT_STYLE if self.current else "" if self.visited else NOT_VISITED_STYLE
+        if self.cut:  # same width, no letters: a label cut mid-word reads as another word
+            text, style = " " * len(text), ""
         self.update(Content.styled(text, style), layout=False)
 
     def on_click(self, event: events.Click) -> None:
@@ -205,20 +215,44 @@ class Timeline(Horizontal, can_focus=False):
 
     def hidden(self) -> tuple[int, int]:
         """How many items lie, wholly or in part, left and right of what is in view."""
+        left = right = 0
+        for _widget, side in self._sides():
+            if side < 0:
+                left += 1
+            elif side > 0:
+                right += 1
+        return left, right
+
+    def _sides(self) -> Iterable[tuple[TimelineItem, int]]:
+        """Each item with where it lies: -1 (wholly or partly left of the view), 0 (in view
+        whole) or 1 (wholly or partly right of it)."""
         strip = self._strip
         left_edge = strip.scroll_x
         right_edge = left_edge + strip.scrollable_content_region.width
-        left = right = 0
         for widget in self._items.values():
             region = widget.virtual_region
             if region.x < left_edge:
-                left += 1
+                yield widget, -1
             elif region.right > right_edge:
-                right += 1
-        return left, right
+                yield widget, 1
+            else:
+                yield widget, 0
 
     def count_hidden(self) -> None:
         if not self.is_mounted:
             return
-        for marker, count in zip(self._more, self.hidden(), strict=True):
+        left = right = 0
+        for widget, side in self._sides():
+            left += side < 0
+            right += side > 0
+            # An item cut by an edge is counted by that edge's marker and drawn blank: its
+            # label would read cut mid-word ("‹ 2 ctions").
+            widget.set_cut(side != 0)
+            if side and widget.key == self.current:
+                # A marker that appeared narrowed the strip and cut the current item: bring
+                # it back into view (when it fits at all).
+                strip = self._strip
+                if widget.virtual_region.width <= strip.scrollable_content_region.width:
+                    self.call_after_refresh(strip.scroll_to_widget, widget, animate=False)
+        for marker, count in zip(self._more, (left, right), strict=True):
             marker.show_count(count)

@@ -340,6 +340,68 @@ def describe(operation: Operation) -> str:
     return f"{operation.name}({shown})"
 
 
+def _along(dim: object) -> str:
+    if dim == -1:
+        return "along each row"
+    if dim == 0:
+        return "down each column"
+    return f"over axis {dim}"
+
+
+_WHOLE_WORDS = {
+    "max": "the largest value",
+    "min": "the smallest value",
+    "mean": "the mean of all values",
+    "std": "the standard deviation of all values",
+    "argmax": "the position of the largest value",
+    "count": "the number of values that are not 0",
+    "size": "the number of values",
+}
+_ALONG_WORDS = {
+    "softmax": "softmax",
+    "normalize": "each value divided by the sum",
+    "sum": "the sum",
+    "max": "the largest value",
+    "min": "the smallest value",
+    "mean": "the mean",
+    "std": "the standard deviation",
+    "argmax": "the position of the largest value",
+    "count": "the number of values that are not 0",
+}
+
+
+def explain(operation: Operation) -> str:
+    """One operation in words, for a learner (``{scale: 100}`` is "multiplied by 100");
+    :func:`describe` is the lesson file's own spelling, for its author."""
+    name, argument = operation.name, operation.argument
+    if isinstance(argument, TensorRef):
+        other = f"{argument.stage}.{argument.tensor}" if argument.tensor else argument.stage
+        verb = {"add": "plus", "subtract": "minus", "multiply": "times"}.get(name, name)
+        return f"{verb} {other}"
+    shown = f"{argument:g}" if isinstance(argument, float) else str(argument)
+    if name == "scale":
+        return f"multiplied by {shown}"
+    if name in ("add", "subtract", "multiply"):
+        return {"add": "plus", "subtract": "minus", "multiply": "times"}[name] + f" {shown}"
+    if name == "exp":
+        return "e to the power of each value"
+    if name == "abs":
+        return "the size of each value (signs dropped)"
+    if name == "compare":
+        return f"1 where the value is {shown}, else 0"
+    if name == "diagonal":
+        return "the diagonal"
+    if name == "transpose":
+        return "rows and columns swapped"
+    if name == "pick":
+        return f"row {shown}"
+    if argument is True and name in _WHOLE_WORDS:
+        return _WHOLE_WORDS[name]
+    if name == "size":
+        return f"the length of axis {shown}"
+    return f"{_ALONG_WORDS.get(name, name)} {_along(argument)}"
+
+
 WHOLE_REDUCTIONS = ("max", "min", "mean", "std", "argmax", "count", "size")
 _COMPARE = {
     ">=": torch.ge,

@@ -248,7 +248,7 @@ class LessonDrawing:
         self.switcher.current = "tensors"
         self.prose("#caption", view.step.text)
         main = view.tables[0]
-        self._show_tables(view.tables, main.focus)
+        self._show_tables(view.tables, main.focus, {t.name: t.hidden for t in view.tables})
         stage = main.resolved.stage
         self.source.show_file(
             stage.source_file,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.giveaways import giveaways
 from tracer.lessons.model import (
     Focus,
     Lesson,
@@ -84,6 +85,8 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
+    if typed:  # what `attn lesson check` asks an author to change; it stops no run
+        problems += giveaways(lesson, runner, path)
     runner.close()  # a plugin's worker processes stop now, not when collected
     if typed:
         problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)

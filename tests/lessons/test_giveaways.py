@@ -155,3 +155,42 @@ steps:
       tolerance: 0.005
 """
     assert check_lesson(load(text, host), host, typed=False) == []
+
+
+CROSS = """title: T
+summary: S
+inputs:
+  tokens: [Le, chat, dort]
+  embeddings: [[0.2, 0.9, 0.1], [0.7, 0.3, 0.5], [0.4, 0.6, 0.8]]
+  source:
+    tokens: [The, cat, is, sleeping]
+    embeddings: [[0.1, 0.2, 0.3, 0.4], [0.8, 0.1, 0.6, 0.2], [0.3, 0.9, 0.2, 0.7], [0.5, 0.4, 0.9, 0.1]]
+values:
+  best-chat: {variant: cross-attention, stage: weights, then: [{pick: chat}, argmax]}
+  best-row: {variant: cross-attention, stage: weights, then: [{argmax: -1}], cell: [chat]}
+steps:
+  - show: {variant: cross-attention, stage: weights}
+  - narration: "chat attends most to {{best-chat:token}} ({{best-row:token}})."
+  - quiz:
+      question: Which source token does chat attend to most?
+      choices: [The, cat, is, sleeping]
+      answer: {variant: cross-attention, stage: weights, then: [{pick: chat}, argmax]}
+"""
+
+
+def test_an_argmax_over_the_source_names_a_source_token(host: PluginHost) -> None:
+    """In cross-attention a row of weights runs over the source: its argmax is a source
+    position, named by a source token in prose and as a choice (not the target's "dort")."""
+    lesson = load(CROSS, host)
+    assert check_lesson(lesson, host) == []
+    runner = LessonRunner(lesson, host)
+    weights = runner.tensor(lesson.steps[0].tables()[0]).tensor
+    assert tuple(weights.shape) == (3, 4)  # target × source, as the variant computed it
+    source = ("The", "cat", "is", "sleeping")
+    best = source[int(np.argmax(weights.double().numpy()[1]))]
+    text = step_view(lesson, runner, 1).text
+    assert text == f"chat attends most to {best} ({best})."
+    quiz = lesson.quizzes[0]
+    assert runner.answer(quiz) == source.index(best)
+    assert runner.answer_text(quiz) == best
+    runner.close()

@@ -177,7 +177,8 @@ def _check_prose(step: LessonStep, runner: LessonRunner) -> None:
             if placeholder.format != TOKEN_FORMAT or named is None:
                 continue
             value = runner.value(named.ref)
-            if format_value(value, TOKEN_FORMAT, runner.tokens) not in runner.tokens:
+            tokens = runner.index_tokens(named.ref)  # the source's, for an argmax over it
+            if format_value(value, TOKEN_FORMAT, tokens) not in tokens:
                 raise _error(
                     f"value '{placeholder.name}' is {value:g}, not a token's index, "
                     f"so '{{{{{placeholder.name}:token}}}}' cannot show it as a token"

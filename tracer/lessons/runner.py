@@ -36,7 +36,7 @@ from tracer.options import LEGACY_OPTIONS, option_for
 from tracer.render.labels import effective_axes, label_axes
 from tracer.runner import DEFAULT_D_OUT, TraceOptions, start_trace
 from tracer.suggest import did_you_mean
-from tracer.variant import Stage, SubStep
+from tracer.variant import Stage, SubStep, source_tokens
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -269,10 +269,35 @@ class LessonRunner:
         tensor = self.tensor(ref).tensor
         return not (tensor.is_floating_point() or tensor.is_complex())
 
+    def index_tokens(self, ref: TensorRef) -> tuple[str, ...]:
+        """The tokens an index ``ref`` computes (an argmax) is a position of.
+
+        The main sequence's, unless the argmax ran over an axis of a second sequence: a
+        ``source`` axis, or with one (cross-attention) a ``key`` axis, whose positions are
+        source tokens ("chat attends most to cat", not to the target's third token).
+        """
+        main = ref.options.inputs.tokens if ref.options.inputs is not None else self.tokens
+        if not ref.then or ref.then[-1].name != "argmax":
+            return main
+        try:
+            before = self.tensor(replace(ref, then=ref.then[:-1], cell=None))
+        except TracerError:
+            return main
+        source = source_tokens(before.tokens)
+        axes = before.axes
+        if source is None or axes is None:
+            return main
+        argument = ref.then[-1].argument
+        dim = 0 if argument is True else argument
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -len(axes) <= dim < len(axes):
+            return main
+        name = axes[dim].partition(":")[0]
+        return tuple(source) if name in ("source", "key") else main
+
     def token_choice(self, quiz: Quiz, ref: TensorRef) -> int:
         """The choice named by a computed token index (e.g. an argmax)."""
         value = self.value(ref)
-        tokens = ref.options.inputs.tokens if ref.options.inputs is not None else self.tokens
+        tokens = self.index_tokens(ref)
         if not (math.isfinite(value) and value == int(value) and 0 <= value < len(tokens)):
             raise StepError(
                 f"the answer is {value:g}, which is not a token's index (0 to {len(tokens) - 1}); "

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tracer.lessons.model import Lesson, Quiz
+from tracer.lessons.model import Lesson
+from tracer.lessons.prose import ANSWER, placeholders
 from tracer.lessons.walk import (
     MAX_COPIES,
     Secret,
     lesson_secrets,
     live,
+    quiz_at,
     quiz_id,
     quiz_tables,
 )
@@ -38,9 +40,8 @@ if TYPE_CHECKING:
 
 def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
     """A problem at each number quiz whose answer hiding cannot keep off its screen."""
-    every = frozenset(
-        quiz_id(n, step) for n, step in enumerate(lesson.steps) if isinstance(step, Quiz)
-    )
+    quizzes = ((n, quiz_at(lesson, n)) for n in range(len(lesson.steps)))
+    every = frozenset(quiz_id(n, quiz) for n, quiz in quizzes if quiz is not None)
     problems = []
     for secret in lesson_secrets(lesson, runner):
         quiz = secret.quiz
@@ -83,6 +84,8 @@ def _stated(secret: Secret, runner: LessonRunner) -> str:
     texts += [(f"choice {n}", choice) for n, choice in enumerate(quiz.choices, start=1)]
     texts += [(f"hint {n}", hint) for n, hint in enumerate(quiz.hints, start=1)]
     for what, text in texts:
+        if any(placeholder.name == ANSWER for placeholder in placeholders(text)):
+            continue  # the loader reports {{answer}} outside an explanation
         if live(runner, text, quiz, kept) != live(runner, text, quiz):
             return what
     return ""

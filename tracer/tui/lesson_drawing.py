@@ -288,7 +288,11 @@ class LessonDrawing:
                 axes=_derived_axes(table, name),
             )
             self.screen.query_one(pane_id, TensorPane).show_stage(
-                stage, resolved.tokens, resolved.query, title=f"{name} ({resolved.ref.variant})"
+                stage,
+                resolved.tokens,
+                resolved.query,
+                title=f"{name} ({resolved.ref.variant})",
+                hidden={name: table.hidden},  # an unanswered quiz's answer reads "?"
             )
         diff_pane = self.screen.query_one("#compare-difference", TensorPane)
         difference = view.step.difference

@@ -388,7 +388,7 @@ def conceal(
         tensor = table.resolved.tensor.detach().cpu()
         shape = tuple(int(n) for n in tensor.shape)
         columns = shape[-1] if shape else 1
-        values = tensor.double().reshape(-1).tolist() if tensor.numel() else []
+        grid = tensor.double().reshape(-1, columns) if tensor.numel() else None
         hidden: set[Cell] = set(table.hidden)
         for secret in kept:
             ref = secret.quiz.answer
@@ -401,13 +401,14 @@ def conceal(
                 cell = grid_cell(shape, ref.cell)
                 if cell is not None:
                     hidden.add(cell)
-        hidden |= {
-            (flat // columns, flat % columns)
-            for flat, value in enumerate(values)
-            if any(secret.near(float(value)) for secret in kept)
-        }
-        if hidden:
-            hidden |= _sums_to_one(values, columns, hidden)
+            if grid is not None:
+                # Candidates by torch (a table may hold a million values), then exactly.
+                close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
+                for row, column in close.nonzero().tolist():
+                    if secret.near(float(grid[row, column])):
+                        hidden.add((row, column))
+        if hidden and grid is not None:
+            hidden |= _sums_to_one(grid, hidden)
         stage = table.resolved.stage
         withheld = table.withheld or bool(
             not table.derived and revealing(f"{stage.title}\n{stage.formula or ''}", kept)
@@ -416,32 +417,28 @@ def conceal(
     return tuple(result)
 
 
-def _sums_to_one(values: list[float], columns: int, hidden: set[Cell]) -> set[Cell]:
+def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
     """The cells to hide besides ``hidden`` so that no hidden cell is 1 minus the rest of a
     row or column that adds up to 1: a row (column) with one hidden cell is hidden whole."""
-    if not values or columns <= 0:
-        return set()
-    rows = len(values) // columns
-    grid = [values[r * columns : (r + 1) * columns] for r in range(rows)]
-    more: set[Cell] = set()
-    lines: list[list[Cell]] = [[(r, c) for c in range(columns)] for r in range(rows)]
-    lines += [[(r, c) for r in range(rows)] for c in range(columns)]
-    changed = True
-    while changed:
-        changed = False
-        for line in lines:
-            if len(line) < 2:
-                continue
-            shut = [cell for cell in line if cell in hidden or cell in more]
-            if len(shut) != 1:
-                continue
-            numbers = [grid[r][c] for r, c in line]
-            if all(math.isfinite(v) and v >= 0 for v in numbers) and (
-                abs(sum(numbers) - 1.0) <= SUMS_TO_ONE
-            ):
-                more.update(cell for cell in line if cell not in hidden)
-                changed = True
-    return more
+    import torch  # here: the walk is imported before torch is needed (tables come from a run)
+
+    rows, columns = grid.shape
+    shut = torch.zeros((rows, columns), dtype=torch.bool)
+    for row, column in hidden:
+        if 0 <= row < rows and 0 <= column < columns:
+            shut[row, column] = True
+    before = shut.clone()
+    plain = torch.isfinite(grid) & (grid >= 0)
+    row_ones = plain.all(dim=1) & ((grid.sum(dim=1) - 1).abs() <= SUMS_TO_ONE) & (columns > 1)
+    column_ones = plain.all(dim=0) & ((grid.sum(dim=0) - 1).abs() <= SUMS_TO_ONE) & (rows > 1)
+    while True:
+        lone_rows = row_ones & (shut.sum(dim=1) == 1)
+        lone_columns = column_ones & (shut.sum(dim=0) == 1)
+        if not bool(lone_rows.any() or lone_columns.any()):
+            break
+        shut[lone_rows, :] = True
+        shut[:, lone_columns] = True
+    return {(int(r), int(c)) for r, c in (shut & ~before).nonzero().tolist()}
 
 
 def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:

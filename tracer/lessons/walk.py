@@ -4,8 +4,8 @@ The app, ``--plain`` and the exports draw what the walk gives them and never
 decide again what a step shows. No Textual here: the walk is plain data built
 from the lesson's runner::
 
-    from tracer.lessons.walk import quiz_tables
-    view = quiz_tables(lesson, runner, number)   # the quiz's tables, with the answer's cells hidden
+    from tracer.lessons.walk import step_view
+    view = step_view(lesson, runner, number, answered)  # answered: the quiz ids answered
     for table in view.tables:
         table.resolved.tensor, table.hidden      # what to draw, which cells read "?"
 
@@ -63,8 +63,10 @@ TABLE_WIDTH = 80
 printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap``)."""
 
 MAX_COPIES = 2
-"""A quiz hides at most this many cells of a table besides the answer's own, for reading the
-answer's number (a symmetric twin, a copy beside it); see :func:`hide_answer`."""
+"""Copies of a quiz's answer a table may hold besides the answer's own cell (a symmetric
+twin, the same value beside it): all are hidden (:func:`conceal`), but with more, the "?"
+would say the answer themselves, which ``attn lesson check`` reports
+(:mod:`tracer.lessons.giveaways`)."""
 
 Cell = tuple[int, int]
 """A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tracer.errors import TracerError
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
 from tracer.lessons.walk import (
@@ -57,7 +58,10 @@ def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
                 )
             )
         # Its tables as drawn once answered: what the walk would hide besides its own cell.
-        tables = quiz_tables(lesson, runner, secret.number, every).tables
+        try:
+            tables = quiz_tables(lesson, runner, secret.number, every).tables
+        except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+            continue  # the step's own problem, reported where it is
         drawn = format_number(secret.value)
         for table in tables:
             values = table.resolved.tensor.detach().cpu().double().reshape(-1).tolist()

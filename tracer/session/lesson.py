@@ -495,7 +495,8 @@ class LessonSession:
             said = ", ".join(
                 live(self.runner, quiz.choices[i], quiz) for i in numbers if i < len(quiz.choices)
             )
-        explanation = live(self.runner, quiz.explanation, quiz).strip() if quiz.explanation else ""
+        # Through the session's text: no other unanswered quiz's answer in it.
+        explanation = self.text(quiz.explanation, quiz).strip() if quiz.explanation else ""
         shown = answer_shown(quiz, self.runner)
         value = self.runner.answer_text(quiz)
         return Verdict(response, right, "", said, shown, explanation, value)

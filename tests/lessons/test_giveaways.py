@@ -194,3 +194,20 @@ def test_an_argmax_over_the_source_names_a_source_token(host: PluginHost) -> Non
     assert runner.answer(quiz) == source.index(best)
     assert runner.answer_text(quiz) == best
     runner.close()
+
+
+def test_a_derived_table_says_in_words_what_the_lesson_did(host: PluginHost) -> None:
+    """Not the lesson file's pipeline ("derived from scores.scores", "scale(100) then exp")."""
+    lesson = load(
+        "title: T\nsummary: S\nsteps:\n  - show:\n      variant: vectorized\n"
+        "      stage: scores\n      then: [{scale: 100}, exp, {normalize: -1}]\n",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    (table,) = step_view(lesson, runner, 0).tables
+    assert table.title.endswith("(worked out by the lesson from scores)")
+    assert table.formula == (
+        "worked out from scores after the run: multiplied by 100, then e to the power of "
+        "each value, then each value divided by the sum along each row"
+    )
+    runner.close()

@@ -225,12 +225,15 @@ class QuizApp(App[None]):
 
 NUMBER_QUIZ = (
     "  - quiz:\n"
-    "      question: 'What is {{yj}} rounded?'\n"
+    "      question: 'Your · starts is {{ys}}. And Your · journey?'\n"
     "      answer: {variant: naive-loop, stage: scores, cell: [Your, journey]}\n"
     "      hints: [first hint, second hint]\n"
     "      explanation: 'It is {{answer}}.'\n"
 )
-VALUES = "values:\n  yj: {variant: naive-loop, stage: scores, cell: [Your, journey]}\n"
+VALUES = (
+    "values:\n  yj: {variant: naive-loop, stage: scores, cell: [Your, journey]}\n"
+    "  ys: {variant: naive-loop, stage: scores, cell: [Your, starts]}\n"
+)
 
 
 def quiz_app(host: PluginHost, steps: str = NUMBER_QUIZ) -> QuizApp:
@@ -255,7 +258,10 @@ async def test_the_widget_fills_live_values_and_takes_a_decimal_comma(host: Plug
     async with app.run_test() as pilot:
         await pilot.pause()
         dot = f"{seeds.SEED_003_DOT_0_1:.4f}"
-        assert shown(app, "#quiz-question") == f"What is {dot} rounded?"
+        x = seeds.SEED_003_INPUTS
+        other = sum(a * b for a, b in zip(x[0], x[2], strict=True))  # Your · starts
+        # A live value that is not the quiz's answer (that one would read "?").
+        assert shown(app, "#quiz-question") == f"Your · starts is {other:.4f}. And Your · journey?"
         app.query_one("#quiz-input").focus()
         await type_answer(pilot, dot.replace(".", ","))
         assert app.responses == [dot.replace(".", ",")]

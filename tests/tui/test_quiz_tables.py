@@ -69,7 +69,11 @@ async def test_a_quiz_hides_its_answer_and_the_symmetric_twin() -> None:
             assert answer not in screen.pane.view.render_line(line).text
         await press(pilot, *[("full_stop" if ch == "." else ch) for ch in answer], "enter")
         (grid,) = grids(screen.pane)
-        assert grid.highlight.hidden == frozenset()  # type: ignore[attr-defined]
+        # Answered: its cells show; the next quiz's (one with with), not answered, stay hidden.
+        hidden = grid.highlight.hidden  # type: ignore[attr-defined]
+        assert not {(one, step), (step, one)} & hidden
+        with_ = TOKENS.index("with")
+        assert {(one, with_), (with_, one)} <= hidden
 
 
 async def test_a_borrowed_table_is_titled_by_its_name_not_a_stage_title_stating_the_answer() -> (

@@ -211,9 +211,9 @@ async def test_a_derived_value_is_titled_as_what_it_is() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await at_step(pilot, 7)
         pane = screen.pane
-        assert "derived from scores.scores" in str(pane.border_title)
+        assert "worked out by the lesson from scores" in str(pane.border_title)
         detail = str(pane.query_one("#tensor-detail", TextPane).render())
-        assert "computed by the lesson after the run: softmax(-1)" in detail
+        assert "worked out from scores after the run: softmax along each row" in detail
         assert "X Xᵀ" not in detail  # the stage's formula is not this value's formula
         scores = INPUTS @ INPUTS.T
         assert pane.grid is not None
@@ -231,15 +231,16 @@ async def test_a_quiz_keeps_its_table_on_screen_with_the_answer_hidden() -> None
         assert screen.pane.grid is not None
         weights, scores = (view for view in screen.pane.views if view.display)
         assert weights.grid is not None and scores.grid is not None
-        # The answer is in the scores (the second table), and only there.
-        assert scores.grid.highlight.hidden == frozenset({(0, 1)})  # journey with itself
+        # The answer is in the scores (the second table), and only there; (0, 0), Your with
+        # journey, is the answer of step 6's quiz, not answered yet (skipped): hidden too.
+        assert scores.grid.highlight.hidden == frozenset({(0, 1), (0, 0)})
         assert weights.grid.highlight.hidden == frozenset()
         strip = scores.render_line(1)
         assert "?" in strip.text and "1.4950" not in strip.text
         await press(pilot, "1", "full_stop", "4", "9", "5", "enter")
         _, scores = (view for view in screen.pane.views if view.display)
         assert scores.grid is not None
-        assert scores.grid.highlight.hidden == frozenset()  # answered: shown again
+        assert scores.grid.highlight.hidden == frozenset({(0, 0)})  # answered: shown again
 
 
 async def test_the_source_is_never_cut_off_and_marks_what_made_the_tensor() -> None:

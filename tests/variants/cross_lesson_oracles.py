@@ -54,6 +54,6 @@ CROSS_ORACLES: dict[tuple[str, str], Callable[[], float | str]] = {
     ("12_cross_attention", "weights-shape"): lambda: " × ".join(
         str(n) for n in attention()[0].shape
     ),
-    ("12_cross_attention", "chat-cat"): lambda: cell("weights", "chat", "cat"),
+    ("12_cross_attention", "chat-sleeping"): lambda: cell("weights", "chat", "sleeping"),
     ("12_cross_attention", "context-dort"): lambda: cell("context", "dort", 0),
 }

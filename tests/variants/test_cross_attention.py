@@ -254,12 +254,12 @@ def test_a_lesson_names_source_tokens_in_cells(tmp_path: Path) -> None:
     from tracer.lessons.loader import LessonError, parse_lesson
 
     lesson = (Path(__file__).parents[2] / "lessons" / "12_cross_attention.yaml").read_text()
-    assert "cell: [chat, cat]" in lesson  # a target row and a source column, by name
+    assert "cell: [chat, sleeping]" in lesson  # a target row and a source column, by name
     with pytest.raises(LessonError) as caught:
-        parse_lesson(lesson.replace("cell: [chat, cat]}", "cell: [chat, cta]}"), "l.yaml")
+        parse_lesson(lesson.replace("cell: [chat, sleeping]}", "cell: [chat, sleping]}"), "l.yaml")
     assert (
-        "cell index 'cta' is not one of the tokens (did you mean 'cat'?); tokens: Le chat dort; "
-        "source: The cat is sleeping"
+        "cell index 'sleping' is not one of the tokens (did you mean 'sleeping'?); tokens: Le "
+        "chat dort; source: The cat is sleeping"
     ) in str(caught.value)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.giveaways import giveaways
 from tracer.lessons.model import (
     Focus,
     Lesson,
@@ -84,6 +85,8 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
+    if typed:  # what `attn lesson check` asks an author to change; it stops no run
+        problems += giveaways(lesson, runner, path)
     runner.close()  # a plugin's worker processes stop now, not when collected
     if typed:
         problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)
@@ -174,7 +177,8 @@ def _check_prose(step: LessonStep, runner: LessonRunner) -> None:
             if placeholder.format != TOKEN_FORMAT or named is None:
                 continue
             value = runner.value(named.ref)
-            if format_value(value, TOKEN_FORMAT, runner.tokens) not in runner.tokens:
+            tokens = runner.index_tokens(named.ref)  # the source's, for an argmax over it
+            if format_value(value, TOKEN_FORMAT, tokens) not in tokens:
                 raise _error(
                     f"value '{placeholder.name}' is {value:g}, not a token's index, "
                     f"so '{{{{{placeholder.name}:token}}}}' cannot show it as a token"

@@ -7,7 +7,8 @@ agrees with the code. A format may follow a colon::
 
     {{dot}}          0.9544     (four decimals, like the tables; counts and indices as whole numbers)
     {{dot:.2f}}      0.95       (any Python format for a number)
-    {{best:token}}   journey    (an index, e.g. from argmax, as its token)
+    {{best:token}}   journey    (an index, e.g. from argmax, as its token: a source token
+                                 when the argmax ran over the source, as in cross-attention)
     {{answer}}       a quiz's own answer, in its explanation
 
 :func:`live_text` is the one function every viewer (the app, ``--plain``,
@@ -41,6 +42,7 @@ class LiveValues(Protocol):
     def value(self, ref: TensorRef) -> float: ...
     def answer(self, quiz: Quiz) -> Answer: ...
     def answer_text(self, quiz: Quiz) -> str: ...
+    def index_tokens(self, ref: TensorRef) -> tuple[str, ...]: ...
 
 
 PLACEHOLDER = re.compile(r"\{\{\s*([^{}:\s]*)\s*(?::([^{}]*))?\}\}")
@@ -157,7 +159,7 @@ def _fill(placeholder: Placeholder, runner: LiveValues, quiz: Quiz | None) -> st
     ref = named.ref
     value = runner.value(ref)
     integral = bool(ref.then) and ref.then[-1].name in INTEGRAL_OPERATIONS
-    tokens = ref.options.inputs.tokens if ref.options.inputs is not None else runner.tokens
+    tokens = runner.index_tokens(ref)  # a source token for an argmax over a source axis
     return format_value(value, placeholder.format, tokens, integral=integral)
 
 

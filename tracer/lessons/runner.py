@@ -36,7 +36,7 @@ from tracer.options import LEGACY_OPTIONS, option_for
 from tracer.render.labels import effective_axes, label_axes
 from tracer.runner import DEFAULT_D_OUT, TraceOptions, start_trace
 from tracer.suggest import did_you_mean
-from tracer.variant import Stage, SubStep
+from tracer.variant import Stage, SubStep, source_tokens
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -269,10 +269,35 @@ class LessonRunner:
         tensor = self.tensor(ref).tensor
         return not (tensor.is_floating_point() or tensor.is_complex())
 
+    def index_tokens(self, ref: TensorRef) -> tuple[str, ...]:
+        """The tokens an index ``ref`` computes (an argmax) is a position of.
+
+        The main sequence's, unless the argmax ran over an axis of a second sequence: a
+        ``source`` axis, or with one (cross-attention) a ``key`` axis, whose positions are
+        source tokens ("chat attends most to cat", not to the target's third token).
+        """
+        main = ref.options.inputs.tokens if ref.options.inputs is not None else self.tokens
+        if not ref.then or ref.then[-1].name != "argmax":
+            return main
+        try:
+            before = self.tensor(replace(ref, then=ref.then[:-1], cell=None))
+        except TracerError:
+            return main
+        source = source_tokens(before.tokens)
+        axes = before.axes
+        if source is None or axes is None:
+            return main
+        argument = ref.then[-1].argument
+        dim = 0 if argument is True else argument
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -len(axes) <= dim < len(axes):
+            return main
+        name = axes[dim].partition(":")[0]
+        return tuple(source) if name in ("source", "key") else main
+
     def token_choice(self, quiz: Quiz, ref: TensorRef) -> int:
         """The choice named by a computed token index (e.g. an argmax)."""
         value = self.value(ref)
-        tokens = ref.options.inputs.tokens if ref.options.inputs is not None else self.tokens
+        tokens = self.index_tokens(ref)
         if not (math.isfinite(value) and value == int(value) and 0 <= value < len(tokens)):
             raise StepError(
                 f"the answer is {value:g}, which is not a token's index (0 to {len(tokens) - 1}); "
@@ -338,6 +363,68 @@ def describe(operation: Operation) -> str:
     else:
         shown = f"{argument:g}" if isinstance(argument, float) else str(argument)
     return f"{operation.name}({shown})"
+
+
+def _along(dim: object) -> str:
+    if dim == -1:
+        return "along each row"
+    if dim == 0:
+        return "down each column"
+    return f"over axis {dim}"
+
+
+_WHOLE_WORDS = {
+    "max": "the largest value",
+    "min": "the smallest value",
+    "mean": "the mean of all values",
+    "std": "the standard deviation of all values",
+    "argmax": "the position of the largest value",
+    "count": "the number of values that are not 0",
+    "size": "the number of values",
+}
+_ALONG_WORDS = {
+    "softmax": "softmax",
+    "normalize": "each value divided by the sum",
+    "sum": "the sum",
+    "max": "the largest value",
+    "min": "the smallest value",
+    "mean": "the mean",
+    "std": "the standard deviation",
+    "argmax": "the position of the largest value",
+    "count": "the number of values that are not 0",
+}
+
+
+def explain(operation: Operation) -> str:
+    """One operation in words, for a learner (``{scale: 100}`` is "multiplied by 100");
+    :func:`describe` is the lesson file's own spelling, for its author."""
+    name, argument = operation.name, operation.argument
+    if isinstance(argument, TensorRef):
+        other = f"{argument.stage}.{argument.tensor}" if argument.tensor else argument.stage
+        verb = {"add": "plus", "subtract": "minus", "multiply": "times"}.get(name, name)
+        return f"{verb} {other}"
+    shown = f"{argument:g}" if isinstance(argument, float) else str(argument)
+    if name == "scale":
+        return f"multiplied by {shown}"
+    if name in ("add", "subtract", "multiply"):
+        return {"add": "plus", "subtract": "minus", "multiply": "times"}[name] + f" {shown}"
+    if name == "exp":
+        return "e to the power of each value"
+    if name == "abs":
+        return "the size of each value (signs dropped)"
+    if name == "compare":
+        return f"1 where the value is {shown}, else 0"
+    if name == "diagonal":
+        return "the diagonal"
+    if name == "transpose":
+        return "rows and columns swapped"
+    if name == "pick":
+        return f"row {shown}"
+    if argument is True and name in _WHOLE_WORDS:
+        return _WHOLE_WORDS[name]
+    if name == "size":
+        return f"the length of axis {shown}"
+    return f"{_ALONG_WORDS.get(name, name)} {_along(argument)}"
 
 
 WHOLE_REDUCTIONS = ("max", "min", "mean", "std", "argmax", "count", "size")

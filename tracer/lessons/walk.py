@@ -4,24 +4,30 @@ The app, ``--plain`` and the exports draw what the walk gives them and never
 decide again what a step shows. No Textual here: the walk is plain data built
 from the lesson's runner::
 
-    from tracer.lessons.walk import quiz_tables
-    view = quiz_tables(lesson, runner, number)   # the quiz's tables, with the answer's cells hidden
+    from tracer.lessons.walk import step_view
+    view = step_view(lesson, runner, number, answered)  # answered: the quiz ids answered
     for table in view.tables:
         table.resolved.tensor, table.hidden      # what to draw, which cells read "?"
 
 A quiz shows its own tables (``show:``, then ``cells:``); a quiz with neither
-keeps the table of the show step just before it on screen. What it hides until
-it is answered is decided here, once: the cell holding its answer and every
-other cell on screen that reads the same number (the twin of a symmetric
-table, or the same value in a table beside it), so the answer is never on
-screen before it is given.
+keeps the table of the show step just before it on screen. What a step hides
+is decided here, once, over the whole screen (:func:`conceal`): while a number
+quiz is not answered, no number within its tolerance of its answer is shown on
+any step (a cell of any table, a table's title or formula, a caption, a
+question, a hint), no cell is left that follows from the shown cells of a row
+or column that adds up to 1, and so skipping a quiz and coming back gives
+nothing away. The session says which quizzes are answered; a text front end
+that reads the lesson top to bottom counts the quizzes before a step as
+answered (their answers are printed after them).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import re
+import weakref
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tracer.errors import TracerError
@@ -37,6 +43,7 @@ from tracer.lessons.model import (
     Show,
     TensorRef,
 )
+from tracer.lessons.prose import placeholders
 from tracer.render.text import format_number
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.variant import Stage, SubStep
@@ -56,8 +63,10 @@ TABLE_WIDTH = 80
 printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap``)."""
 
 MAX_COPIES = 2
-"""A quiz hides at most this many cells of a table besides the answer's own, for reading the
-answer's number (a symmetric twin, a copy beside it); see :func:`hide_answer`."""
+"""Copies of a quiz's answer a table may hold besides the answer's own cell (a symmetric
+twin, the same value beside it): all are hidden (:func:`conceal`), but with more, the "?"
+would say the answer themselves, which ``attn lesson check`` reports
+(:mod:`tracer.lessons.giveaways`)."""
 
 Cell = tuple[int, int]
 """A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
@@ -75,6 +84,9 @@ class Table:
     focus: Focus | None = None
     hidden: frozenset[Cell] = frozenset()
     """Cells that read "?" until the quiz is answered."""
+    withheld: bool = False
+    """The stage's title or formula states an unanswered quiz's answer: the table is titled
+    by its name and shown without its formula (:func:`conceal`)."""
 
     @property
     def name(self) -> str:
@@ -95,19 +107,29 @@ class Table:
         """
         resolved = self.resolved
         if self.derived:
-            source = resolved.ref.tensor or resolved.stage.name
-            return f"{resolved.name} (derived from {resolved.ref.stage}.{source})"
+            return f"{resolved.name} (worked out by the lesson from {self.source})"
+        if self.withheld:
+            return resolved.name
         return resolved.stage.title
+
+    @property
+    def source(self) -> str:
+        """The tensor a derived table was worked out from, as the learner reads its name."""
+        ref = self.resolved.ref
+        tensor = ref.tensor or next(iter(self.resolved.stage.tensors), ref.stage)
+        return ref.stage if tensor == ref.stage else f"{ref.stage}.{tensor}"
 
     @property
     def formula(self) -> str:
         """The formula that made the table: the stage's, or the lesson's operations."""
-        from tracer.lessons.runner import describe  # here: the runner imports torch
+        from tracer.lessons.runner import explain  # here: the runner imports torch
 
         if self.derived:
-            return "computed by the lesson after the run: " + " then ".join(
-                describe(operation) for operation in self.resolved.ref.then
+            return f"worked out from {self.source} after the run: " + ", then ".join(
+                explain(operation) for operation in self.resolved.ref.then
             )
+        if self.withheld:
+            return ""
         stage = self.resolved.stage
         name = self.resolved.ref.tensor or next(iter(stage.tensors), "")
         if name in stage.formulas or name in (stage.name, next(iter(stage.tensors), None)):
@@ -187,8 +209,14 @@ def quiz_has_tables(lesson: Lesson, number: int) -> bool:
     return quiz.about is not None or quiz_context(lesson.steps, number) is not None
 
 
-def quiz_tables(lesson: Lesson, runner: LessonRunner, number: int) -> QuizTables:
-    """The tables quiz step ``number`` shows, each with the cells that give its answer away."""
+def quiz_tables(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> QuizTables:
+    """The tables quiz step ``number`` shows, with every cell hidden that gives an answer away.
+
+    ``answered``: the ids (:func:`quiz_id`) of the quizzes answered so far; None reads the
+    lesson top to bottom (the quizzes before this step are answered). See :func:`conceal`.
+    """
     quiz = lesson.steps[number]
     assert isinstance(quiz, Quiz)
     tables: list[Table] = []
@@ -203,56 +231,220 @@ def quiz_tables(lesson: Lesson, runner: LessonRunner, number: int) -> QuizTables
             resolved = runner.tensors(shown.ref)
             tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
-    return QuizTables(quiz, hide_answer(quiz, runner, tables), context)
+    kept = secrets(lesson, runner, number, answered)
+    return QuizTables(quiz, conceal(tables, kept, runner), context)
 
 
 def hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
-    """Every table with the cells hidden that show a number quiz's answer.
+    """Every table with the cells hidden that give away number quiz ``quiz``'s answer
+    (its own quiz alone; :func:`conceal` hides every unanswered quiz's)."""
+    answer = _number_answer(quiz, runner)
+    if answer is None:
+        return tuple(tables)
+    return conceal(tables, (Secret(-1, quiz, answer, _allowed(quiz, answer)),), runner)
 
-    The one place that decides what a quiz hides: each front end draws the
-    ``hidden`` cells as "?", and a table's legend (:attr:`Table.legend`) leaves
-    them out; the session shows them once the quiz is answered.
 
-    The answer's own cell (when the table is the answer's tensor) and any cell
-    on screen that reads the same number as it is drawn: a learner would read
-    it off the symmetric twin, or off another table beside it. Only when such
-    copies are few (:data:`MAX_COPIES` in a table): a number many cells read
-    (the zeros of a dropout or a causal table) singles out no cell as the
-    answer, and hiding every one would tell the learner that each ``?`` is the
-    answer, so it would be read off a cell the learner knows is 0.
-    """
+# What an unanswered quiz keeps off screen ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Secret:
+    """The answer of a number quiz not answered yet: no number near it may be on screen."""
+
+    number: int
+    """The quiz's step (0-based; -1 when unknown)."""
+    quiz: Quiz
+    value: float
+    tolerance: float
+    """How far from ``value`` a number is still a right answer (absolute)."""
+
+    def near(self, value: float) -> bool:
+        """Whether ``value`` shown would be a right answer, or read as the answer."""
+        if not math.isfinite(value):
+            return False
+        return abs(value - self.value) <= self.tolerance + 1e-9 or format_number(
+            value
+        ) == format_number(self.value)
+
+
+SUMS_TO_ONE = 1e-4
+"""How close to 1 a row or column of non-negative values must add up for a learner to read
+it as one that adds up to 1 (a softmax's row), so a hidden cell in it is 1 minus the rest."""
+
+_NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
+"""A number written in prose or a title: 742, 0.2935, -1.5, 1.2e-07."""
+
+_SECRETS: weakref.WeakKeyDictionary[LessonRunner, tuple[Secret, ...]] = weakref.WeakKeyDictionary()
+
+
+def _allowed(quiz: Quiz, answer: float) -> float:
+    return quiz.tolerance * abs(answer) if quiz.relative else quiz.tolerance
+
+
+def _number_answer(quiz: Quiz, runner: LessonRunner) -> float | None:
     if quiz.quiz_kind != "number":
-        return tuple(tables)
-    answer = runner.answer(quiz)
-    if not isinstance(answer, (int, float)):
-        return tuple(tables)
-    drawn = format_number(float(answer))
-    hidden_tables = []
+        return None
+    try:
+        answer = runner.answer(quiz)
+    except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+        return None  # `attn lesson check` reports it; the step says so when shown
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return None
+    return float(answer)
+
+
+def lesson_secrets(lesson: Lesson, runner: LessonRunner) -> tuple[Secret, ...]:
+    """Every number quiz's answer in ``lesson`` (computed once per runner)."""
+    found = _SECRETS.get(runner)
+    if found is None:
+        kept = []
+        for number, step in enumerate(lesson.steps):
+            if isinstance(step, Quiz):
+                answer = _number_answer(step, runner)
+                if answer is not None:
+                    kept.append(Secret(number, step, answer, _allowed(step, answer)))
+        found = tuple(kept)
+        _SECRETS[runner] = found
+    return found
+
+
+def secrets(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> tuple[Secret, ...]:
+    """The answers step ``number`` must keep off screen: every number quiz's not answered.
+
+    ``answered``: the ids of the quizzes answered (the session's); None reads the lesson
+    top to bottom, as ``--plain`` and the exports print it, so only the quizzes from this
+    step on are unanswered (the answers of those before are printed after them).
+    """
+    if answered is None:
+        return tuple(kept for kept in lesson_secrets(lesson, runner) if kept.number >= number)
+    return tuple(
+        kept
+        for kept in lesson_secrets(lesson, runner)
+        if quiz_id(kept.number, kept.quiz) not in answered
+    )
+
+
+def numbers_in(text: str) -> Iterable[tuple[re.Match[str], float]]:
+    """Each number written in ``text``, with its value."""
+    for match in _NUMBER.finditer(text):
+        written = match.group().replace("−", "-").replace(",", ".")
+        try:
+            yield match, float(written)
+        except ValueError:
+            continue
+
+
+def _decimal(written: str) -> bool:
+    return any(mark in written for mark in ".,e")
+
+
+def revealing(text: str, kept: Iterable[Secret]) -> list[Secret]:
+    """The secrets a number written in ``text`` gives away."""
+    kept = tuple(kept)
+    if not kept or not text:
+        return []
+    found: list[Secret] = []
+    for _match, value in numbers_in(text):
+        found.extend(secret for secret in kept if secret.near(value) and secret not in found)
+    return found
+
+
+def conceal_text(text: str, kept: Iterable[Secret], *, whole: bool = True) -> str:
+    """``text`` with each number that gives away an unanswered quiz's answer written "?"
+    (``whole``: whole numbers too, not only those written with decimals)."""
+    kept = tuple(kept)
+    if not kept or not text:
+        return text
+    parts, last = [], 0
+    for match, value in numbers_in(text):
+        if not whole and not _decimal(match.group()):
+            continue
+        if any(secret.near(value) for secret in kept):
+            parts += [text[last : match.start()], "?"]
+            last = match.end()
+    return "".join(parts) + text[last:] if parts else text
+
+
+def conceal(
+    tables: Iterable[Table], kept: Iterable[Secret], runner: LessonRunner | None = None
+) -> tuple[Table, ...]:
+    """``tables`` with what gives away an unanswered quiz's answer hidden: the one place that
+    decides it, for every step of every front end.
+
+    - every cell whose number is within the quiz's tolerance of its answer (the answer's
+      own cell, the twin of a symmetric table, the same value in a table beside it);
+    - the answer's own cell when the table is the answer's tensor, whatever it reads;
+    - the rest of a row or column of non-negative values that adds up to 1 (a softmax's
+      row) where one cell of it is hidden: it would be 1 minus the others;
+    - the stage's title and formula, where they state such a number (the table is then
+      titled by its name, :attr:`Table.withheld`).
+
+    Each front end draws the ``hidden`` cells as "?", and a table's range
+    (:attr:`Table.legend`) leaves them out; once the quiz is answered the session
+    asks again without it, and they show.
+    """
+    kept = tuple(kept)
+    result = []
     for table in tables:
+        if not kept:
+            result.append(table)
+            continue
         tensor = table.resolved.tensor.detach().cpu()
         shape = tuple(int(n) for n in tensor.shape)
-        hidden: set[Cell] = set()
-        ref = quiz.answer
-        if (
-            isinstance(ref, TensorRef)
-            and ref.cell is not None
-            and _named(ref, table.resolved) == _named(table.resolved.ref, table.resolved)
-        ):
-            cell = grid_cell(shape, ref.cell)
-            if cell is not None:
-                hidden.add(cell)
         columns = shape[-1] if shape else 1
-        same = {
-            (flat // columns, flat % columns)
-            for flat, value in enumerate(tensor.double().reshape(-1).tolist())
-            if format_number(float(value)) == drawn
-        }
-        if len(same - hidden) <= MAX_COPIES:
-            hidden |= same
-        hidden_tables.append(
-            Table(table.ref, table.resolved, table.role, table.focus, frozenset(hidden))
+        grid = tensor.double().reshape(-1, columns) if tensor.numel() else None
+        hidden: set[Cell] = set(table.hidden)
+        for secret in kept:
+            ref = secret.quiz.answer
+            if (
+                runner is not None
+                and isinstance(ref, TensorRef)
+                and ref.cell is not None
+                and _named(ref, table.resolved) == _named(table.resolved.ref, table.resolved)
+            ):
+                cell = grid_cell(shape, ref.cell)
+                if cell is not None:
+                    hidden.add(cell)
+            if grid is not None:
+                # Candidates by torch (a table may hold a million values), then exactly.
+                close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
+                for row, column in close.nonzero().tolist():
+                    if secret.near(float(grid[row, column])):
+                        hidden.add((row, column))
+        if hidden and grid is not None:
+            hidden |= _sums_to_one(grid, hidden)
+        stage = table.resolved.stage
+        withheld = table.withheld or bool(
+            not table.derived and revealing(f"{stage.title}\n{stage.formula or ''}", kept)
         )
-    return tuple(hidden_tables)
+        result.append(replace(table, hidden=frozenset(hidden), withheld=withheld))
+    return tuple(result)
+
+
+def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
+    """The cells to hide besides ``hidden`` so that no hidden cell is 1 minus the rest of a
+    row or column that adds up to 1: a row (column) with one hidden cell is hidden whole."""
+    import torch  # here: the walk is imported before torch is needed (tables come from a run)
+
+    rows, columns = grid.shape
+    shut = torch.zeros((rows, columns), dtype=torch.bool)
+    for row, column in hidden:
+        if 0 <= row < rows and 0 <= column < columns:
+            shut[row, column] = True
+    before = shut.clone()
+    plain = torch.isfinite(grid) & (grid >= 0)
+    row_ones = plain.all(dim=1) & ((grid.sum(dim=1) - 1).abs() <= SUMS_TO_ONE) & (columns > 1)
+    column_ones = plain.all(dim=0) & ((grid.sum(dim=0) - 1).abs() <= SUMS_TO_ONE) & (rows > 1)
+    while True:
+        lone_rows = row_ones & (shut.sum(dim=1) == 1)
+        lone_columns = column_ones & (shut.sum(dim=0) == 1)
+        if not bool(lone_rows.any() or lone_columns.any()):
+            break
+        shut[lone_rows, :] = True
+        shut[:, lone_columns] = True
+    return {(int(r), int(c)) for r, c in (shut & ~before).nonzero().tolist()}
 
 
 def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:
@@ -283,6 +475,10 @@ class StepView:
     """A checkpoint's points, as shown (live values filled in)."""
     difference: torch.Tensor | None = None
     """A compare step's ``right - left`` (None: the shapes differ, or no compare step)."""
+    choices: tuple[str, ...] = ()
+    """A quiz's choices, as shown."""
+    hints: tuple[str, ...] = ()
+    """A quiz's hints, as shown (a front end shows them one at a time, as asked for)."""
 
     @property
     def kind(self) -> str:
@@ -303,12 +499,29 @@ def step_as(step: LessonStep, kind: type[StepT]) -> StepT:
     return step
 
 
-def live(runner: LessonRunner, text: str, quiz: Quiz | None = None) -> str:
-    """Prose as shown; a value that cannot be computed stays as the author wrote it."""
+def live(
+    runner: LessonRunner, text: str, quiz: Quiz | None = None, kept: Iterable[Secret] = ()
+) -> str:
+    """Prose as shown; a value that cannot be computed stays as the author wrote it.
+
+    ``kept``: the answers of the quizzes not answered yet (:func:`secrets`); a live value
+    near one reads "?", and so does a decimal written into the prose (a whole number the
+    author wrote, "4 heads", is the lesson's setting, not a computed answer).
+    """
+    kept = tuple(kept)
     if "{{" not in text:
-        return text
+        return conceal_text(text, kept, whole=False)
     try:
-        return runner.text(text, quiz)
+        if not kept:
+            return runner.text(text, quiz)
+        parts, last = [], 0
+        for placeholder in placeholders(text):
+            parts.append(conceal_text(text[last : placeholder.start], kept, whole=False))
+            filled = runner.text(text[placeholder.start : placeholder.end], quiz)
+            parts.append(conceal_text(filled, kept))
+            last = placeholder.end
+        parts.append(conceal_text(text[last:], kept, whole=False))
+        return "".join(parts)
     except TracerError:
         return text
 
@@ -317,14 +530,24 @@ def checkpoint_text(title: str, points: tuple[str, ...]) -> str:
     return title + "\n\n" + "\n".join(f"• {point}" for point in points)
 
 
-def step_view(lesson: Lesson, runner: LessonRunner, number: int) -> StepView:
-    """The view of step ``number``: the one place that decides what each kind of step shows."""
+def step_view(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> StepView:
+    """The view of step ``number``: the one place that decides what each kind of step shows.
+
+    ``answered``: the ids (:func:`quiz_id`) of the quizzes the learner has answered (the
+    session's); None reads the lesson top to bottom, as ``--plain`` and the exports do (the
+    quizzes before this step are answered). Nothing on the step gives away the answer of a
+    quiz not answered (:func:`conceal`): its numbers in prose read "?", its cells are hidden.
+    """
+    kept = secrets(lesson, runner, number, answered)
     step = lesson.steps[number]
     if isinstance(step, Narration):
-        return StepView(number, step, live(runner, step.text))
+        return StepView(number, step, live(runner, step.text, kept=kept))
     if isinstance(step, Checkpoint):
-        points = tuple(live(runner, point) for point in step.points)
-        return StepView(number, step, checkpoint_text(step.title, points), points=points)
+        points = tuple(live(runner, point, kept=kept) for point in step.points)
+        title = live(runner, step.title, kept=kept)
+        return StepView(number, step, checkpoint_text(title, points), points=points)
     if isinstance(step, Show):
         resolved = runner.tensors(step.ref)
         first, *others = resolved
@@ -332,16 +555,27 @@ def step_view(lesson: Lesson, runner: LessonRunner, number: int) -> StepView:
             Table(step.ref, first, "show", step.focus),
             *(Table(other.ref, other, "show") for other in others),
         )
-        return StepView(number, step, live(runner, step.caption), tables)
+        caption = live(runner, step.caption, kept=kept)
+        return StepView(number, step, caption, conceal(tables, kept, runner))
     if isinstance(step, Compare):
         left, right, difference = runner.compare(step)
         tables = (Table(step.left, left, "left"), Table(step.right, right, "right"))
-        return StepView(number, step, live(runner, step.caption), tables, difference=difference)
+        caption = live(runner, step.caption, kept=kept)
+        tables = conceal(tables, kept, runner)
+        return StepView(number, step, caption, tables, difference=difference)
     if isinstance(step, Loop):
-        return StepView(number, step, live(runner, step.caption))
+        return StepView(number, step, live(runner, step.caption, kept=kept))
     assert isinstance(step, Quiz)
-    view = quiz_tables(lesson, runner, number)
-    return StepView(number, step, live(runner, step.question, step), view.tables, view)
+    view = quiz_tables(lesson, runner, number, answered)
+    return StepView(
+        number,
+        step,
+        live(runner, step.question, step, kept),
+        view.tables,
+        view,
+        choices=tuple(live(runner, choice, step, kept) for choice in step.choices),
+        hints=tuple(live(runner, hint, step, kept) for hint in step.hints),
+    )
 
 
 def loop_at(lesson: Lesson, number: int) -> Loop | None:

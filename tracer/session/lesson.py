@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,7 @@ from tracer.lessons.walk import (
     loop_at,
     quiz_at,
     quiz_id,
+    secrets,
     start_loop,
     step_heading,
     step_view,
@@ -277,7 +278,7 @@ class LessonSession:
 
     def summary(self) -> str:
         """The end-of-lesson text: the quiz score and what the lesson covered."""
-        return live(self.runner, lesson_summary(self.lesson, self.progress.answers))
+        return self.text(lesson_summary(self.lesson, self.progress.answers))
 
     def next_lesson(self) -> tuple[Path, str] | None:
         """The lesson after this one in the picker's order (its file and its title), if any."""
@@ -432,8 +433,11 @@ class LessonSession:
         return last is not None and self.go(Position(self.position.step, last))
 
     def text(self, prose: str, quiz: Quiz | None = None) -> str:
-        """The author's prose as shown: its live values filled in from the run."""
-        return live(self.runner, prose, quiz)
+        """The author's prose as shown: its live values filled in from the run, and no
+        unanswered quiz's answer in it (a number that would give one away reads "?")."""
+        answered = frozenset(self.progress.answers)
+        kept = secrets(self.lesson, self.runner, self.position.step, answered)
+        return live(self.runner, prose, quiz, kept)
 
     # Quizzes --------------------------------------------------------------------------
 
@@ -457,7 +461,8 @@ class LessonSession:
         if shown >= len(quiz.hints):
             return None
         self.hints_shown[number] = shown + 1
-        return live(self.runner, quiz.hints[shown], quiz)
+        answered = frozenset(self.progress.answers)  # no hint states another quiz's answer
+        return step_view(self.lesson, self.runner, number, answered).hints[shown]
 
     def answer(self, response: str) -> Verdict:
         """Grade ``response`` to the quiz on screen; a real answer is recorded and saved.
@@ -490,7 +495,8 @@ class LessonSession:
             said = ", ".join(
                 live(self.runner, quiz.choices[i], quiz) for i in numbers if i < len(quiz.choices)
             )
-        explanation = live(self.runner, quiz.explanation, quiz).strip() if quiz.explanation else ""
+        # Through the session's text: no other unanswered quiz's answer in it.
+        explanation = self.text(quiz.explanation, quiz).strip() if quiz.explanation else ""
         shown = answer_shown(quiz, self.runner)
         value = self.runner.answer_text(quiz)
         return Verdict(response, right, "", said, shown, explanation, value)
@@ -505,7 +511,8 @@ class LessonSession:
         """
         here = self.position
         number = here.step
-        shown = step_view(self.lesson, self.runner, number)
+        # What the learner has answered decides what the step may show (no other quiz's answer).
+        shown = step_view(self.lesson, self.runner, number, frozenset(self.progress.answers))
         step = shown.step
         loop = None
         prompt = None
@@ -522,18 +529,14 @@ class LessonSession:
         elif isinstance(step, Quiz):
             previous = self.recorded(number)
             verdict = self._verdict(step, previous.response, previous.right) if previous else None
-            if verdict is not None:  # answered: nothing is hidden any more
-                shown = replace(
-                    shown, tables=tuple(replace(t, hidden=frozenset()) for t in shown.tables)
-                )
             count = self.hints_shown.get(number, 0)
             prompt = QuizPrompt(
                 step,
                 quiz_id(number, step),
                 shown.text,
-                tuple(live(self.runner, choice, step) for choice in step.choices),
+                shown.choices,
                 how_to_answer(step),
-                tuple(live(self.runner, hint, step) for hint in step.hints[:count]),
+                shown.hints[:count],
                 len(step.hints) - count,
                 verdict,
             )

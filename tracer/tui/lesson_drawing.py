@@ -248,7 +248,7 @@ class LessonDrawing:
         self.switcher.current = "tensors"
         self.prose("#caption", view.step.text)
         main = view.tables[0]
-        self._show_tables(view.tables, main.focus)
+        self._show_tables(view.tables, main.focus, {t.name: t.hidden for t in view.tables})
         stage = main.resolved.stage
         self.source.show_file(
             stage.source_file,
@@ -288,7 +288,11 @@ class LessonDrawing:
                 axes=_derived_axes(table, name),
             )
             self.screen.query_one(pane_id, TensorPane).show_stage(
-                stage, resolved.tokens, resolved.query, title=f"{name} ({resolved.ref.variant})"
+                stage,
+                resolved.tokens,
+                resolved.query,
+                title=f"{name} ({resolved.ref.variant})",
+                hidden={name: table.hidden},  # an unanswered quiz's answer reads "?"
             )
         diff_pane = self.screen.query_one("#compare-difference", TensorPane)
         difference = view.step.difference

@@ -1,0 +1,213 @@
+"""What a quiz hides is decided once, over the whole screen; what hiding cannot mend is a
+problem `attn lesson check` reports at the quiz.
+
+Reference numbers come from numpy over the built-in inputs (the Basic Self Attention
+notebook's embeddings, tests/data/seeds.py), never from the walk being tested.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.data import seeds
+from tracer.lessons.check import check_lesson
+from tracer.lessons.loader import parse_lesson
+from tracer.lessons.model import Lesson
+from tracer.lessons.runner import LessonRunner
+from tracer.lessons.walk import quiz_tables, step_view
+from tracer.plugin_host import PluginHost
+from tracer.session.lesson import start_session
+
+TOKENS = ("Your", "journey", "starts", "with", "one", "step")
+X = np.array(seeds.SEED_003_INPUTS)
+SCORES = X @ X.T
+WEIGHTS = np.exp(SCORES) / np.exp(SCORES).sum(axis=1, keepdims=True)
+
+TWO_QUIZZES = """title: T
+summary: S
+steps:
+  - show: {variant: vectorized, stage: weights}
+  - quiz:
+      id: first
+      question: How much weight does journey give Your?
+      answer: {variant: vectorized, stage: weights, cell: [journey, Your]}
+      tolerance: 0.005
+  - quiz:
+      id: second
+      question: What is the score of one with step?
+      answer: {variant: naive-loop, stage: scores, cell: [one, step]}
+      tolerance: 0.005
+  - show: {variant: naive-loop, stage: scores}
+"""
+
+
+def load(text: str, host: PluginHost) -> Lesson:
+    return parse_lesson(text, "l.yaml", host)
+
+
+def test_a_hidden_weight_hides_the_rest_of_its_row(host: PluginHost) -> None:
+    """A row of softmax weights adds up to 1: with one cell hidden the rest of it would give
+    it away (1 minus the others), so the whole row reads "?"."""
+    lesson = load(TWO_QUIZZES, host)
+    runner = LessonRunner(lesson, host)
+    journey = TOKENS.index("journey")
+    assert abs(WEIGHTS[journey].sum() - 1) < 1e-9  # the oracle: the row adds up to 1
+    (table,) = quiz_tables(lesson, runner, 1, answered={"second"}).tables
+    # Every weight within the tolerance reads "?", and so does the rest of each row that
+    # holds just one of them (a row with two hidden gives neither: only their sum).
+    near = np.abs(WEIGHTS - WEIGHTS[journey, 0]) <= 0.005
+    alone = {int(r) for r in range(6) if near[r].sum() == 1}
+    expected = {(int(r), int(c)) for r, c in zip(*np.nonzero(near), strict=True)}
+    expected |= {(r, c) for r in alone for c in range(6)}
+    assert journey in alone and table.hidden == expected
+    assert np.allclose(table.resolved.tensor.double().numpy(), WEIGHTS, atol=1e-6)
+
+
+def test_a_step_hides_the_answers_of_quizzes_not_yet_answered(host: PluginHost) -> None:
+    """Read top to bottom, the show step before the quizzes hides both answers; the show
+    step after them hides nothing. In a session, answering one quiz reveals only its own."""
+    lesson = load(TWO_QUIZZES, host)
+    runner = LessonRunner(lesson, host)
+    one, step, journey = (TOKENS.index(t) for t in ("one", "step", "journey"))
+    (weights,) = step_view(lesson, runner, 0).tables
+    assert (journey, 0) in weights.hidden
+    assert step_view(lesson, runner, 3).tables[0].hidden == frozenset()
+    assert abs(SCORES[one, step] - SCORES[step, one]) < 1e-12  # the twin reads the same
+    session = start_session(lesson, host, Path("l.yaml"))
+    session.attach(None)
+    session.go_to(3)  # skipped both quizzes with →: the scores table keeps the second's
+    assert {(one, step), (step, one)} <= session.view().tables[0].hidden
+    session.go_to(2)
+    assert session.answer(f"{SCORES[one, step]:.4f}").right
+    session.go_to(3)
+    assert session.view().tables[0].hidden == frozenset()
+    session.go_to(1)  # the first is still not answered: its own screen still hides it
+    assert (journey, 0) in session.view().tables[0].hidden
+    session.close()
+
+
+def test_check_reports_a_question_that_states_its_answer(host: PluginHost) -> None:
+    text = """title: T
+summary: S
+values:
+  s: {variant: naive-loop, stage: scores, cell: [one, step]}
+steps:
+  - quiz:
+      question: "The score of one with step is {{s}}: what is it?"
+      answer: {variant: naive-loop, stage: scores, cell: [one, step]}
+      tolerance: 0.005
+  - quiz:
+      question: What is the score of one with with?
+      hints: ["It is close to 0.35."]
+      answer: {variant: naive-loop, stage: scores, cell: [one, with]}
+      tolerance: 0.005
+"""
+    one, step, with_ = (TOKENS.index(t) for t in ("one", "step", "with"))
+    assert abs(SCORES[one, with_] - 0.35) <= 0.005  # the hint's 0.35 is a right answer
+    found = [(p.line, p.message) for p in check_lesson(load(text, host), host)]
+    assert found == [
+        (
+            6,
+            f"the quiz's question states its answer ({SCORES[one, step]:.4f}); word it "
+            "without the number, so the answer is not on the quiz's screen",
+        ),
+        (
+            10,
+            f"the quiz's hint 1 states its answer ({SCORES[one, with_]:.4f}); word it "
+            "without the number, so the answer is not on the quiz's screen",
+        ),
+    ]
+
+
+def test_check_reports_an_answer_that_many_cells_read(host: PluginHost) -> None:
+    """The causal weights of (Your, journey) is 0, as are the 14 other weights above the
+    diagonal: hidden, the 15 "?" say "0" all the same."""
+    text = """title: T
+summary: S
+steps:
+  - show: {variant: masked, stage: weights, tensor: weights}
+  - quiz:
+      question: How much weight does Your give journey once the future is masked?
+      answer: {variant: masked, stage: weights, cell: [Your, journey]}
+      tolerance: 0.005
+"""
+    (problem,) = check_lesson(load(text, host), host)
+    assert problem.line == 5
+    assert problem.message.startswith("15 cells of 'weights' read the answer (0.0000)")
+
+
+@pytest.mark.parametrize("kind", ["question", "table"])
+def test_a_run_does_not_stop_for_a_giveaway(host: PluginHost, kind: str) -> None:
+    """`run --plain` and `export` check with typed=False: a giveaway is the author's to mend,
+    and stops no learner."""
+    question = "Is it {{s}}?" if kind == "question" else "What is it?"
+    text = f"""title: T
+summary: S
+values:
+  s: {{variant: naive-loop, stage: scores, cell: [one, step]}}
+steps:
+  - quiz:
+      question: "{question}"
+      answer: {{variant: naive-loop, stage: scores, cell: [one, step]}}
+      tolerance: 0.005
+"""
+    assert check_lesson(load(text, host), host, typed=False) == []
+
+
+CROSS = """title: T
+summary: S
+inputs:
+  tokens: [Le, chat, dort]
+  embeddings: [[0.2, 0.9, 0.1], [0.7, 0.3, 0.5], [0.4, 0.6, 0.8]]
+  source:
+    tokens: [The, cat, is, sleeping]
+    embeddings: [[0.1, 0.2, 0.3, 0.4], [0.8, 0.1, 0.6, 0.2], [0.3, 0.9, 0.2, 0.7], [0.5, 0.4, 0.9, 0.1]]
+values:
+  best-chat: {variant: cross-attention, stage: weights, then: [{pick: chat}, argmax]}
+  best-row: {variant: cross-attention, stage: weights, then: [{argmax: -1}], cell: [chat]}
+steps:
+  - show: {variant: cross-attention, stage: weights}
+  - narration: "chat attends most to {{best-chat:token}} ({{best-row:token}})."
+  - quiz:
+      question: Which source token does chat attend to most?
+      choices: [The, cat, is, sleeping]
+      answer: {variant: cross-attention, stage: weights, then: [{pick: chat}, argmax]}
+"""
+
+
+def test_an_argmax_over_the_source_names_a_source_token(host: PluginHost) -> None:
+    """In cross-attention a row of weights runs over the source: its argmax is a source
+    position, named by a source token in prose and as a choice (not the target's "dort")."""
+    lesson = load(CROSS, host)
+    assert check_lesson(lesson, host) == []
+    runner = LessonRunner(lesson, host)
+    weights = runner.tensor(lesson.steps[0].tables()[0]).tensor
+    assert tuple(weights.shape) == (3, 4)  # target × source, as the variant computed it
+    source = ("The", "cat", "is", "sleeping")
+    best = source[int(np.argmax(weights.double().numpy()[1]))]
+    text = step_view(lesson, runner, 1).text
+    assert text == f"chat attends most to {best} ({best})."
+    quiz = lesson.quizzes[0]
+    assert runner.answer(quiz) == source.index(best)
+    assert runner.answer_text(quiz) == best
+    runner.close()
+
+
+def test_a_derived_table_says_in_words_what_the_lesson_did(host: PluginHost) -> None:
+    """Not the lesson file's pipeline ("derived from scores.scores", "scale(100) then exp")."""
+    lesson = load(
+        "title: T\nsummary: S\nsteps:\n  - show:\n      variant: vectorized\n"
+        "      stage: scores\n      then: [{scale: 100}, exp, {normalize: -1}]\n",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    (table,) = step_view(lesson, runner, 0).tables
+    assert table.title.endswith("(worked out by the lesson from scores)")
+    assert table.formula == (
+        "worked out from scores after the run: multiplied by 100, then e to the power of "
+        "each value, then each value divided by the sum along each row"
+    )
+    runner.close()

@@ -1,0 +1,188 @@
+"""No quiz of a shipped lesson gives its answer away, on its own screen or on any other.
+
+Every step of every shipped lesson is viewed through the session with no quiz answered
+(a learner who skips each quiz with → and comes back) and with all but one answered.
+Whatever the step shows (prose, a quiz's question, choices and hints, each table's
+title, formula, range and every cell not hidden) must hold no number within a quiz's
+tolerance of its answer while that quiz is unanswered, no hidden cell may be 1 minus the
+shown rest of a row or column that adds up to 1, and the answer box's example (if any)
+is no right answer. The answers here are recomputed from the tables the variant produced
+(``Resolved.tensor`` at the answer's cell), not taken from the walk that hides them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tracer.lessons.loader import find_lessons, load_lesson
+from tracer.lessons.model import Quiz
+from tracer.lessons.walk import Table, quiz_id
+from tracer.plugin_host import PluginHost
+from tracer.session.lesson import LessonSession, LessonView, how_to_answer, start_session
+
+NUMBER = re.compile(r"(?<![\w.])[-−]?\d+[.,]\d+(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
+"""A number written with decimals (a whole number in prose is the lesson's setting:
+"4 heads", "counting from 0"); titles are checked for whole numbers too."""
+WHOLE = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?![\w]|[.,]\d)")
+
+
+@dataclass(frozen=True)
+class Answer:
+    id: str
+    step: int
+    value: float
+    tolerance: float
+
+    def near(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        shown = f"{value:.4f}" == f"{self.value:.4f}"
+        return shown or abs(value - self.value) <= self.tolerance + 1e-9
+
+
+def answers(session: LessonSession) -> list[Answer]:
+    """Every number quiz's answer: the value at its cell of the tensor the run produced."""
+    found = []
+    for number, step in enumerate(session.steps):
+        if isinstance(step, Quiz) and step.quiz_kind == "number":
+            value = float(session.runner.answer(step))  # type: ignore[arg-type]
+            allowed = step.tolerance * abs(value) if step.relative else step.tolerance
+            found.append(Answer(quiz_id(number, step), number, value, allowed))
+    return found
+
+
+@pytest.fixture(scope="module")
+def sessions(host: PluginHost) -> list[LessonSession]:
+    opened = []
+    for ref in find_lessons(()):
+        lesson = load_lesson(ref.path, host)
+        session = start_session(lesson, host, ref.path)
+        session.attach(None)
+        opened.append(session)
+    yield opened
+    for session in opened:
+        session.close()
+
+
+def texts(view: LessonView) -> Iterator[tuple[str, str]]:
+    """(where, text) for each piece of prose the step shows."""
+    yield "text", view.step.text
+    yield from (("point", point) for point in view.step.points)
+    if view.quiz is not None:
+        yield "question", view.quiz.question
+        yield from (("choice", choice) for choice in view.quiz.choices)
+        yield "how to answer", view.quiz.how
+    yield from (("hint", hint) for hint in view.step.hints)
+
+
+def shown_cells(table: Table) -> Iterator[tuple[tuple[int, int], float]]:
+    tensor = table.resolved.tensor.detach().double()
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    for flat, value in enumerate(tensor.reshape(-1).tolist()):
+        cell = (flat // columns, flat % columns)
+        if cell not in table.hidden:
+            yield cell, float(value)
+
+
+def derivable(table: Table) -> list[tuple[int, int]]:
+    """Hidden cells that are 1 minus the shown rest of a row or column adding up to 1."""
+    tensor = table.resolved.tensor.detach().double()
+    if tensor.dim() == 0:
+        return []
+    grid = tensor.reshape(-1, tensor.shape[-1]).tolist()
+    lines = [[(r, c) for c in range(len(grid[0]))] for r in range(len(grid))]
+    lines += [[(r, c) for r in range(len(grid))] for c in range(len(grid[0]))]
+    found = []
+    for line in lines:
+        hidden = [cell for cell in line if cell in table.hidden]
+        values = [grid[r][c] for r, c in line]
+        adds_to_one = all(v >= 0 for v in values) and abs(sum(values) - 1) <= 1e-4
+        if len(line) > 1 and len(hidden) == 1 and adds_to_one:
+            found += hidden
+    return found
+
+
+def leaks(view: LessonView, unanswered: list[Answer]) -> list[str]:
+    found = []
+    for where, text in texts(view):
+        for match in NUMBER.finditer(text):
+            value = float(match.group().replace("−", "-").replace(",", "."))
+            found += [f"{where} {text!r}: {a.id}" for a in unanswered if a.near(value)]
+    for table in view.tables:
+        head = f"{table.title}\n{table.formula}"
+        # A stage's title is the variant's (it may count what a quiz asks); a derived table's
+        # is the lesson's operations ("row 1, then softmax"), checked for decimals only.
+        for match in (NUMBER if table.derived else WHOLE).finditer(head):
+            value = float(match.group().replace("−", "-").replace(",", "."))
+            found += [f"title {head!r}: {a.id}" for a in unanswered if a.near(value)]
+        for cell, value in shown_cells(table):
+            found += [f"{table.name} {cell}: {a.id}" for a in unanswered if a.near(value)]
+        for end in table.legend or ():
+            found += [f"{table.name} legend {end}: {a.id}" for a in unanswered if a.near(end)]
+        found += [f"{table.name} {cell} is 1 minus its row" for cell in derivable(table)]
+    return found
+
+
+def test_no_step_of_a_shipped_lesson_shows_an_unanswered_quizs_answer(
+    sessions: list[LessonSession],
+) -> None:
+    """Nothing answered: every step, quizzes and the steps around them alike."""
+    found = []
+    for session in sessions:
+        unanswered = answers(session)
+        for number in range(len(session.steps)):
+            session.go_to(number)
+            try:
+                view = session.view()
+            except Exception:  # a loop or a step the session reports as failing elsewhere
+                continue
+            where = f"{session.lesson.name} step {number + 1}"
+            found += [f"{where}: {leak}" for leak in leaks(view, unanswered)]
+    assert found == []
+
+
+def test_each_quiz_alone_unanswered_keeps_its_answer_off_its_screen(
+    sessions: list[LessonSession],
+) -> None:
+    """Every other quiz answered: only this quiz's answer is hidden, and it is."""
+    found = []
+    for session in sessions:
+        every = answers(session)
+        for answer in every:
+            session.progress.answers.clear()
+            for other in every:
+                if other is not answer:
+                    session.progress.answers[other.id] = _Right()  # type: ignore[assignment]
+            session.go_to(answer.step)
+            view = session.view()
+            where = f"{session.lesson.name} step {answer.step + 1}"
+            found += [f"{where}: {leak}" for leak in leaks(view, [answer])]
+            quiz = view.quiz
+            assert quiz is not None
+            box = how_to_answer(quiz.quiz)
+            found += [
+                f"{where}: the answer box says {m.group()!r}"
+                for m in WHOLE.finditer(box)
+                if answer.near(float(m.group()))
+            ]
+        session.progress.answers.clear()
+    assert found == []
+
+
+@dataclass(frozen=True)
+class _Right:
+    response: str = "1"
+    right: bool = True
+
+
+def test_the_apps_answer_box_gives_no_example_number() -> None:
+    """The app's answer box shows a placeholder; a number in it could be a right answer
+    (0.95 for lesson 01's 0.9544 ± 0.005)."""
+    from tracer.tui.quiz_view import PLACEHOLDERS
+
+    assert all(not re.search(r"\d", text) for text in PLACEHOLDERS.values())

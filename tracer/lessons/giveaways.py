@@ -1,0 +1,95 @@
+"""Quizzes that give their answer away, as ``attn lesson check`` reports them.
+
+The walk (:mod:`tracer.lessons.walk`) decides what every step hides while a quiz
+is not answered: each number within the quiz's tolerance of its answer, on any
+table, title or piece of prose, and the rest of a row that adds up to 1. What
+hiding cannot mend is the author's to change, and is reported here, at the quiz's
+line and column::
+
+    from tracer.lessons.giveaways import giveaways
+    problems = giveaways(lesson, runner, path)   # [] when no quiz gives its answer away
+
+- the quiz's own question, a choice or a hint states its answer (a "?" in the
+  question would read as a riddle, not a question): reword it;
+- more than :data:`~tracer.lessons.walk.MAX_COPIES` other cells of its tables read
+  exactly its answer: hidden, each "?" says the answer all the same (the zeros of
+  a dropout or a causal table): ask about a number that singles out one cell.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tracer.errors import TracerError
+from tracer.lessons.model import Lesson
+from tracer.lessons.prose import ANSWER, placeholders
+from tracer.lessons.walk import (
+    MAX_COPIES,
+    Secret,
+    lesson_secrets,
+    live,
+    quiz_at,
+    quiz_id,
+    quiz_tables,
+)
+from tracer.render.text import format_number
+from tracer.yamldoc import Problem
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner
+
+
+def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
+    """A problem at each number quiz whose answer hiding cannot keep off its screen."""
+    quizzes = ((n, quiz_at(lesson, n)) for n in range(len(lesson.steps)))
+    every = frozenset(quiz_id(n, quiz) for n, quiz in quizzes if quiz is not None)
+    problems = []
+    for secret in lesson_secrets(lesson, runner):
+        quiz = secret.quiz
+        said = _stated(secret, runner)
+        if said:
+            problems.append(
+                Problem(
+                    quiz.line,
+                    quiz.column,
+                    f"the quiz's {said} states its answer ({format_number(secret.value)}); "
+                    "word it without the number, so the answer is not on the quiz's screen",
+                    path,
+                )
+            )
+        # Its tables as drawn once answered: what the walk would hide besides its own cell.
+        try:
+            tables = quiz_tables(lesson, runner, secret.number, every).tables
+        except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+            continue  # the step's own problem, reported where it is
+        drawn = format_number(secret.value)
+        for table in tables:
+            values = table.resolved.tensor.detach().cpu().double().reshape(-1).tolist()
+            copies = sum(1 for value in values if format_number(float(value)) == drawn)
+            if copies > MAX_COPIES + 1:  # its own cell and its copies
+                problems.append(
+                    Problem(
+                        quiz.line,
+                        quiz.column,
+                        f"{copies} cells of '{table.name}' read the answer ({drawn}): all "
+                        "hidden, each '?' still says it; ask about a number that singles out "
+                        "one cell",
+                        path,
+                    )
+                )
+    return problems
+
+
+def _stated(secret: Secret, runner: LessonRunner) -> str:
+    """Which of the quiz's own prose states its answer ("" when none does)."""
+    quiz = secret.quiz
+    kept = (secret,)
+    texts = [("question", quiz.question)]
+    texts += [(f"choice {n}", choice) for n, choice in enumerate(quiz.choices, start=1)]
+    texts += [(f"hint {n}", hint) for n, hint in enumerate(quiz.hints, start=1)]
+    for what, text in texts:
+        if any(placeholder.name == ANSWER for placeholder in placeholders(text)):
+            continue  # the loader reports {{answer}} outside an explanation
+        if live(runner, text, quiz, kept) != live(runner, text, quiz):
+            return what
+    return ""

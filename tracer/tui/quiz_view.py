@@ -66,7 +66,7 @@ class ChoiceButton(QuizButton):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "check", "Check", id="attn.quiz_check"),
-        Binding("space", "mark", "Mark", id="attn.quiz_mark"),
+        Binding("space", "mark", "Mark", key_display="Space", id="attn.quiz_mark"),
         Binding("down", "move(1)", "Next choice", show=False, id="attn.quiz_down"),
         Binding("up", "move(-1)", "Previous choice", show=False, id="attn.quiz_up"),
     ]
@@ -102,6 +102,13 @@ class AnswerBox(Input):
         Binding("enter", "submit", "Check", id="attn.quiz_check"),
         Binding("escape", "leave", "Leave the box", key_display="Esc", id="attn.quiz_leave"),
     ]
+
+    def __init__(self, *, id: str, placeholder: str) -> None:
+        super().__init__(id=id, placeholder=placeholder, select_on_focus=False)
+        # A steady cursor: the box draws the same from moment to moment (no repaint twice a
+        # second while the learner thinks, and a picture of the screen does not depend on
+        # when it is taken). The box's focus style shows where typing goes.
+        self.set_reactive(Input.cursor_blink, False)
 
     def action_cursor_right(self, select: bool = False) -> None:
         if not self.value and not select:
@@ -171,7 +178,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
                 button = ChoiceButton("", id=f"choice-{number}", compact=True)
                 button.display = False
                 yield button
-        yield AnswerBox(id="quiz-input", placeholder=PLACEHOLDERS["number"], select_on_focus=False)
+        yield AnswerBox(id="quiz-input", placeholder=PLACEHOLDERS["number"])
         yield QuizButton("Check", id="quiz-submit", compact=True)
         yield Label(id="quiz-hint", markup=False)
         yield QuizButton("Hint", id="quiz-more-hints", compact=True)
@@ -364,11 +371,17 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             self._quiet = False
         self.focus_answer()
 
+    def _choice(self, number: int) -> ChoiceButton | None:
+        """Choice ``number``'s button (None while a new one is still being mounted)."""
+        found = self.query(f"#choice-{number}").results(ChoiceButton)
+        return next(iter(found), None)
+
     def _relabel(self) -> None:
         assert self.quiz is not None
         for number in range(1, len(self.quiz.choices) + 1):
-            button = self.query_one(f"#choice-{number}", Button)
-            button.label = Content(self._choice_label(number))
+            button = self._choice(number)
+            if button is not None:
+                button.label = Content(self._choice_label(number))
 
     def focus_answer(self) -> None:
         """Focus the answer box, or the marked (else the first) choice, of an unanswered quiz."""
@@ -378,13 +391,15 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         if quiz.quiz_kind in ("number", "cells"):
             self._focus_field()
         elif quiz.choices:
-            number = min(self.picked) + 1 if self.picked else 1
-            self.screen.set_focus(self.query_one(f"#choice-{number}", Button))
+            button = self._choice(min(self.picked) + 1 if self.picked else 1)
+            if button is not None:
+                self.screen.set_focus(button)
 
     def move_focus(self, number: int, by: int) -> None:
         """↑/↓ from choice ``number``: the choice before or after it (none past the ends)."""
-        if self.quiz is not None and 1 <= number + by <= len(self.quiz.choices):
-            self.screen.set_focus(self.query_one(f"#choice-{number + by}", Button))
+        button = self._choice(number + by)
+        if self.quiz is not None and button is not None and number + by <= len(self.quiz.choices):
+            self.screen.set_focus(button)
 
     def mark(self, number: int) -> None:
         """Space on choice ``number``: marks it (one-answer quiz) or marks/unmarks it."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
 from tracer.lessons.model import LessonStep, Quiz
@@ -31,6 +31,7 @@ from tracer.lessons.walk import LoopState, quiz_has_tables, step_label
 from tracer.sanitize import visible
 from tracer.session.lesson import LessonSession, Position, file_time, open_lesson
 from tracer.tui.commands import PaletteCommand
+from tracer.tui.footer import SteadyFooter
 from tracer.tui.lesson_drawing import (
     LessonDrawing,
     focus_highlight,
@@ -152,7 +153,7 @@ class LessonScreen(StepScreen):
                         yield ProsePane(id="narration-text")
                     with ScrollColumn(id="checkpoint"):
                         yield ProsePane(id="checkpoint-text")
-        yield Footer()
+        yield SteadyFooter()
 
     @property
     def pane(self) -> TensorPane:
@@ -320,6 +321,8 @@ class LessonScreen(StepScreen):
             self._timeline.set_current(str(position.step), [str(n) for n in range(position.step)])
             self.fit_columns()
             self._focus_quiz(step.kind == "quiz")
+            # The footer's keys follow the focus in this frame (Textual's after the next).
+            self.query_one(SteadyFooter).sync()
         self._save_soon()
         return True
 

@@ -129,7 +129,8 @@ async def test_every_quiz_is_answered_by_keys_and_marks_survive_stepping_away(
         await press(pilot, "right")
         field = view.query_one("#quiz-input", Input)
         assert app.focused is field
-        assert "Esc Leave the box" in footer(screen) and "Quit" not in footer(screen)
+        assert "Esc Leave the box" in footer(screen) and "→ Next (box empty)" in footer(screen)
+        assert "Quit" not in footer(screen) and "Zoom" not in footer(screen)  # z, q: letters
         half, rest = CELLS[:17], CELLS[17:]  # "quiet,quiet; zone" | ",zone; wasp,wasp"
         await press(pilot, *half)
         assert field.value == half and session.position.step == 3

@@ -100,6 +100,8 @@ class AnswerBox(Input):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "submit", "Check", id="attn.quiz_check"),
+        # Input's own → (the cursor), named in the footer for what it does in an empty box.
+        Binding("right", "cursor_right", "Next (box empty)", key_display="→", id="attn.quiz_next"),
         Binding("escape", "leave", "Leave the box", key_display="Esc", id="attn.quiz_leave"),
     ]
 

@@ -86,9 +86,9 @@ class LessonScreen(StepScreen):
             )
             for n in range(10)
         ],
-        # Not in the footer: rebuilding the footer whenever a quiz comes and goes costs frames;
-        # the quiz itself says which keys answer it.
-        # i or Enter: back into the quiz's box (or onto its choices) after Esc left it.
+        # i or Enter: back into the quiz's box (or onto its choices) after Esc left it. Not in
+        # the footer: with the focus in the quiz, the footer shows the quiz's own keys, and
+        # the quiz's hint line says how to answer it.
         Binding("i,enter", "answer", "Answer", id="attn.answer", show=False),
     ]
 

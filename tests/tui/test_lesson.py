@@ -164,7 +164,7 @@ async def test_a_wrong_number_shows_the_answer() -> None:
         await settle(pilot)
         screen = lesson_screen(app)
         await goto(pilot, screen, "quiz", 2)
-        await press(pilot, "i")
+        await press(pilot, "escape", "i")  # the box has the focus; Esc leaves it, i goes back
         for key in "1.5":
             await pilot.press("full_stop" if key == "." else key)
         await press(pilot, "enter")
@@ -410,13 +410,18 @@ async def test_choice_buttons_are_reused_from_quiz_to_quiz(tmp_path: Path) -> No
 
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert buttons() == [("1. a", False), ("2. b", False), ("3. c", False), ("4. d", False)]
+        assert buttons() == [
+            ("( ) 1. a", False),
+            ("( ) 2. b", False),
+            ("( ) 3. c", False),
+            ("( ) 4. d", False),
+        ]
         await press(pilot, "2")
         assert all(disabled for _, disabled in buttons())  # answered: no second answer
         await press(pilot, "right")
-        assert buttons() == [("1. x", False), ("2. y", False)]
+        assert buttons() == [("( ) 1. x", False), ("( ) 2. y", False)]
         feedback = app.screen.query_one("#quiz-feedback", Static)
         assert str(feedback.content) == ""  # the first quiz's verdict does not linger
         await press(pilot, "left")
-        assert [label for label, _ in buttons()] == ["1. a", "2. b", "3. c", "4. d"]
+        assert [label for label, _ in buttons()] == ["( ) 1. a", "(•) 2. b", "( ) 3. c", "( ) 4. d"]
         assert all(disabled for _, disabled in buttons())

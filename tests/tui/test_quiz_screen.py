@@ -37,7 +37,7 @@ async def at_quiz(pilot: object, step: int) -> Input:
     screen.go_to_step(step)
     await settle(pilot)  # type: ignore[arg-type]
     field = screen.query_one("#quiz-input", Input)
-    assert field.value == "" and app.focused is None  # arriving, nothing is typed yet
+    assert field.value == "" and app.focused is field  # arriving: the box waits for the answer
     return field
 
 
@@ -100,5 +100,10 @@ async def test_the_footer_is_not_cut(size: tuple[int, int]) -> None:
     app = lesson()
     async with app.run_test(size=size) as pilot:
         await at_quiz(pilot, DOT_QUIZ)
+        footer = screen_rows(app)[-1]  # in the box: its keys, not q and ? (they type)
+        assert "Esc Leave the box" in footer and "^p palette" in footer
+        assert "Quit" not in footer and "Help" not in footer
+        await pilot.press("escape")
+        await settle(pilot)
         footer = screen_rows(app)[-1]
         assert "? Help" in footer and "^p palette" in footer

@@ -9,7 +9,8 @@ only asks and forwards:
 - :meth:`~LessonSession.next`, :meth:`~LessonSession.back`,
   :meth:`~LessonSession.go`, :meth:`~LessonSession.loop_end`: moves (a loop's
   sub-steps included);
-- :meth:`~LessonSession.answer` and :meth:`~LessonSession.hint`: the quiz on screen;
+- :meth:`~LessonSession.answer` and :meth:`~LessonSession.hint`: the quiz on screen
+  (:meth:`~LessonSession.draft` keeps what is marked or typed but not checked yet);
 - :meth:`~LessonSession.save`, :meth:`~LessonSession.summary`,
   :meth:`~LessonSession.next_lesson`, :meth:`~LessonSession.changed` and
   :func:`reopen` (reload on save, keeping the position and the answers).
@@ -230,6 +231,9 @@ class LessonSession:
     """Per quiz step, how many of its hints the learner has asked for."""
     warning: str | None = None
     """The progress store's last warning (the disk refused), for the front end to say."""
+    drafts: dict[str, str] = field(default_factory=dict)
+    """Per quiz id, what the learner marked or typed but has not checked yet (see
+    :meth:`draft`): kept while they step away and back, never graded or saved to disk."""
 
     # Progress -------------------------------------------------------------------------
 
@@ -250,6 +254,7 @@ class LessonSession:
         """Continue ``old``'s learner in this (reloaded) lesson."""
         self.store, self.progress = old.store, old.progress
         self.hints_shown = dict(old.hints_shown)
+        self.drafts = dict(old.drafts)
         self._describe_progress()
         steps = len(self.lesson.steps)
         here = old.position
@@ -451,6 +456,27 @@ class LessonSession:
         quiz = quiz_at(self.lesson, number)
         return self.progress.answers.get(quiz_id(number, quiz)) if quiz is not None else None
 
+    def draft(self) -> str:
+        """The unchecked answer to the quiz on screen ("" if none, answered, or no quiz).
+
+        Written as a response is: the typed text, or the marked choices' numbers (``"1 3"``).
+        """
+        quiz = self.quiz()
+        if quiz is None or self.recorded() is not None:
+            return ""
+        return self.drafts.get(quiz_id(self.position.step, quiz), "")
+
+    def keep_draft(self, text: str) -> None:
+        """Remember ``text`` as the quiz on screen's unchecked answer (nothing if answered)."""
+        quiz = self.quiz()
+        if quiz is None or self.recorded() is not None:
+            return
+        key = quiz_id(self.position.step, quiz)
+        if text:
+            self.drafts[key] = text
+        else:
+            self.drafts.pop(key, None)
+
     def hint(self) -> str | None:
         """The quiz's next hint (None: it has no more, or this is no quiz)."""
         quiz = self.quiz()
@@ -481,6 +507,7 @@ class LessonSession:
         if graded.right is None:
             return Verdict(response, None, graded.message)
         self.progress.answers[quiz_id(number, quiz)] = QuizAnswer(response, graded.right)
+        self.drafts.pop(quiz_id(number, quiz), None)
         self.warning = self.save()
         return self._verdict(quiz, response, graded.right)
 

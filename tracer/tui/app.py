@@ -106,8 +106,9 @@ class TracerApp(App[int]):
     COMMANDS: ClassVar = App.COMMANDS | {TracerCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="attn.quit"),
-        # ctrl+c quits, as in any terminal program, even while a quiz answer is being typed.
-        Binding("ctrl+c", "quit", "Quit", id="attn.quit_ctrl_c", show=False, priority=True),
+        # ctrl+c quits, as in any terminal program, even while a quiz answer is being typed
+        # (its own action: check_action hides "quit" from the footer while q types a letter).
+        Binding("ctrl+c", "quit_now", "Quit", id="attn.quit_ctrl_c", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?", id="attn.help"),
     ]
 
@@ -187,6 +188,15 @@ class TracerApp(App[int]):
 
     def get_default_screen(self) -> Screen[Any]:
         return self._first_screen()
+
+    async def action_quit_now(self) -> None:
+        await self.action_quit()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # A box that takes every key (a quiz's answer) has the focus: q and ? type themselves,
+        # so the footer does not offer them.
+        typing = getattr(self.focused, "takes_every_key", False)
+        return not (typing and action in ("quit", "help"))
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

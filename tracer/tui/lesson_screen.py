@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
 from tracer.lessons.model import LessonStep, Quiz
@@ -31,6 +31,7 @@ from tracer.lessons.walk import LoopState, quiz_has_tables, step_label
 from tracer.sanitize import visible
 from tracer.session.lesson import LessonSession, Position, file_time, open_lesson
 from tracer.tui.commands import PaletteCommand
+from tracer.tui.footer import SteadyFooter
 from tracer.tui.lesson_drawing import (
     LessonDrawing,
     focus_highlight,
@@ -38,7 +39,7 @@ from tracer.tui.lesson_drawing import (
 )
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.progress import LessonProgress, ProgressStore
-from tracer.tui.quiz_view import QuizView
+from tracer.tui.quiz_view import QUIZ_KEYS, QuizView
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
 from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
@@ -63,10 +64,16 @@ class LessonScreen(StepScreen):
 
     HELP = (
         "Step through the lesson with → and ←. Loop steps have sub-steps (pair 3 of 36): e "
-        "jumps to the end of the loop. Answer quizzes in place (digits for choices, Enter for "
-        "numbers); auto-play stops at them. Your place and answers are saved; editing the "
-        "lesson file reloads it. z: overview or numbers; w: a query's weight to each key."
+        "jumps to the end of the loop. Answer quizzes in place; auto-play stops at them. "
+        "Your place and answers are saved; editing the lesson file reloads it. z: overview "
+        "or numbers; w: a query's weight to each key.\n\n" + QUIZ_KEYS
     )
+
+    TYPING_HIDES = frozenset(
+        {"loop_end", "autoplay", "pause", "zoom", "tokens", "next_tensor", "start", "end",
+         "faster", "slower", "choose", "answer"}
+    )  # fmt: skip
+    """Actions whose keys type into a quiz's answer box while it has the focus (not offered)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *[
@@ -79,9 +86,10 @@ class LessonScreen(StepScreen):
             )
             for n in range(10)
         ],
-        # Not in the footer: rebuilding the footer whenever a quiz comes and goes costs frames;
-        # the quiz itself says which keys answer it.
-        Binding("i", "answer", "Answer", id="attn.answer", show=False),
+        # i or Enter: back into the quiz's box (or onto its choices) after Esc left it. Not in
+        # the footer: with the focus in the quiz, the footer shows the quiz's own keys, and
+        # the quiz's hint line says how to answer it.
+        Binding("i,enter", "answer", "Answer", id="attn.answer", show=False),
     ]
 
     def __init__(
@@ -145,7 +153,7 @@ class LessonScreen(StepScreen):
                         yield ProsePane(id="narration-text")
                     with ScrollColumn(id="checkpoint"):
                         yield ProsePane(id="checkpoint-text")
-        yield Footer()
+        yield SteadyFooter()
 
     @property
     def pane(self) -> TensorPane:
@@ -171,6 +179,7 @@ class LessonScreen(StepScreen):
     def on_mount(self) -> None:
         self.title = "attention-tracer"
         self.drawing.source.border_title = "source"
+        self._quiz.on_draft = self._keep_draft
         self.pane.loading = True
         self.call_after_refresh(self._load)
 
@@ -311,6 +320,9 @@ class LessonScreen(StepScreen):
                 self._step_error(error)
             self._timeline.set_current(str(position.step), [str(n) for n in range(position.step)])
             self.fit_columns()
+            self._focus_quiz(step.kind == "quiz")
+            # The footer's keys follow the focus in this frame (Textual's after the next).
+            self.query_one(SteadyFooter).sync()
         self._save_soon()
         return True
 
@@ -466,7 +478,28 @@ class LessonScreen(StepScreen):
             self._quiz.choose(number)
 
     def action_answer(self) -> None:
-        self._quiz.focus_answer()
+        if self._quiz_here() is not None:
+            self._quiz.focus_answer()
+
+    def _focus_quiz(self, quiz: bool) -> None:
+        """A quiz on screen gets the focus (its box, or a choice) with what was marked or
+        typed before; leaving one, its focus goes (a hidden box must not take the keys)."""
+        session = self.session
+        if quiz and session is not None:
+            if self._quiz.quiz is session.quiz():  # drawn (a failed step keeps the last quiz)
+                self._quiz.resume(session.draft())
+        elif self.focused is not None and self._quiz in self.focused.ancestors:
+            self.set_focus(None)
+
+    def _keep_draft(self, text: str) -> None:
+        """The quiz's marks or typed text changed: the session keeps them as its draft."""
+        if self.session is not None and self._quiz_here() is not None:
+            self.session.keep_draft(text)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.TYPING_HIDES and getattr(self.focused, "takes_every_key", False):
+            return False  # the box has the focus: these keys type into it
+        return super().check_action(action, parameters)
 
     def on_key(self, event: events.Key) -> None:
         """Typing meant for a quiz's answer box that reached the screen instead (see take_key)."""

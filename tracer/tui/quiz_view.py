@@ -4,14 +4,30 @@ One answer counts: once the answer is revealed, the quiz no longer takes respons
 that is not an answer at all (text for a number, a letter that is no choice) is refused with a
 line saying what to type, and reveals nothing. Grading is :func:`tracer.lessons.grading.grade`;
 prose is filled in with :func:`tracer.lessons.prose.live_text` (through the lesson's runner).
+
+Keys (what :data:`QUIZ_KEYS` says in the help):
+
+- a number or cells quiz: the answer box has the focus on arrival and takes every character
+  (letters, spaces and ``;`` included); Enter checks; Esc leaves the box, and then the
+  lesson's keys work again (``i``, Enter or a digit goes back into it). → and ← step on
+  while the box is empty.
+- a choice quiz: the first choice (or the one marked) has the focus; ↑/↓ or Tab move it,
+  Enter answers the focused choice, Space marks it; digits and clicks answer at once.
+- a quiz with several right choices: Space (or a digit, or a click) marks and unmarks the
+  focused choice, Enter checks the marked ones.
+
+What is marked or typed but not checked is the session's draft (``on_draft``), so it is
+there again after stepping away and back.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
@@ -31,8 +47,89 @@ CHOICE_BUTTONS = 6
 """Choice buttons made with the view: mounting them on the first quiz costs a layout and a frame."""
 
 
+QUIZ_KEYS = (
+    "Quizzes: a number or cells quiz's box takes every key you type (letters too); Enter "
+    "checks; Esc leaves the box for the lesson's keys, and i, Enter or a digit goes back in; "
+    "→/← step on while the box is empty. Choices: ↑/↓ or Tab move, Enter answers (or checks "
+    "the marked ones), Space marks, a digit or a click picks. What you mark or type stays "
+    "when you step away and back."
+)
+"""The quiz's keys in words, for the lesson screen's help."""
+
+
 class QuizButton(Button, SteadySize):
     """A ``Button`` laid out once per change: a new label resizes it inside the quiz's pass."""
+
+
+class ChoiceButton(QuizButton):
+    """One choice: Enter answers (or checks the marks), Space marks, ↑/↓ move between choices."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "check", "Check", id="attn.quiz_check"),
+        Binding("space", "mark", "Mark", key_display="Space", id="attn.quiz_mark"),
+        Binding("down", "move(1)", "Next choice", show=False, id="attn.quiz_down"),
+        Binding("up", "move(-1)", "Previous choice", show=False, id="attn.quiz_up"),
+    ]
+
+    @property
+    def number(self) -> int:
+        """This choice's number, from 1."""
+        return int((self.id or "choice-0").removeprefix("choice-"))
+
+    def _view(self) -> QuizView:
+        return self.query_ancestor(QuizView)
+
+    def action_check(self) -> None:
+        self._view().check(self.number)
+
+    def action_mark(self) -> None:
+        self._view().mark(self.number)
+
+    def action_move(self, by: int) -> None:
+        self._view().move_focus(self.number, by)
+
+
+class AnswerBox(Input):
+    """A number or cells quiz's box: every character typed while it has the focus is the answer.
+
+    Enter checks, Esc leaves it; → and ← step on (the screen's keys) while it is empty.
+    """
+
+    takes_every_key: ClassVar[bool] = True
+    """Keys that are characters never reach the app's bindings (q, ?) while this is focused."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "submit", "Check", id="attn.quiz_check"),
+        # Input's own → (the cursor), named in the footer for what it does in an empty box.
+        Binding("right", "cursor_right", "Next (box empty)", key_display="→", id="attn.quiz_next"),
+        Binding("escape", "leave", "Leave the box", key_display="Esc", id="attn.quiz_leave"),
+    ]
+
+    def __init__(self, *, id: str, placeholder: str) -> None:
+        super().__init__(id=id, placeholder=placeholder, select_on_focus=False)
+        # A steady cursor: the box draws the same from moment to moment (no repaint twice a
+        # second while the learner thinks, and a picture of the screen does not depend on
+        # when it is taken). The box's focus style shows where typing goes.
+        self.set_reactive(Input.cursor_blink, False)
+
+    def action_cursor_right(self, select: bool = False) -> None:
+        if not self.value and not select:
+            raise SkipAction  # nothing typed: → is the lesson's "next"
+        super().action_cursor_right(select)
+
+    def action_cursor_left(self, select: bool = False) -> None:
+        if not self.value and not select:
+            raise SkipAction  # nothing typed: ← is the lesson's "back"
+        super().action_cursor_left(select)
+
+    def action_leave(self) -> None:
+        self.screen.set_focus(None)
+
+    def watch_value(self, value: str) -> None:
+        for view in self.ancestors:
+            if isinstance(view, QuizView):
+                view.drafted()
+                return
 
 
 PLACEHOLDERS = {
@@ -43,6 +140,17 @@ PLACEHOLDERS = {
 
 class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
     """One question. Posts :class:`QuizView.Answered`; the screen checks it and calls ``feedback``."""
+
+    DEFAULT_CSS = """
+    QuizView ChoiceButton:focus, QuizView QuizButton:focus {
+        background: $accent;
+        color: $text;
+        text-style: bold;
+    }
+    QuizView AnswerBox:focus {
+        border: tall $accent;
+    }
+    """
 
     class Answered(Message):
         def __init__(self, response: str) -> None:
@@ -58,16 +166,21 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         """The answer was revealed: further responses are ignored (one answer counts)."""
         self.hints_shown = 0
         self.picked: set[int] = set()
-        """Choices toggled so far in a multiple-choice quiz (0-based)."""
+        """Choices marked so far (0-based; at most one in a one-answer quiz)."""
+        self.on_draft: Callable[[str], None] | None = None
+        """Told what is marked or typed whenever the learner changes it (the screen keeps it
+        in the lesson session as the quiz's draft)."""
+        self._quiet = False
+        """Set while the view itself fills the box or the marks (not the learner's doing)."""
 
     def compose(self) -> ComposeResult:
         yield Label(id="quiz-question", markup=False)
         with Column(id="quiz-choices"):
             for number in range(1, CHOICE_BUTTONS + 1):
-                button = QuizButton("", id=f"choice-{number}", compact=True)
+                button = ChoiceButton("", id=f"choice-{number}", compact=True)
                 button.display = False
                 yield button
-        yield Input(id="quiz-input", placeholder=PLACEHOLDERS["number"], select_on_focus=False)
+        yield AnswerBox(id="quiz-input", placeholder=PLACEHOLDERS["number"])
         yield QuizButton("Check", id="quiz-submit", compact=True)
         yield Label(id="quiz-hint", markup=False)
         yield QuizButton("Hint", id="quiz-more-hints", compact=True)
@@ -92,8 +205,22 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
     ) -> None:
         """Show ``quiz``; with ``previous`` (response, right), show how it was answered before.
 
-        ``live`` fills in the author's live values (the screen passes its session's).
+        ``live`` fills in the author's live values (the screen passes its session's). What was
+        marked or typed before comes back with :meth:`resume`.
         """
+        self._quiet = True
+        try:
+            self._ask(quiz, previous, answer, live)
+        finally:
+            self._quiet = False
+
+    def _ask(
+        self,
+        quiz: Quiz,
+        previous: tuple[str, bool] | None,
+        answer: str | None,
+        live: Callable[[str], str] | None,
+    ) -> None:
         self.quiz = quiz
         self.live = live
         self.answered = False
@@ -111,12 +238,18 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             choices.display = True
             self._show_choices(choices, len(quiz.choices))
             if quiz.quiz_kind == "choice":
-                hint.update(Text(f"Press 1–{len(quiz.choices)} or click a choice.", style="dim"))
+                hint.update(
+                    Text(
+                        f"Press 1–{len(quiz.choices)}, or ↑/↓ and Enter, or click a choice "
+                        "(Space marks one to come back to).",
+                        style="dim",
+                    )
+                )
             else:
                 hint.update(
                     Text(
-                        f"More than one may be right: press 1–{len(quiz.choices)} or click to "
-                        "mark each one, then Check.",
+                        f"More than one may be right: mark each one (Space, 1–"
+                        f"{len(quiz.choices)} or a click; ↑/↓ move), then Enter or Check.",
                         style="dim",
                     )
                 )
@@ -129,7 +262,8 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             if quiz.quiz_kind == "cells":
                 hint.update(
                     Text(
-                        "Type every cell you select (tokens or 0-based indices) and press Enter.",
+                        "Type every cell you select (tokens or 0-based indices) and press Enter "
+                        "(every key types here; Esc leaves the box).",
                         style="dim",
                     )
                 )
@@ -140,7 +274,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
                     tolerance = f" (within ±{quiz.tolerance:g})" if quiz.tolerance else ""
                 hint.update(
                     Text(
-                        f"Type a number{tolerance} and press Enter (i or a digit starts typing; "
+                        f"Type a number{tolerance} and press Enter (every key types here; "
                         "Esc leaves the box).",
                         style="dim",
                     )
@@ -163,17 +297,19 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
                 button.display = shown
         if count > len(buttons):
             choices.mount_all(
-                QuizButton(Content(self._choice_label(number)), id=f"choice-{number}", compact=True)
+                ChoiceButton(
+                    Content(self._choice_label(number)), id=f"choice-{number}", compact=True
+                )
                 for number in range(len(buttons) + 1, count + 1)
             )
 
     def _choice_label(self, number: int) -> str:
         assert self.quiz is not None
         choice = self.text(self.quiz.choices[number - 1])
+        marked = number - 1 in self.picked
         if self.quiz.quiz_kind == "multiple":
-            mark = "[x]" if number - 1 in self.picked else "[ ]"
-            return f"{mark} {number}. {choice}"
-        return f"{number}. {choice}"
+            return f"{'[x]' if marked else '[ ]'} {number}. {choice}"
+        return f"{'(•)' if marked else '( )'} {number}. {choice}"
 
     def _show_hints(self) -> None:
         quiz = self.quiz
@@ -199,10 +335,101 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             self.hints_shown += 1
             self._show_hints()
 
-    def focus_answer(self) -> None:
+    # Drafts: what is marked or typed, kept by the screen's session --------------------------
+
+    def draft(self) -> str:
+        """What is marked or typed and not checked, written as a response is ("1 3", "0.9")."""
         quiz = self.quiz
-        if quiz is not None and quiz.quiz_kind in ("number", "cells") and not self.answered:
+        if quiz is None or self.answered:
+            return ""
+        if quiz.quiz_kind in ("number", "cells"):
+            return self.query_one("#quiz-input", Input).value
+        return " ".join(str(index + 1) for index in sorted(self.picked))
+
+    def drafted(self) -> None:
+        """The learner changed the marks or the text: tell ``on_draft``."""
+        if not self._quiet and not self.answered and self.on_draft is not None:
+            self.on_draft(self.draft())
+
+    def resume(self, draft: str) -> None:
+        """Bring back ``draft`` (see :meth:`draft`) and give the quiz the focus, if unanswered."""
+        quiz = self.quiz
+        if quiz is None or self.answered:
+            return
+        self._quiet = True
+        try:
+            if quiz.quiz_kind in ("number", "cells"):
+                field = self.query_one("#quiz-input", Input)
+                field.value = draft
+                field.cursor_position = len(draft)
+            else:
+                count = len(quiz.choices)
+                numbers = [int(n) for n in draft.split() if n.isdigit() and 1 <= int(n) <= count]
+                if quiz.quiz_kind == "choice":
+                    numbers = numbers[:1]
+                self.picked = {n - 1 for n in numbers}
+                self._relabel()
+        finally:
+            self._quiet = False
+        self.focus_answer()
+
+    def _choice(self, number: int) -> ChoiceButton | None:
+        """Choice ``number``'s button (None while a new one is still being mounted)."""
+        found = self.query(f"#choice-{number}").results(ChoiceButton)
+        return next(iter(found), None)
+
+    def _relabel(self) -> None:
+        assert self.quiz is not None
+        for number in range(1, len(self.quiz.choices) + 1):
+            button = self._choice(number)
+            if button is not None:
+                button.label = Content(self._choice_label(number))
+
+    def focus_answer(self) -> None:
+        """Focus the answer box, or the marked (else the first) choice, of an unanswered quiz."""
+        quiz = self.quiz
+        if quiz is None or self.answered:
+            return
+        if quiz.quiz_kind in ("number", "cells"):
             self._focus_field()
+        elif quiz.choices:
+            button = self._choice(min(self.picked) + 1 if self.picked else 1)
+            if button is not None:
+                self.screen.set_focus(button)
+
+    def move_focus(self, number: int, by: int) -> None:
+        """↑/↓ from choice ``number``: the choice before or after it (none past the ends)."""
+        button = self._choice(number + by)
+        if self.quiz is not None and button is not None and number + by <= len(self.quiz.choices):
+            self.screen.set_focus(button)
+
+    def mark(self, number: int) -> None:
+        """Space on choice ``number``: marks it (one-answer quiz) or marks/unmarks it."""
+        quiz = self.quiz
+        if quiz is None or self.answered or not 1 <= number <= len(quiz.choices):
+            return
+        if quiz.quiz_kind == "multiple":
+            self.picked.symmetric_difference_update({number - 1})
+        else:
+            self.picked = {number - 1}
+        self._relabel()
+        self.drafted()
+
+    def check(self, number: int) -> None:
+        """Enter on choice ``number``: answers it, or (several right) checks the marked ones."""
+        quiz = self.quiz
+        if quiz is None or self.answered:
+            return
+        if quiz.quiz_kind == "multiple":
+            self.check_marked()
+        elif 1 <= number <= len(quiz.choices):
+            self._answer(str(number))
+
+    def check_marked(self) -> None:
+        if not self.picked:
+            self.refuse("mark at least one choice first (Space marks the highlighted one)")
+        else:
+            self._answer(" ".join(str(i + 1) for i in sorted(self.picked)))
 
     def _focus_field(self) -> Input:
         """Focus the answer box now, not after the keys already waiting: the rest of a
@@ -249,14 +476,9 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
                 self._answer(str(number))
             return
         if quiz.quiz_kind == "multiple":
-            if 1 <= number <= len(quiz.choices):
-                self.picked.symmetric_difference_update({number - 1})
-                button = self.query_one(f"#choice-{number}", Button)
-                button.label = Content(self._choice_label(number))
+            self.mark(number)
             return
-        field = self._focus_field()
-        field.value = str(number)
-        field.cursor_position = len(field.value)
+        self.type_text(str(number))  # after what was typed before leaving the box
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -266,10 +488,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         elif button_id == "quiz-more-hints":
             self.show_hint()
         elif button_id == "quiz-submit" and not self.answered:
-            if not self.picked:
-                self.refuse("mark at least one choice first")
-            else:
-                self._answer(" ".join(str(i + 1) for i in sorted(self.picked)))
+            self.check_marked()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -305,6 +524,12 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         elif quiz.quiz_kind == "multiple":
             numbers = [int(n) - 1 for n in response.split() if n.isdigit()]
             said = ", ".join(self.text(quiz.choices[i]) for i in numbers if i < len(quiz.choices))
+        if quiz.quiz_kind in ("choice", "multiple"):  # the marks say what was answered
+            count = len(quiz.choices)
+            self.picked = {
+                int(n) - 1 for n in response.split() if n.isdigit() and 0 < int(n) <= count
+            }
+            self._relabel()
         text = Text()
         if right:
             text.append("✓ Right", style="bold")

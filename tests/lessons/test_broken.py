@@ -328,7 +328,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "loop_no_loops",
         H + "  - loop: {variant: vectorized, stage: scores}\n",
         [
-            "4:40: variant 'vectorized' has no loops to step through; variants with loops: backward, flash-backward, kv-cache, naive-loop, online-softmax, paged-kv-cache, rope, training"
+            "4:40: variant 'vectorized' has no loops to step through; variants with loops: backward, cross-attention, flash-backward, induction, kv-cache, naive-loop, online-softmax, paged-kv-cache, rope, sliding-window, training"
         ],
     ),
     (

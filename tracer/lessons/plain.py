@@ -156,10 +156,13 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
 def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
     """A loop step in full: its caption, then every sub-step it shows, and how many."""
     lines = [runner.text(step.caption).strip()] if step.caption else []
+    # The run's tokens, as the app and 'attn trace --substeps' label them: they carry a
+    # second sequence's (a source's keys are labelled with the source's tokens).
+    tokens = runner.trace(step.variant, step.options, step.query).tokens
     count = 0
     for sub in runner.substeps(step):
         count += 1
-        lines.extend(substep_lines(sub, runner.tokens, step.query))
+        lines.extend(substep_lines(sub, tokens, step.query))
     lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
     return lines
 

@@ -1,0 +1,116 @@
+"""One gate: a lesson ``attn lesson check`` refuses is refused by every front end, with the
+same problems; exports name their inputs files relative to themselves, so they travel."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tracer.lessons.loader import LessonError
+from tracer.plugin_host import PluginHost
+from tracer.session.lesson import open_lesson
+
+Attn = Callable[..., tuple[int, str, str]]
+
+TYPED = """\
+title: Typed
+summary: A number typed into prose goes stale.
+steps:
+  - narration: The weight is 0.8343 here.
+  - show:
+      variant: vectorized
+      stage: weights
+      caption: 0.8343 is typed into the caption and goes stale
+"""
+
+
+@pytest.fixture
+def typed(tmp_path: Path) -> Path:
+    path = tmp_path / "typed.yaml"
+    path.write_text(TYPED, encoding="utf-8")
+    return path
+
+
+def test_every_front_end_refuses_what_check_refuses(
+    typed: Path, tmp_path: Path, attn: Attn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status, out, _ = attn("lesson", "check", str(typed))
+    assert status == 1
+    problems = out.splitlines()
+    assert [p.split(": ", 1)[0] for p in problems] == [f"{typed}:4:30", f"{typed}:8:16"]
+    assert "0.8343 is typed into the caption and goes stale" in problems[1]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n\nq\n"))
+    for argv in (
+        ("lesson", "run", str(typed), "--plain"),
+        ("lesson", "run", str(typed), "--plain", "-i"),
+        ("lesson", "export", str(typed), "--to", "md", "-o", str(tmp_path / "t.md")),
+        ("lesson", "export", str(typed), "--to", "ipynb", "-o", str(tmp_path / "t.ipynb")),
+    ):
+        status, printed, err = attn(*argv)
+        assert (status, printed, err.splitlines()) == (1, "", problems), argv
+    assert not (tmp_path / "t.md").exists() and not (tmp_path / "t.ipynb").exists()
+    # The app opens lessons through the session, which refuses them with the same problems
+    # (the lesson screen shows them instead of the lesson).
+    with pytest.raises(LessonError) as refused:
+        open_lesson(typed, host=PluginHost(), warm=False)
+    assert str(refused.value).splitlines() == problems
+
+
+def test_a_warning_does_not_refuse(tmp_path: Path, attn: Attn) -> None:
+    path = tmp_path / "warned.yaml"
+    path.write_text(
+        "title: W\nsummary: S\nsteps:\n  - narration: This is **bold**.\n", encoding="utf-8"
+    )
+    status, out, _ = attn("lesson", "check", str(path))
+    assert status == 0 and "warning:" in out
+    status, out, err = attn("lesson", "run", str(path), "--plain")
+    assert (status, err) == (0, "") and "This is **bold**." in out
+
+
+def test_an_exported_notebook_runs_where_it_is_moved(tmp_path: Path, attn: Attn) -> None:
+    here = tmp_path / "made"
+    here.mkdir()
+    (here / "data.yaml").write_text(
+        "tokens: [one, two, three]\nembeddings:\n  - [0.1, 0.9]\n  - [0.5, 0.2]\n  - [0.7, 0.4]\n",
+        encoding="utf-8",
+    )
+    (here / "lesson.yaml").write_text(
+        "title: Travels\nsummary: S\ninputs: data.yaml\nsteps:\n"
+        "  - show:\n      variant: vectorized\n      stage: weights\n",
+        encoding="utf-8",
+    )
+    status, _, err = attn(
+        "lesson", "export", str(here / "lesson.yaml"), "--to", "ipynb", "-o", str(here / "l.ipynb")
+    )
+    assert (status, err) == (0, "")
+    status, _, err = attn(
+        "lesson", "export", str(here / "lesson.yaml"), "--to", "md", "-o", str(here / "l.md")
+    )
+    assert (status, err) == (0, "")
+    for name in ("l.ipynb", "l.md"):
+        text = (here / name).read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and "inputs='data.yaml'" in text
+    moved = tmp_path / "elsewhere"
+    shutil.move(str(here), str(moved))
+    notebook = nbformat.read(str(moved / "l.ipynb"), as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert len(code) >= 2
+    namespace: dict[str, object] = {}
+    old = Path.cwd()
+    os.chdir(moved)  # a notebook's kernel runs in the notebook's folder
+    try:
+        for cell in code:
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                exec(cell.source, namespace)  # noqa: S102 - the cells we just wrote
+            expected = "".join(output.text for output in cell.outputs)
+            assert printed.getvalue() == expected
+    finally:
+        os.chdir(old)

@@ -109,7 +109,7 @@ def test_an_exported_notebook_runs_where_it_is_moved(tmp_path: Path, attn: Attn)
         for cell in code:
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed):
-                exec(cell.source, namespace)  # noqa: S102 - the cells we just wrote
+                exec(cell.source, namespace)  # the cells the export just wrote
             expected = "".join(output.text for output in cell.outputs)
             assert printed.getvalue() == expected
     finally:

@@ -114,3 +114,18 @@ def test_an_exported_notebook_runs_where_it_is_moved(tmp_path: Path, attn: Attn)
             assert printed.getvalue() == expected
     finally:
         os.chdir(old)
+
+
+def test_trace_inputs_names_a_variants_own_input_set(attn: Attn) -> None:
+    status, out, err = attn(
+        "trace", "induction", "--inputs", "repeated-letters", "--stages", "tokens"
+    )
+    assert (status, err) == (0, "")
+    assert "tokens: R J O S B I M L N G R J O S B I M L N G" in out
+    status, out, err = attn("trace", "induction", "--inputs", "repeated-leters")
+    assert (status, out) == (2, "")
+    assert err == (
+        "attn: unknown input set 'repeated-leters' (did you mean 'repeated-letters'?); "
+        "built-in sets: four-words, ton-voyage, your-journey; the variants' own: "
+        "repeated-letters, or give a .yaml/.json file\n"
+    )

@@ -129,3 +129,51 @@ def test_trace_inputs_names_a_variants_own_input_set(attn: Attn) -> None:
         "built-in sets: four-words, ton-voyage, your-journey; the variants' own: "
         "repeated-letters, or give a .yaml/.json file\n"
     )
+
+
+SOURCE_WEIGHTS_ONLY = """\
+tokens: [Le, chat, est]
+embeddings: [[0.2, 0.9, 0.1], [0.7, 0.3, 0.5], [0.4, 0.6, 0.8]]
+weights:
+  query: [[0.5, -0.2], [0.1, 0.8], [-0.6, 0.3]]
+source:
+  tokens: [The, black, cat, sleeps]
+  embeddings: [[0.1, 0.2, 0.3, 0.4], [0.8, 0.1, 0.6, 0.2], [0.3, 0.9, 0.2, 0.7], [0.5, 0.4, 0.9, 0.1]]
+  weights:
+    key: [[0.3, -0.5], [0.9, 0.2], [-0.1, 0.4], [0.6, 0.6]]
+    value: [[0.2, 0.7], [-0.4, 0.1], [0.8, -0.3], [0.1, 0.5]]
+"""
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_source_weights_need_no_unused_main_weights(tmp_path: Path, suffix: str) -> None:
+    import json
+
+    import numpy as np
+    import yaml
+
+    from tracer.testing import run_variant
+
+    document = yaml.safe_load(SOURCE_WEIGHTS_ONLY)
+    path = tmp_path / f"cross{suffix}"
+    text = json.dumps(document) if suffix == ".json" else SOURCE_WEIGHTS_ONLY
+    path.write_text(text, encoding="utf-8")
+    trace = run_variant("cross-attention", inputs=str(path))
+    x, s = np.array(document["embeddings"]), np.array(document["source"]["embeddings"])
+    wq = np.array(document["weights"]["query"])
+    wk, wv = (np.array(document["source"]["weights"][n]) for n in ("key", "value"))
+    q, k, v = x @ wq, s @ wk, s @ wv
+    scores = q @ k.T / np.sqrt(2)
+    weights = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    assert trace.output is not None
+    assert np.allclose(trace.output.double().numpy(), weights @ v, atol=1e-5)
+
+
+def test_main_weights_without_a_source_still_need_all_three(tmp_path: Path, attn: Attn) -> None:
+    path = tmp_path / "partial.yaml"
+    path.write_text(SOURCE_WEIGHTS_ONLY.split("source:")[0], encoding="utf-8")
+    assert attn("trace", "trainable", "--inputs", str(path)) == (
+        2,
+        "",
+        f"{path}:4:3: weights is missing key, value\n",
+    )

@@ -179,7 +179,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "show_unknown_tensor",
         H + "  - show: {variant: naive-loop, stage: weights, tensor: softmax}\n",
         [
-            "4:11: stage 'weights' of 'naive-loop' has no tensor 'softmax'; its tensors: weights, sum_normalized"
+            "4:57: stage 'weights' of 'naive-loop' has no tensor 'softmax'; its tensors: weights, sum_normalized"
         ],
     ),
     (
@@ -357,7 +357,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         H
         + "  - compare:\n      stage: weights\n      left: {variant: naive-loop, tensor: sum}\n      right: {variant: vectorized}\n",
         [
-            "6:13: stage 'weights' of 'naive-loop' has no tensor 'sum'; its tensors: weights, sum_normalized"
+            "6:43: stage 'weights' of 'naive-loop' has no tensor 'sum'; its tensors: weights, sum_normalized"
         ],
     ),
     (

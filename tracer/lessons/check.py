@@ -201,11 +201,15 @@ def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_NO_TENSOR = re.compile(r"^stage '[^']*' of '[^']*' has no tensor ")
 _CELL_INDEX = re.compile(r"^cell index -?\d+ is out of range for axis (\d+) ")
 
 
 def _index_at(exc: TracerError, ref: TensorRef) -> tuple[int, int] | None:
-    """Where the cell index a message is about is written: the index, not the mapping."""
+    """Where the cell index (or the tensor) a message is about is written: the index, not
+    the mapping."""
+    if ref.tensor_at is not None and _NO_TENSOR.match(exc.message):
+        return ref.tensor_at
     found = _CELL_INDEX.match(exc.message)
     if found is None or int(found.group(1)) >= len(ref.cell_at):
         return None
@@ -331,5 +335,6 @@ def _error(message: str, ref: TensorRef | None = None) -> TracerError:
 
     error = TracerError(message)
     if ref is not None:
-        error.location = Location("", ref.line, ref.column)
+        line, column = _index_at(error, ref) or (ref.line, ref.column)
+        error.location = Location("", line, column)
     return error

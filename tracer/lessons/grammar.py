@@ -940,6 +940,7 @@ class Reader:
             then=then,
             line=node.start_mark.line + 1,
             column=node.start_mark.column + 1,
+            tensor_at=_at(entries["tensor"][1]) if "tensor" in entries else None,
         )
 
     def variant_options(
@@ -1569,6 +1570,11 @@ class Reader:
 
 
 # Scalars ---------------------------------------------------------------------
+
+
+def _at(node: yaml.Node) -> tuple[int, int]:
+    """Where ``node`` is written: (line, column), from 1."""
+    return node.start_mark.line + 1, node.start_mark.column + 1
 
 
 def _short_text(text: str) -> str:

@@ -91,9 +91,11 @@ def examine(
     runner = LessonRunner(lesson, host)
     try:
         problems = check_lesson(lesson, host, runner=runner)
-    finally:
-        if not keep_runner:
-            runner.close()
+    except BaseException:
+        runner.close()  # a plugin's worker processes stop now, not when collected
+        raise
+    if not keep_runner:
+        runner.close()
     kept = runner if keep_runner else None
     return Examined(path, lesson, _ordered(problems), markup_warnings(lesson), kept)
 

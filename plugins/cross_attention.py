@@ -15,6 +15,10 @@ With neither, ``source="required"`` has the tracer give the default source
 six of width 3), so the variant runs as it comes and the shapes differ.
 Weights not given in the file are drawn after ``trainable``'s for the same
 ``--seed``, ``--init`` and ``--d-out``, so the queries are ``trainable``'s.
+
+Two loops step through it: ``scores``, each target query against each source
+key (one dot product), and ``weights``, each target token's row of weights
+(a softmax over the source's tokens, labelled with them).
 """
 
 import torch

@@ -20,6 +20,9 @@ letters twice; ``--inputs`` takes any file whose ``tokens`` are those letters
 
 The trained tensors ship beside this file, with their sha256 checksum, which is
 checked before they are used.
+
+The ``prediction`` loop steps through the model's guess at each position, so a
+lesson can stop where the repeat begins and ask what comes next.
 """
 
 import hashlib

@@ -13,6 +13,9 @@ arrives, one window per layer.
 The weights are those of ``trainable`` and ``masked`` for the same ``--seed``,
 ``--init`` and ``--d-out``. With a window at least as long as the text, the
 band hides nothing the causal mask did not, and the output equals ``masked``'s.
+
+The ``masked_scores`` loop steps through each query's window only, one dot
+product at a time: the keys outside the band are never computed.
 """
 
 import torch

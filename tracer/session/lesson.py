@@ -170,9 +170,14 @@ def open_lesson(
     checked = open_checked(path, host, extra_dirs=lesson_dirs)
     assert checked.lesson is not None
     session = start_session(
-        checked.lesson, host, path, lesson_dirs=lesson_dirs, warm=warm, highlight=highlight,
+        checked.lesson,
+        host,
+        path,
+        lesson_dirs=lesson_dirs,
+        warm=warm,
+        highlight=highlight,
         runner=checked.runner,
-    )  # fmt: skip
+    )
     session.mtime = mtime
     return session
 

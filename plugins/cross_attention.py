@@ -15,11 +15,15 @@ With neither, ``source="required"`` has the tracer give the default source
 six of width 3), so the variant runs as it comes and the shapes differ.
 Weights not given in the file are drawn after ``trainable``'s for the same
 ``--seed``, ``--init`` and ``--d-out``, so the queries are ``trainable``'s.
+
+Two loops step through it: ``scores``, each target query against each source
+key (one dot product), and ``weights``, each target token's row of weights
+(a softmax over the source's tokens, labelled with them).
 """
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage
+from tracer import Dot, RunContext, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
 
@@ -68,6 +72,20 @@ def cross_attention(run: RunContext):
     )
 
     scores = queries @ keys.T
+    # The loop a lesson steps through: each target query against each source key, one dot
+    # product at a time (the sub-step shows the numbers the table below holds).
+    for i in run.query_indices:
+        for j in range(keys.shape[0]):
+            yield substep(
+                "scores",
+                (i, j),
+                formula=f"ω[{i},{j}] = q{i} · k{j}",
+                axes={"query": ("feature",), "key": ("feature",), "score": ()},
+                equation=Dot("query", "key", "score"),
+                query=queries[i],
+                key=keys[j],
+                score=scores[i, j],
+            )
     yield stage(
         "scores",
         "Scores: every target query against every source key",
@@ -85,6 +103,16 @@ def cross_attention(run: RunContext):
         scaled=run.focus(scaled),
     )
     weights = torch.softmax(scaled, dim=-1)
+    # A second loop: each target token's row of weights, a softmax over the source's tokens.
+    for i in run.query_indices:
+        yield substep(
+            "weights",
+            (i,),
+            formula=f"α[{i}] = softmax(ω[{i}] / √{d_k}) over the source tokens",
+            axes={"scaled": ("key",), "weights": ("key",)},
+            scaled=scaled[i],
+            weights=weights[i],
+        )
     yield stage(
         "weights",
         "Attention weights: each target token's row over the source sums to 1",
@@ -114,6 +142,7 @@ def register_variants(register):
             "--source NAME|FILE, or else the built-in 'ton-voyage'.",
             run=cross_attention,
             source="required",
+            loops=("scores", "weights"),
             stages=(
                 "inputs",
                 "source",

@@ -20,6 +20,9 @@ letters twice; ``--inputs`` takes any file whose ``tokens`` are those letters
 
 The trained tensors ship beside this file, with their sha256 checksum, which is
 checked before they are used.
+
+The ``prediction`` loop steps through the model's guess at each position, so a
+lesson can stop where the repeat begins and ask what comes next.
 """
 
 import hashlib
@@ -28,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from tracer import Option, RunContext, Variant, hookimpl, stage
+from tracer import Option, RunContext, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 from tracer.inputs import InputSet
 
@@ -170,6 +173,22 @@ def induction(run: RunContext):
     probabilities = torch.softmax(logits, dim=-1)
     best, predicted = probabilities.max(dim=-1)
     actual = ids[1:]
+    # The loop a lesson steps through: the model's guess at each position, one token at a time
+    # (a lesson can stop where the repeat starts and ask what comes next).
+    for i in range(n):
+        following = f"; the next token is {VOCAB[int(actual[i])]}" if i < n - 1 else ""
+        yield substep(
+            "prediction",
+            (i,),
+            formula=(
+                f"after {VOCAB[int(ids[i])]} (token {i}): predicts "
+                f"{VOCAB[int(predicted[i])]} with p = {float(best[i]):.3f}{following}"
+            ),
+            axes={"probabilities": ("letter",)},
+            probabilities=probabilities[i],
+            predicted=predicted[i],
+            probability=best[i],
+        )
     yield stage(
         "prediction",
         "The predicted next token (an id: A is 0) against the one that comes next",
@@ -230,6 +249,7 @@ def register_variants(register):
             description="A 2-layer attention-only model trained on repeated letters A-T; "
             "-o layer=L, -o head=H focus one layer, one head.",
             run=induction,
+            loops=("prediction",),
             stages=STAGES,
             options=(LAYER, HEAD),
             inputs=REPEATED,

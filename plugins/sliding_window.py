@@ -13,11 +13,14 @@ arrives, one window per layer.
 The weights are those of ``trainable`` and ``masked`` for the same ``--seed``,
 ``--init`` and ``--d-out``. With a window at least as long as the text, the
 band hides nothing the causal mask did not, and the output equals ``masked``'s.
+
+The ``masked_scores`` loop steps through each query's window only, one dot
+product at a time: the keys outside the band are never computed.
 """
 
 import torch
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer import Dot, Mistake, Option, RunContext, Variant, hookimpl, stage, substep
 from tracer.dropout import dropout
 from tracer.mistakes import attend, common_mistakes
 
@@ -78,6 +81,24 @@ def sliding_window(run: RunContext):
         mask = mask | torch.tensor(run.padding)
     mask = run.focus(mask)
     masked_scores = scaled.masked_fill(mask, float("-inf"))
+    # The loop a lesson steps through: each query against the keys in its window only (the
+    # band's other keys are never computed: that is the saving), one dot product at a time.
+    d_k = keys.shape[-1]
+    for i in run.query_indices:
+        query = queries if run.query is not None else queries[i]
+        for j in range(max(0, i - window + 1), i + 1):
+            dot = torch.dot(query, keys[j])
+            yield substep(
+                "masked_scores",
+                (i, j),
+                formula=f"ω[{i},{j}] = q{i} · k{j} / √{d_k}   (key {j} is in query {i}'s window)",
+                axes={"query": ("feature",), "key": ("feature",), "dot": (), "scaled": ()},
+                equation=Dot("query", "key", "dot"),
+                query=query,
+                key=keys[j],
+                dot=dot,
+                scaled=dot / d_k**0.5,
+            )
     yield stage(
         "masked_scores",
         "Scores outside the window set to -inf",
@@ -184,6 +205,7 @@ def register_variants(register):
             options=(WINDOW,),
             run=sliding_window,
             mistakes=MISTAKES,
+            loops=("masked_scores",),
             stages=(
                 "inputs",
                 "projected",

@@ -124,7 +124,8 @@ BAD_OPTIONS = [
     (
         ["--inputs", "your-jorney"],
         "attn: unknown input set 'your-jorney' (did you mean 'your-journey'?); "
-        "built-in sets: four-words, ton-voyage, your-journey, or give a .yaml/.json file",
+        "built-in sets: four-words, ton-voyage, your-journey; the variants' own: "
+        "repeated-letters, or give a .yaml/.json file",
     ),
     (["--d-out", "0"], "attn: --d-out must be at least 1, got 0"),
     (["--dropout", "1"], "attn: --dropout must be at least 0 and below 1, got 1"),

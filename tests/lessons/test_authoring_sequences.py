@@ -28,6 +28,16 @@ def test_a_comma_inside_a_flow_list_hint_keeps_the_sentence_whole(host: PluginHo
     (quiz,) = lesson.steps
     assert isinstance(quiz, Quiz)
     assert quiz.hints == ("Multiply first, then add.", "Then, check: is it odd?", "Odd numbers")
+    # ...and check says so, at the hint, so the author can quote it.
+    assert [(w.line, w.column, w.message) for w in lesson.warnings] == [
+        (
+            7,
+            15,
+            "warning: in a [ ] list a comma starts a new item, so YAML splits 'Multiply "
+            "first, then add.' into two hints; it is read as one hint: quote it, or write "
+            "each hint on its own '- ' line",
+        )
+    ]
 
 
 def test_a_live_value_in_a_compare_label_is_reported_at_it(host: PluginHost) -> None:

@@ -179,7 +179,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "show_unknown_tensor",
         H + "  - show: {variant: naive-loop, stage: weights, tensor: softmax}\n",
         [
-            "4:11: stage 'weights' of 'naive-loop' has no tensor 'softmax'; its tensors: weights, sum_normalized"
+            "4:57: stage 'weights' of 'naive-loop' has no tensor 'softmax'; its tensors: weights, sum_normalized"
         ],
     ),
     (
@@ -328,7 +328,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "loop_no_loops",
         H + "  - loop: {variant: vectorized, stage: scores}\n",
         [
-            "4:40: variant 'vectorized' has no loops to step through; variants with loops: backward, flash-backward, kv-cache, naive-loop, online-softmax, paged-kv-cache, rope, training"
+            "4:40: variant 'vectorized' has no loops to step through; variants with loops: backward, cross-attention, flash-backward, induction, kv-cache, naive-loop, online-softmax, paged-kv-cache, rope, sliding-window, training"
         ],
     ),
     (
@@ -357,7 +357,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         H
         + "  - compare:\n      stage: weights\n      left: {variant: naive-loop, tensor: sum}\n      right: {variant: vectorized}\n",
         [
-            "6:13: stage 'weights' of 'naive-loop' has no tensor 'sum'; its tensors: weights, sum_normalized"
+            "6:43: stage 'weights' of 'naive-loop' has no tensor 'sum'; its tensors: weights, sum_normalized"
         ],
     ),
     (

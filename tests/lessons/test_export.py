@@ -117,5 +117,5 @@ def test_export_refuses_a_lesson_with_problems(tmp_path: Path, attn: Attn) -> No
         "lesson", "export", str(lesson), "--to", "md", "-o", str(tmp_path / "x.md")
     )
     assert status == 1
-    assert f"{lesson}:4:11: stage 'scores' of 'naive-loop' has no tensor 'nope'" in err
+    assert f"{lesson}:4:56: stage 'scores' of 'naive-loop' has no tensor 'nope'" in err
     assert not (tmp_path / "x.md").exists()

@@ -364,7 +364,9 @@ def test_a_quiz_may_show_a_tensor_to_work_from(host: PluginHost) -> None:
         "tensor: nope}\n      answer: 1\n",
         host,
     )
-    assert [f"{p.line}:{p.column}" for p in check_lesson(bad, host)] == ["6:13"]
+    assert [f"{p.line}:{p.column}" for p in check_lesson(bad, host)] == [
+        "6:58"
+    ]  # at the tensor named
 
 
 COUNT_QUIZZES = (

@@ -316,7 +316,11 @@ async def test_the_picker_lists_lessons_with_their_progress(
         assert lesson_screen(picker).position == Position(0, 0)
 
 
-async def test_a_step_that_fails_at_run_time_shows_its_error_in_the_pane(tmp_path: Path) -> None:
+async def test_a_lesson_check_refuses_shows_its_problems_instead(tmp_path: Path) -> None:
+    # One gate: a step that only a run finds wrong is found by check, so the app shows the
+    # lesson's problems (as 'attn lesson check' prints them) instead of the lesson.
+    from tracer.tui.modals import ErrorScreen
+
     lesson = tmp_path / "late.yaml"
     lesson.write_text(
         "title: Late failure\n"
@@ -329,14 +333,14 @@ async def test_a_step_that_fails_at_run_time_shows_its_error_in_the_pane(tmp_pat
     app = lesson_app(lesson)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        screen = lesson_screen(app)
-        await press(pilot, "right")
-        pane = screen.query_one("#tensors", TensorPane)
-        assert pane.has_class("-error")
-        message = str(pane.query_one("#tensor-message").render())
-        assert "has no tensor 'nope'" in message
-        await press(pilot, "left")  # the lesson goes on
-        assert screen.position == Position(0, 0)
+        modal = app.screen
+        assert isinstance(modal, ErrorScreen)
+        assert modal.title_text == "The lesson could not be opened"
+        assert modal.message == (
+            f"{lesson}:5:57: stage 'weights' of 'naive-loop' has no tensor 'nope'; "
+            "its tensors: weights, sum_normalized"
+        )
+        assert app.exit_status == 1  # type: ignore[attr-defined]
 
 
 async def test_clicking_a_step_in_the_timeline_jumps_to_it() -> None:

@@ -311,25 +311,35 @@ async def test_the_palette_opens_it_on_the_default_source() -> None:
 
 
 async def step_through(app: Any, pilot: Any) -> dict[str, tuple[list[str], list[str]]]:
-    """Every stage of the explorer, each with the token view too; the labels of each table."""
+    """Every stage of the explorer (a loop's first sub-step drawn, then its end), each with
+    the token view too; the labels of each stage's table."""
     from tests.tui.conftest import press
     from tracer.tui.explore_screen import ExploreScreen
     from tracer.tui.grid import TensorGrid
     from tracer.tui.tensor_pane import TensorPane
+    from tracer.variant import Stage
 
     screen = app.screen
     assert isinstance(screen, ExploreScreen) and screen.session is not None
+    stepper = screen.session.stepper
     seen = {}
-    for _ in range(9):
+    for _ in range(80):
         pane = screen.query_one(TensorPane)
         assert not pane.has_class("-error"), screen.position
+        if not isinstance(stepper.get(screen.position), Stage):
+            await press(pilot, "e")  # a loop: on to the stage it builds
+            continue
         grid = pane.view.grid
         if isinstance(grid, TensorGrid):
             seen[grid.name] = (list(grid.row_labels), list(grid.column_labels))
         await press(pilot, "w")  # the token view, where it applies, must draw too
         assert not pane.has_class("-error"), screen.position
-        await press(pilot, "w", "right")
-    assert screen.position == 8 and screen.failure is None
+        await press(pilot, "w")
+        if stepper.total is not None and screen.position == stepper.total - 1:
+            break
+        await press(pilot, "right")
+    assert stepper.total is not None and screen.position == stepper.total - 1
+    assert screen.failure is None and len(seen) == 9
     return seen
 
 

@@ -98,15 +98,21 @@ def open_explore(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     # Here, not at the top: Textual and the lesson modules load only for this command.
-    from tracer.cli.options import trace_options
-    from tracer.inputs import load_inputs
+    from tracer.cli.options import plain_spec, trace_options
+    from tracer.inputs import InputSet, load_inputs
     from tracer.runner import resolve_query
 
     options = trace_options(args)
     plugin_dirs = list(args.plugins_dir or ())
+    if isinstance(options.inputs, str) and not plain_spec(options.inputs):
+        # Not a built-in set nor a file: a set a variant brings (the plugins load for it).
+        from tracer.plugin_host import PluginHost
+
+        options = trace_options(args, PluginHost(plugin_dirs))
     if options.inputs is not None:
-        assert isinstance(options.inputs, str)
-        inputs = load_inputs(options.inputs)
+        inputs = (
+            options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
+        )
         resolve_query(options.query, inputs.tokens)
         options = replace(options, inputs=inputs)
     elif options.query is not None:

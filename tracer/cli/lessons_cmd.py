@@ -353,36 +353,32 @@ def watch(targets: list[str], args: argparse.Namespace) -> int:
 def check(targets: list[str], args: argparse.Namespace) -> int:
     # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson, markup_warnings
-    from tracer.lessons.loader import LessonError, load_lesson, one_line, preflight
+    from tracer.lessons.check import examine
+    from tracer.lessons.loader import LessonError, preflight
 
     host = None
     status = EXIT_OK
     for target in targets:
-        warnings = []
+        lesson = None
         try:
             # YAML-level problems first: a hostile file is refused before torch loads.
             path = preflight(target, args.lessons_dir)
             host = host or load_host(args)
-            lesson = load_lesson(path, host)
-            problems = check_lesson(lesson, host)
-            warnings = markup_warnings(lesson)
+            found = examine(path, host)
+            problems, warnings, lesson = found.problems, found.warnings, found.lesson
         except LessonError as error:
-            problems = error.problems
-            if error.partial is not None and host is not None:
-                # All problems at once: the steps that could be read are run too.
-                problems = one_line(problems + check_lesson(error.partial, host))
-                warnings = markup_warnings(error.partial)
+            problems, warnings = error.problems, []
         except TracerError as error:
             prefix = "" if error.location is not None else "attn: "
             print(message(f"{prefix}{error}"), file=sys.stderr)
             status = max(status, error.exit_status)
             continue
         # Warnings (Markdown markup in prose) are said, in file order with the problems,
-        # but do not fail the check: the lesson loads and runs as it is.
+        # but do not fail the check: the lesson loads and runs as it is. Every front end
+        # refuses exactly these problems (lessons.check.open_checked, the one gate).
         for problem in sorted([*problems, *warnings], key=lambda p: (p.line, p.column)):
             print(message(str(problem)), flush=True)
-        if problems:
+        if problems or lesson is None:
             status = max(status, EXIT_PROBLEMS)
         else:
             count = len(lesson.steps)
@@ -393,9 +389,9 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
 def export(target: str, args: argparse.Namespace) -> int:
     # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson
     from tracer.lessons.export import export_text
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
+    from tracer.lessons.loader import preflight
+    from tracer.session.lesson import open_lesson
 
     if args.to is None:
         raise UsageError("'attn lesson export' needs --to md or --to ipynb")
@@ -409,12 +405,14 @@ def export(target: str, args: argparse.Namespace) -> int:
         raise UsageError(f"{named} is a folder; give a file name with -o")
     if not output.parent.is_dir():
         raise UsageError(f"folder not found: {named.parent}")
-    host = load_host(args)
-    lesson = load_lesson(path, host)
-    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
-    if problems:
-        raise LessonError(problems)
-    text = export_text(lesson, host, args.to)
+    # The one gate: a lesson 'attn lesson check' refuses is not exported (its problems, exit 1).
+    session = open_lesson(path, lesson_dirs=args.lessons_dir, host=load_host(args), warm=False)
+    try:
+        text = export_text(
+            session.lesson, session.host, args.to, runner=session.runner, folder=output.parent
+        )
+    finally:
+        session.close()
     try:
         if args.force:
             # Atomic: a full disk leaves the user's old file whole, never a truncated one.

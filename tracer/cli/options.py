@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from tracer.errors import UsageError
+from tracer.inputs import InputSet
+from tracer.inputs.builtin import BUILTIN_INPUTS
 from tracer.options import parse_assignments
 from tracer.plugin_host import PluginHost
 from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions
 from tracer.sanitize import message
+from tracer.suggest import did_you_mean
 
 
 def add_trace_options(parser: argparse.ArgumentParser) -> None:
@@ -78,13 +83,20 @@ def add_plugin_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def trace_options(args: argparse.Namespace) -> TraceOptions:
-    """The trace options of a command line; ``-o`` values stay text until the variant is known."""
+def trace_options(args: argparse.Namespace, host: PluginHost | None = None) -> TraceOptions:
+    """The trace options of a command line; ``-o`` values stay text until the variant is known.
+
+    With ``host``, ``--inputs`` and ``--source`` may also name an input set a variant brings
+    (``Variant(inputs=...)``, its default source), as a lesson's ``inputs:`` may."""
     options: dict[str, object] = dict(parse_assignments(getattr(args, "option", None) or []))
     if args.heads is not None:
         options["heads"] = args.heads
+    inputs, source = args.inputs, getattr(args, "source", None)
+    if host is not None:
+        inputs = named_inputs(inputs, host)
+        source = named_inputs(source, host)
     return TraceOptions(
-        inputs=args.inputs,
+        inputs=inputs,
         seed=args.seed,
         init=args.init,
         d_out=args.d_out,
@@ -92,7 +104,46 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
         query=args.query,
         options=options,
         option_flags=("--heads",) if args.heads is not None else (),
-        source=getattr(args, "source", None),
+        source=source,
+    )
+
+
+def brought_inputs(host: PluginHost) -> dict[str, InputSet]:
+    """Input sets the installed variants bring (their own inputs, their default sources),
+    by name."""
+    found: dict[str, InputSet] = {}
+    for variant in host.variants.values():
+        for given in (variant.inputs, variant.default_source):
+            if isinstance(given, InputSet):
+                found.setdefault(given.name, given)
+    return found
+
+
+def plain_spec(spec: str) -> bool:
+    """Whether ``spec`` names a built-in input set or a file (no plugin needed to read it)."""
+    path = Path(spec)
+    return (
+        spec in BUILTIN_INPUTS
+        or path.suffix.lower() in (".yaml", ".yml", ".json")
+        or "/" in spec
+        or path.exists()
+    )
+
+
+def named_inputs(spec: str | None, host: PluginHost) -> str | InputSet | None:
+    """``spec`` as ``--inputs`` or ``--source`` gave it: a built-in set's name or a file stays text (loaded as
+    before); a name a variant brings is that set; any other name is a UsageError that lists
+    the names there are (did you mean...)."""
+    if spec is None or plain_spec(spec):
+        return spec
+    brought = brought_inputs(host)
+    if spec in brought:
+        return brought[spec]
+    named = sorted({*BUILTIN_INPUTS, *brought})
+    own = f"; the variants' own: {', '.join(sorted(brought))}" if brought else ""
+    raise UsageError(
+        f"unknown input set '{spec}'{did_you_mean(spec, named)}; built-in sets: "
+        f"{', '.join(sorted(BUILTIN_INPUTS))}{own}, or give a .yaml/.json file"
     )
 
 

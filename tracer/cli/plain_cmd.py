@@ -2,8 +2,9 @@
 ``-i`` (step by step, answered from stdin); also what ``attn lesson NAME`` falls back
 to where the terminal cannot draw the app (``TERM=dumb``).
 
-Both check the lesson first, as ``attn lesson check`` would, and stop with its
-problems (exit status 1) rather than print a lesson that cannot run. Neither
+Both open the lesson through the one gate (:func:`tracer.session.lesson.open_lesson`),
+so a lesson ``attn lesson check`` refuses stops with its problems (exit status 1)
+rather than printing. Neither
 imports Textual.
 """
 
@@ -19,18 +20,18 @@ from tracer.sanitize import message, visible
 def run_plain(target: str, args: argparse.Namespace) -> int:
     # Here, not at the top: the lesson modules load only for this command.
     from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
+    from tracer.lessons.loader import preflight
     from tracer.lessons.plain import plain_lines
+    from tracer.session.lesson import open_lesson
 
     path = preflight(target, args.lessons_dir)
-    host = load_host(args)
-    lesson = load_lesson(path, host)
-    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
-    if problems:
-        raise LessonError(problems)
-    for text in plain_lines(lesson, host):
-        print(visible(text), flush=True)  # a lesson's escape sequences are shown, not run
+    # The one gate: a lesson 'attn lesson check' refuses is refused here, with its problems.
+    session = open_lesson(path, lesson_dirs=args.lessons_dir, host=load_host(args), warm=False)
+    try:
+        for text in plain_lines(session.lesson, session.host, runner=session.runner):
+            print(visible(text), flush=True)  # a lesson's escape sequences are shown, not run
+    finally:
+        session.close()
     return EXIT_OK
 
 
@@ -39,18 +40,13 @@ def run_interactive(target: str, args: argparse.Namespace) -> int:
     # Here, not at the top: the lesson modules load only for this command.
     from tracer.cli.interactive import run_interactive as take
     from tracer.cli.options import load_host
-    from tracer.lessons.check import check_lesson
-    from tracer.lessons.loader import LessonError, load_lesson, preflight
-    from tracer.session.lesson import start_session
+    from tracer.lessons.loader import preflight
+    from tracer.session.lesson import open_lesson
     from tracer.session.progress import ProgressStore
 
     path = preflight(target, args.lessons_dir)
-    host = load_host(args)
-    lesson = load_lesson(path, host, extra_dirs=args.lessons_dir)
-    problems = check_lesson(lesson, host, typed=False)  # a typed number does not stop it
-    if problems:
-        raise LessonError(problems)
-    session = start_session(lesson, host, path, lesson_dirs=args.lessons_dir)
+    # The one gate: a lesson 'attn lesson check' refuses is refused here, with its problems.
+    session = open_lesson(path, lesson_dirs=args.lessons_dir, host=load_host(args), warm=False)
     store = ProgressStore()
     warning = session.attach(store)
     if warning:

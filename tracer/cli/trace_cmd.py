@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     out = private_stdout() if args.json else sys.stdout
     host = load_host(args)
     stages = stage_filter(args.stages, host.variant(args.variant))
-    trace = start_trace(args.variant, trace_options(args), host)
+    trace = start_trace(args.variant, trace_options(args, host), host)
     if args.json:
         # Whatever the variant prints while it runs goes to stderr: stdout is one JSON document.
         with contextlib.redirect_stdout(sys.stderr):

@@ -279,7 +279,11 @@ def parse_input_node(
         problems.append(problem_at(entries["embeddings"], message, path))
     weights = None
     if "weights" in entries and embeddings is not None:
-        weights = _weights(entries["weights"], len(embeddings[0]), path, problems)
+        # With a source, the keys and values may come from it alone (cross-attention uses no
+        # main key and value weights): then 'weights' may give W_query alone.
+        weights = _weights(
+            entries["weights"], len(embeddings[0]), path, problems, query_alone="source" in entries
+        )
     padding = None
     if "padding" in entries and tokens is not None:
         padding = _padding(entries["padding"], len(tokens), path, problems)
@@ -556,8 +560,10 @@ def _number(node: yaml.Node, label: str, path: str, problems: list[Problem]) -> 
 
 
 def _weights(
-    node: yaml.Node, d_in: int, path: str, problems: list[Problem]
+    node: yaml.Node, d_in: int, path: str, problems: list[Problem], *, query_alone: bool = False
 ) -> dict[str, Matrix] | None:
+    """``weights``: query, key and value, each (d_in, d_out); ``query_alone``: the inputs
+    have a source, so query may be given alone (key and value are then drawn from the seed)."""
     if not isinstance(node, yaml.MappingNode):
         problems.append(
             problem_at(node, "weights must be a mapping with query, key and value", path)
@@ -572,11 +578,19 @@ def _weights(
             continue
         found[key] = value_node
     missing = [name for name in WEIGHT_NAMES if name not in found]
-    if missing:
-        problems.append(problem_at(node, f"weights is missing {', '.join(missing)}", path))
+    if missing and not (query_alone and missing == ["key", "value"]):
+        hint = (
+            "; with a 'source:' section, query may be given alone (the keys and values "
+            "then come from the source)"
+            if query_alone
+            else ""
+        )
+        problems.append(problem_at(node, f"weights is missing {', '.join(missing)}{hint}", path))
         return None
     matrices: dict[str, Matrix] = {}
     for name in WEIGHT_NAMES:
+        if name not in found:
+            continue
         matrix = _matrix(found[name], f"weights.{name}", path, problems)
         if matrix is None:
             return None

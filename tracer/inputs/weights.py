@@ -32,15 +32,23 @@ def make_weights(
       value in that order, as the course notebooks do.
     - ``linear``: ``nn.Linear(d_in, d_out, bias=False)`` for query, key, value in that
       order; the layer computes ``x @ W.T``, so we hand out ``W.T``.
-    - explicit matrices from an inputs file win over ``init``.
+    - explicit matrices from an inputs file win over ``init``; those it does not give (key
+      and value, beside a source that gives its own) are drawn as above, so they are the
+      ones the same seed draws without the file.
     """
     import torch
 
+    names = ("query", "key", "value")
+    if explicit is not None and all(name in explicit for name in names):
+        return Weights(*(torch.tensor(explicit[name], dtype=torch.float32) for name in names))
     if explicit is not None:
+        drawn = make_weights(init, d_in, d_out, seed)
         return Weights(
             *(
                 torch.tensor(explicit[name], dtype=torch.float32)
-                for name in ("query", "key", "value")
+                if name in explicit
+                else getattr(drawn, name)
+                for name in names
             )
         )
     with torch.random.fork_rng(devices=[]):

@@ -9,16 +9,25 @@ more decimals typed into prose, which go stale when the lesson changes::
 
     from tracer.lessons.check import check_lesson
     problems = check_lesson(lesson, host)      # [] when the lesson is sound
+
+:func:`open_checked` is the one gate every front end opens a lesson through
+(``attn lesson run``, ``--plain``, ``--plain -i``, ``export`` and the app, by way
+of :func:`tracer.session.lesson.open_lesson`): a lesson that ``attn lesson check``
+refuses is refused with the same problems (:class:`~tracer.lessons.loader.LessonError`,
+exit status 1), so no front end can forget to check. Warnings do not refuse.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.giveaways import giveaways
+from tracer.lessons.loader import load_lesson, resolve_lesson
 from tracer.lessons.model import (
     Focus,
     Lesson,
@@ -30,7 +39,7 @@ from tracer.lessons.model import (
     TypedNumber,
 )
 from tracer.lessons.prose import TOKEN_FORMAT, format_value, placeholders
-from tracer.lessons.reading import one_line
+from tracer.lessons.reading import LessonError, one_line
 from tracer.lessons.walk import quiz_at, step_as
 from tracer.yamldoc import Problem
 
@@ -39,16 +48,93 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
 
-def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> list[Problem]:
+@dataclass
+class Examined:
+    """What checking one lesson file found: what ``attn lesson check`` prints for it."""
+
+    path: Path
+    lesson: Lesson | None
+    """The lesson (None: it could not be read whole; ``problems`` say why)."""
+    problems: list[Problem]
+    """Every problem, in file order: any of them refuses the lesson."""
+    warnings: list[Problem]
+    """Said, but they do not refuse the lesson (Markdown in prose, a bare repeated token)."""
+    runner: LessonRunner | None = None
+    """The runner that checked the lesson, still open when asked for (``keep_runner``):
+    its runs are reused by the session that opens the lesson."""
+
+
+def examine(
+    spec: str | Path,
+    host: PluginHost,
+    *,
+    extra_dirs: Sequence[str | Path] = (),
+    keep_runner: bool = False,
+) -> Examined:
+    """Load and check lesson ``spec`` (a name, number or path): every problem and warning.
+
+    A lesson that cannot be read whole still has the steps that could be read run, so
+    every problem is reported at once. Raises :class:`~tracer.errors.UsageError` (no
+    such lesson) and the YAML layer's :class:`LessonError` (a file that is no safe YAML)
+    as :func:`~tracer.lessons.loader.load_lesson` does.
+    """
+    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
+
+    path = resolve_lesson(spec, extra_dirs)
+    try:
+        lesson = load_lesson(path, host, extra_dirs=extra_dirs)
+    except LessonError as error:
+        if error.partial is None:
+            raise
+        # All problems at once: the steps that could be read are run too.
+        problems = one_line(error.problems + check_lesson(error.partial, host))
+        return Examined(path, None, _ordered(problems), markup_warnings(error.partial))
+    runner = LessonRunner(lesson, host)
+    try:
+        problems = check_lesson(lesson, host, runner=runner)
+    except BaseException:
+        runner.close()  # a plugin's worker processes stop now, not when collected
+        raise
+    if not keep_runner:
+        runner.close()
+    kept = runner if keep_runner else None
+    return Examined(path, lesson, _ordered(problems), markup_warnings(lesson), kept)
+
+
+def open_checked(
+    spec: str | Path, host: PluginHost, *, extra_dirs: Sequence[str | Path] = ()
+) -> Examined:
+    """The one gate: lesson ``spec`` checked, its runner open, or :class:`LessonError`
+    (exit status 1) with exactly the problems ``attn lesson check`` reports for it."""
+    examined = examine(spec, host, extra_dirs=extra_dirs, keep_runner=True)
+    if examined.problems or examined.lesson is None:
+        if examined.runner is not None:
+            examined.runner.close()
+        raise LessonError(examined.problems)
+    return examined
+
+
+def _ordered(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.line, p.column))
+
+
+def check_lesson(
+    lesson: Lesson,
+    host: PluginHost,
+    *,
+    typed: bool = True,
+    runner: LessonRunner | None = None,
+) -> list[Problem]:
     """Every problem found by running each step of ``lesson``, in file order.
 
-    ``typed``: also report numbers typed into prose. They do not stop a lesson
-    from running (``run --plain`` and ``export`` pass False); they are what
-    ``attn lesson check`` asks an author to make live.
+    ``typed``: also report numbers typed into prose, which go stale when the lesson
+    changes (every front end refuses them, through :func:`open_checked`).
+    ``runner``: run the lesson on this runner (left open), else on one of its own.
     """
     from tracer.lessons.runner import LessonRunner
 
-    runner = LessonRunner(lesson, host)
+    own = runner is None
+    runner = runner if runner is not None else LessonRunner(lesson, host)
     path = str(lesson.path) if lesson.path is not None else "<lesson>"
     problems: list[Problem] = []
     computed: dict[str, float] = {}
@@ -85,9 +171,10 @@ def check_lesson(lesson: Lesson, host: PluginHost, *, typed: bool = True) -> lis
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
-    if typed:  # what `attn lesson check` asks an author to change; it stops no run
+    if typed:  # a quiz that gives its answer away: refused like any problem (one gate)
         problems += giveaways(lesson, runner, path)
-    runner.close()  # a plugin's worker processes stop now, not when collected
+    if own:
+        runner.close()  # a plugin's worker processes stop now, not when collected
     if typed:
         problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)
     return one_line(problems)
@@ -119,11 +206,15 @@ def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_NO_TENSOR = re.compile(r"^stage '[^']*' of '[^']*' has no tensor ")
 _CELL_INDEX = re.compile(r"^cell index -?\d+ is out of range for axis (\d+) ")
 
 
 def _index_at(exc: TracerError, ref: TensorRef) -> tuple[int, int] | None:
-    """Where the cell index a message is about is written: the index, not the mapping."""
+    """Where the cell index (or the tensor) a message is about is written: the index, not
+    the mapping."""
+    if ref.tensor_at is not None and _NO_TENSOR.match(exc.message):
+        return ref.tensor_at
     found = _CELL_INDEX.match(exc.message)
     if found is None or int(found.group(1)) >= len(ref.cell_at):
         return None
@@ -250,5 +341,6 @@ def _error(message: str, ref: TensorRef | None = None) -> TracerError:
 
     error = TracerError(message)
     if ref is not None:
-        error.location = Location("", ref.line, ref.column)
+        line, column = _index_at(error, ref) or (ref.line, ref.column)
+        error.location = Location("", line, column)
     return error

@@ -16,6 +16,7 @@ runner).
 from __future__ import annotations
 
 import linecache
+import os
 import re
 import textwrap
 from collections.abc import Callable, Iterator
@@ -104,11 +105,33 @@ def code_that_ran(stage: Stage) -> str:
     return "\n\n".join(chunks)
 
 
-def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
-    """The lesson, step by step, computed live."""
+@dataclass(frozen=True)
+class Exporting:
+    """What drawing a step needs: the lesson's runner, and the folder the document is
+    written to (inputs files are named relative to it, so the document travels)."""
+
+    runner: LessonRunner
+    folder: Path
+
+
+def blocks(
+    lesson: Lesson,
+    host: PluginHost,
+    *,
+    runner: LessonRunner | None = None,
+    folder: Path | None = None,
+) -> Iterator[Block]:
+    """The lesson, step by step, computed live.
+
+    ``runner``: the session's (left open), else one of its own. ``folder``: where the
+    document will be (default: the current folder); code cells name inputs files by
+    their path from there, never by this machine's absolute path.
+    """
     from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
 
-    runner = LessonRunner(lesson, host)
+    own = runner is None
+    runner = runner if runner is not None else LessonRunner(lesson, host)
+    context = Exporting(runner, (folder or Path.cwd()).absolute())
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
     yield Block(
         "markdown",
@@ -119,41 +142,44 @@ def blocks(lesson: Lesson, host: PluginHost) -> Iterator[Block]:
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield Block("markdown", f"## Step {number} of {total}: {_heading(step)}")
-        yield from _step(step, runner, number - 1)
-    runner.close()  # a plugin's worker processes stop now, not when collected
+        yield from _step(step, context, number - 1)
+    if own:
+        runner.close()  # a plugin's worker processes stop now, not when collected
 
 
 def _heading(step: LessonStep) -> str:
     return escape(step_heading(step))  # the walk's heading, as --plain prints it
 
 
-def _step(step: LessonStep, runner: LessonRunner, number: int) -> Iterator[Block]:
-    yield from _DRAW[step.kind](step_view(runner.lesson, runner, number), runner)
+def _step(step: LessonStep, context: Exporting, number: int) -> Iterator[Block]:
+    runner = context.runner
+    yield from _DRAW[step.kind](step_view(runner.lesson, runner, number), context)
 
 
-def _narration(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+def _narration(view: StepView, context: Exporting) -> Iterator[Block]:
     yield Block("markdown", escape(view.text))
 
 
-def _checkpoint(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+def _checkpoint(view: StepView, context: Exporting) -> Iterator[Block]:
     yield Block("markdown", "\n".join(f"- {escape(point)}" for point in view.points))
 
 
-def _show(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+def _show(view: StepView, context: Exporting) -> Iterator[Block]:
     if view.text:
         yield Block("markdown", escape(view.text))
     main, *others = view.tables
     focus = focus_lines(main.focus, main.resolved) if main.focus is not None else []
-    yield from _tensor_block(main, "\n".join(focus), runner=runner)
+    yield from _tensor_block(main, "\n".join(focus), context=context)
     for other in others:
-        yield from _tensor_block(other, "", code=False, runner=runner)
+        yield from _tensor_block(other, "", code=False, context=context)
 
 
-def _loop(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+def _loop(view: StepView, context: Exporting) -> Iterator[Block]:
+    runner = context.runner
     yield Block("output", "\n".join(loop_lines(step_as(view.step, Loop), runner)))
 
 
-def _compare(view: StepView, runner: LessonRunner) -> Iterator[Block]:
+def _compare(view: StepView, context: Exporting) -> Iterator[Block]:
     caption = view.text
     if caption:
         yield Block("markdown", escape(caption))
@@ -162,7 +188,7 @@ def _compare(view: StepView, runner: LessonRunner) -> Iterator[Block]:
     for side, table in (("Left", left), ("Right", right)):
         label = table.resolved.ref.label or table.resolved.ref.variant
         yield Block("markdown", escape(f"{side}: {label}"))
-        yield from _tensor_block(table, "", runner=runner)
+        yield from _tensor_block(table, "", context=context)
     shown = left.resolved
     if difference is not None:
         yield Block("markdown", escape("Difference, right minus left"))
@@ -177,7 +203,7 @@ def _tensor_block(
     extra: str,
     *,
     code: bool = True,
-    runner: LessonRunner | None = None,
+    context: Exporting | None = None,
 ) -> Iterator[Block]:
     """A tensor: the variant's lines that ran (to read), then the table, recomputed by a
     runnable cell where the run can be written as one ``trace(...)`` call."""
@@ -191,7 +217,7 @@ def _tensor_block(
     table = format_tensor(
         resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden, TABLE_WIDTH
     )
-    program = _program(resolved, runner) if runner is not None and not hidden else None
+    program = _program(resolved, context) if context is not None and not hidden else None
     if program is None:
         yield Block("output", "\n".join([*heading, table, *([extra] if extra else [])]))
         return
@@ -206,9 +232,11 @@ def _file_names(stage: Stage) -> str:
     return ", ".join(Path(path).name for path in files)
 
 
-def _inputs_spec(resolved: Resolved) -> str | None:
+def _inputs_spec(resolved: Resolved, folder: Path) -> str | None:
     """How ``trace(inputs=...)`` names the run's inputs, as Python: a built-in name, an
-    inputs file, or the lesson's own ``inputs:`` written out as an ``InputSet``."""
+    inputs file (its path from ``folder``, where the document is: the folder travels with
+    the inputs in it, and no absolute path of this machine is written), or the lesson's
+    own ``inputs:`` written out as an ``InputSet``."""
     inputs = resolved.ref.options.inputs
     if inputs is None:
         return None
@@ -220,15 +248,20 @@ def _inputs_spec(resolved: Resolved) -> str | None:
         return repr(inputs)
     path = Path(inputs.source)
     if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
-        return repr(str(path.resolve()))
+        try:
+            relative = os.path.relpath(path.resolve(), folder.resolve())
+        except ValueError:  # another drive (Windows): no path leads there, so it is embedded
+            return repr(inputs)
+        return repr(Path(relative).as_posix())
     return None
 
 
-def _program(resolved: Resolved, runner: LessonRunner) -> str | None:
+def _program(resolved: Resolved, context: Exporting) -> str | None:
     """A cell that recomputes ``resolved`` with ``tracer.trace`` and prints the table the
     lesson shows; None when the tensor is the lesson's own derivation (``then:``)."""
+    runner = context.runner
     ref = resolved.ref
-    spec = _inputs_spec(resolved)
+    spec = _inputs_spec(resolved, context.folder)
     if ref.then or spec is None:
         return None
     options = ref.options
@@ -274,7 +307,8 @@ NOTE = (
 )
 
 
-def _quiz(step_view: StepView, runner: LessonRunner) -> Iterator[Block]:
+def _quiz(step_view: StepView, context: Exporting) -> Iterator[Block]:
+    runner = context.runner
     step = step_as(step_view.step, Quiz)
     lines = [f"**Quiz:** {escape(step_view.text)}"]
     view = step_view.quiz
@@ -283,7 +317,7 @@ def _quiz(step_view: StepView, runner: LessonRunner) -> Iterator[Block]:
         yield Block("markdown", lines[0] + (f"\n\n{escape(view.caption)}" if view.caption else ""))
         lines = []
         for table in view.tables:
-            yield from _tensor_block(table, "", code=False, runner=runner)
+            yield from _tensor_block(table, "", code=False, context=context)
         if view.hidden:
             lines.append(escape("(? = a cell that shows the answer, under Answer below)"))
     lines += [
@@ -302,7 +336,7 @@ def _quiz(step_view: StepView, runner: LessonRunner) -> Iterator[Block]:
     yield Block("markdown", "\n\n".join(line for line in lines if line))
 
 
-_DRAW: dict[str, Callable[[StepView, LessonRunner], Iterator[Block]]] = {
+_DRAW: dict[str, Callable[[StepView, Exporting], Iterator[Block]]] = {
     "narration": _narration,
     "show": _show,
     "loop": _loop,
@@ -313,9 +347,16 @@ _DRAW: dict[str, Callable[[StepView, LessonRunner], Iterator[Block]]] = {
 """How an export draws each kind of step's view (what the view holds is the walk's)."""
 
 
-def markdown(lesson: Lesson, host: PluginHost) -> str:
+def markdown(
+    lesson: Lesson,
+    host: PluginHost,
+    *,
+    runner: LessonRunner | None = None,
+    folder: Path | None = None,
+) -> str:
+    """The lesson as Markdown (``runner``, ``folder``: as :func:`blocks` takes them)."""
     parts = []
-    for block in blocks(lesson, host):
+    for block in blocks(lesson, host, runner=runner, folder=folder):
         if block.kind == "markdown":
             parts.append(block.text)
         elif block.kind == "source":
@@ -332,13 +373,21 @@ def markdown(lesson: Lesson, host: PluginHost) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def notebook(lesson: Lesson, host: PluginHost) -> Any:
+def notebook(
+    lesson: Lesson,
+    host: PluginHost,
+    *,
+    runner: LessonRunner | None = None,
+    folder: Path | None = None,
+) -> Any:
     """An nbformat-4 notebook node: Markdown cells, the variants' code as text, and code cells
-    that recompute each table (with the output they print, so it reads before it is run)."""
+    that recompute each table (with the output they print, so it reads before it is run).
+    ``runner``, ``folder``: as :func:`blocks` takes them (a notebook's code runs in the
+    notebook's own folder, so ``folder`` is where it is written)."""
     nbformat = _nbformat()
     new = nbformat.v4
     cells = []
-    for block in blocks(lesson, host):
+    for block in blocks(lesson, host, runner=runner, folder=folder):
         if block.kind == "markdown":
             cells.append(new.new_markdown_cell(block.text))
         elif block.kind == "source":
@@ -375,9 +424,17 @@ def _nbformat() -> Any:
     return importlib.import_module("nbformat")
 
 
-def export_text(lesson: Lesson, host: PluginHost, to: str) -> str:
-    """The whole document as text, in format ``to`` (``md`` or ``ipynb``)."""
+def export_text(
+    lesson: Lesson,
+    host: PluginHost,
+    to: str,
+    *,
+    runner: LessonRunner | None = None,
+    folder: Path | None = None,
+) -> str:
+    """The whole document as text, in format ``to`` (``md`` or ``ipynb``); ``runner`` and
+    ``folder`` (where the document is written): as :func:`blocks` takes them."""
     if to == "md":
-        return markdown(lesson, host)
-    text: str = _nbformat().writes(notebook(lesson, host))
+        return markdown(lesson, host, runner=runner, folder=folder)
+    text: str = _nbformat().writes(notebook(lesson, host, runner=runner, folder=folder))
     return text if text.endswith("\n") else text + "\n"

@@ -940,6 +940,7 @@ class Reader:
             then=then,
             line=node.start_mark.line + 1,
             column=node.start_mark.column + 1,
+            tensor_at=_at(entries["tensor"][1]) if "tensor" in entries else None,
         )
 
     def variant_options(
@@ -1440,7 +1441,16 @@ class Reader:
             self.problem(node, "hints is empty; give at least one hint, or leave 'hints' out")
             return None
         if isinstance(node, yaml.SequenceNode) and node.flow_style:
+            given = {id(item) for item in items}
             items = _rejoined_sentences(items)
+            for item in items:
+                if id(item) not in given:  # a sentence YAML split at its comma, read as one
+                    self.warn(
+                        item,
+                        f"in a [ ] list a comma starts a new item, so YAML splits "
+                        f"'{_short_text(str(item.value))}' into two hints; it is read as one "
+                        "hint: quote it, or write each hint on its own '- ' line",
+                    )
         texts = [self.prose(item, "a hint", quiz=True) for item in items]
         if any(t is None for t in texts):
             return None
@@ -1560,6 +1570,16 @@ class Reader:
 
 
 # Scalars ---------------------------------------------------------------------
+
+
+def _at(node: yaml.Node) -> tuple[int, int]:
+    """Where ``node`` is written: (line, column), from 1."""
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _short_text(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _rejoined_sentences(items: list[yaml.Node]) -> list[yaml.Node]:

@@ -168,6 +168,8 @@ class TensorRef:
     column: int = 0
     cell_at: tuple[tuple[int, int], ...] = field(default=(), compare=False)
     """Where each index of ``cell`` is written (line, column), for a message about one."""
+    tensor_at: tuple[int, int] | None = field(default=None, compare=False)
+    """Where ``tensor`` is written (line, column), for a message about it."""
 
 
 @dataclass(frozen=True)

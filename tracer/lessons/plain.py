@@ -30,17 +30,24 @@ if TYPE_CHECKING:
     from tracer.variant import SubStep
 
 
-def plain_lines(lesson: Lesson, host: PluginHost) -> Iterator[str]:
-    """Yield the lesson's text one block at a time, computing each step as it is reached."""
+def plain_lines(
+    lesson: Lesson, host: PluginHost, *, runner: LessonRunner | None = None
+) -> Iterator[str]:
+    """Yield the lesson's text one block at a time, computing each step as it is reached.
+
+    ``runner``: the session's (left open: its runs are reused), else one of its own.
+    """
     from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
 
-    runner = LessonRunner(lesson, host)
+    own = runner is None
+    runner = runner if runner is not None else LessonRunner(lesson, host)
     yield lesson_heading(lesson)
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield step_title(number - 1, total, step)
         yield "\n".join(_step_lines(step, runner, number - 1)) + "\n"
-    runner.close()  # a plugin's worker processes stop now, not when collected
+    if own:
+        runner.close()  # a plugin's worker processes stop now, not when collected
     yield "--- End of the lesson."
 
 
@@ -150,10 +157,13 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
 def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
     """A loop step in full: its caption, then every sub-step it shows, and how many."""
     lines = [runner.text(step.caption).strip()] if step.caption else []
+    # The run's tokens, as the app and 'attn trace --substeps' label them: they carry a
+    # second sequence's (a source's keys are labelled with the source's tokens).
+    tokens = runner.trace(step.variant, step.options, step.query).tokens
     count = 0
     for sub in runner.substeps(step):
         count += 1
-        lines.extend(substep_lines(sub, runner.tokens, step.query))
+        lines.extend(substep_lines(sub, tokens, step.query))
     lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
     return lines
 

@@ -58,7 +58,8 @@ steps:
       question: What is the score of "journey" with "Your"?
       answer: {{variant: naive-loop, stage: scores, cell: [journey, Your]}}
       tolerance: 0.01
-      hints: [Multiply the two embeddings component by component, then add.]
+      hints:  # one per line: in a [ ] list, a comma would start a new hint
+        - Multiply the two embeddings component by component, then add.
       explanation: "0.55 × 0.43 + 0.87 × 0.15 + 0.66 × 0.89 = {{{{answer}}}}, the dot product."
 
   # A choice quiz: 'answer' is the text of the right choice.

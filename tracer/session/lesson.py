@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.check import open_checked
 from tracer.lessons.grading import grade as grade_response
-from tracer.lessons.loader import find_lessons, load_lesson, resolve_lesson, shipped_dir
+from tracer.lessons.loader import find_lessons, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
 from tracer.lessons.walk import (
     COUNT_STEPS,
@@ -160,15 +161,24 @@ def open_lesson(
 
     ``warm``: compute every step now (a loading worker), so moving only draws;
     ``highlight`` is then called with each source file the lesson shows.
-    Raises the loader's errors (:class:`~tracer.lessons.loader.LessonError`,
-    :class:`~tracer.errors.UsageError`) for a lesson that cannot be opened.
+    Raises :class:`~tracer.lessons.loader.LessonError` (exit status 1) with every
+    problem ``attn lesson check`` reports for a lesson it refuses (the one gate,
+    :func:`~tracer.lessons.check.open_checked`), and :class:`~tracer.errors.UsageError`
+    for a lesson that does not exist.
     """
     path = resolve_lesson(spec, lesson_dirs)
     host = host if host is not None else PluginHost(plugin_dirs)
     mtime = file_time(path)
-    lesson = load_lesson(path, host, extra_dirs=lesson_dirs)
+    checked = open_checked(path, host, extra_dirs=lesson_dirs)
+    assert checked.lesson is not None
     session = start_session(
-        lesson, host, path, lesson_dirs=lesson_dirs, warm=warm, highlight=highlight
+        checked.lesson,
+        host,
+        path,
+        lesson_dirs=lesson_dirs,
+        warm=warm,
+        highlight=highlight,
+        runner=checked.runner,
     )
     session.mtime = mtime
     return session
@@ -182,13 +192,15 @@ def start_session(
     lesson_dirs: Sequence[str] = (),
     warm: bool = False,
     highlight: Callable[[str], object] | None = None,
+    runner: LessonRunner | None = None,
 ) -> LessonSession:
-    """A session over a lesson already read from ``path`` (and checked by the caller)."""
+    """A session over a lesson already read from ``path`` (and checked by the caller:
+    :func:`open_lesson` does both); ``runner``: the one that checked it."""
     # Here, not at the top: the runner imports torch, and the app imports this module before
     # its first frame (the lesson itself loads in a worker).
     from tracer.lessons.runner import LessonRunner
 
-    runner = LessonRunner(lesson, host)
+    runner = runner if runner is not None else LessonRunner(lesson, host)
     loops = warm_up(lesson, runner, highlight=highlight) if warm else {}
     key = lesson_key(path, shipped_dir())
     return LessonSession(

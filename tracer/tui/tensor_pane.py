@@ -18,10 +18,12 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.widgets import Static
 
 from tracer.render.text import shorten
 from tracer.session.explore import LoopCanvas, cell_of
+from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.equations import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
@@ -304,6 +306,22 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         each side (an unmeasured pane: no limit)."""
         width = self.size.width
         return width - 4 if width > 0 else 10_000
+
+    if hooks.SIZE_UPDATED:
+
+        def _size_updated(
+            self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+        ) -> bool:
+            # Inside the layout pass, before its frame is painted: a title cut to the new
+            # width here is in that frame (cut on the Resize event, it cost a second frame).
+            resized = super()._size_updated(size, virtual_size, container_size, layout)
+            if resized and hooks.hooks_on() and hooks.BORDER_TITLE:
+                title = shorten(self.full_title, self._border_room())
+                if self.border_title != title:
+                    # Stored as Textual's setter stores it, without its repaint request:
+                    # the new size repaints the whole pane in this frame anyway.
+                    self._border_title = self.render_str(title).expand_tabs(4).split()[0]
+            return resized
 
     def on_resize(self) -> None:
         self._fit_title()

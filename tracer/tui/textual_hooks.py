@@ -69,6 +69,10 @@ SCROLLBARS = (
 """Textual makes a view's scrollbars on first use (``_vertical_scrollbar`` and
 ``App._start_widget``); a steady view makes its own kind there."""
 
+BORDER_TITLE = _instance_has("_border_title") and _takes(Widget, "render_str", "text_content")
+"""``Widget._border_title``, where the ``border_title`` setter stores the title it renders:
+a pane resized by the layout pass fits its title there, inside that pass's frame."""
+
 ROWS = _takes(Widget, "render_lines", "crop")
 """``Widget.render_lines(crop)``, public but the compositor's: kept rows and blank bands."""
 
@@ -94,4 +98,5 @@ def detected() -> dict[str, bool]:
         "_check_refresh": CHECK_REFRESH,
         "scrollbars": SCROLLBARS,
         "render_lines": ROWS,
+        "_border_title": BORDER_TITLE,
     }

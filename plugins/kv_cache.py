@@ -55,7 +55,8 @@ def kv_cache(run: RunContext):
         yield substep(
             "decode",
             (t,),
-            formula=f"token {t}: cache holds {t + 1} keys; z{t} = softmax(K q{t} / √d_k) · V",
+            formula=f"token {t}: cache holds {t + 1} key{'s' * (t != 0)}; "
+            f"z{t} = softmax(K q{t} / √d_k) · V",
             axes={
                 "query": ("feature",),
                 "new_key": ("feature",),

@@ -109,7 +109,7 @@ def mla(run: RunContext):
     yield stage(
         "projections",
         f"Query projection, down-projection to a latent of {rank}, up-projections back to "
-        f"{heads} heads of {head_dim}, the rotary projections, and the output projection",
+        f"{heads} head{'s' * (heads != 1)} of {head_dim}, the rotary projections, and the output projection",
         axes={
             "W_query": ("feature", "feature"),
             "W_dkv": ("feature", "latent"),

@@ -109,7 +109,8 @@ def multihead(run: RunContext):
     values = values.view(n, heads, head_dim).transpose(0, 1)
     yield stage(
         "split",
-        f"Split into {heads} heads of {head_dim} columns each",
+        f"Split into {heads} head{'s' * (heads != 1)} of {head_dim} "
+        f"column{'s' * (head_dim != 1)}{' each' * (heads != 1)}",
         formula="view(tokens, heads, head_dim).transpose(0, 1)",
         axes={
             "queries": ("head", "query", "feature"),

@@ -155,13 +155,20 @@ def build_context(
         query=query,
         dropout=options.dropout,
         seed=options.seed,
-        init=None if input_set.weights else options.init,
+        # None only when the file gave every projection: some drawn (a query alone beside a
+        # source) were drawn by this init, and an outside oracle needs it to draw them again.
+        init=None if _gives_every_projection(input_set) else options.init,
         padding=input_set.padding,
         extra=variant_options,
         source=second,
         params=params,
         d_out=d_out if uses_weights else None,
     )
+
+
+def _gives_every_projection(input_set: InputSet) -> bool:
+    given = input_set.weights or {}
+    return all(name in given for name in ("query", "key", "value"))
 
 
 def build_params(

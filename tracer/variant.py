@@ -105,6 +105,11 @@ class Option:
             return f"option name {self.name!r} must be lower-case letters, digits and underscores{hint}"
         if self.type not in OPTION_TYPES:
             return f"option {self.name!r} has type {self.type!r}; use int, float, bool or str"
+        if not _fits_type(self.default, self.type):
+            return (
+                f"option {self.name!r} has default {self.default!r}, which is not "
+                f"{self.type.__name__}"
+            )
         number = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
         if number and self.min is not None and self.default < self.min:
             return (
@@ -123,6 +128,22 @@ class Option:
 
 
 _DEFERRING: list[int] = [0]
+
+
+def _fits_type(default: Any, kind: type) -> bool:
+    """Whether an option's default can be its declared type (None: no default; a whole
+    float for an int and an int for a float are the same number)."""
+    if default is None:
+        return True
+    if kind is bool:
+        return isinstance(default, bool)
+    if isinstance(default, bool):
+        return False
+    if kind is int:
+        return isinstance(default, int) or (isinstance(default, float) and default.is_integer())
+    if kind is float:
+        return isinstance(default, (int, float))
+    return isinstance(default, kind)
 
 
 def _deferring() -> bool:

@@ -124,6 +124,19 @@ def test_an_option_whose_default_breaks_its_own_bounds_is_refused_at_its_line(
         Option("k", int, 9, max=4)
 
 
+def test_an_option_whose_default_is_not_its_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="option 'x' has default 'a', which is not int"):
+        Option("x", int, "a")
+    with pytest.raises(ValueError, match="option 'flag' has default 1, which is not bool"):
+        Option("flag", bool, 1)
+    with pytest.raises(ValueError, match="option 'k' has default True, which is not int"):
+        Option("k", int, True)
+    # The same number in another spelling, and no default at all, stay as they were.
+    assert Option("lr", float, 2).default == 2
+    assert Option("steps", int, 50.0).default == 50.0
+    assert Option("name", str, None).default is None
+
+
 def test_a_mistyped_option_key_suggests_the_declared_one(attn: Attn, tmp_path: Path) -> None:
     folder = plugin(
         tmp_path / "p",

@@ -169,6 +169,20 @@ def test_source_weights_need_no_unused_main_weights(tmp_path: Path, suffix: str)
     assert np.allclose(trace.output.double().numpy(), weights @ v, atol=1e-5)
 
 
+def test_trace_json_says_the_init_that_drew_the_projections_the_file_left_out(
+    tmp_path: Path, attn: Attn
+) -> None:
+    import json
+
+    path = tmp_path / "cross.yaml"
+    path.write_text(SOURCE_WEIGHTS_ONLY, encoding="utf-8")
+    status, out, _ = attn("trace", "cross-attention", "--inputs", str(path), "--json")
+    assert status == 0
+    # key and value of the main sequence were drawn (by rand, the default), so the init
+    # is stated: an outside oracle draws them again from it and the seed.
+    assert json.loads(out)["init"] == "rand"
+
+
 def test_main_weights_without_a_source_still_need_all_three(tmp_path: Path, attn: Attn) -> None:
     path = tmp_path / "partial.yaml"
     path.write_text(SOURCE_WEIGHTS_ONLY.split("source:")[0], encoding="utf-8")

@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from tests.data import seeds
-from tracer.lessons.check import check_lesson
+from tracer.lessons.check import check_lesson, open_checked
 from tracer.lessons.loader import parse_lesson
 from tracer.lessons.model import Lesson
+from tracer.lessons.plain import plain_lines
+from tracer.lessons.reading import LessonError
 from tracer.lessons.runner import LessonRunner
-from tracer.lessons.walk import quiz_tables, step_view
+from tracer.lessons.walk import HIDDEN_NOTE, quiz_tables, step_view
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import start_session
 
@@ -140,9 +142,11 @@ steps:
 
 
 @pytest.mark.parametrize("kind", ["question", "table"])
-def test_a_run_does_not_stop_for_a_giveaway(host: PluginHost, kind: str) -> None:
-    """`run --plain` and `export` check with typed=False: a giveaway is the author's to mend,
-    and stops no learner."""
+def test_every_front_end_refuses_a_giveaway_as_check_does(
+    host: PluginHost, kind: str, tmp_path: Path
+) -> None:
+    """One gate: the lesson `attn lesson check` refuses for stating its answer is refused by
+    `run`, `--plain` and `export` too, with the same line."""
     question = "Is it {{s}}?" if kind == "question" else "What is it?"
     text = f"""title: T
 summary: S
@@ -154,7 +158,26 @@ steps:
       answer: {{variant: naive-loop, stage: scores, cell: [one, step]}}
       tolerance: 0.005
 """
-    assert check_lesson(load(text, host), host, typed=False) == []
+    if kind == "table":  # the answer itself is no giveaway: only a question that states it
+        assert check_lesson(load(text, host), host) == []
+        return
+    path = tmp_path / "giveaway.yaml"
+    path.write_text(text, encoding="utf-8")
+    problems = [str(p) for p in check_lesson(load(text, host), host)]
+    assert problems and "states its answer" in " ".join(problems)
+    with pytest.raises(LessonError) as refused:
+        open_checked(path, host)
+    assert [p.message for p in refused.value.problems] == [
+        p.message for p in check_lesson(load(text, host), host)
+    ]
+
+
+def test_plain_says_what_a_hidden_cell_of_a_show_step_means(host: PluginHost) -> None:
+    lesson = load(TWO_QUIZZES, host)
+    text = "\n".join(plain_lines(lesson, host))
+    first_show = text.split("--- Step 2")[0]
+    assert "?" in first_show and HIDDEN_NOTE in first_show
+    assert HIDDEN_NOTE not in text.split("--- Step 4")[1]  # after both quizzes: nothing hidden
 
 
 CROSS = """title: T

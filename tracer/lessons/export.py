@@ -31,7 +31,15 @@ from tracer.lessons.model import (
     Quiz,
 )
 from tracer.lessons.plain import focus_lines, loop_lines
-from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading, step_view
+from tracer.lessons.walk import (
+    HIDDEN_NOTE,
+    TABLE_WIDTH,
+    Table,
+    answer_shown,
+    step_as,
+    step_heading,
+    step_view,
+)
 from tracer.render.text import format_tensor, shape_text
 
 if TYPE_CHECKING:
@@ -217,6 +225,8 @@ def _tensor_block(
     table = format_tensor(
         resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden, TABLE_WIDTH
     )
+    if hidden and code:  # a quiz's own tables (code=False) say it under the quiz
+        extra = "\n".join(line for line in (extra, HIDDEN_NOTE) if line)
     program = _program(resolved, context) if context is not None and not hidden else None
     if program is None:
         yield Block("output", "\n".join([*heading, table, *([extra] if extra else [])]))
@@ -320,16 +330,14 @@ def _quiz(step_view: StepView, context: Exporting) -> Iterator[Block]:
             yield from _tensor_block(table, "", code=False, context=context)
         if view.hidden:
             lines.append(escape("(? = a cell that shows the answer, under Answer below)"))
+    # The view's choices and hints: what the walk lets them say (no other quiz's answer).
     lines += [
-        f"{chr(ord('a') + i)}) {escape(runner.text(choice))}"
-        for i, choice in enumerate(step.choices)
+        f"{chr(ord('a') + i)}) {escape(choice)}" for i, choice in enumerate(step_view.choices)
     ]
     if step.quiz_kind == "multiple":
         lines.append("(more than one choice may be right)")
-    for number, hint in enumerate(step.hints, start=1):
-        lines.append(
-            f"<details><summary>Hint {number}</summary>\n\n{escape(runner.text(hint))}\n\n</details>"
-        )
+    for number, hint in enumerate(step_view.hints, start=1):
+        lines.append(f"<details><summary>Hint {number}</summary>\n\n{escape(hint)}\n\n</details>")
     answer = escape(answer_shown(step, runner))
     why = f"\n\n{escape(runner.text(step.explanation, step))}" if step.explanation else ""
     lines.append(f"<details><summary>Answer</summary>\n\n{answer}{why}\n\n</details>")

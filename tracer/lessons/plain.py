@@ -17,7 +17,15 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz
-from tracer.lessons.walk import TABLE_WIDTH, Table, answer_shown, step_as, step_heading, step_view
+from tracer.lessons.walk import (
+    HIDDEN_NOTE,
+    TABLE_WIDTH,
+    Table,
+    answer_shown,
+    step_as,
+    step_heading,
+    step_view,
+)
 from tracer.render.labels import axis_labels
 from tracer.render.text import format_number, format_scalar, format_tensor, is_whole, shape_text
 
@@ -96,6 +104,8 @@ def table_lines(table: Table, *, title: bool = False, formula: bool = True) -> l
             wrap=TABLE_WIDTH,
         )
     )
+    if table.hidden:
+        lines.append(HIDDEN_NOTE)
     return lines
 
 
@@ -220,7 +230,7 @@ def quiz_lines(
     lines.extend(quiz_table_lines(step_view))
     if any(table.hidden for table in step_view.tables):
         lines.append(f"(? = a cell that shows the answer, shown once {until})")
-    written = choices if choices is not None else step.choices
+    written = choices if choices is not None else step_view.choices
     lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(written))
     if step.quiz_kind == "multiple":
         lines.append("(more than one choice may be right)")
@@ -248,9 +258,9 @@ def quiz_table_lines(step_view: StepView) -> list[str]:
 def answer_lines(step_view: StepView, runner: LessonRunner) -> list[str]:
     """What ``--plain`` (not interactive) prints after a quiz: hints, answer, explanation."""
     step = step_as(step_view.step, Quiz)
+    # The view's hints: what the walk lets them say (no other unanswered quiz's answer).
     lines = [
-        f"Hint {number}: {runner.text(hint, step).strip()}"
-        for number, hint in enumerate(step.hints, start=1)
+        f"Hint {number}: {hint.strip()}" for number, hint in enumerate(step_view.hints, start=1)
     ]
     lines.append(f"Answer: {answer_shown(step, runner)}")
     if step.explanation:

@@ -72,6 +72,10 @@ Cell = tuple[int, int]
 """A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
 
 
+HIDDEN_NOTE = "(? = a number that would give away a quiz's answer; shown once it is answered)"
+"""Said under a table outside a quiz whose cells the walk hides (see :func:`conceal`)."""
+
+
 @dataclass(frozen=True)
 class Table:
     """One tensor a step shows: the resolved tensor, what to emphasise and what to hide."""

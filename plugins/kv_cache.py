@@ -10,8 +10,8 @@ have not changed. So a decoder keeps them in a cache. For each new token it
 3. scores the new query against every cached key and takes a softmax,
 4. mixes the cached values into the new token's context vector.
 
-The rows produced this way are exactly the causal (``masked``) attention of
-the whole text, with the same weights for the same ``--seed``, ``--init`` and
+The rows produced this way are the causal (``masked``) attention of the whole
+text up to float rounding, with the same weights for the same ``--seed``, ``--init`` and
 ``--d-out``. A last stage counts the multiply-adds the loop did against
 recomputing causal attention over the whole prefix at every step.
 """

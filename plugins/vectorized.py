@@ -1,8 +1,8 @@
 """Simplified self-attention as matrix products: the naive loop, vectorised.
 
-``inputs @ inputs.T`` computes every pairwise dot product at once; the
-numbers are exactly those of the loop, as the Basic Self Attention notebook
-shows.
+``inputs @ inputs.T`` computes every pairwise dot product at once: the
+loop's numbers up to float rounding (a few differ in the last bit), as the
+Basic Self Attention notebook shows.
 """
 
 import torch

@@ -124,7 +124,7 @@ def test_quick_start_says_how_to_quit_with_the_apps_own_keys() -> None:
     quits = {
         key
         for binding in TracerApp.BINDINGS
-        if isinstance(binding, Binding) and binding.action == "quit"
+        if isinstance(binding, Binding) and binding.action in ("quit", "quit_now")
         for key in binding.key.split(",")
     }
     section, (opens, _) = quick_start()

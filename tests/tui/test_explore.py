@@ -328,10 +328,13 @@ async def test_q_quits_while_a_variant_is_still_computing_a_step(
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             screen = screen_of(app)
-            for _ in range(1000):  # not settle(): the prefetch of step 2 never finishes
+            # Not settle(): the prefetch of step 2 never finishes. Bounded generously: on a
+            # loaded machine the first step took longer than the 10 s this once allowed.
+            for _ in range(3000):
                 await pilot.pause(0.01)
                 if screen.session is not None and screen.position == 0:
                     break
+            assert screen.session is not None and screen.position == 0, "step 1 never shown"
             await pilot.press("right")  # the variant is asleep inside its second step
             for _ in range(60):
                 await pilot.pause(0.01)
@@ -340,7 +343,8 @@ async def test_q_quits_while_a_variant_is_still_computing_a_step(
             assert "Running to step 2" in text_of(app, "#narration")
             await pilot.press("q")
         # The app closed while the variant was still inside that step: q did not wait for it.
-        assert screen.session is not None and screen.session.stepper.produced == 1
+        # (At most 1: a stepper that was reviving its run when q came may be back at 0.)
+        assert screen.session is not None and screen.session.stepper.produced <= 1
         assert app.return_code == 0
     finally:
         release.write_text("go", encoding="utf-8")

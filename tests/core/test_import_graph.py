@@ -180,6 +180,7 @@ LAYERS = (
         "tracer.sanitize",
         "tracer.suggest",
         "tracer.yamldoc",
+        "tracer.parsing",
         "tracer.dropout",  # numpy and torch only: the mask every variant draws the same way
     ),
     ("tracer.variant", "tracer.options", "tracer.inputs", "tracer.hookspecs"),

@@ -48,7 +48,7 @@ def lesson_app(path: Path = LESSON, *, resume: bool = False) -> TracerApp:
 
 def lesson_screen(app: TracerApp) -> LessonScreen:
     screen = app.screen
-    assert isinstance(screen, LessonScreen)
+    assert isinstance(screen, LessonScreen), getattr(screen, "message", screen)
     return screen
 
 

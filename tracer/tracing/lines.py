@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from types import FrameType
 from typing import Any
 
+from tracer.parsing import parse_python
+
 
 class LineRecorder:
     """Collects the lines executed per file under ``roots`` while active (a context manager)."""
@@ -70,7 +72,7 @@ class LineRecorder:
 def _statement_spans(filename: str) -> tuple[tuple[int, int], ...]:
     source = "".join(linecache.getlines(filename))
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError):
         return ()
     spans = []

@@ -114,6 +114,8 @@ class LessonScreen(StepScreen):
         self.session: LessonSession | None = None
         """The lesson being taken: position, moves, answers and progress are the session's."""
         self._reload_error: ErrorScreen | None = None
+        self._latest_reload: Worker[LessonSession] | None = None
+        """The reload of the latest save: an earlier one that ends after it is ignored."""
         self.drawing = LessonDrawing(self, lambda: self.session)
         """Draws the session's view of each step into the panes."""
         self._save_pending = False
@@ -218,6 +220,8 @@ class LessonScreen(StepScreen):
         if group not in ("load", "reload"):
             super().on_worker_state_changed(event)
             return
+        if group == "reload" and event.worker is not self._latest_reload:
+            return  # an earlier save's reload finishing late: the latest one decides
         if event.state == WorkerState.SUCCESS:
             session = event.worker.result
             assert isinstance(session, LessonSession)
@@ -273,7 +277,7 @@ class LessonScreen(StepScreen):
         if session is None or any(w.group == "reload" and w.is_running for w in self.workers):
             return
         if session.changed():
-            self._reload(session.path, session.host)
+            self._latest_reload = self._reload(session.path, session.host)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="reload")
     def _reload(self, path: Path, host: PluginHost) -> LessonSession:
@@ -283,7 +287,7 @@ class LessonScreen(StepScreen):
         """Re-read the lesson file (what saving it in an editor triggers)."""
         if self.session is not None:
             self.session.mtime = file_time(self.session.path)
-            self._reload(self.session.path, self.session.host)
+            self._latest_reload = self._reload(self.session.path, self.session.host)
 
     def _close_reload_error(self) -> None:
         """A later save fixed the lesson (or broke it anew): the old message no longer applies."""

@@ -30,6 +30,7 @@ from textual.color import Color
 from textual.geometry import Region, Size
 from textual.strip import Strip
 
+from tracer.parsing import parse_python
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.colours import theme_colours
 from tracer.tui.steady import SteadyScroll, placement
@@ -91,7 +92,7 @@ class SourceMap:
 def source_map(path: str) -> SourceMap:
     """Parse the plugin's file once; an unparsable file has no plumbing and no marks."""
     try:
-        tree = ast.parse(_source(path))
+        tree = parse_python(_source(path))
     except (SyntaxError, ValueError):
         return SourceMap(frozenset(), (), {})
     plumbing: set[int] = set()

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 from tracer.errors import InputError, UsageError
 from tracer.inputs import InputSet, load_inputs
 from tracer.inputs.input_set import SourceSequence
-from tracer.inputs.weights import make_params, make_source_weights, make_weights
+from tracer.inputs.weights import (
+    gives_every_projection,
+    make_params,
+    make_source_weights,
+    make_weights,
+)
 
 # Re-exported: the bounds are declared with the trace options, in tracer.options.
 from tracer.options import MAX_D_OUT as MAX_D_OUT
@@ -157,18 +162,13 @@ def build_context(
         seed=options.seed,
         # None only when the file gave every projection: some drawn (a query alone beside a
         # source) were drawn by this init, and an outside oracle needs it to draw them again.
-        init=None if _gives_every_projection(input_set) else options.init,
+        init=None if gives_every_projection(input_set.weights) else options.init,
         padding=input_set.padding,
         extra=variant_options,
         source=second,
         params=params,
         d_out=d_out if uses_weights else None,
     )
-
-
-def _gives_every_projection(input_set: InputSet) -> bool:
-    given = input_set.weights or {}
-    return all(name in given for name in ("query", "key", "value"))
 
 
 def build_params(

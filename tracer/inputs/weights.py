@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     import torch
 
 
+PROJECTIONS = ("query", "key", "value")
+
+
+def gives_every_projection(explicit: Mapping[str, object] | None) -> bool:
+    """Whether an inputs file's ``weights`` give all three projections (none is drawn)."""
+    return explicit is not None and all(name in explicit for name in PROJECTIONS)
+
+
 def make_weights(
     init: str,
     d_in: int,
@@ -38,8 +46,8 @@ def make_weights(
     """
     import torch
 
-    names = ("query", "key", "value")
-    if explicit is not None and all(name in explicit for name in names):
+    names = PROJECTIONS
+    if explicit is not None and gives_every_projection(explicit):
         return Weights(*(torch.tensor(explicit[name], dtype=torch.float32) for name in names))
     if explicit is not None:
         drawn = make_weights(init, d_in, d_out, seed)

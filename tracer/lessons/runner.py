@@ -395,19 +395,22 @@ _ALONG_WORDS = {
 }
 
 
+_OPERATOR_WORDS = {"add": "plus", "subtract": "minus", "multiply": "times"}
+"""How :func:`explain` reads an arithmetic operation to a learner."""
+
+
 def explain(operation: Operation) -> str:
     """One operation in words, for a learner (``{scale: 100}`` is "multiplied by 100");
     :func:`describe` is the lesson file's own spelling, for its author."""
     name, argument = operation.name, operation.argument
     if isinstance(argument, TensorRef):
         other = f"{argument.stage}.{argument.tensor}" if argument.tensor else argument.stage
-        verb = {"add": "plus", "subtract": "minus", "multiply": "times"}.get(name, name)
-        return f"{verb} {other}"
+        return f"{_OPERATOR_WORDS.get(name, name)} {other}"
     shown = f"{argument:g}" if isinstance(argument, float) else str(argument)
     if name == "scale":
         return f"multiplied by {shown}"
-    if name in ("add", "subtract", "multiply"):
-        return {"add": "plus", "subtract": "minus", "multiply": "times"}[name] + f" {shown}"
+    if name in _OPERATOR_WORDS:
+        return f"{_OPERATOR_WORDS[name]} {shown}"
     if name == "exp":
         return "e to the power of each value"
     if name == "abs":

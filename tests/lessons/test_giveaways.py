@@ -21,7 +21,9 @@ from tracer.lessons.reading import LessonError
 from tracer.lessons.runner import LessonRunner
 from tracer.lessons.walk import HIDDEN_NOTE, quiz_tables, step_view
 from tracer.plugin_host import PluginHost
-from tracer.session.lesson import start_session
+from tracer.render.text import format_scalar
+from tracer.session.lesson import LessonSession as Session
+from tracer.session.lesson import LoopView, start_session
 
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 X = np.array(seeds.SEED_003_INPUTS)
@@ -234,3 +236,98 @@ def test_a_derived_table_says_in_words_what_the_lesson_did(host: PluginHost) -> 
         "each value, then each value divided by the sum along each row"
     )
     runner.close()
+
+
+LOOP_THEN_QUIZ = """title: T
+summary: S
+steps:
+  - loop: {variant: naive-loop, stage: scores, caption: Every dot product in turn.}
+  - compare:
+      left: {variant: naive-loop, stage: scores, label: the loop}
+      right: {variant: vectorized, stage: scores, label: the matrix product}
+  - quiz:
+      id: one-step
+      question: What is the score of one with step?
+      answer: {variant: naive-loop, stage: scores, cell: [one, step]}
+      tolerance: 0.005
+  - loop: {variant: naive-loop, stage: scores}
+"""
+
+
+def loop_views(session: Session, number: int) -> list[LoopView]:
+    """Every sub-step of loop step ``number`` as the session shows it (→ by →)."""
+    session.go_to(number)
+    seen = []
+    while session.position.step == number:
+        loop = session.view().loop
+        assert loop is not None and loop.shown is not None
+        seen.append(loop)
+        if session.next() != "moved":
+            break
+    return seen
+
+
+def test_a_loop_keeps_a_later_quizs_answer_off_every_sub_step(host: PluginHost) -> None:
+    """The loop of dot products writes the answer of the quiz after it: skipped with →, the
+    sub-step that computes it reads "?" (its score, the matrix's cell and its symmetric
+    twin) and its arithmetic is not written out, which would add up to it; once the quiz
+    is answered, every number shows."""
+    one, step = TOKENS.index("one"), TOKENS.index("step")
+    assert abs(SCORES[one, step] - SCORES[step, one]) < 1e-12  # the oracle's twin
+    near = {
+        (int(r), int(c))
+        for r, c in zip(*np.nonzero(np.abs(SCORES - SCORES[one, step]) <= 0.005), strict=True)
+    }
+    session = start_session(load(LOOP_THEN_QUIZ, host), host, Path("l.yaml"))
+    session.attach(None)
+    loops = loop_views(session, 0)
+    assert len(loops) == 36
+    for loop in loops:
+        shown = loop.shown
+        assert shown is not None
+        position = tuple(loop.sub.position)
+        if position in near:
+            assert shown.hidden["score"] == {(0, 0)} and not shown.arithmetic
+        else:
+            assert shown.hidden["score"] == frozenset() and shown.arithmetic
+            assert abs(float(loop.sub.tensors["score"]) - SCORES[position]) < 1e-5
+    # The matrix as it stands at the last sub-step hides every cell near the answer.
+    assert loops[-1].shown is not None and loops[-1].shown.canvas_hidden == near
+    session.go_to(2)
+    assert session.answer(f"{SCORES[one, step]:.4f}").right
+    assert all(not loop.shown.concealed for loop in loop_views(session, 0) if loop.shown)
+    session.close()
+
+
+def test_a_compare_hides_the_difference_where_a_side_hides_a_cell(host: PluginHost) -> None:
+    """Each side hides the quiz's cells; the difference there would give them by a
+    subtraction from the other side's shown numbers, so it reads "?" too, and so does the
+    largest difference."""
+    one, step = TOKENS.index("one"), TOKENS.index("step")
+    session = start_session(load(LOOP_THEN_QUIZ, host), host, Path("l.yaml"))
+    session.attach(None)
+    session.go_to(1)
+    view = session.view().step
+    left, right = view.tables
+    assert {(one, step), (step, one)} <= left.hidden and left.hidden == right.hidden
+    assert view.difference_hidden == left.hidden and view.largest == "?"
+    assert (left.label, right.label) == ("the loop", "the matrix product")
+    session.go_to(2)
+    assert session.answer(f"{SCORES[one, step]:.4f}").right
+    session.go_to(1)
+    view = session.view().step
+    assert view.difference is not None and view.difference_hidden == frozenset()
+    assert view.largest == format_scalar(float(view.difference.abs().max()))
+    session.close()
+
+
+def test_plain_keeps_the_answer_off_a_loop_before_its_quiz(host: PluginHost) -> None:
+    """Read top to bottom: the loop before the quiz prints "?" for the answer's sub-steps
+    and says what "?" means; the loop after it prints the score the oracle computes."""
+    one, step = TOKENS.index("one"), TOKENS.index("step")
+    text = "\n".join(plain_lines(load(LOOP_THEN_QUIZ, host), host))
+    before, after = text.split("--- Step 3")[0], text.split("--- Step 4")[1]
+    answer = f"{SCORES[one, step]:.4f}"
+    assert answer not in before and HIDDEN_NOTE in before
+    assert f"sub-step 30 at ({one}, {step})" in before
+    assert f"score = {answer}" in after and HIDDEN_NOTE not in after

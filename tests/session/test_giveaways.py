@@ -18,16 +18,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from tracer.lessons.loader import find_lessons, load_lesson
 from tracer.lessons.model import Quiz
 from tracer.lessons.walk import Table, quiz_id
 from tracer.plugin_host import PluginHost
-from tracer.session.lesson import LessonSession, LessonView, how_to_answer, start_session
+from tracer.session.lesson import (
+    LessonSession,
+    LessonView,
+    LoopView,
+    how_to_answer,
+    start_session,
+)
+from tracer.tui.equations import equation_text
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d+[.,]\d+(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
 """A number written with decimals (a whole number in prose is the lesson's setting:
 "4 heads", "counting from 0"); titles are checked for whole numbers too."""
+SUB_STEPS = 400
+"""Sub-steps of a loop walked at most (the shipped lessons' longest has 36)."""
 WHOLE = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?![\w]|[.,]\d)")
 
 
@@ -90,8 +100,14 @@ def shown_cells(table: Table) -> Iterator[tuple[tuple[int, int], float]]:
 
 
 def derivable(table: Table) -> list[tuple[int, int]]:
+    return derivable_cells(table.resolved.tensor, table.hidden)
+
+
+def derivable_cells(
+    tensor: torch.Tensor, hidden: frozenset[tuple[int, int]]
+) -> list[tuple[int, int]]:
     """Hidden cells that are 1 minus the shown rest of a row or column adding up to 1."""
-    tensor = table.resolved.tensor.detach().double()
+    tensor = tensor.detach().double()
     if tensor.dim() == 0:
         return []
     grid = tensor.reshape(-1, tensor.shape[-1]).tolist()
@@ -99,16 +115,72 @@ def derivable(table: Table) -> list[tuple[int, int]]:
     lines += [[(r, c) for r in range(len(grid))] for c in range(len(grid[0]))]
     found = []
     for line in lines:
-        hidden = [cell for cell in line if cell in table.hidden]
+        shut = [cell for cell in line if cell in hidden]
         values = [grid[r][c] for r, c in line]
         adds_to_one = all(v >= 0 for v in values) and abs(sum(values) - 1) <= 1e-4
-        if len(line) > 1 and len(hidden) == 1 and adds_to_one:
-            found += hidden
+        if len(line) > 1 and len(shut) == 1 and adds_to_one:
+            found += shut
+    return found
+
+
+def grid_cells(tensor: torch.Tensor) -> Iterator[tuple[tuple[int, int], float]]:
+    """Each value of ``tensor`` with its cell as drawn (folded to two dimensions)."""
+    tensor = tensor.detach().double()
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    for flat, value in enumerate(tensor.reshape(-1).tolist()):
+        yield (flat // columns, flat % columns), float(value)
+
+
+def loop_leaks(loop: LoopView, unanswered: list[Answer]) -> list[str]:
+    """What a loop's sub-step shows: its tensors, the matrix filled so far, its formula, its
+    written-out arithmetic and where it is in the loop."""
+    said = loop.shown
+    assert said is not None
+    sub = loop.sub
+    found = []
+    for name, tensor in sub.tensors.items():
+        hidden = said.hidden.get(name, frozenset())
+        for cell, value in grid_cells(tensor):
+            if cell not in hidden:
+                found += [f"{name} {cell}: {a.id}" for a in unanswered if a.near(value)]
+        if tensor.dim():
+            found += [f"{name} {c} is 1 minus its row" for c in derivable_cells(tensor, hidden)]
+    canvas = loop.state.stepper.canvases.get(sub.stage)
+    if canvas is not None:
+        for row in range(canvas.rows):
+            for column in range(canvas.cols):
+                value = canvas.value(row, column, sub.index)
+                if value is None or (row, column) in said.canvas_hidden:
+                    continue
+                found += [f"matrix {(row, column)}: {a.id}" for a in unanswered if a.near(value)]
+    equation = equation_text(sub, numbers=said.arithmetic)
+    written = f"{said.formula}\n{equation.plain if equation is not None else ''}"
+    for match in NUMBER.finditer(written):
+        value = float(match.group().replace("−", "-").replace(",", "."))
+        found += [f"formula {written!r}: {a.id}" for a in unanswered if a.near(value)]
+    _number, count = loop.place
+    if count is not None:
+        found += [f"the loop's length {count}: {a.id}" for a in unanswered if a.near(count)]
     return found
 
 
 def leaks(view: LessonView, unanswered: list[Answer]) -> list[str]:
     found = []
+    if view.loop is not None:
+        found += loop_leaks(view.loop, unanswered)
+    difference = view.step.difference
+    if difference is not None:
+        hidden = view.step.difference_hidden
+        for cell, value in grid_cells(difference):
+            if cell not in hidden:
+                found += [f"difference {cell}: {a.id}" for a in unanswered if a.near(value)]
+        for match in WHOLE.finditer(view.step.largest):
+            value = float(match.group())
+            found += [f"largest difference {value}: {a.id}" for a in unanswered if a.near(value)]
+        for table in view.tables:  # the author's words: whole numbers are the lesson's own
+            for match in NUMBER.finditer(table.label):
+                value = float(match.group().replace("−", "-").replace(",", "."))
+                found += [f"label {table.label!r}: {a.id}" for a in unanswered if a.near(value)]
     for where, text in texts(view):
         for match in NUMBER.finditer(text):
             value = float(match.group().replace("−", "-").replace(",", "."))
@@ -137,12 +209,17 @@ def test_no_step_of_a_shipped_lesson_shows_an_unanswered_quizs_answer(
         unanswered = answers(session)
         for number in range(len(session.steps)):
             session.go_to(number)
-            try:
-                view = session.view()
-            except Exception:  # a loop or a step the session reports as failing elsewhere
-                continue
-            where = f"{session.lesson.name} step {number + 1}"
-            found += [f"{where}: {leak}" for leak in leaks(view, unanswered)]
+            for sub in range(SUB_STEPS):  # a loop's every sub-step, as → shows them
+                try:
+                    view = session.view()
+                except Exception:  # a loop or a step the session reports as failing elsewhere
+                    break
+                where = f"{session.lesson.name} step {number + 1}.{sub + 1}"
+                found += [f"{where}: {leak}" for leak in leaks(view, unanswered)]
+                if view.loop is None or session.next() != "moved":
+                    break
+                if session.position.step != number:
+                    break
     assert found == []
 
 

@@ -32,6 +32,7 @@ from tracer.lessons.plain import (
     substep_lines,
     view_lines,
 )
+from tracer.lessons.walk import HIDDEN_NOTE
 from tracer.sanitize import message, visible
 
 if TYPE_CHECKING:
@@ -213,10 +214,13 @@ class Interactive:
         if view.loop is not None:
             loop = view.loop
             lines = view_lines(view.step) if whole else []
-            count = "?" if loop.count is None else str(loop.count)
-            lines.append(f"Sub-step {loop.number + 1} of {count}:")
+            number, count = loop.place
+            said = ("?" if number is None else str(number), "?" if count is None else str(count))
+            lines.append(f"Sub-step {said[0]} of {said[1]}:")
             query = getattr(view.step.step, "query", None)
-            lines.extend(substep_lines(loop.sub, loop.tokens, query))
+            lines.extend(substep_lines(loop.sub, loop.tokens, query, loop.shown))
+            if loop.shown is not None and loop.shown.concealed:
+                lines.append(HIDDEN_NOTE)
             return lines
         if view.quiz is None:
             return view_lines(view.step)

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from tracer.lessons.model import (
     Lesson,
     LessonStep,
-    Loop,
     Quiz,
 )
 from tracer.lessons.plain import focus_lines, loop_lines
@@ -183,8 +182,7 @@ def _show(view: StepView, context: Exporting) -> Iterator[Block]:
 
 
 def _loop(view: StepView, context: Exporting) -> Iterator[Block]:
-    runner = context.runner
-    yield Block("output", "\n".join(loop_lines(step_as(view.step, Loop), runner)))
+    yield Block("output", "\n".join(loop_lines(view, context.runner)))
 
 
 def _compare(view: StepView, context: Exporting) -> Iterator[Block]:
@@ -194,16 +192,19 @@ def _compare(view: StepView, context: Exporting) -> Iterator[Block]:
     left, right = view.tables
     difference = view.difference
     for side, table in (("Left", left), ("Right", right)):
-        label = table.resolved.ref.label or table.resolved.ref.variant
+        label = table.label or table.resolved.ref.variant
         yield Block("markdown", escape(f"{side}: {label}"))
         yield from _tensor_block(table, "", context=context)
     shown = left.resolved
     if difference is not None:
-        yield Block("markdown", escape("Difference, right minus left"))
+        hidden = view.difference_hidden
         yield Block(
-            "output",
-            format_tensor(difference, shown.tokens, shown.query, shown.axes, wrap=TABLE_WIDTH),
+            "markdown", escape(f"Difference, right minus left (largest size {view.largest})")
         )
+        drawn = format_tensor(
+            difference, shown.tokens, shown.query, shown.axes, hidden, TABLE_WIDTH
+        )
+        yield Block("output", "\n".join([drawn, HIDDEN_NOTE] if hidden else [drawn]))
 
 
 def _tensor_block(

@@ -22,6 +22,7 @@ from tracer.lessons.walk import (
     TABLE_WIDTH,
     Table,
     answer_shown,
+    loop_substeps,
     step_as,
     step_heading,
     step_view,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     import torch
 
     from tracer.lessons.runner import LessonRunner, Resolved
-    from tracer.lessons.walk import StepView
+    from tracer.lessons.walk import StepView, SubStepView
     from tracer.plugin_host import PluginHost
     from tracer.variant import SubStep
 
@@ -164,32 +165,51 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
     return lines
 
 
-def loop_lines(step: Loop, runner: LessonRunner) -> list[str]:
-    """A loop step in full: its caption, then every sub-step it shows, and how many."""
-    lines = [runner.text(step.caption).strip()] if step.caption else []
+def loop_lines(view: StepView, runner: LessonRunner) -> list[str]:
+    """A loop step in full: its caption, then every sub-step it shows, and how many.
+
+    Read top to bottom as the rest of ``--plain``: a quiz after the loop keeps its answer
+    off every sub-step (the walk's :func:`~tracer.lessons.walk.loop_substeps`).
+    """
+    step = step_as(view.step, Loop)
+    lines = [view.text.strip()] if view.text else []
     # The run's tokens, as the app and 'attn trace --substeps' label them: they carry a
     # second sequence's (a source's keys are labelled with the source's tokens).
     tokens = runner.trace(step.variant, step.options, step.query).tokens
-    count = 0
-    for sub in runner.substeps(step):
+    count, count_shown, concealed = 0, True, False
+    for said in loop_substeps(runner.lesson, runner, view.number):
         count += 1
-        lines.extend(substep_lines(sub, tokens, step.query))
-    lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
+        count_shown = said.count_shown
+        concealed = concealed or said.concealed
+        lines.extend(substep_lines(said.sub, tokens, step.query, said))
+    if count_shown:
+        lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
+    if concealed:
+        lines.append(HIDDEN_NOTE)
     return lines
 
 
-def substep_lines(sub: SubStep, tokens: tuple[str, ...], query: int | None) -> list[str]:
-    """One sub-step of a loop: where it is, its formula, and the values it computed."""
+def substep_lines(
+    sub: SubStep, tokens: tuple[str, ...], query: int | None, said: SubStepView | None = None
+) -> list[str]:
+    """One sub-step of a loop: where it is, its formula, and the values it computed.
+
+    ``said``: what of it may be shown (the walk's): its hidden cells read "?".
+    """
     where = ", ".join(str(i) for i in sub.position)
-    lines = [f"sub-step {sub.index + 1} at ({where}): {sub.formula or ''}".rstrip()]
+    formula = said.formula if said is not None else (sub.formula or "")
+    ordinal = f"sub-step {sub.index + 1}" if said is None or said.count_shown else "sub-step"
+    lines = [f"{ordinal} at ({where}): {formula}".rstrip()]
     for name, tensor in sub.tensors.items():
+        hidden = said.hidden.get(name, frozenset()) if said is not None else frozenset()
         if tensor.dim() == 0:
-            lines.append(f"  {name} = {format_scalar(float(tensor))}")
+            value = "?" if hidden else format_scalar(float(tensor))
+            lines.append(f"  {name} = {value}")
             continue
         # A row or a table keeps its shape and its labels, as in the app.
         axes = sub.axes.get(name)
         lines.append(f"  {name} ({shape_text(tensor, axes, query)}):")
-        table = format_tensor(tensor, tokens, query, axes, wrap=TABLE_WIDTH - 4)
+        table = format_tensor(tensor, tokens, query, axes, hidden, wrap=TABLE_WIDTH - 4)
         lines.extend(f"    {line}".rstrip() for line in table.split("\n"))
     return lines
 
@@ -199,7 +219,7 @@ def _compare(view: StepView) -> list[str]:
     lines = [view.text.strip()] if view.text else []
     for side, table in (("Left", left), ("Right", right)):
         ref = table.resolved.ref
-        label = ref.label or ref.variant
+        label = table.label or ref.variant
         lines.append(f"{side}: {label} ({ref.variant}, stage {ref.stage})")
         lines.extend(table_lines(table))
         lines.append("")
@@ -210,10 +230,14 @@ def _compare(view: StepView) -> list[str]:
             f"{shape_text(right.resolved.tensor)}), so there is no element-wise difference."
         )
         return lines
-    largest = float(difference.abs().max()) if difference.numel() else 0.0
     shown = left.resolved
-    lines.append(f"Difference, right minus left (largest size {format_scalar(largest)})")
-    lines.append(format_tensor(difference, shown.tokens, shown.query, shown.axes, wrap=TABLE_WIDTH))
+    hidden = view.difference_hidden
+    lines.append(f"Difference, right minus left (largest size {view.largest})")
+    lines.append(
+        format_tensor(difference, shown.tokens, shown.query, shown.axes, hidden, TABLE_WIDTH)
+    )
+    if hidden:
+        lines.append(HIDDEN_NOTE)
     return lines
 
 
@@ -269,7 +293,7 @@ def answer_lines(step_view: StepView, runner: LessonRunner) -> list[str]:
 
 
 _WHOLE: dict[str, Callable[[StepView, LessonRunner], list[str]]] = {
-    "loop": lambda view, runner: loop_lines(step_as(view.step, Loop), runner),
+    "loop": loop_lines,
     "quiz": lambda view, runner: (
         quiz_lines(view, until="the answer is printed below") + answer_lines(view, runner)
     ),

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -44,9 +44,9 @@ from tracer.lessons.model import (
     TensorRef,
 )
 from tracer.lessons.prose import placeholders
-from tracer.render.text import format_number
-from tracer.tracing.stepper import Cancelled, Stepper
-from tracer.variant import Stage, SubStep
+from tracer.render.text import format_number, format_scalar
+from tracer.tracing.stepper import Cancelled, LoopCanvas, Stepper
+from tracer.variant import Dot, Stage, SubStep
 
 if TYPE_CHECKING:
     import torch
@@ -91,6 +91,8 @@ class Table:
     withheld: bool = False
     """The stage's title or formula states an unanswered quiz's answer: the table is titled
     by its name and shown without its formula (:func:`conceal`)."""
+    label: str = ""
+    """A compare side's label as shown (the author's ``label:``, no answer in it)."""
 
     @property
     def name(self) -> str:
@@ -397,9 +399,7 @@ def conceal(
             continue
         tensor = table.resolved.tensor.detach().cpu()
         shape = tuple(int(n) for n in tensor.shape)
-        columns = shape[-1] if shape else 1
-        grid = tensor.double().reshape(-1, columns) if tensor.numel() else None
-        hidden: set[Cell] = set(table.hidden)
+        answer_cells: set[Cell] = set()
         for secret in kept:
             ref = secret.quiz.answer
             if (
@@ -410,21 +410,133 @@ def conceal(
             ):
                 cell = grid_cell(shape, ref.cell)
                 if cell is not None:
-                    hidden.add(cell)
-            if grid is not None:
-                # Candidates by torch (a table may hold a million values), then exactly.
-                close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
-                for row, column in close.nonzero().tolist():
-                    if secret.near(float(grid[row, column])):
-                        hidden.add((row, column))
-        if hidden and grid is not None:
-            hidden |= _sums_to_one(grid, hidden)
+                    answer_cells.add(cell)
+        hidden = hidden_cells(tensor, kept, table.hidden | answer_cells)
         stage = table.resolved.stage
         withheld = table.withheld or bool(
             not table.derived and revealing(f"{stage.title}\n{stage.formula or ''}", kept)
         )
-        result.append(replace(table, hidden=frozenset(hidden), withheld=withheld))
+        result.append(replace(table, hidden=hidden, withheld=withheld))
     return tuple(result)
+
+
+def hidden_cells(
+    tensor: torch.Tensor, kept: Iterable[Secret], hidden: Iterable[Cell] = ()
+) -> frozenset[Cell]:
+    """The cells of ``tensor`` (folded to two dimensions) that read "?" while the quizzes of
+    ``kept`` are unanswered: ``hidden`` (cells already known to hold an answer), each cell
+    within a quiz's tolerance of its answer, and the rest of any row or column adding up to
+    1 with one of them in it (see :func:`conceal`). Non-finite values (a loop matrix's
+    cells not written yet) are never an answer."""
+    kept = tuple(kept)
+    shut: set[Cell] = set(hidden)
+    if not kept:
+        return frozenset(shut)
+    tensor = tensor.detach().cpu()
+    if not tensor.numel():
+        return frozenset(shut)
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    grid = tensor.double().reshape(-1, columns)
+    for secret in kept:
+        # Candidates by torch (a table may hold a million values), then exactly.
+        close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
+        for row, column in close.nonzero().tolist():
+            if secret.near(float(grid[row, column])):
+                shut.add((row, column))
+    if shut:
+        shut |= _sums_to_one(grid, shut)
+    return frozenset(shut)
+
+
+@dataclass(frozen=True)
+class SubStepView:
+    """One sub-step of a loop as a step shows it, with what an unanswered quiz keeps off it.
+
+    The loop's matrix, the sub-step's tensors, its formula and its written-out arithmetic
+    are all on screen at once, so the same rules as for a table apply to each
+    (:func:`hidden_cells`), and the arithmetic is left out where any of its numbers is
+    hidden: the rest of a sum would give the hidden one by an addition.
+    """
+
+    sub: SubStep
+    hidden: Mapping[str, frozenset[Cell]]
+    """Per tensor of the sub-step, the cells that read "?"."""
+    canvas_hidden: frozenset[Cell] = frozenset()
+    """The cells of the loop's matrix (as far as it is filled) that read "?"."""
+    formula: str = ""
+    """The sub-step's formula, any number in it that gives an answer away written "?"."""
+    arithmetic: bool = True
+    """Whether its declared equations may be written out with their numbers."""
+    count_shown: bool = True
+    """Whether the loop's length and the sub-step's ordinal may be said: False where the
+    length is an unanswered quiz's answer ("pair 36 of 36" would say it)."""
+
+    @property
+    def concealed(self) -> bool:
+        """Whether anything of the sub-step reads "?" or is left out."""
+        return bool(
+            any(self.hidden.values())
+            or self.canvas_hidden
+            or not self.arithmetic
+            or not self.count_shown
+            or self.formula != (self.sub.formula or "")
+        )
+
+
+def substep_view(
+    sub: SubStep,
+    kept: Iterable[Secret],
+    canvas: LoopCanvas | None = None,
+    count: int | None = None,
+) -> SubStepView:
+    """What sub-step ``sub`` shows while the quizzes of ``kept`` are unanswered: the one place
+    that decides it for a loop, as :func:`conceal` does for a step's tables.
+
+    ``canvas``: the matrix the loop is filling (its cells written so far); ``count``: the
+    loop's length, when known.
+    """
+    kept = tuple(kept)
+    formula = sub.formula or ""
+    if not kept:
+        return SubStepView(sub, {name: frozenset() for name in sub.tensors}, formula=formula)
+    hidden = {name: hidden_cells(tensor, kept) for name, tensor in sub.tensors.items()}
+    canvas_hidden: frozenset[Cell] = frozenset()
+    if canvas is not None and canvas.rows * canvas.cols:
+        import torch  # here: the walk is imported before torch is needed
+
+        written = torch.tensor(canvas.values, dtype=torch.float64)
+        canvas_hidden = hidden_cells(written.reshape(canvas.rows, canvas.cols), kept)
+    named = {
+        name
+        for equation in sub.equations
+        for name in (
+            (equation.a, equation.b, equation.result)
+            if isinstance(equation, Dot)
+            else (equation.before, equation.weight, equation.value, equation.after)
+        )
+    }
+    arithmetic = not any(hidden.get(name) for name in named)
+    count_shown = count is None or not any(secret.near(count) for secret in kept)
+    return SubStepView(
+        sub,
+        hidden,
+        canvas_hidden,
+        conceal_text(formula, kept),
+        arithmetic,
+        count_shown,
+    )
+
+
+def loop_substeps(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> Iterator[SubStepView]:
+    """Every sub-step loop step ``number`` shows, each as :func:`substep_view` decides, for a
+    text front end that prints the loop whole (``answered``: as for :func:`step_view`)."""
+    step = step_as(lesson.steps[number], Loop)
+    kept = secrets(lesson, runner, number, answered)
+    subs = list(runner.substeps(step))
+    for sub in subs:
+        yield substep_view(sub, kept, count=len(subs))
 
 
 def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
@@ -479,6 +591,11 @@ class StepView:
     """A checkpoint's points, as shown (live values filled in)."""
     difference: torch.Tensor | None = None
     """A compare step's ``right - left`` (None: the shapes differ, or no compare step)."""
+    difference_hidden: frozenset[Cell] = frozenset()
+    """The difference's cells that read "?": those of a side's hidden cell (the other side
+    shown, the difference would give it by a subtraction) and any near an answer."""
+    largest: str = ""
+    """A compare step's largest difference in size, as text ("?" while it gives an answer away)."""
     choices: tuple[str, ...] = ()
     """A quiz's choices, as shown."""
     hints: tuple[str, ...] = ()
@@ -563,10 +680,29 @@ def step_view(
         return StepView(number, step, caption, conceal(tables, kept, runner))
     if isinstance(step, Compare):
         left, right, difference = runner.compare(step)
-        tables = (Table(step.left, left, "left"), Table(step.right, right, "right"))
+        tables = (
+            Table(step.left, left, "left", label=live(runner, step.left.label or "", kept=kept)),
+            Table(
+                step.right, right, "right", label=live(runner, step.right.label or "", kept=kept)
+            ),
+        )
         caption = live(runner, step.caption, kept=kept)
         tables = conceal(tables, kept, runner)
-        return StepView(number, step, caption, tables, difference=difference)
+        if difference is None:
+            return StepView(number, step, caption, tables)
+        sides = tables[0].hidden | tables[1].hidden
+        hidden = hidden_cells(difference, kept, sides)
+        largest = float(difference.abs().max()) if difference.numel() else 0.0
+        gives = bool(hidden) or any(secret.near(largest) for secret in kept)
+        return StepView(
+            number,
+            step,
+            caption,
+            tables,
+            difference=difference,
+            difference_hidden=hidden,
+            largest="?" if gives else format_scalar(largest),
+        )
     if isinstance(step, Loop):
         return StepView(number, step, live(runner, step.caption, kept=kept))
     assert isinstance(step, Quiz)

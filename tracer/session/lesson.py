@@ -38,6 +38,7 @@ from tracer.lessons.walk import (
     COUNT_STEPS,
     LoopState,
     StepView,
+    SubStepView,
     Table,
     answer_shown,
     lesson_summary,
@@ -49,6 +50,7 @@ from tracer.lessons.walk import (
     start_loop,
     step_heading,
     step_view,
+    substep_view,
     warm_up,
 )
 from tracer.plugin_host import PluginHost
@@ -125,6 +127,17 @@ class LoopView:
     stage: Stage | None = None
     """The stage the loop builds, once its run has got there (its axes name the loop's
     matrix); never run here to find it."""
+    shown: SubStepView | None = None
+    """What of the sub-step may be shown (the walk's: no unanswered quiz's answer in its
+    tensors, the loop's matrix, its formula or arithmetic); None: all of it."""
+
+    @property
+    def place(self) -> tuple[int | None, int | None]:
+        """The sub-step's number from 1 and the loop's length as they may be said (None:
+        unknown, or it would state an unanswered quiz's answer)."""
+        if self.shown is not None and not self.shown.count_shown:
+            return None, None
+        return self.number + 1, self.count
 
 
 @dataclass(frozen=True)
@@ -564,7 +577,12 @@ class LessonSession:
             trace = self.runner.trace(step.variant, step.options, step.query)
             built = next((stage for stage in trace.stages if stage.name == step.stage), None)
             tokens = state.stepper.tokens
-            loop = LoopView(sub, here.sub, state.count_known(), tokens, state, built)
+            count = state.count_known()
+            answered = frozenset(self.progress.answers)
+            kept = secrets(self.lesson, self.runner, number, answered)
+            canvas = state.stepper.canvases.get(sub.stage)
+            said = substep_view(sub, kept, canvas, count)
+            loop = LoopView(sub, here.sub, count, tokens, state, built, said)
         elif isinstance(step, Quiz):
             previous = self.recorded(number)
             verdict = self._verdict(step, previous.response, previous.right) if previous else None

@@ -28,15 +28,25 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-5 + 1e-4 * abs(b)
 
 
-def equation_text(step: SubStep) -> Text | None:
+WITHHELD = "(its numbers: once the quiz is answered)"
+"""Said under an equation whose numbers a lesson keeps off screen (an unanswered quiz's)."""
+
+
+def equation_text(step: SubStep, *, numbers: bool = True) -> Text | None:
     """The sub-step's declared equations written out with their numbers, if they satisfy them.
 
     None when there is no equation. When the declared tensors are missing, have
     the wrong shapes or do not add up, a short note says so and no arithmetic
     is written: a number on screen must be one that was computed. Several
-    equations are written one after another.
+    equations are written one after another. Without ``numbers`` (one of them would
+    give away an unanswered quiz's answer, the rest it by an addition) each equation is
+    written in its names alone, with :data:`WITHHELD` under it.
     """
     equations = step.equations or ((step.equation,) if step.equation is not None else ())
+    if not numbers:
+        texts = [_names(equation, step.tensors) for equation in equations]
+        shown = [text for text in texts if text is not None]
+        return Text("\n\n").join(shown) if shown else None
     texts = [_one(equation, step.tensors) for equation in equations]
     shown = [text for text in texts if text is not None]
     if not shown:
@@ -64,6 +74,29 @@ def _one(equation: object, tensors: dict[str, Any]) -> Text | None:
     if isinstance(equation, Accumulate):
         return _accumulate(equation, tensors)
     return None
+
+
+def _names(equation: object, tensors: dict[str, Any]) -> Text | None:
+    """An equation in its names alone (its numbers withheld), with :data:`WITHHELD` under it."""
+    if isinstance(equation, Dot):
+        written = f"{equation.result} = {equation.a} · {equation.b}"
+    elif isinstance(equation, Accumulate):
+        weight, value, before = (
+            tensors.get(n) for n in (equation.weight, equation.value, equation.before)
+        )
+        outer = False
+        if weight is not None and value is not None and before is not None:
+            scalar = weight.numel() == 1 and value.shape == before.shape
+            outer = not scalar and tuple(weight.shape) + tuple(value.shape) == tuple(before.shape)
+        sign = "⊗" if outer else "×"
+        written = (
+            f"{equation.after} = {equation.before} + {equation.weight} {sign} {equation.value}"
+        )
+    else:
+        return None
+    text = Text(written + "\n", style="bold")
+    text.append(WITHHELD, style="dim")
+    return text
 
 
 def _accumulate(equation: Accumulate, tensors: dict[str, Any]) -> Text:

@@ -211,7 +211,7 @@ class LessonDrawing:
         def lines(sub: object, number: int) -> int:
             if not isinstance(sub, SubStep):
                 return 0
-            text = loop_position(sub, number, count, stepper.tokens)
+            text = loop_position(sub, number + 1, count, stepper.tokens)
             return len(text.wrap(self.screen.app.console, width))
 
         key = (self.position.step, width)
@@ -262,15 +262,21 @@ class LessonDrawing:
         self.prose("#caption", view.step.text)
         loop = view.loop
         assert loop is not None
-        sub, stepper = loop.sub, loop.state.stepper
+        sub, stepper, said = loop.sub, loop.state.stepper, loop.shown
         self.pane.show_substep(
             sub,
             stepper.canvases.get(sub.stage),
             loop.tokens,
             canvas_axes=loop_axes(loop.stage),
             query=getattr(view.step.step, "query", None),
+            # What the session keeps off screen while a quiz is unanswered.
+            hidden=said.hidden if said is not None else None,
+            canvas_hidden=said.canvas_hidden if said is not None else frozenset(),
+            formula_text=said.formula if said is not None else None,
+            arithmetic=said.arithmetic if said is not None else True,
         )
-        self.position_text.show(loop_position(sub, loop.number, loop.count, loop.tokens))
+        number, count = loop.place
+        self.position_text.show(loop_position(sub, number, count, loop.tokens))
         self.source.show_file(sub.source_file, sub.lines, files=sub.files)
 
     def _draw_compare(self, view: LessonView) -> None:
@@ -280,7 +286,7 @@ class LessonDrawing:
         left, right = view.tables
         for pane_id, table in (("#compare-left", left), ("#compare-right", right)):
             resolved = table.resolved
-            name = resolved.ref.label or resolved.name
+            name = table.label or resolved.name
             stage = Stage(
                 name=resolved.stage.name,
                 title=resolved.stage.title,
@@ -305,7 +311,12 @@ class LessonDrawing:
             diff_stage = Stage(
                 "difference", "right − left", {"right − left": difference}, axes=axes
             )
-            diff_pane.show_stage(diff_stage, left.resolved.tokens, left.resolved.query)
+            diff_pane.show_stage(
+                diff_stage,
+                left.resolved.tokens,
+                left.resolved.query,
+                hidden={"right − left": view.step.difference_hidden},
+            )
         # Small tables get the lines they need (a 1fr share could hide a one-row table).
         for pane in self.screen.query("#compare TensorPane").results(TensorPane):
             natural = pane.natural_height()
@@ -317,7 +328,7 @@ class LessonDrawing:
             (self.screen.query_one("#source-right", SourceView), right),
         ):
             resolved = table.resolved
-            name = resolved.ref.label or resolved.name
+            name = table.label or resolved.name
             widget.border_title = f"source: {name} ({resolved.ref.variant})"
             widget.show_file(resolved.stage.source_file, resolved.stage.lines)
 
@@ -451,14 +462,19 @@ def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
     )
 
 
-def loop_position(step: SubStep, sub: int, count: int | None, tokens: Sequence[str]) -> Text:
+def loop_position(
+    step: SubStep, number: int | None, count: int | None, tokens: Sequence[str]
+) -> Text:
     """Where a loop is: ``pair 8 of 36``, and which tokens, numbered as here and as in the course.
 
-    The tracer numbers tokens from 0 (``x[1]``); the course's notebooks write
-    x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said where it matters.
+    ``number``: the sub-step's, from 1; it and ``count`` read "?" where None (unknown, or
+    an unanswered quiz's answer). The tracer numbers tokens from 0 (``x[1]``); the
+    course's notebooks write x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said
+    where it matters.
     """
     kind = loop_noun(step)
-    text = Text(f"{kind} {sub + 1:,} of {'?' if count is None else f'{count:,}'}", style="bold")
+    said = "?" if number is None else f"{number:,}"
+    text = Text(f"{kind} {said} of {'?' if count is None else f'{count:,}'}", style="bold")
     position = ", ".join(str(p) for p in step.position)
     text.append(f" · position ({position}), counted from 0")
     named = [

@@ -197,23 +197,39 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         formula: bool = True,
         canvas_axes: Sequence[str] | None = None,
         query: int | None = None,
+        *,
+        hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
+        canvas_hidden: frozenset[tuple[int, int]] = frozenset(),
+        formula_text: str | None = None,
+        arithmetic: bool = True,
     ) -> None:
-        """The sub-step's tensors, below the loop's matrix filled up to it (Dot loops only)."""
+        """The sub-step's tensors, below the loop's matrix filled up to it (Dot loops only).
+
+        What a lesson keeps off screen while a quiz is unanswered (the walk's
+        :class:`~tracer.lessons.walk.SubStepView`): ``hidden`` cells per tensor and
+        ``canvas_hidden`` cells of the matrix read "?", ``formula_text`` replaces the
+        sub-step's formula, and without ``arithmetic`` the equations are not written out.
+        """
         shown: list[Shown] = []
         cell = cell_of(step)
         if canvas is not None and cell is not None:
             highlight = Highlight(
-                rows=frozenset({cell[0]}), columns=frozenset({cell[1]}), current=cell
+                rows=frozenset({cell[0]}),
+                columns=frozenset({cell[1]}),
+                current=cell,
+                hidden=canvas_hidden,
             )
             matrix = CanvasGrid(step.stage, canvas, step.index, tokens, highlight, canvas_axes)
             shown.append(Shown(f"{step.stage} so far · {matrix.shape}", matrix))
         for name, tensor in step.tensors.items():
-            grid = TensorGrid(name, tensor, tokens, query, axes=step.axes.get(name))
+            highlight = Highlight(hidden=hidden.get(name, frozenset()) if hidden else frozenset())
+            grid = TensorGrid(name, tensor, tokens, query, highlight, axes=step.axes.get(name))
             shown.append(Shown(f"{name} · {grid.shape}", grid))
         detail = Text()
-        if formula and step.formula:
-            detail.append(step.formula + "\n", style="bold")
-        equation = equation_text(step)
+        written = step.formula if formula_text is None else formula_text
+        if formula and written:
+            detail.append(written + "\n", style="bold")
+        equation = equation_text(step, numbers=arithmetic)
         if equation is not None:
             detail.append_text(equation)
         detail.rstrip()

@@ -28,7 +28,8 @@ from tracer.plugin_host import PluginHost
 # Phrases that state a fact about computed numbers.
 CLAIM_WORDS = re.compile(
     r"\b(exact(ly)?|identical|bit for bit|zero everywhere|nan|adds? up to (1|less than 1)"
-    r"|sums? to 1|the same (numbers|weights|context vectors|output|scores|gradients))\b",
+    r"|sums? to 1|the same (numbers|weights|context vectors|output|scores|gradients)"
+    r"|(?<!nearly )(?<!almost )equals?|(is|are) the same)\b",
     re.IGNORECASE,
 )
 # float32 rounding: what "up to rounding" allows (a few units in the last place of values near 1).
@@ -223,6 +224,55 @@ def causal_backward_weights(runs: Runs) -> torch.Tensor:
     answer = getattr(quiz, "answer", None)
     assert isinstance(answer, TensorRef)
     return runs.tensor(replace(answer, stage="weights", tensor=None, then=(), cell=None))
+
+
+def columns_bit_equal(runs: Runs) -> None:
+    """Every column of the step's table holds the same bits as the first."""
+    table = runs.table(0)
+    assert (table == table[..., :1]).all(), table
+
+
+def rows_bit_equal(runs: Runs) -> None:
+    """Every row of the step's table holds the same bits as the first."""
+    table = runs.table(0)
+    assert (table == table[..., :1, :]).all(), table
+
+
+def one_mask_for_every_head(runs: Runs) -> None:
+    """Each head's masked scores are -inf in the same cells, and only above the diagonal."""
+    table = runs.table(0)  # heads × queries × keys
+    masked = table.isinf()
+    assert (masked == masked[:1]).all()
+    future = torch.ones(table.shape[-2:], dtype=torch.bool).triu(diagonal=1)
+    assert (masked[0] == future).all()
+
+
+def bit_exact_zero(name: str) -> Check:
+    def check(runs: Runs) -> None:
+        assert runs.value(name) == 0.0, runs.value(name)
+
+    return check
+
+
+def copies_scores(runs: Runs) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rotary lesson's six copies of one embedding: the scores before and after rotating."""
+    rotated = runs.other("The scores of the six copies").table(0)
+    ref = runs.other("The scores of the six copies").step.tables()[0]
+    queries = runs.tensor(TensorRef("rope", "queries", options=ref.options))
+    keys = runs.tensor(TensorRef("rope", "keys", options=ref.options))
+    return queries @ keys.T, rotated
+
+
+def unrotated_copies_score_alike(runs: Runs) -> None:
+    plain, _rotated = copies_scores(runs)
+    assert (plain == plain[0, 0]).all(), plain
+
+
+def same_distance_same_score(runs: Runs) -> None:
+    """p4 with p1 and p3 with p0 (three back) score the same; p1 with p4 does not."""
+    _plain, rotated = copies_scores(runs)
+    assert abs(rotated[4, 1] - rotated[3, 0]) <= ROUNDING
+    assert abs(rotated[4, 1] - rotated[1, 4]) > 1e-3
 
 
 def conceptual(reason: str) -> str:
@@ -425,6 +475,58 @@ CLAIMS = (
         "which cells of dS are exactly zero",
         conceptual("the question of a cells quiz; its answer is computed with '== 0'"),
     ),
+    Claim(
+        "07_multi_head",
+        "The causal mask is the same for every head.",
+        one_mask_for_every_head,
+    ),
+    Claim(
+        "07_multi_head",
+        "The causal mask and the softmax are the same for every head.",
+        conceptual("a summary of the masked-scores step, whose claim is checked above"),
+    ),
+    Claim(
+        "10_online_softmax",
+        "in exact arithmetic the result is the same",
+        conceptual("an identity of the formula, said as one; the table shows the result"),
+    ),
+    Claim("14_backward", "its two columns are equal", columns_bit_equal),
+    Claim("14_backward", "With dO = 1 every row is the same.", rows_bit_equal),
+    Claim(
+        "15_flash_backward",
+        "Lesson 14 showed it equals rowsum(dO ∘ O)",
+        conceptual("an identity of the algebra; lesson 14 checks it up to rounding"),
+    ),
+    Claim(
+        "15_flash_backward",
+        "their difference: equal up to rounding",
+        step_tables_within_rounding,
+    ),
+    Claim(
+        "15_flash_backward",
+        "The gradients equal the naive backward's up to float rounding",
+        lambda runs: step_tables_within_rounding(
+            runs.other("their difference: equal up to rounding")
+        ),
+    ),
+    Claim("16_rotary", "all 36 scores would be equal", unrotated_copies_score_alike),
+    Claim("16_rotary", "for key p1 is equal to which of these?", same_distance_same_score),
+    Claim(
+        "16_rotary",
+        "is the same distance the other way",
+        conceptual("a distance between positions, not a computed number"),
+    ),
+    Claim(
+        "16_rotary",
+        "unless the query and the key are the same vector",
+        conceptual("a condition on the vectors, not a computed number"),
+    ),
+    Claim(
+        "17_latent_attention",
+        "equal up to float32 rounding",
+        within_rounding("absorb-gap"),
+    ),
+    Claim("18_paged_cache", "The attention is the same;", bit_exact_zero("paged-gap")),
 )
 
 

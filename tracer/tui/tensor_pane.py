@@ -119,7 +119,11 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         self.full_title = ""
         """The pane's title in full; the border shows as much as fits, cut between words."""
         self.full_subtitle = ""
-        """What the border's subtitle says in full (the tables out of sight)."""
+        """What the border's subtitle says in full (the tables out of sight, what "?" means)."""
+        self.marks_hidden = False
+        """Whether a table on screen draws a cell as "?" (a lesson keeps a quiz's answer)."""
+        self._out_of_sight: list[str] = []
+        """The tables out of sight when last measured."""
         # The tables and their titles, kept as well as mounted: finding them by query at
         # every step cost about a millisecond of each key press.
         self._titles = [_title(n) for n in range(SLOTS)]
@@ -284,6 +288,12 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
             view.styles.min_height = min(3, natural) if several else None
             view.show(item.grid)
         self._detail(detail)
+        marks = any(_draws_hidden(item.grid) for item in shown)
+        if marks != self.marks_hidden:
+            # Said in this frame, beside what was out of sight before: the tables out of
+            # sight are known only after the layout (say_hidden), the meaning of "?" now.
+            self.marks_hidden = marks
+            self._say(self._out_of_sight)
         self.call_after_refresh(self.say_hidden)
 
     def hidden_tables(self) -> list[str]:
@@ -303,16 +313,25 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         """How many tables are out of sight, under the pane (``t`` or scrolling reaches them)."""
         if not self.is_attached:
             return
-        hidden = self.hidden_tables()
+        self._say(self.hidden_tables())
+
+    def _say(self, out_of_sight: list[str]) -> None:
+        """The border's subtitle: the tables out of sight, then what "?" means if drawn."""
+        self._out_of_sight = out_of_sight
         text = ""
-        if hidden:
-            names = ", ".join(hidden)
-            noun = "table" if len(hidden) == 1 else "tables"
-            text = f"{len(hidden)} more {noun} out of sight: {names} (t or scroll)"
-            room = self._border_room()
+        room = self._border_room()
+        if out_of_sight:
+            names = ", ".join(out_of_sight)
+            count = len(out_of_sight)
+            noun = "table" if count == 1 else "tables"
+            text = f"{count} more {noun} out of sight: {names} (t or scroll)"
             if len(text) > room:  # shorter words, every name still said
-                text = f"{len(hidden)} more {noun} (t): {names}"
-            text = shorten(text, room)  # never cut mid-word
+                text = f"{count} more {noun} (t): {names}"
+        if self.marks_hidden:
+            # After what is out of sight, which matters more when both do not fit.
+            both = f"{text} · {HIDDEN_MARK}" if text else HIDDEN_MARK
+            text = both if len(both) <= room or not text else text
+        text = shorten(text, room)  # never cut mid-word
         self.full_subtitle = text
         if (self.border_subtitle or "") != text:  # None to "" would repaint the border
             self.border_subtitle = text
@@ -437,6 +456,21 @@ class TableTitle(Label):
         text = str(self.content)
         width = self.content_size.width
         return Text(shorten(text, width) if width > 0 else text)
+
+
+HIDDEN_MARK = "? = a quiz's answer, shown once answered"
+"""The border's note under tables that draw a cell as "?"."""
+
+
+def _draws_hidden(grid: Grid) -> bool:
+    """Whether ``grid`` draws one of its hidden cells now (a loop's matrix draws a cell only
+    once the loop has written it)."""
+    return any(
+        0 <= row < grid.rows
+        and 0 <= column < grid.columns
+        and grid.row(row, column, column + 1)[0] is not None
+        for row, column in grid.highlight.hidden
+    )
 
 
 def _title(n: int) -> Label:

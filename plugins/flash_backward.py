@@ -7,8 +7,8 @@ number per query: its logsumexp
 
     L_i = m_i + log l_i = log Σ_j exp(S[i, j])
 
-which is all the backward needs to rebuild any tile of weights exactly:
-P[i, j] = exp(S[i, j] - L_i). Before the tiles, D_i = rowsum(dO ∘ O) is
+which is all the backward needs to rebuild any tile of weights (up to float
+rounding): P[i, j] = exp(S[i, j] - L_i). Before the tiles, D_i = rowsum(dO ∘ O) is
 computed once per query (it equals rowsum(dP ∘ P) without needing P). Then
 the backward walks the tiles of keys (outer loop) and, for each, the tiles of
 queries (inner loop):

@@ -202,7 +202,10 @@ def register_variants(register):
         Variant(
             name="kv-cache",
             title="KV-cache decoding: causal attention one token at a time",
-            description="Equals masked; the work stage counts multiply-adds saved by the cache.",
+            description=(
+                "Equals masked up to float rounding; the work stage counts multiply-adds saved "
+                "by the cache."
+            ),
             run=kv_cache,
             mistakes=MISTAKES,
             stages=("inputs", "decode", "weights", "context", "work"),

@@ -15,8 +15,8 @@ kept *running* while the keys arrive a few at a time. For each tile of keys:
 and after the last tile the context is O / l. Nothing here is an
 approximation: when the maximum grows, ``rescale`` corrects everything
 summed so far, so the result equals ``trainable`` (or ``masked`` with
-``causal=true``), and m and l end as the row maximum and the row sum of
-exp(score - maximum). Only a tokens x ``tile`` table of scores ever exists.
+``causal=true``) up to float rounding (the sums are taken in another order), and
+m and l end as the row maximum and the row sum of exp(score - maximum). Only a tokens x ``tile`` table of scores ever exists.
 
 The weights are those of ``trainable`` for the same ``--seed``, ``--init`` and
 ``--d-out``.

@@ -13,8 +13,9 @@ and sequences that start with the same prompt can list the same blocks.
 Here one sequence is decoded. To show that its blocks need not be neighbours,
 the pool has twice the blocks this sequence needs and another request (not
 computed) holds the even-numbered ones: this sequence is given blocks 1, 3, 5...
-The attention read through the table is exactly ``kv-cache``'s, and so causal
-attention, for the same ``--seed``, ``--init`` and ``--d-out``.
+The attention read through the table is ``kv-cache``'s bit for bit, and so
+causal attention up to float rounding, for the same ``--seed``, ``--init`` and
+``--d-out``.
 """
 
 import torch

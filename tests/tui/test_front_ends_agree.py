@@ -3,9 +3,11 @@ the Markdown export show each step's prose and tables exactly as the walk decide
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 import pytest
+from textual.app import App
 
 from tracer.lessons.export import escape, export_text
 from tracer.lessons.loader import find_lessons, load_lesson
@@ -107,11 +109,17 @@ async def test_the_app_shows_what_the_walk_decided(name: str) -> None:
         screen = app.screen
         assert isinstance(screen, LessonScreen)
         for view in views:
-            if (name, view.number) not in chosen:
-                continue
             where = f"{name} step {view.number + 1}"
+            number_quiz = isinstance(view.step, Quiz) and view.step.quiz_kind == "number"
+            if (name, view.number) not in chosen and not number_quiz:
+                continue
             screen.go_to_step(view.number)
             await settle(pilot)
+            if number_quiz:
+                assert screen.session is not None and isinstance(view.step, Quiz)
+                assert not answer_on_screen(app, screen.session.runner, view.step), where
+            if (name, view.number) not in chosen:
+                continue
             kind = view.kind
             pane = {"narration": "#narration-text", "checkpoint": "#checkpoint-text"}
             prose = screen.query_one(pane.get(kind, "#caption"), ProsePane).text
@@ -124,6 +132,31 @@ async def test_the_app_shows_what_the_walk_decided(name: str) -> None:
                 assert [g.name for g in grids] == [t.resolved.name for t in view.tables], where
             for grid, table in zip(grids, view.tables, strict=False):
                 assert grid.highlight.hidden == table.hidden, where
+
+
+NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
+
+
+def answer_on_screen(app: App[object], runner: LessonRunner, quiz: Quiz) -> list[str]:
+    """Each number written with decimals on the whole screen, as the terminal shows it (the
+    source pane, the timeline, the footer and the answer box included), that a learner could
+    type as the quiz's answer: within its tolerance, or printed as the answer prints. (A
+    whole answer, a count, is checked in the tables and prose by
+    tests/session/test_giveaways.py: on the whole screen the timeline's step numbers and
+    the tables' shapes would read as one.)"""
+    answer = float(runner.answer(quiz))  # type: ignore[arg-type]
+    allowed = quiz.tolerance * abs(answer) if quiz.relative else quiz.tolerance
+    # Textual's own composition of the screen: every line as the terminal shows it.
+    text = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    found = []
+    for match in NUMBER.finditer(text):
+        written = match.group()
+        value = float(written.replace("−", "-").replace(",", "."))
+        if not any(mark in written for mark in ".,e"):
+            continue
+        if abs(value - answer) <= allowed + 1e-9 or f"{value:.4f}" == f"{answer:.4f}":
+            found.append(text[max(0, match.start() - 40) : match.end() + 10])
+    return found
 
 
 def notebook_sections(lesson: Lesson, host: PluginHost, count: int) -> list[list[dict[str, str]]]:

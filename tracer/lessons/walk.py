@@ -504,7 +504,8 @@ def substep_view(
     if canvas is not None and canvas.rows * canvas.cols:
         import torch  # here: the walk is imported before torch is needed
 
-        written = torch.tensor(canvas.values, dtype=torch.float64)
+        # A view of the canvas's own buffer (a loop over a long text fills a million cells).
+        written = torch.frombuffer(canvas.values, dtype=torch.float64)
         canvas_hidden = hidden_cells(written.reshape(canvas.rows, canvas.cols), kept)
     named = {
         name

@@ -331,3 +331,21 @@ def test_plain_keeps_the_answer_off_a_loop_before_its_quiz(host: PluginHost) -> 
     assert answer not in before and HIDDEN_NOTE in before
     assert f"sub-step 30 at ({one}, {step})" in before
     assert f"score = {answer}" in after and HIDDEN_NOTE not in after
+
+
+def test_a_focus_line_says_question_mark_for_a_hidden_cell(host: PluginHost) -> None:
+    """``--plain`` says the focused cell again in words: while the quiz after it is
+    unanswered, its answer reads "?" there as in the table; once the quiz is past, the
+    number the oracle computes."""
+    text = TWO_QUIZZES.replace(
+        "  - show: {variant: vectorized, stage: weights}",
+        "  - show: {variant: vectorized, stage: weights, focus: {cell: [journey, Your]}}",
+    ).replace(
+        "  - show: {variant: naive-loop, stage: scores}",
+        "  - show: {variant: vectorized, stage: weights, focus: {row: journey}}",
+    )
+    printed = "\n".join(plain_lines(load(text, host), host))
+    journey = TOKENS.index("journey")
+    answer = f"{WEIGHTS[journey, 0]:.4f}"
+    assert "Focus: the cell for journey and Your: ?" in printed.split("--- Step 2")[0]
+    assert f"Focus: row journey: Your {answer}," in printed.split("--- Step 4")[1]

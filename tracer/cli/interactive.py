@@ -219,7 +219,7 @@ class Interactive:
             lines.append(f"Sub-step {said[0]} of {said[1]}:")
             query = getattr(view.step.step, "query", None)
             lines.extend(substep_lines(loop.sub, loop.tokens, query, loop.shown))
-            if loop.shown is not None and loop.shown.concealed:
+            if loop.shown is not None and loop.shown.concealed_in_text:
                 lines.append(HIDDEN_NOTE)
             return lines
         if view.quiz is None:

@@ -175,7 +175,7 @@ def _show(view: StepView, context: Exporting) -> Iterator[Block]:
     if view.text:
         yield Block("markdown", escape(view.text))
     main, *others = view.tables
-    focus = focus_lines(main.focus, main.resolved) if main.focus is not None else []
+    focus = focus_lines(main.focus, main.resolved, main.hidden) if main.focus is not None else []
     yield from _tensor_block(main, "\n".join(focus), context=context)
     for other in others:
         yield from _tensor_block(other, "", code=False, context=context)

@@ -31,8 +31,6 @@ from tracer.render.labels import axis_labels
 from tracer.render.text import format_number, format_scalar, format_tensor, is_whole, shape_text
 
 if TYPE_CHECKING:
-    import torch
-
     from tracer.lessons.runner import LessonRunner, Resolved
     from tracer.lessons.walk import StepView, SubStepView
     from tracer.plugin_host import PluginHost
@@ -123,7 +121,7 @@ def _show(view: StepView) -> list[str]:
     lines = [view.text.strip()] if view.text else []
     lines.extend(table_lines(main, title=True))
     if main.focus is not None:
-        lines.extend(focus_lines(main.focus, main.resolved))
+        lines.extend(focus_lines(main.focus, main.resolved, main.hidden))
     for other in others:
         lines.append("")
         lines.extend(table_lines(other, formula=False))
@@ -134,7 +132,11 @@ def _loop(view: StepView) -> list[str]:
     return [view.text.strip()] if view.text else []
 
 
-def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
+def focus_lines(
+    focus: Focus, resolved: Resolved, hidden: frozenset[tuple[int, int]] = frozenset()
+) -> list[str]:
+    """The focused cell, row or column said again in words; ``hidden`` cells (the walk's:
+    an unanswered quiz's answer) read "?" here as in the table."""
     tensor = resolved.tensor
     labels = axis_labels(tuple(tensor.shape), resolved.tokens, resolved.query, resolved.axes)
     table = tensor.reshape(len(labels.rows), len(labels.columns))
@@ -144,24 +146,27 @@ def focus_lines(focus: Focus, resolved: Resolved) -> list[str]:
     def row_of(index: int | None) -> int:
         return 0 if one_row or index is None else index
 
-    def listing(values: torch.Tensor, names: tuple[str, ...]) -> str:
-        return ", ".join(
-            f"{n} {format_number(float(v), whole)}" for n, v in zip(names, values, strict=True)
-        )
+    def number(row: int, column: int) -> str:
+        if (row, column) in hidden:
+            return "?"
+        return format_number(float(table[row, column]), whole)
+
+    def listing(cells: list[tuple[int, int]], names: tuple[str, ...]) -> str:
+        return ", ".join(f"{n} {number(*cell)}" for n, cell in zip(names, cells, strict=True))
 
     if focus.kind == "cell":
         row, column = row_of(focus.row), focus.column or 0
         name = f"{labels.rows[row]} and {labels.columns[column]}"
-        return [f"Focus: the cell for {name}: {format_number(float(table[row, column]), whole)}"]
+        return [f"Focus: the cell for {name}: {number(row, column)}"]
     lines = []
     if focus.kind in ("row", "token") and focus.row is not None:
         row = row_of(focus.row)
-        lines.append(f"Focus: row {labels.rows[row]}: {listing(table[row], labels.columns)}")
+        cells = [(row, column) for column in range(len(labels.columns))]
+        lines.append(f"Focus: row {labels.rows[row]}: {listing(cells, labels.columns)}")
     if focus.kind in ("column", "token") and focus.column is not None:
         column = focus.column
-        lines.append(
-            f"Focus: column {labels.columns[column]}: {listing(table[:, column], labels.rows)}"
-        )
+        cells = [(row, column) for row in range(len(labels.rows))]
+        lines.append(f"Focus: column {labels.columns[column]}: {listing(cells, labels.rows)}")
     return lines
 
 
@@ -180,7 +185,7 @@ def loop_lines(view: StepView, runner: LessonRunner) -> list[str]:
     for said in loop_substeps(runner.lesson, runner, view.number):
         count += 1
         count_shown = said.count_shown
-        concealed = concealed or said.concealed
+        concealed = concealed or said.concealed_in_text
         lines.extend(substep_lines(said.sub, tokens, step.query, said))
     if count_shown:
         lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")

@@ -474,10 +474,14 @@ class SubStepView:
     @property
     def concealed(self) -> bool:
         """Whether anything of the sub-step reads "?" or is left out."""
+        return self.concealed_in_text or bool(self.canvas_hidden) or not self.arithmetic
+
+    @property
+    def concealed_in_text(self) -> bool:
+        """Whether what a text front end prints of it (its formula, place and tensors, not
+        the loop's matrix or the arithmetic) reads "?" anywhere."""
         return bool(
             any(self.hidden.values())
-            or self.canvas_hidden
-            or not self.arithmetic
             or not self.count_shown
             or self.formula != (self.sub.formula or "")
         )

@@ -103,6 +103,15 @@ def bit_exact_one(runs: Runs) -> None:
     assert runs.answer() == 1.0
 
 
+def induction_stripe(runs: Runs) -> None:
+    """Layer 1, head 0: from position 10 on, more than half of each row's weight, and its
+    largest, is on the key nine places left of the diagonal (not merely "nearly all")."""
+    table = runs.other("Layer 1, head 0. From position 10 on").table(0)
+    for row in range(10, table.shape[0]):
+        assert table[row, row - 9] > 0.5, (row, table[row])
+        assert int(table[row].argmax()) == row - 9, (row, table[row])
+
+
 def future_is_exact_zero(weights: Callable[[Runs], torch.Tensor]) -> Check:
     def check(runs: Runs) -> None:
         table = weights(runs)
@@ -406,7 +415,7 @@ CLAIMS = (
         "a weight of exactly 1, for any weights",
         all_exactly_one(lambda runs: runs.runner.tensor(runs.step.tables()[0]).tensor),
     ),
-    Claim("06_common_mistakes", "Exactly 1. Softmax over one value", bit_exact_one),
+    Claim("06_common_mistakes", "Exactly 1: the softmax of a single number", bit_exact_one),
     Claim(
         "06_common_mistakes",
         "Every row of your weights adds up to 1, but",
@@ -421,6 +430,16 @@ CLAIMS = (
         "06_common_mistakes",
         "A weight of exactly 1 from a softmax",
         conceptual("a summary of the single-score softmax checked above"),
+    ),
+    Claim(
+        "13_induction_heads",
+        "each row puts most of its weight on a stripe nine places left",
+        induction_stripe,
+    ),
+    Claim(
+        "13_induction_heads",
+        "On the repeat most of each row's weight sits on the position of the next letter",
+        induction_stripe,
     ),
     Claim("08_windows_and_groups", "outside its window, get", outside_window_is_exact_zero),
     Claim(

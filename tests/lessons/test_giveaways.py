@@ -230,11 +230,82 @@ def test_a_derived_table_says_in_words_what_the_lesson_did(host: PluginHost) -> 
     )
     runner = LessonRunner(lesson, host)
     (table,) = step_view(lesson, runner, 0).tables
-    assert table.title.endswith("(worked out by the lesson from scores)")
+    assert table.title == "Worked out by the lesson from scores, after the run"
     assert table.formula == (
-        "worked out from scores after the run: multiplied by 100, then e to the power of "
-        "each value, then each value divided by the sum along each row"
+        "multiplied by 100, then e to the power of each value, then each value divided by "
+        "the sum along each row"
     )
+    runner.close()
+
+
+def test_a_pick_is_named_by_the_axis_it_picks_from(host: PluginHost) -> None:
+    """ "row 1" of a table of heads, or of a single row, would say what is not so: a pick
+    names the head, or the token, it takes, and an operation over a single row does not
+    say "along each row"."""
+    lesson = load(
+        "title: T\nsummary: S\nsteps:\n"
+        "  - show: {variant: multihead, stage: weights, then: [{pick: 1}]}\n"
+        "  - show: {variant: vectorized, stage: scores, query: journey,"
+        " then: [{pick: starts}, {softmax: 0}]}\n"
+        "  - show: {variant: vectorized, stage: scores, then: [{pick: one}, {softmax: -1}]}\n",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    formulas = [step_view(lesson, runner, n).tables[0].formula for n in range(3)]
+    assert formulas == [
+        "head 1",
+        'the key "starts", then softmax of its one value',
+        'the query "one", then softmax over its values',
+    ]
+    runner.close()
+
+
+PLAIN_ANSWER = """title: T
+summary: S
+steps:
+  - show: {variant: masked, stage: mask}
+  - quiz:
+      id: hidden-pair
+      question: Does the mask hide journey from Your (1) or not (0)?
+      answer: {variant: masked, stage: mask, cell: [Your, journey]}
+      tolerance: 0
+"""
+
+
+def test_a_single_digit_answer_is_hidden_at_its_own_cell_only(host: PluginHost) -> None:
+    """A mask is 0s and 1s: hiding every 1 for a quiz whose answer is 1 would hide the mask.
+    The answer's own cell reads "?"; the other 1s, which say nothing of it, show."""
+    lesson = load(PLAIN_ANSWER, host)
+    runner = LessonRunner(lesson, host)
+    your, journey = TOKENS.index("Your"), TOKENS.index("journey")
+    for number in (0, 1):
+        (table,) = step_view(lesson, runner, number, answered=()).tables
+        assert table.hidden == {(your, journey)}
+    (table,) = step_view(lesson, runner, 0, answered=("hidden-pair",)).tables
+    assert table.hidden == frozenset()
+    assert runner.answer_text(lesson.quizzes[0]) == "1"
+    runner.close()
+
+
+def test_a_title_that_states_an_answer_reads_question_mark_there(host: PluginHost) -> None:
+    """The kv-cache's work stage is titled with both totals; while their quizzes are not
+    answered the title keeps its words and says "?" for the totals alone."""
+    lesson = load(
+        "title: T\nsummary: S\nsteps:\n"
+        "  - show: {variant: kv-cache, stage: work, tensor: cached_total}\n"
+        "  - quiz:\n      id: total\n      question: How many multiply-adds in all?\n"
+        "      answer: {variant: kv-cache, stage: work, tensor: cached_total, cell: [step]}\n"
+        "      tolerance: 0\n",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    (table,) = step_view(lesson, runner, 0, answered=()).tables
+    total = runner.answer_text(lesson.quizzes[0])
+    stage_title = table.resolved.stage.title
+    assert total in stage_title and table.withheld
+    assert table.title == stage_title.replace(total, "?", 1)
+    (table,) = step_view(lesson, runner, 0, answered=("total",)).tables
+    assert table.title == stage_title and not table.withheld
     runner.close()
 
 
@@ -299,10 +370,11 @@ def test_a_loop_keeps_a_later_quizs_answer_off_every_sub_step(host: PluginHost) 
     session.close()
 
 
-def test_a_compare_hides_the_difference_where_a_side_hides_a_cell(host: PluginHost) -> None:
-    """Each side hides the quiz's cells; the difference there would give them by a
-    subtraction from the other side's shown numbers, so it reads "?" too, and so does the
-    largest difference."""
+def test_a_compare_hides_the_difference_only_where_it_would_give_a_side_away(
+    host: PluginHost,
+) -> None:
+    """Both sides hide the quiz's cells: the difference of two hidden numbers says nothing
+    of either, so it shows (the loop and the matrix product agree up to rounding)."""
     one, step = TOKENS.index("one"), TOKENS.index("step")
     session = start_session(load(LOOP_THEN_QUIZ, host), host, Path("l.yaml"))
     session.attach(None)
@@ -310,14 +382,46 @@ def test_a_compare_hides_the_difference_where_a_side_hides_a_cell(host: PluginHo
     view = session.view().step
     left, right = view.tables
     assert {(one, step), (step, one)} <= left.hidden and left.hidden == right.hidden
-    assert view.difference_hidden == left.hidden and view.largest == "?"
+    assert view.difference_hidden == frozenset() and view.largest != "?"
     assert (left.label, right.label) == ("the loop", "the matrix product")
-    session.go_to(2)
-    assert session.answer(f"{SCORES[one, step]:.4f}").right
+    session.close()
+
+
+ONE_SIDE_HIDDEN = """title: T
+summary: S
+steps:
+  - compare:
+      left: {variant: naive-loop, stage: scores, label: scores}
+      right: {variant: vectorized, stage: weights, label: weights}
+  - quiz:
+      id: one-step
+      question: What is the score of one with step?
+      answer: {variant: naive-loop, stage: scores, cell: [one, step]}
+      tolerance: 0.005
+"""
+
+
+def test_a_compare_hides_the_difference_where_one_side_is_hidden(host: PluginHost) -> None:
+    """The scores hide the quiz's cells and the weights beside them show theirs: the
+    difference there is the weight minus the answer, one subtraction from it, so it reads
+    "?" (and the largest difference too, when it is one of them)."""
+    one, step = TOKENS.index("one"), TOKENS.index("step")
+    difference = WEIGHTS - SCORES
+    session = start_session(load(ONE_SIDE_HIDDEN, host), host, Path("l.yaml"))
+    session.attach(None)
+    view = session.view().step
+    left, right = view.tables
+    assert {(one, step), (step, one)} <= left.hidden and not right.hidden
+    assert view.difference_hidden == left.hidden
+    at = np.unravel_index(np.abs(difference).argmax(), difference.shape)
+    largest_hidden = (int(at[0]), int(at[1])) in left.hidden
+    assert (view.largest == "?") == largest_hidden
     session.go_to(1)
+    assert session.answer(f"{SCORES[one, step]:.4f}").right
+    session.go_to(0)
     view = session.view().step
     assert view.difference is not None and view.difference_hidden == frozenset()
-    assert view.largest == format_scalar(float(view.difference.abs().max()))
+    assert view.largest == format_scalar(float(np.abs(difference).max()))
     session.close()
 
 

@@ -397,7 +397,10 @@ def test_count_answers_print_as_integers(host: PluginHost) -> None:
     weight = quiz_app(host)
     assert weight.runner.answer_text(weight.quiz) == f"{seeds.SEED_003_DOT_0_1:.4f}"
     assert answer_text(number_quiz(), 2) == "2"
-    assert answer_text(number_quiz(), 2.0) == "2.0000"
+    # A float that came out whole (a sum of 0/1 flags) reads as the count it is.
+    assert answer_text(number_quiz(), 2.0) == "2"
+    assert answer_text(number_quiz(), -0.0) == "0"
+    assert answer_text(number_quiz(), 2.5) == "2.5000"
 
 
 async def test_the_widget_shows_a_count_as_an_integer(host: PluginHost) -> None:

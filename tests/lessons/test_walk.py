@@ -139,7 +139,7 @@ def plain_text(name: str) -> str:
 
 
 def test_a_sub_steps_table_keeps_its_shape_and_labels_in_plain_text() -> None:
-    text = step_text(plain_text("10_online_softmax"), 6)  # the tiles loop
+    text = step_text(plain_text("10_online_softmax"), 7)  # the tiles loop
     lines = text.split("\n")
     # The loop follows the query "journey" (so every table it names fits on a screen).
     start = lines.index("  scaled (1×2: query × key):")

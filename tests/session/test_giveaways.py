@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from tracer.lessons.loader import find_lessons, load_lesson
-from tracer.lessons.model import Quiz
+from tracer.lessons.model import Quiz, TensorRef
 from tracer.lessons.walk import Table, quiz_id
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import (
@@ -47,12 +47,51 @@ class Answer:
     step: int
     value: float
     tolerance: float
+    quiz: Quiz
 
     def near(self, value: float) -> bool:
+        """Whether ``value`` shown would give this answer away."""
+        if self.plain:
+            return False  # a single digit on screen is no giveaway by itself: see own_cells
+        return self.equal(value)
+
+    def equal(self, value: float) -> bool:
         if not math.isfinite(value):
             return False
         shown = f"{value:.4f}" == f"{self.value:.4f}"
         return shown or abs(value - self.value) <= self.tolerance + 1e-9
+
+    @property
+    def plain(self) -> bool:
+        """A single-digit whole number (a count, an index, a weight of 0 or 1): the screens
+        show such numbers for reasons of their own (a block size, a mask's 0s), so it must
+        be hidden where it is the answer, its own cell, not wherever it is equal."""
+        whole = round(self.value)
+        return abs(whole) <= 9 and abs(self.value - whole) <= max(self.tolerance, 1e-6)
+
+
+def own_cells(table: Table, answer: Answer) -> list[tuple[int, int]]:
+    """The answer's own cell where ``table`` is the tensor the quiz's answer names."""
+    ref, shown = answer.quiz.answer, table.resolved.ref
+    if not isinstance(ref, TensorRef) or ref.cell is None:
+        return []
+    first = next(iter(table.resolved.stage.tensors), None)
+    named = (ref.variant, ref.stage, ref.tensor or first, ref.then, ref.query, ref.options)
+    if named != (
+        shown.variant,
+        shown.stage,
+        shown.tensor or first,
+        shown.then,
+        shown.query,
+        shown.options,
+    ):
+        return []
+    shape = tuple(table.resolved.tensor.shape)
+    flat = 0
+    for index, size in zip(ref.cell, shape, strict=True):
+        flat = flat * size + index
+    columns = shape[-1] if shape else 1
+    return [(flat // columns, flat % columns)]
 
 
 def answers(session: LessonSession) -> list[Answer]:
@@ -62,7 +101,7 @@ def answers(session: LessonSession) -> list[Answer]:
         if isinstance(step, Quiz) and step.quiz_kind == "number":
             value = float(session.runner.answer(step))  # type: ignore[arg-type]
             allowed = step.tolerance * abs(value) if step.relative else step.tolerance
-            found.append(Answer(quiz_id(number, step), number, value, allowed))
+            found.append(Answer(quiz_id(number, step), number, value, allowed, step))
     return found
 
 
@@ -194,6 +233,12 @@ def leaks(view: LessonView, unanswered: list[Answer]) -> list[str]:
             found += [f"title {head!r}: {a.id}" for a in unanswered if a.near(value)]
         for cell, value in shown_cells(table):
             found += [f"{table.name} {cell}: {a.id}" for a in unanswered if a.near(value)]
+        for answer in unanswered:
+            found += [
+                f"{table.name} {cell}, the answer's own: {answer.id}"
+                for cell in own_cells(table, answer)
+                if cell not in table.hidden
+            ]
         for end in table.legend or ():
             found += [f"{table.name} legend {end}: {a.id}" for a in unanswered if a.near(end)]
         found += [f"{table.name} {cell} is 1 minus its row" for cell in derivable(table)]

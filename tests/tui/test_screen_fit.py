@@ -88,7 +88,7 @@ async def test_every_table_lesson_10s_loop_names_is_in_sight() -> None:
     app = lesson("10")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        screen = await go(app, pilot, 5)
+        screen = await go(app, pilot, 6)  # the loop, after the rescale quiz
         assert screen.session is not None
         caption = screen.session.view().step.text
         pane = screen.query_one("#tensors", TensorPane)
@@ -97,7 +97,7 @@ async def test_every_table_lesson_10s_loop_names_is_in_sight() -> None:
         assert "O / l" in caption and " l, O " in caption
     async with lesson("10").run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = await go(pilot.app, pilot, 5)
+        screen = await go(pilot.app, pilot, 6)
         # The caption whole at 80×24: its box's lines, read in order, are the caption.
         box = screen.query_one("#caption").region
         lines = screen_lines(pilot.app)[box.y : box.bottom]

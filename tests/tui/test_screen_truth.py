@@ -211,9 +211,9 @@ async def test_a_derived_value_is_titled_as_what_it_is() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await at_step(pilot, 7)
         pane = screen.pane
-        assert "worked out by the lesson from scores" in str(pane.border_title)
+        assert "Worked out by the lesson from scores, after the run" in str(pane.border_title)
         detail = str(pane.query_one("#tensor-detail", TextPane).render())
-        assert "worked out from scores after the run: softmax along each row" in detail
+        assert "softmax along each row" in detail
         assert "X Xᵀ" not in detail  # the stage's formula is not this value's formula
         scores = INPUTS @ INPUTS.T
         assert pane.grid is not None

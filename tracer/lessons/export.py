@@ -330,7 +330,11 @@ def _quiz(step_view: StepView, context: Exporting) -> Iterator[Block]:
         for table in view.tables:
             yield from _tensor_block(table, "", code=False, context=context)
         if view.hidden:
-            lines.append(escape("(? = a cell that shows the answer, under Answer below)"))
+            lines.append(
+                escape("(? = a cell that shows the answer, under Answer below)")
+                if view.own
+                else escape(HIDDEN_NOTE)
+            )
     # The view's choices and hints: what the walk lets them say (no other quiz's answer).
     lines += [
         f"{chr(ord('a') + i)}) {escape(choice)}" for i, choice in enumerate(step_view.choices)

@@ -189,4 +189,5 @@ def answer_text(quiz: Quiz, answer: Answer) -> str:
     assert isinstance(answer, (int, float))
     if isinstance(answer, int) and not isinstance(answer, bool):
         return str(answer)  # a count: "2", not "2.0000"
-    return format_number(float(answer))
+    # A float that came out whole (a sum of 0/1 flags, a count via `then: sum`) reads as one.
+    return format_number(float(answer), whole=True)

@@ -258,7 +258,9 @@ def quiz_lines(
         lines.append(view.caption)
     lines.extend(quiz_table_lines(step_view))
     if any(table.hidden for table in step_view.tables):
-        lines.append(f"(? = a cell that shows the answer, shown once {until})")
+        lines.append(
+            f"(? = a cell that shows the answer, shown once {until})" if view.own else HIDDEN_NOTE
+        )
     written = choices if choices is not None else step_view.choices
     lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(written))
     if step.quiz_kind == "multiple":

@@ -36,7 +36,7 @@ from tracer.options import LEGACY_OPTIONS, option_for
 from tracer.render.labels import effective_axes, label_axes
 from tracer.runner import DEFAULT_D_OUT, TraceOptions, start_trace
 from tracer.suggest import did_you_mean
-from tracer.variant import Stage, SubStep, source_tokens
+from tracer.variant import TOKEN_AXES, Stage, SubStep, parse_axis, source_tokens
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -422,12 +422,64 @@ def explain(operation: Operation) -> str:
     if name == "transpose":
         return "rows and columns swapped"
     if name == "pick":
-        return f"row {shown}"
+        return f"entry {shown} of the first axis"
     if argument is True and name in _WHOLE_WORDS:
         return _WHOLE_WORDS[name]
     if name == "size":
         return f"the length of axis {shown}"
     return f"{_ALONG_WORDS.get(name, name)} {_along(argument)}"
+
+
+def explain_steps(resolved: Resolved) -> list[str]:
+    """Each of a derived table's operations in words (:func:`explain`), a ``pick`` named by
+    the axis it picks from as far as the axes are known: 'the query "journey"', "head 1",
+    not "row 1" of a table that has no rows left."""
+    name = resolved.ref.tensor or next(iter(resolved.stage.tensors), "")
+    axes, original = resolved.stage.axes.get(name), resolved.stage.tensors.get(name)
+    names: list[str] | None = None
+    if axes is not None and original is not None:
+        shown = effective_axes(tuple(original.shape), axes, resolved.query)
+        names = list(shown) if shown is not None else None
+    words = []
+    for operation in resolved.ref.then:
+        argument = operation.argument
+        if (
+            operation.name == "pick"
+            and isinstance(argument, int)
+            and not isinstance(argument, bool)
+        ):
+            words.append(_picked(argument, names[0] if names else None, resolved.tokens))
+        elif names is not None and len(names) < 2 and operation.name in _ALONG_WORDS:
+            # "along each row" of a table that is one row, or one number, would mislead.
+            over = "over its values" if names else "of its one value"
+            words.append(f"{_ALONG_WORDS[operation.name]} {over}")
+        else:
+            words.append(explain(operation))
+        if names is None or operation.name in ("softmax", "normalize", "scale", "exp", "abs"):
+            continue
+        if operation.name == "pick" and names:
+            names.pop(0)
+        elif operation.name == "transpose" and len(names) == 2:
+            names.reverse()
+        elif (
+            operation.name == "sum"
+            and isinstance(argument, int)
+            and -len(names) <= argument < len(names)
+        ):
+            names.pop(argument)
+        else:
+            names = None  # not followed further: later picks are named by position
+    return words
+
+
+def _picked(index: int, axis: str | None, tokens: tuple[str, ...]) -> str:
+    if axis is None:
+        return f"entry {index} of the first axis"
+    kind = parse_axis(axis)[0]
+    labels = source_tokens(tokens) if kind == "source" else tokens
+    if kind in TOKEN_AXES and labels is not None and 0 <= index < len(labels):
+        return f'the {kind} "{labels[index]}"'
+    return f"{kind} {index}"
 
 
 WHOLE_REDUCTIONS = ("max", "min", "mean", "std", "argmax", "count", "size")

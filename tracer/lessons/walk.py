@@ -27,7 +27,7 @@ import math
 import re
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tracer.errors import TracerError
@@ -44,7 +44,7 @@ from tracer.lessons.model import (
     TensorRef,
 )
 from tracer.lessons.prose import placeholders
-from tracer.render.text import format_number, format_scalar
+from tracer.render.text import format_number, format_size
 from tracer.tracing.stepper import Cancelled, LoopCanvas, Stepper
 from tracer.variant import Dot, Stage, SubStep
 
@@ -88,9 +88,9 @@ class Table:
     focus: Focus | None = None
     hidden: frozenset[Cell] = frozenset()
     """Cells that read "?" until the quiz is answered."""
-    withheld: bool = False
-    """The stage's title or formula states an unanswered quiz's answer: the table is titled
-    by its name and shown without its formula (:func:`conceal`)."""
+    concealing: tuple[Secret, ...] = field(default=(), compare=False)
+    """The answers of the quizzes not answered yet: a number in the stage's title or formula
+    that states one reads "?" (:func:`conceal`)."""
     label: str = ""
     """A compare side's label as shown (the author's ``label:``, no answer in it)."""
 
@@ -113,10 +113,17 @@ class Table:
         """
         resolved = self.resolved
         if self.derived:
-            return f"{resolved.name} (worked out by the lesson from {self.source})"
-        if self.withheld:
-            return resolved.name
-        return resolved.stage.title
+            return f"Worked out by the lesson from {self.source}, after the run"
+        return conceal_text(resolved.stage.title, telling(self.concealing))
+
+    @property
+    def withheld(self) -> bool:
+        """Whether the stage's title or formula states an unanswered quiz's answer (a number
+        in it reads "?")."""
+        stage = self.resolved.stage
+        return not self.derived and bool(
+            revealing(f"{stage.title}\n{stage.formula or ''}", telling(self.concealing))
+        )
 
     @property
     def source(self) -> str:
@@ -128,18 +135,14 @@ class Table:
     @property
     def formula(self) -> str:
         """The formula that made the table: the stage's, or the lesson's operations."""
-        from tracer.lessons.runner import explain  # here: the runner imports torch
+        from tracer.lessons.runner import explain_steps  # here: the runner imports torch
 
         if self.derived:
-            return f"worked out from {self.source} after the run: " + ", then ".join(
-                explain(operation) for operation in self.resolved.ref.then
-            )
-        if self.withheld:
-            return ""
+            return ", then ".join(explain_steps(self.resolved))
         stage = self.resolved.stage
         name = self.resolved.ref.tensor or next(iter(stage.tensors), "")
         if name in stage.formulas or name in (stage.name, next(iter(stage.tensors), None)):
-            return stage.formula_for(name) or ""
+            return conceal_text(stage.formula_for(name) or "", telling(self.concealing))
         return ""  # the stage's formula makes another of its tensors (lesson 05's "zeroed")
 
     @property
@@ -156,6 +159,9 @@ class QuizTables:
     tables: tuple[Table, ...]
     context: int | None = None
     """The 0-based number of the show step whose table is borrowed (None: the quiz's own)."""
+    own: bool = True
+    """Whether every hidden cell holds this quiz's own answer (else some hold another
+    unanswered quiz's, and a note must not say "the cell that shows the answer")."""
 
     @property
     def caption(self) -> str:
@@ -238,7 +244,10 @@ def quiz_tables(
             tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
     kept = secrets(lesson, runner, number, answered)
-    return QuizTables(quiz, conceal(tables, kept, runner), context)
+    concealed = conceal(tables, kept, runner)
+    mine = conceal(tables, [secret for secret in kept if secret.number == number], runner)
+    own = all(table.hidden <= alone.hidden for table, alone in zip(concealed, mine, strict=True))
+    return QuizTables(quiz, concealed, context, own)
 
 
 def hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
@@ -271,6 +280,23 @@ class Secret:
         return abs(value - self.value) <= self.tolerance + 1e-9 or format_number(
             value
         ) == format_number(self.value)
+
+    @property
+    def plain(self) -> bool:
+        """Whether the answer is a single-digit whole number (a count, an index, a weight of
+        0 or 1): one that a screen shows for reasons of its own, so that a cell or a formula
+        equal to it gives nothing away (:func:`conceal`)."""
+        whole = round(self.value)
+        return abs(whole) <= PLAIN_LIMIT and abs(self.value - whole) <= max(self.tolerance, 1e-6)
+
+
+PLAIN_LIMIT = 9
+"""The largest size of a :attr:`Secret.plain` answer: a single digit."""
+
+
+def telling(kept: Iterable[Secret]) -> tuple[Secret, ...]:
+    """The answers of ``kept`` that a number equal to them gives away (not :attr:`~Secret.plain`)."""
+    return tuple(secret for secret in kept if not secret.plain)
 
 
 SUMS_TO_ONE = 1e-4
@@ -384,8 +410,14 @@ def conceal(
     - the answer's own cell when the table is the answer's tensor, whatever it reads;
     - the rest of a row or column of non-negative values that adds up to 1 (a softmax's
       row) where one cell of it is hidden: it would be 1 minus the others;
-    - the stage's title and formula, where they state such a number (the table is then
-      titled by its name, :attr:`Table.withheld`).
+    - each number in the stage's title or formula that states such an answer, which reads
+      "?" (:attr:`Table.withheld`).
+
+    A *plain* answer (:attr:`Secret.plain`: a single-digit whole number, a count, an index,
+    a weight of 0 or 1) is on many screens for reasons of its own (a block size, a mask's
+    0s, "tile 0"), and hiding each would hide the lesson and the settings a quiz needs: it
+    is hidden where it is the answer, its own cell wherever that table is drawn, and where
+    a live value in prose works it out, never merely for being equal.
 
     Each front end draws the ``hidden`` cells as "?", and a table's range
     (:attr:`Table.legend`) leaves them out; once the quiz is answered the session
@@ -412,11 +444,7 @@ def conceal(
                 if cell is not None:
                     answer_cells.add(cell)
         hidden = hidden_cells(tensor, kept, table.hidden | answer_cells)
-        stage = table.resolved.stage
-        withheld = table.withheld or bool(
-            not table.derived and revealing(f"{stage.title}\n{stage.formula or ''}", kept)
-        )
-        result.append(replace(table, hidden=hidden, withheld=withheld))
+        result.append(replace(table, hidden=hidden, concealing=kept))
     return tuple(result)
 
 
@@ -425,7 +453,7 @@ def hidden_cells(
 ) -> frozenset[Cell]:
     """The cells of ``tensor`` (folded to two dimensions) that read "?" while the quizzes of
     ``kept`` are unanswered: ``hidden`` (cells already known to hold an answer), each cell
-    within a quiz's tolerance of its answer, and the rest of any row or column adding up to
+    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and the rest of any row or column adding up to
     1 with one of them in it (see :func:`conceal`). Non-finite values (a loop matrix's
     cells not written yet) are never an answer."""
     kept = tuple(kept)
@@ -437,7 +465,7 @@ def hidden_cells(
         return frozenset(shut)
     columns = int(tensor.shape[-1]) if tensor.dim() else 1
     grid = tensor.double().reshape(-1, columns)
-    for secret in kept:
+    for secret in telling(kept):
         # Candidates by torch (a table may hold a million values), then exactly.
         close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
         for row, column in close.nonzero().tolist():
@@ -521,12 +549,12 @@ def substep_view(
         )
     }
     arithmetic = not any(hidden.get(name) for name in named)
-    count_shown = count is None or not any(secret.near(count) for secret in kept)
+    count_shown = count is None or not any(secret.near(count) for secret in telling(kept))
     return SubStepView(
         sub,
         hidden,
         canvas_hidden,
-        conceal_text(formula, kept),
+        conceal_text(formula, telling(kept)),
         arithmetic,
         count_shown,
     )
@@ -546,9 +574,13 @@ def loop_substeps(
 
 def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
     """The cells to hide besides ``hidden`` so that no hidden cell is 1 minus the rest of a
-    row or column that adds up to 1: a row (column) with one hidden cell is hidden whole."""
+    row or column that adds up to 1: a row (column) with one hidden cell is hidden whole.
+    A table of whole numbers alone is not read as weights (a mask's column of one 1)."""
     import torch  # here: the walk is imported before torch is needed (tables come from a run)
 
+    finite = grid[torch.isfinite(grid)]
+    if not bool((finite != finite.trunc()).any()):
+        return set()  # 0s and 1s (a mask, a count) are no weights that must add up to 1
     rows, columns = grid.shape
     shut = torch.zeros((rows, columns), dtype=torch.bool)
     for row, column in hidden:
@@ -597,8 +629,8 @@ class StepView:
     difference: torch.Tensor | None = None
     """A compare step's ``right - left`` (None: the shapes differ, or no compare step)."""
     difference_hidden: frozenset[Cell] = frozenset()
-    """The difference's cells that read "?": those of a side's hidden cell (the other side
-    shown, the difference would give it by a subtraction) and any near an answer."""
+    """The difference's cells that read "?": those where one side is hidden and the other
+    shown (the difference would give it by a subtraction) and any near an answer."""
     largest: str = ""
     """A compare step's largest difference in size, as text ("?" while it gives an answer away)."""
     choices: tuple[str, ...] = ()
@@ -695,10 +727,18 @@ def step_view(
         tables = conceal(tables, kept, runner)
         if difference is None:
             return StepView(number, step, caption, tables)
-        sides = tables[0].hidden | tables[1].hidden
+        # Where one side is hidden and the other shown, the difference gives the hidden one by
+        # a subtraction; where both are hidden it says nothing of either.
+        sides = tables[0].hidden ^ tables[1].hidden
         hidden = hidden_cells(difference, kept, sides)
-        largest = float(difference.abs().max()) if difference.numel() else 0.0
-        gives = bool(hidden) or any(secret.near(largest) for secret in kept)
+        largest, at = 0.0, None
+        if difference.numel():
+            sizes = difference.detach().abs()
+            largest = float(sizes.max())
+            columns = int(sizes.shape[-1]) if sizes.dim() else 1
+            flat = int(sizes.reshape(-1).argmax())
+            at = (flat // columns, flat % columns)
+        gives = at in hidden or any(secret.near(largest) for secret in telling(kept))
         return StepView(
             number,
             step,
@@ -706,7 +746,7 @@ def step_view(
             tables,
             difference=difference,
             difference_hidden=hidden,
-            largest="?" if gives else format_scalar(largest),
+            largest="?" if gives else format_size(largest),
         )
     if isinstance(step, Loop):
         return StepView(number, step, live(runner, step.caption, kept=kept))

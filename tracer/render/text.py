@@ -54,6 +54,14 @@ def format_scalar(value: float | bool) -> str:
     return format_number(value, whole=math.isfinite(value) and value == int(value))
 
 
+def format_size(value: float) -> str:
+    """A difference's size on its own: "0" only when the bits agree, and a size too small
+    for four decimals in scientific notation ("6.0e-08"), never a "0.0000" that is not 0."""
+    if value and math.isfinite(value) and abs(value) < 0.00005:
+        return f"{value:.1e}"
+    return format_scalar(value)
+
+
 WHOLE_CHUNK = 1 << 20
 """Values checked at once by :func:`is_whole` (a float table stops at its first chunk)."""
 

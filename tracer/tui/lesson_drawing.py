@@ -289,7 +289,7 @@ class LessonDrawing:
             name = table.label or resolved.name
             stage = Stage(
                 name=resolved.stage.name,
-                title=resolved.stage.title,
+                title=table.title,  # as the walk concealed it
                 tensors={name: resolved.tensor},
                 axes=_derived_axes(table, name),
             )

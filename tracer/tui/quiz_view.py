@@ -39,6 +39,7 @@ from tracer.sanitize import visible
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.kept import Kept
 from tracer.tui.steady import Column, Label, SteadySize
+from tracer.tui.text_pane import code_spans
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -226,7 +227,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         self.answered = False
         self.hints_shown = 0
         self.picked = set()
-        self.query_one("#quiz-question", Static).update(Text(self.text(quiz.question)))
+        self.query_one("#quiz-question", Static).update(code_spans(self.text(quiz.question)))
         choices = self.query_one("#quiz-choices", Vertical)
         field = self.query_one("#quiz-input", Input)
         hint = self.query_one("#quiz-hint", Static)
@@ -320,7 +321,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         button.display = remaining > 0 and not self.answered
         button.label = f"Hint ({self.hints_shown + 1} of {len(hints)})" if remaining > 0 else "Hint"
         shown.update(
-            Text(
+            code_spans(
                 "\n".join(
                     f"Hint {n}: {self.text(h)}"
                     for n, h in enumerate(hints[: self.hints_shown], start=1)
@@ -538,7 +539,8 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             text.append("✗ Not quite", style="bold")
             text.append(f": you answered {said}; the answer is {answer}.")
         if quiz.explanation:
-            text.append("\n\n" + self.text(quiz.explanation))
+            text.append("\n\n")
+            text.append_text(code_spans(self.text(quiz.explanation)))
         text.append("\n\n→ continues", style="dim")
         widget = self.query_one("#quiz-feedback", Static)
         widget.update(text)

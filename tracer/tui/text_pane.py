@@ -8,6 +8,8 @@ that is what keeps a key press to a single small update.
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -50,11 +52,13 @@ class TextPane(Static, SteadySize, Kept):
 
 
 class ProsePane(Static, SteadySize, Kept):
-    """A lesson author's prose, shown as written: plain text, wrapped, nothing interpreted.
+    """A lesson author's prose, shown as written: plain text, wrapped, nothing interpreted
+    but code quoted in backticks, which is drawn as code (in bold, without its backticks).
 
     The lesson format promises narration is shown literally (``The <mask> token``,
-    ``a*b*c`` and ``[b]`` stay as typed), and ``attn lesson run --plain`` prints the
-    same characters, so the app and the plain output never disagree.
+    ``a*b*c`` and ``[b]`` stay as typed); backticks are the one markup prose uses
+    (``attn lesson check`` reports the rest), and ``attn lesson run --plain`` keeps
+    them, as plain text quotes code.
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -65,4 +69,20 @@ class ProsePane(Static, SteadySize, Kept):
         if text == self.text:
             return
         self.text = text
-        self.update(Text(visible(text)))  # a lesson's escape sequences are shown, not run
+        self.update(code_spans(visible(text)))  # escape sequences are shown, not run
+
+
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+"""Code quoted in backticks within a line of prose."""
+
+
+def code_spans(text: str) -> Text:
+    """``text`` with each code span in backticks drawn in bold, its backticks dropped."""
+    shown = Text()
+    last = 0
+    for match in CODE_SPAN.finditer(text):
+        shown.append(text[last : match.start()])
+        shown.append(match.group(1), style="bold")
+        last = match.end()
+    shown.append(text[last:])
+    return shown

@@ -273,14 +273,17 @@ steps:
 
 
 def test_a_single_digit_answer_is_hidden_at_its_own_cell_only(host: PluginHost) -> None:
-    """A mask is 0s and 1s: hiding every 1 for a quiz whose answer is 1 would hide the mask.
-    The answer's own cell reads "?"; the other 1s, which say nothing of it, show."""
+    """A mask is 0s and 1s: hiding every 1 on every step for a quiz whose answer is 1 would
+    hide the mask. Before the quiz the answer's own cell reads "?" and the other 1s, which
+    say nothing of it, show; on the quiz's own screen no 1 shows at all."""
     lesson = load(PLAIN_ANSWER, host)
     runner = LessonRunner(lesson, host)
     your, journey = TOKENS.index("Your"), TOKENS.index("journey")
-    for number in (0, 1):
-        (table,) = step_view(lesson, runner, number, answered=()).tables
-        assert table.hidden == {(your, journey)}
+    (table,) = step_view(lesson, runner, 0, answered=()).tables
+    assert table.hidden == {(your, journey)}
+    (table,) = step_view(lesson, runner, 1, answered=()).tables
+    ones = {(r, c) for r in range(6) for c in range(6) if c > r}  # the causal mask's 1s
+    assert table.hidden == ones
     (table,) = step_view(lesson, runner, 0, answered=("hidden-pair",)).tables
     assert table.hidden == frozenset()
     assert runner.answer_text(lesson.quizzes[0]) == "1"

@@ -243,7 +243,7 @@ def quiz_tables(
             resolved = runner.tensors(shown.ref)
             tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
-    kept = secrets(lesson, runner, number, answered)
+    kept = own_screen(secrets(lesson, runner, number, answered), number)
     concealed = conceal(tables, kept, runner)
     mine = conceal(tables, [secret for secret in kept if secret.number == number], runner)
     own = all(table.hidden <= alone.hidden for table, alone in zip(concealed, mine, strict=True))
@@ -256,7 +256,8 @@ def hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[
     answer = _number_answer(quiz, runner)
     if answer is None:
         return tuple(tables)
-    return conceal(tables, (Secret(-1, quiz, answer, _allowed(quiz, answer)),), runner)
+    alone = Secret(-1, quiz, answer, _allowed(quiz, answer), own_screen=True)
+    return conceal(tables, (alone,), runner)
 
 
 # What an unanswered quiz keeps off screen ---------------------------------------------
@@ -272,6 +273,9 @@ class Secret:
     value: float
     tolerance: float
     """How far from ``value`` a number is still a right answer (absolute)."""
+    own_screen: bool = False
+    """Kept off its own quiz's screen, where no number within its tolerance may show, however
+    plain (:attr:`plain`)."""
 
     def near(self, value: float) -> bool:
         """Whether ``value`` shown would be a right answer, or read as the answer."""
@@ -286,6 +290,8 @@ class Secret:
         """Whether the answer is a single-digit whole number (a count, an index, a weight of
         0 or 1): one that a screen shows for reasons of its own, so that a cell or a formula
         equal to it gives nothing away (:func:`conceal`)."""
+        if self.own_screen:
+            return False
         whole = round(self.value)
         return abs(whole) <= PLAIN_LIMIT and abs(self.value - whole) <= max(self.tolerance, 1e-6)
 
@@ -358,6 +364,14 @@ def secrets(
     )
 
 
+def own_screen(kept: Iterable[Secret], number: int) -> tuple[Secret, ...]:
+    """``kept`` as quiz step ``number`` keeps them: its own answer off its screen wherever a
+    number is within its tolerance, however plain."""
+    return tuple(
+        replace(secret, own_screen=True) if secret.number == number else secret for secret in kept
+    )
+
+
 def numbers_in(text: str) -> Iterable[tuple[re.Match[str], float]]:
     """Each number written in ``text``, with its value."""
     for match in _NUMBER.finditer(text):
@@ -417,7 +431,8 @@ def conceal(
     a weight of 0 or 1) is on many screens for reasons of its own (a block size, a mask's
     0s, "tile 0"), and hiding each would hide the lesson and the settings a quiz needs: it
     is hidden where it is the answer, its own cell wherever that table is drawn, and where
-    a live value in prose works it out, never merely for being equal.
+    a live value in prose works it out, never merely for being equal; but on its own
+    quiz's screen (:func:`own_screen`) no number within its tolerance shows.
 
     Each front end draws the ``hidden`` cells as "?", and a table's range
     (:attr:`Table.legend`) leaves them out; once the quiz is answered the session
@@ -751,6 +766,7 @@ def step_view(
     if isinstance(step, Loop):
         return StepView(number, step, live(runner, step.caption, kept=kept))
     assert isinstance(step, Quiz)
+    kept = own_screen(kept, number)
     view = quiz_tables(lesson, runner, number, answered)
     return StepView(
         number,

@@ -344,7 +344,7 @@ CLAIMS = (
     ),
     Claim(
         "03_vectorising",
-        "The largest difference is {{scores-gap:.1g}}",
+        "The largest difference is {{scores-gap:.2g}}",
         within_rounding("scores-gap"),
     ),
     Claim(
@@ -384,7 +384,7 @@ CLAIMS = (
     ),
     Claim(
         "05_causal_masking",
-        "Why do the two routes give the same weights?",
+        "Why do the two routes give the same weights, up to rounding?",
         within_rounding("routes-gap"),
     ),
     Claim(

@@ -456,3 +456,34 @@ def test_a_focus_line_says_question_mark_for_a_hidden_cell(host: PluginHost) -> 
     answer = f"{WEIGHTS[journey, 0]:.4f}"
     assert "Focus: the cell for journey and Your: ?" in printed.split("--- Step 2")[0]
     assert f"Focus: row journey: Your {answer}," in printed.split("--- Step 4")[1]
+
+
+TYPED_RESULT = """title: T
+summary: S
+steps:
+  - narration: With 4 heads of 2 columns the cache keeps 16 numbers per token.
+  - quiz:
+      id: sixteen
+      question: How many numbers per token does the cache keep?
+      answer: 16
+      tolerance: 0
+  - quiz:
+      id: four
+      question: How many heads?
+      answer: 4
+      tolerance: 0
+"""
+
+
+def test_a_whole_result_typed_in_prose_is_hidden_but_a_single_digit_setting_is_not(
+    host: PluginHost,
+) -> None:
+    """Skipping the quiz and reading on: "16 numbers" states its answer and reads "?"; "4
+    heads" is the lesson's setting (a single digit), and a quiz that asks it shows it."""
+    lesson = load(TYPED_RESULT, host)
+    runner = LessonRunner(lesson, host)
+    text = step_view(lesson, runner, 0, answered=()).text
+    assert text == "With 4 heads of 2 columns the cache keeps ? numbers per token."
+    text = step_view(lesson, runner, 0, answered=("sixteen",)).text
+    assert "keeps 16 numbers" in text
+    runner.close()

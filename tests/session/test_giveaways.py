@@ -223,9 +223,15 @@ def leaks(view: LessonView, unanswered: list[Answer]) -> list[str]:
                 value = float(match.group().replace("−", "-").replace(",", "."))
                 found += [f"label {table.label!r}: {a.id}" for a in unanswered if a.near(value)]
     for where, text in texts(view):
-        for match in NUMBER.finditer(text):
+        # Decimals, and whole numbers but a single digit (an author's setting: "4 heads").
+        for match in WHOLE.finditer(text):
             value = float(match.group().replace("−", "-").replace(",", "."))
-            found += [f"{where} {text!r}: {a.id}" for a in unanswered if a.near(value)]
+            decimal = NUMBER.fullmatch(match.group()) is not None
+            found += [
+                f"{where} {text!r}: {a.id}"
+                for a in unanswered
+                if a.near(value) and (decimal or abs(value) > 9)
+            ]
     for table in view.tables:
         head = f"{table.title}\n{table.formula}"
         # A stage's title is the variant's (it may count what a quiz asks); a derived table's

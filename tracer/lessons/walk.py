@@ -290,8 +290,11 @@ class Secret:
         """Whether the answer is a single-digit whole number (a count, an index, a weight of
         0 or 1): one that a screen shows for reasons of its own, so that a cell or a formula
         equal to it gives nothing away (:func:`conceal`)."""
-        if self.own_screen:
-            return False
+        return self.single_digit and not self.own_screen
+
+    @property
+    def single_digit(self) -> bool:
+        """Whether the answer is a whole number of one digit (within its tolerance)."""
         whole = round(self.value)
         return abs(whole) <= PLAIN_LIMIT and abs(self.value - whole) <= max(self.tolerance, 1e-6)
 
@@ -678,22 +681,29 @@ def live(
     """Prose as shown; a value that cannot be computed stays as the author wrote it.
 
     ``kept``: the answers of the quizzes not answered yet (:func:`secrets`); a live value
-    near one reads "?", and so does a decimal written into the prose (a whole number the
-    author wrote, "4 heads", is the lesson's setting, not a computed answer).
+    near one reads "?", and so does a number written into the prose, but for a single
+    digit the author wrote ("4 heads" is the lesson's setting, not a computed answer).
     """
     kept = tuple(kept)
+
+    def written(words: str) -> str:
+        # An author's single digit is the lesson's setting ("4 heads", "counting from 0");
+        # a larger whole number may be a result typed in ("5 numbers instead of 16").
+        words = conceal_text(words, kept, whole=False)
+        return conceal_text(words, [secret for secret in kept if not secret.single_digit])
+
     if "{{" not in text:
-        return conceal_text(text, kept, whole=False)
+        return written(text)
     try:
         if not kept:
             return runner.text(text, quiz)
         parts, last = [], 0
         for placeholder in placeholders(text):
-            parts.append(conceal_text(text[last : placeholder.start], kept, whole=False))
+            parts.append(written(text[last : placeholder.start]))
             filled = runner.text(text[placeholder.start : placeholder.end], quiz)
             parts.append(conceal_text(filled, kept))
             last = placeholder.end
-        parts.append(conceal_text(text[last:], kept, whole=False))
+        parts.append(written(text[last:]))
         return "".join(parts)
     except TracerError:
         return text

@@ -147,3 +147,22 @@ async def test_a_show_step_names_its_tensor_and_prints_whole_numbers_whole() -> 
         mask = torch.ones(6, 6).triu(1)  # 1 = hidden from the query
         rows = [line.split() for line in pane_text(app).splitlines()[1:7]]
         assert [[int(v) for v in row[-6:]] for row in rows] == mask.int().tolist()
+
+
+async def test_a_narrow_loop_pane_says_what_question_mark_means_in_whole_words() -> None:
+    """Lesson 10's loop, at its last tile with the m and l quizzes open: the narrow pane of
+    tensors hides journey's m and l and says what "?" means in the longest words that fit,
+    never cut."""
+    from tracer.tui.tensor_pane import HIDDEN_MARK, HIDDEN_MARK_SHORT
+
+    app = lesson("10")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await go(app, pilot, 6)
+        await pilot.press("e")  # the loop's last sub-step: the tile where "one" raises m
+        await settle(pilot)
+        pane = app.screen.query_one("#tensors", TensorPane)
+        assert pane.marks_hidden
+        room = pane.size.width - 4
+        fitting = [m for m in (HIDDEN_MARK, *HIDDEN_MARK_SHORT) if len(m) <= room]
+        assert fitting and pane.full_subtitle.endswith(fitting[0])

@@ -328,8 +328,10 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
             if len(text) > room:  # shorter words, every name still said
                 text = f"{count} more {noun} (t): {names}"
         if self.marks_hidden:
-            # After what is out of sight, which matters more when both do not fit.
-            both = f"{text} · {HIDDEN_MARK}" if text else HIDDEN_MARK
+            # After what is out of sight, which matters more when both do not fit; in a
+            # narrow pane the shorter words, whole.
+            mark = next((m for m in (HIDDEN_MARK, *HIDDEN_MARK_SHORT) if len(m) <= room), "")
+            both = f"{text} · {mark}" if text and mark else text or mark
             text = both if len(both) <= room or not text else text
         text = shorten(text, room)  # never cut mid-word
         self.full_subtitle = text
@@ -459,6 +461,8 @@ class TableTitle(Label):
 
 
 HIDDEN_MARK = "? = a quiz's answer, shown once answered"
+HIDDEN_MARK_SHORT = ("? = a hidden answer", "? = hidden")
+"""What :data:`HIDDEN_MARK` says where it does not fit, longest first."""
 """The border's note under tables that draw a cell as "?"."""
 
 

@@ -487,3 +487,20 @@ def test_a_whole_result_typed_in_prose_is_hidden_but_a_single_digit_setting_is_n
     text = step_view(lesson, runner, 0, answered=("sixteen",)).text
     assert "keeps 16 numbers" in text
     runner.close()
+
+
+def test_a_diagonal_of_queries_and_keys_is_labelled_by_token(host: PluginHost) -> None:
+    """Each token's score with itself: labelled "Your", "journey", ... as the table beside it
+    is, not 0..5."""
+    lesson = load(
+        "title: T\nsummary: S\nsteps:\n  - show: {variant: vectorized, stage: scores,"
+        " then: [diagonal]}\n",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    (table,) = step_view(lesson, runner, 0).tables
+    assert table.resolved.axes == ("query",)
+    assert np.allclose(table.resolved.tensor.double().numpy(), np.diag(SCORES), atol=1e-6)
+    text = "\n".join(plain_lines(lesson, host))
+    assert " ".join(TOKENS) in " ".join(text.split())
+    runner.close()

@@ -83,6 +83,8 @@ class Resolved:
                 continue
             if operation.name == "transpose" and len(names) == 2:
                 names.reverse()
+            elif operation.name == "diagonal" and _token_square(names):
+                names = names[:1]  # a token with itself: the rows' tokens label it
             elif operation.name == "pick" and names:
                 names.pop(0)
             elif operation.name == "sum" and names:
@@ -428,6 +430,13 @@ def explain(operation: Operation) -> str:
     if name == "size":
         return f"the length of axis {shown}"
     return f"{_ALONG_WORDS.get(name, name)} {_along(argument)}"
+
+
+def _token_square(names: list[str]) -> bool:
+    """Whether axes ``names`` are two axes of the same tokens (queries and keys of one
+    sequence, not a source), so a diagonal pairs each token with itself."""
+    kinds = [parse_axis(name)[0] for name in names]
+    return len(kinds) == 2 and all(kind in ("token", "query", "key") for kind in kinds)
 
 
 def explain_steps(resolved: Resolved) -> list[str]:

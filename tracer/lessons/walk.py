@@ -304,7 +304,8 @@ PLAIN_LIMIT = 9
 
 
 def telling(kept: Iterable[Secret]) -> tuple[Secret, ...]:
-    """The answers of ``kept`` that a number equal to them gives away (not :attr:`~Secret.plain`)."""
+    """The answers of ``kept`` that any number equal to them gives away: those not
+    :attr:`~Secret.plain`."""
     return tuple(secret for secret in kept if not secret.plain)
 
 
@@ -471,9 +472,9 @@ def hidden_cells(
 ) -> frozenset[Cell]:
     """The cells of ``tensor`` (folded to two dimensions) that read "?" while the quizzes of
     ``kept`` are unanswered: ``hidden`` (cells already known to hold an answer), each cell
-    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and the rest of any row or column adding up to
-    1 with one of them in it (see :func:`conceal`). Non-finite values (a loop matrix's
-    cells not written yet) are never an answer."""
+    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and the
+    rest of any row or column adding up to 1 with one of them in it (see :func:`conceal`).
+    Non-finite values (a loop matrix's cells not written yet) are never an answer."""
     kept = tuple(kept)
     shut: set[Cell] = set(hidden)
     if not kept:

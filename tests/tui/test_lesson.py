@@ -429,3 +429,14 @@ async def test_choice_buttons_are_reused_from_quiz_to_quiz(tmp_path: Path) -> No
         await press(pilot, "left")
         assert [label for label, _ in buttons()] == ["( ) 1. a", "(•) 2. b", "( ) 3. c", "( ) 4. d"]
         assert all(disabled for _, disabled in buttons())
+
+
+def test_code_in_backticks_is_drawn_as_code_and_nothing_else_is_read_as_markup() -> None:
+    """The one markup prose uses: `dim=-1` in bold without its backticks; `*`, `[b]` and a
+    lone backtick stay as typed."""
+    from tracer.tui.text_pane import code_spans
+
+    shown = code_spans("Use `dim=-1`, not `dim=1`: a*b*c [b] and a lone ` stay.")
+    assert shown.plain == "Use dim=-1, not dim=1: a*b*c [b] and a lone ` stay."
+    bold = [shown.plain[span.start : span.end] for span in shown.spans if "bold" in str(span.style)]
+    assert bold == ["dim=-1", "dim=1"]

@@ -68,34 +68,18 @@ class Resolved:
         None when an operation's effect on the axes is not certain: then the
         tensor is labelled by index, never with guessed tokens.
         """
-        name = self.ref.tensor or next(iter(self.stage.tensors), "")
-        axes, original = self.stage.axes.get(name), self.stage.tensors.get(name)
-        if axes is None or original is None:
-            return None
         if not self.ref.then:
-            return axes  # as the variant named them (the focus contract still applies)
-        shown = effective_axes(tuple(original.shape), axes, self.query)
-        if shown is None:
-            return None
-        names = list(shown)
-        for operation in self.ref.then:
-            if operation.name in ("softmax", "normalize", "scale", "exp", "abs"):
-                continue
-            if operation.name == "transpose" and len(names) == 2:
-                names.reverse()
-            elif operation.name == "diagonal" and _token_square(names):
-                names = names[:1]  # a token with itself: the rows' tokens label it
-            elif operation.name == "pick" and names:
-                names.pop(0)
-            elif operation.name == "sum" and names:
-                dim = operation.argument
-                if not isinstance(dim, int) or isinstance(dim, bool):
-                    return None
-                if not -len(names) <= dim < len(names):
-                    return None
-                names.pop(dim)
-            else:
+            name = self.ref.tensor or next(iter(self.stage.tensors), "")
+            if name not in self.stage.tensors:
                 return None
+            return self.stage.axes.get(name)  # as the variant named them (focus contract)
+        names = axes_before(self)
+        for operation in self.ref.then:
+            if names is None:
+                return None
+            names = axes_after(names, operation)
+        if names is None:
+            return None
         return tuple(names) if len(names) == self.tensor.dim() else None
 
 
@@ -439,16 +423,48 @@ def _token_square(names: list[str]) -> bool:
     return len(kinds) == 2 and all(kind in ("token", "query", "key") for kind in kinds)
 
 
+def axes_before(resolved: Resolved) -> list[str] | None:
+    """The axis names of the tensor a derived table starts from (None: not named)."""
+    name = resolved.ref.tensor or next(iter(resolved.stage.tensors), "")
+    axes, original = resolved.stage.axes.get(name), resolved.stage.tensors.get(name)
+    if axes is None or original is None:
+        return None
+    shown = effective_axes(tuple(original.shape), axes, resolved.query)
+    return list(shown) if shown is not None else None
+
+
+_SAME_AXES = ("softmax", "normalize", "scale", "exp", "abs")
+"""Operations that keep every axis as it was."""
+
+
+def axes_after(names: list[str], operation: Operation) -> list[str] | None:
+    """Axis ``names`` after ``operation``; None where its effect on them is not certain."""
+    name, argument = operation.name, operation.argument
+    if name in _SAME_AXES:
+        return names
+    if name == "transpose" and len(names) == 2:
+        return names[::-1]
+    if name == "diagonal" and _token_square(names):
+        return names[:1]  # a token with itself: the rows' tokens label it
+    if name == "pick" and names:
+        return names[1:]
+    if (
+        name == "sum"
+        and isinstance(argument, int)
+        and not isinstance(argument, bool)
+        and -len(names) <= argument < len(names)
+    ):
+        kept = list(names)
+        kept.pop(argument)
+        return kept
+    return None
+
+
 def explain_steps(resolved: Resolved) -> list[str]:
     """Each of a derived table's operations in words (:func:`explain`), a ``pick`` named by
     the axis it picks from as far as the axes are known: 'the query "journey"', "head 1",
     not "row 1" of a table that has no rows left."""
-    name = resolved.ref.tensor or next(iter(resolved.stage.tensors), "")
-    axes, original = resolved.stage.axes.get(name), resolved.stage.tensors.get(name)
-    names: list[str] | None = None
-    if axes is not None and original is not None:
-        shown = effective_axes(tuple(original.shape), axes, resolved.query)
-        names = list(shown) if shown is not None else None
+    names = axes_before(resolved)
     words = []
     for operation in resolved.ref.then:
         argument = operation.argument
@@ -464,20 +480,8 @@ def explain_steps(resolved: Resolved) -> list[str]:
             words.append(f"{_ALONG_WORDS[operation.name]} {over}")
         else:
             words.append(explain(operation))
-        if names is None or operation.name in ("softmax", "normalize", "scale", "exp", "abs"):
-            continue
-        if operation.name == "pick" and names:
-            names.pop(0)
-        elif operation.name == "transpose" and len(names) == 2:
-            names.reverse()
-        elif (
-            operation.name == "sum"
-            and isinstance(argument, int)
-            and -len(names) <= argument < len(names)
-        ):
-            names.pop(argument)
-        else:
-            names = None  # not followed further: later picks are named by position
+        if names is not None:
+            names = axes_after(names, operation)
     return words
 
 

@@ -117,15 +117,6 @@ class Table:
         return conceal_text(resolved.stage.title, telling(self.concealing))
 
     @property
-    def withheld(self) -> bool:
-        """Whether the stage's title or formula states an unanswered quiz's answer (a number
-        in it reads "?")."""
-        stage = self.resolved.stage
-        return not self.derived and bool(
-            revealing(f"{stage.title}\n{stage.formula or ''}", telling(self.concealing))
-        )
-
-    @property
     def source(self) -> str:
         """The tensor a derived table was worked out from, as the learner reads its name."""
         ref = self.resolved.ref
@@ -390,17 +381,6 @@ def _decimal(written: str) -> bool:
     return any(mark in written for mark in ".,e")
 
 
-def revealing(text: str, kept: Iterable[Secret]) -> list[Secret]:
-    """The secrets a number written in ``text`` gives away."""
-    kept = tuple(kept)
-    if not kept or not text:
-        return []
-    found: list[Secret] = []
-    for _match, value in numbers_in(text):
-        found.extend(secret for secret in kept if secret.near(value) and secret not in found)
-    return found
-
-
 def conceal_text(text: str, kept: Iterable[Secret], *, whole: bool = True) -> str:
     """``text`` with each number that gives away an unanswered quiz's answer written "?"
     (``whole``: whole numbers too, not only those written with decimals)."""
@@ -429,7 +409,7 @@ def conceal(
     - the rest of a row or column of non-negative values that adds up to 1 (a softmax's
       row) where one cell of it is hidden: it would be 1 minus the others;
     - each number in the stage's title or formula that states such an answer, which reads
-      "?" (:attr:`Table.withheld`).
+      "?" (:attr:`Table.title`, :attr:`Table.formula`).
 
     A *plain* answer (:attr:`Secret.plain`: a single-digit whole number, a count, an index,
     a weight of 0 or 1) is on many screens for reasons of its own (a block size, a mask's

@@ -28,16 +28,19 @@ Where it differs from DeepSeek-V3's attention (as Hugging Face transformers'
 - DeepSeek-V3 compresses the queries too, q = RMSNorm(x W_dq) W_uq, with a query latent of
   ``q_lora_rank`` numbers (1536 in V3), and takes the rotary query part from that latent:
   ``-o q_lora_rank=R``. By default the queries are the tool's own full-rank W_query.
-- DeepSeek's value heads have their own width (v_head_dim 128 beside 128 + 64 for the
-  query and key): ``-o v_head_dim=N``. By default it is the head width.
+- DeepSeek sets the value heads' width on its own (``v_head_dim``; 128 in V3, as wide as a
+  head's no-rope part, beside 128 + 64 for its query and key): ``-o v_head_dim=N``. By
+  default it is the head width, which is also V3's proportion.
 - DeepSeek's output projection has no bias: ``-o out_bias=false``. It maps back to the
   model's width; here it maps to d_out, the width of every variant's context.
-- DeepSeek-V3 stretches its rotary part with YaRN (``rope -o rope_scaling=`` shows those
-  angles); here the rotary part is unscaled, base 10000, with neighbouring features paired
+- DeepSeek-V3 stretches its rotary part with YaRN (``rope -o rope_scaling=config.json``
+  shows those angles) and then multiplies the softmax scale by (0.1·mscale_all_dim·ln s +
+  1)²; here the rotary part is unscaled, base 10000, with neighbouring features paired
   (DeepSeek-V3's ``rope_interleave``).
 
-With all four options set and d_out equal to the inputs' width, the output equals
-transformers' ``DeepseekV3Attention`` given the same weights (tests/variants/test_mla_conventions.py).
+With these options set as a DeepSeek configuration sets them, and d_out as wide as the
+inputs, the attention weights and the output match transformers' ``DeepseekV3Attention``
+given the same weights, to float32 rounding (tests/variants/test_mla_conventions.py).
 
 Weights: W_query is the tool's own query projection (``trainable``'s for the
 same ``--seed``, ``--init``, ``--d-out``); W_dkv, W_uk, W_uv, W_qr, W_kr and the

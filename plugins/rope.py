@@ -157,7 +157,8 @@ OPTIONS = (
         str,
         "",
         "a model's config.json, a file holding a transformers rope_scaling mapping, or the "
-        "mapping inline ('{rope_type: yarn, factor: 4}'): sets the options above as it does",
+        "mapping inline ('{rope_type: yarn, factor: 4}'): sets the options above as it does "
+        "(empty, the default: none)",
     ),
 )
 SCALING_OPTIONS = {

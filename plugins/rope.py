@@ -352,7 +352,8 @@ def rope(run: RunContext):
     yield stage(
         "angles",
         f"How fast each of the {d // 2} pairs of features turns, in radians per position "
-        f"({pairing} pairs: feature first[i] turns with second[i])",
+        f"({pairing} pairs: feature first[i] turns with second[i])"
+        + ("; the settings -o rope_scaling gave" if run.options["rope_scaling"] else ""),
         formula=formula,
         axes={name: () if name == "temperature" else ("pair",) for name in shown},
         **shown,

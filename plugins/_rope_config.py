@@ -166,7 +166,16 @@ def _compose(text: str, source: _Source) -> Any:
         except ValueError:
             pass
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or "not valid JSON or YAML"
+        problem = getattr(exc, "problem", None) or "it cannot be parsed"
+        if isinstance(exc, yaml.reader.ReaderError):  # a control character, before parsing
+            character = exc.character
+            code = f"U+{character:04X}" if isinstance(character, int) else repr(character)
+            problem = f"control character {code} is not allowed"
+            offset = exc.position
+            line = text.count("\n", 0, offset)
+            mark = yaml.Mark(
+                "", offset, line, offset - (text.rfind("\n", 0, offset) + 1), None, None
+            )
         raise source.error(f"not valid JSON or YAML: {problem}", _Marked(mark)) from None
     except RecursionError:
         raise source.error("nested too deeply to be a rope_scaling mapping") from None

@@ -401,6 +401,7 @@ BAD_FILES = {
     "twice": ("rope_type: linear\nfactor: 4\nfactor: 8\n", (3, 1), "'factor' is given twice"),
     "missing": ("rope_type: llama3\nfactor: 8\n", (1, 1), "llama3 needs 'low_freq_factor'"),
     "bound": ("rope_type: linear\nfactor: 0.5\n", (2, 9), "factor must be at least 1"),
+    "control": ('rope_type: linear\nfactor: 2\nx: "\x1b"\n', (3, 5), "control character U+001B"),
     "syntax": ('{"rope_type": "yarn",, }\n', (1, 22), "not valid JSON or YAML"),
 }
 

@@ -389,7 +389,7 @@ def rope(run: RunContext):
                 "rotated",
                 (m, a),
                 formula=f"token {m}, pair {i} (features {a}, {b}): turned by {m}·θ{i}"
-                + (f", times the temperature {temperature:.4f}" if temperature != 1.0 else ""),
+                + (f", times the attention factor {temperature:.4f}" if temperature != 1.0 else ""),
                 axes={
                     "angle": (),
                     "rotation": ("row", "column"),
@@ -422,7 +422,9 @@ def rope(run: RunContext):
     yield stage(
         "rotated",
         "Rotated queries and keys: every pair of token m turned by m·θ"
-        + (f", both scaled by the temperature {temperature:.4f}" if temperature != 1.0 else ""),
+        + (
+            f", both scaled by the attention factor {temperature:.4f}" if temperature != 1.0 else ""
+        ),
         formula="[x'ₐ, x'ᵦ] = [[cos mθᵢ, −sin mθᵢ], [sin mθᵢ, cos mθᵢ]] · [xₐ, xᵦ]",
         axes={"rotated_queries": ("query", "feature"), "rotated_keys": ("key", "feature")},
         rotated_queries=run.focus(rotated_queries),
@@ -532,7 +534,7 @@ MISTAKES = (
     Mistake(
         "rope-scaling-keys-only",
         "the scaling applied to the keys' angles only",
-        "scale the angles (and, for yarn, the temperature) of the queries exactly as those of "
+        "scale the angles (and, for yarn, the attention factor) of the queries exactly as those of "
         "the keys: scores then depend on the distance alone.",
         lambda run: (
             rotary_attention(run, keys_only=True) if run.options["scaling"] != "none" else {}

@@ -19,6 +19,7 @@ import select
 import signal
 import struct
 import termios
+import threading
 import time
 from pathlib import Path
 
@@ -26,8 +27,6 @@ import pytest
 
 from tests import forked
 from tracer.processes import descendants
-
-from .conftest import PLUGINS
 
 EXIT_S = 30.0
 """The bound on the app's exit after the hang-up (its watchdog ends it after 2 s)."""
@@ -187,9 +186,7 @@ def test_a_lesson_hung_up_with_the_help_open_saves_and_exits_129(
     assert saved_step(data, home / "lesson.yaml") == 2
 
 
-def test_a_quiz_being_typed_in_when_hung_up_saves_and_exits_129(
-    home: Path, tmp_path: Path
-) -> None:
+def test_a_quiz_being_typed_in_when_hung_up_saves_and_exits_129(home: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     terminal = Terminal("lesson", "lesson.yaml", home=home, data=data)
     try:
@@ -264,3 +261,68 @@ def test_the_app_blocked_on_a_full_terminal_still_ends(
     finally:
         terminal.close()
     assert saved_step(data, home / "lesson.yaml") in (0, 1)  # saved: its last position
+
+
+class GoneTerminal:
+    """A terminal's stream after a hang-up: every write fails with EIO."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        raise OSError(errno.EIO, "Input/output error")
+
+    def flush(self) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    def fileno(self) -> int:
+        return 1
+
+
+def test_a_write_failing_with_eio_counts_as_a_hang_up_and_writes_never_block() -> None:
+    from tracer.tui.hangup import MAX_QUEUED_WRITES, Output
+
+    lost = threading.Event()
+    output = Output(GoneTerminal(), lost.set)  # type: ignore[arg-type]
+    output.start()
+    finished = threading.Event()
+
+    def write_a_lot() -> None:
+        for _ in range(MAX_QUEUED_WRITES * 10):  # far more than the queue holds
+            output.write("\x1b[2J frame")
+        output.stop()
+        finished.set()
+
+    threading.Thread(target=write_a_lot, daemon=True).start()
+    assert lost.wait(30), "the failed write was not reported"
+    assert finished.wait(30), "a writer blocked on the queue of a terminal that is gone"
+    assert output.gone
+
+
+def test_a_full_terminal_is_given_up_on_once_the_app_is_ending() -> None:
+    from tracer.tui.hangup import MAX_QUEUED_WRITES, Output
+
+    blocked = threading.Event()
+
+    class Full(GoneTerminal):
+        def write(self, text: str) -> int:
+            blocked.wait()  # nobody reads the terminal: the write never returns
+            return len(text)
+
+    output = Output(Full(), lambda: None)  # type: ignore[arg-type]
+    output.start()
+    try:
+        finished = threading.Event()
+        output.give_up_at = time.monotonic()  # ending: writes wait no more
+
+        def write_a_lot() -> None:
+            for _ in range(MAX_QUEUED_WRITES * 10):
+                output.write("frame")
+            finished.set()
+
+        threading.Thread(target=write_a_lot, daemon=True).start()
+        assert finished.wait(30), "a writer blocked on a full terminal while the app ends"
+        assert output.gone
+    finally:
+        blocked.set()

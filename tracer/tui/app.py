@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -23,7 +22,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from tracer.tui.commands import PaletteCommand, TracerCommands
-from tracer.tui.hangup import STOP_WAIT_S, Ending, TerminalDriver, driver_for
+from tracer.tui.hangup import HANG_UP, STOP_WAIT_S, Ending, TerminalDriver, driver_for
 from tracer.tui.modals import ErrorScreen, HelpScreen
 from tracer.tui.progress import ProgressStore, load_settings, save_settings
 
@@ -175,9 +174,6 @@ class TracerApp(App[int]):
         for warning in keymap_warnings(self._keymap_text, known_binding_ids()):
             self.notify(warning, title="Keys", severity="warning", markup=False, timeout=10)
 
-    def _terminated(self, number: int) -> None:
-        self.ending.begin(128 + number)
-
     # Ending on a signal or a lost terminal (see tracer.tui.hangup) -----------------------
 
     def get_driver_class(self) -> type[Driver]:
@@ -196,14 +192,14 @@ class TracerApp(App[int]):
 
     def terminal_lost(self) -> None:
         """Writing to or reading from the terminal failed: it is gone, as on a hang-up."""
-        self.ending.begin(128 + signal.SIGHUP)
+        self.ending.begin(HANG_UP)
 
     def _abandon_terminal(self, status: int) -> None:
         """A hang-up drops the output at once; another signal gives it a second to drain
         (the terminal is still there, to be restored), then drops it too."""
         driver = self._driver
         if isinstance(driver, TerminalDriver):
-            driver.abandon(0.0 if status == 128 + signal.SIGHUP else STOP_WAIT_S)
+            driver.abandon(0.0 if status == HANG_UP else STOP_WAIT_S)
 
     def _end_now(self) -> None:
         """On the event loop: save, then exit as ``q`` does, with the ending's status."""

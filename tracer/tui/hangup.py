@@ -42,6 +42,8 @@ try:
 except ImportError:  # Windows: Textual's own driver, and signals as Windows has them
     LinuxDriver = None  # type: ignore[assignment,misc]
 
+HANG_UP = 128 + getattr(signal, "SIGHUP", 1)
+"""The exit status when the terminal goes away: 129, as a hang-up."""
 GRACE_S = 2.0
 """Seconds the app's own shutdown may take after a signal before the watchdog ends it."""
 STOP_WAIT_S = 1.0
@@ -181,7 +183,10 @@ class TerminalDriver(LinuxDriver):
                 raise
             self._terminal_lost()  # reading failed: the terminal is gone
         except BaseException:
-            super()._run_input_thread()  # as Textual does: the app reports it
+            import rich.traceback
+
+            # As Textual's own driver does: the app reports it (and exits 1).
+            self._app.call_later(self._app.panic, rich.traceback.Traceback())
 
 
 class Ending:

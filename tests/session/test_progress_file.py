@@ -250,3 +250,33 @@ def test_a_stale_copy_never_sets_back_a_newer_position(data_dir: Path) -> None:
     early.save("y", LessonProgress(step=2))  # saving another lesson writes x too
     x = ProgressStore().get("x")
     assert x is not None and x.step == 6
+
+
+@pytest.mark.parametrize("way", ["whole", "journal"])
+def test_two_processes_saving_at_once_lose_nothing(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, way: str
+) -> None:
+    if way == "journal":
+        monkeypatch.setattr(progress_module, "WHOLE_BELOW", 2048)
+    data_dir.mkdir(parents=True)
+    children = []
+    for name in ("left", "right"):
+        pid = os.fork()
+        if pid == 0:  # each process saves its own lessons, and its answer to a shared one
+            status = 1
+            try:
+                store = ProgressStore()
+                for n in range(40):
+                    store.save(f"{name}-{n}", LessonProgress(step=n % 5, title="t" * 30))
+                    shared = LessonProgress(answers={name: QuizAnswer(str(n), True)})
+                    store.save("shared", shared)
+                status = 0
+            finally:
+                os._exit(status)
+        children.append(pid)
+    for pid in children:
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    store = ProgressStore()
+    assert {f"{side}-{n}" for side in ("left", "right") for n in range(40)} <= set(store.lessons)
+    shared = store.get("shared")
+    assert shared is not None and set(shared.answers) == {"left", "right"}

@@ -175,6 +175,18 @@ def merged(old: LessonProgress, new: LessonProgress) -> LessonProgress:
     )
 
 
+def _adds_nothing(mine: LessonProgress, other: LessonProgress) -> bool:
+    """Whether merging ``other`` into ``mine`` would change nothing (the common case when a
+    whole document is read again: memory already holds it), checked without copying."""
+    return (
+        other.updated <= mine.updated
+        and other.seen <= mine.seen
+        and (mine.finished or not other.finished)
+        and other.answers.keys() <= mine.answers.keys()
+        and other.extra.keys() <= mine.extra.keys()
+    )
+
+
 def merge_into(mine: LessonProgress, other: LessonProgress) -> None:
     """:func:`merged`, in place: ``mine`` (the object a lesson being taken holds) takes it."""
     both = merged(other, mine)
@@ -380,7 +392,7 @@ class ProgressStore:
         mine = self.lessons.get(key)
         if mine is None:
             self.lessons[key] = record
-        else:
+        elif not _adds_nothing(mine, record):
             merge_into(mine, record)
 
     def _clean_temporaries(self) -> None:

@@ -280,3 +280,17 @@ def test_two_processes_saving_at_once_lose_nothing(
     assert {f"{side}-{n}" for side in ("left", "right") for n in range(40)} <= set(store.lessons)
     shared = store.get("shared")
     assert shared is not None and set(shared.answers) == {"left", "right"}
+
+
+def test_journal_lines_it_cannot_read_are_kept_when_it_is_folded(
+    big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = big.with_name("progress.json.journal")
+    later = '{"lesson": "lesson-4", "progress": ["a later version\'s record"]}\n'
+    journal.write_text(later, encoding="utf-8")
+    store = ProgressStore()
+    monkeypatch.setattr(progress_module, "WHOLE_BELOW", 1 << 40)  # the next save folds
+    assert store.save("lesson-8", LessonProgress(step=4)) is None
+    assert not journal.exists()
+    assert big.with_name("progress.json.journal.corrupt").read_text(encoding="utf-8") == later
+    assert ProgressStore().get("lesson-8").step == 4  # type: ignore[union-attr]

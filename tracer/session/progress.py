@@ -273,22 +273,27 @@ def _parse(raw: bytes) -> _Document:
         raise _Unreadable(str(exc)) from None
 
 
-def _journal_lines(raw: bytes) -> tuple[list[tuple[str, LessonProgress]], int]:
-    """The records of a journal's complete lines, and how many bytes those lines take.
+def _journal_lines(raw: bytes) -> tuple[list[tuple[str, LessonProgress]], int, int]:
+    """The records of a journal's complete lines, how many bytes those lines take, and how
+    many of them did not parse.
 
     A line that does not parse (a later version's, or one a full disk cut short) is
     skipped; an unfinished last line is not counted (its writer was killed mid-line).
     """
     records = []
+    skipped = 0
     end = raw.rfind(b"\n") + 1
     for line in raw[:end].splitlines():
+        if not line.strip():
+            continue
         try:
             entry = json.loads(line.decode("utf-8"))
-            if isinstance(entry, dict) and isinstance(entry.get("lesson"), str):
-                records.append((entry["lesson"], LessonProgress.from_json(entry.get("progress"))))
+            if not isinstance(entry, dict) or not isinstance(entry.get("lesson"), str):
+                raise ValueError("not a lesson's record")
+            records.append((entry["lesson"], LessonProgress.from_json(entry.get("progress"))))
         except (ValueError, TypeError, OverflowError, RecursionError):
-            continue
-    return records, end
+            skipped += 1
+    return records, end, skipped
 
 
 def _compact_after(document_size: int) -> int:
@@ -315,6 +320,8 @@ class ProgressStore:
         """The document as last read or written (inode, size, time): changed means reread."""
         self._seen_journal: tuple[int, int] | None = None
         """The journal as last read or written: (inode, bytes read)."""
+        self._journal_skipped = 0
+        """Lines of the journal that did not parse: the journal is set aside, not removed."""
         self._mutex = threading.Lock()  # a hang-up's save and the app's own take turns
         self._load()
 
@@ -382,7 +389,10 @@ class ProgressStore:
         except OSError as exc:
             self._refuse(f"could not read {self.journal}: {_why(exc)}")
             return 0
-        records, used = _journal_lines(raw)
+        records, used, skipped = _journal_lines(raw)
+        if offset == 0:
+            self._journal_skipped = 0
+        self._journal_skipped += skipped
         for key, record in records:
             self._take(key, record)
         self._seen_journal = (identity.st_ino, offset + used)
@@ -526,9 +536,13 @@ class ProgressStore:
         except OSError as exc:
             return f"could not save progress to {self.path}: {_why(exc)}"
         if self._seen_journal is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.journal)  # all it held is in the document now
+            if self._journal_skipped:  # lines it could not read (a later version's): kept
+                set_aside(self.journal)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.journal)  # all it held is in the document now
             self._seen_journal = None
+            self._journal_skipped = 0
         return self.warning
 
     def _append(self, key: str, progress: LessonProgress) -> str | None:

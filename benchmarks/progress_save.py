@@ -1,6 +1,6 @@
-"""How long one save of the progress file takes when it holds 100,000 lessons (about 22 MB).
+"""How long one save of the progress file takes when it holds 100,000 lessons (about 27 MB).
 
-    python benchmarks/progress_save.py              # the README table (about a minute)
+    python benchmarks/progress_save.py              # the README table (a few minutes)
     python benchmarks/progress_save.py --quick      # 10,000 lessons, for a smoke run
 
 Three ways, on copies of the same file in a temporary folder:

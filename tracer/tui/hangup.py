@@ -48,6 +48,9 @@ GRACE_S = 2.0
 """Seconds the app's own shutdown may take after a signal before the watchdog ends it."""
 STOP_WAIT_S = 1.0
 """Seconds closing waits for the output thread to write what is queued."""
+QUIT_WAIT_S = 10.0
+"""Seconds quitting (``q``) waits for a slow terminal to take the last frames and the
+sequences that restore it; past that it counts as gone."""
 MAX_QUEUED_WRITES = 30
 """As Textual's own writer: a slow terminal slows the app down rather than fill memory."""
 _POLL_S = 0.1
@@ -69,19 +72,17 @@ class Output(threading.Thread):
 
         A plain attribute, set from signal handlers, so nothing here takes a lock for it."""
         self.give_up_at: float | None = None
-        """A time (``time.monotonic``) after which a write waiting on a full queue gives up
+        """A time (``time.monotonic``) after which a write that finds the queue full gives up
         and the terminal counts as gone: the app is ending and nobody reads its output."""
 
     def write(self, text: str) -> None:
         while not self.gone:
-            if self.give_up_at is not None and time.monotonic() > self.give_up_at:
-                self.gone = True
-                return
             try:
                 self._queue.put(text, timeout=_POLL_S)
                 return
-            except queue.Full:
-                continue  # the terminal is slow (or nobody reads it): wait, but not for good
+            except queue.Full:  # the terminal is slow (or nobody reads it): wait, not for good
+                if self.give_up_at is not None and time.monotonic() > self.give_up_at:
+                    self.gone = True
 
     def isatty(self) -> bool:
         return True
@@ -118,13 +119,18 @@ class Output(threading.Thread):
                 self._queue.get_nowait()
 
     def stop(self) -> None:
-        """Write what is queued (a bounded wait), then end the thread."""
+        """Write what is queued, then end the thread: a bounded wait, the shorter when the
+        app is ending on a signal (a slow terminal still gets the sequences that restore it
+        on a normal quit)."""
+        ending = self.gone or self.give_up_at is not None
+        if not ending:
+            self.give_up_at = time.monotonic() + QUIT_WAIT_S
         if not self.gone:
             self.write(None)  # type: ignore[arg-type]  # the end marker, as Textual's
-        else:
+        if self.gone:
             with contextlib.suppress(queue.Full):
                 self._queue.put_nowait(None)
-        self.join(STOP_WAIT_S)
+        self.join(STOP_WAIT_S if ending else QUIT_WAIT_S)
 
 
 def driver_for(chosen: type[Driver]) -> type[Driver]:

@@ -326,3 +326,29 @@ def test_a_full_terminal_is_given_up_on_once_the_app_is_ending() -> None:
         assert output.gone
     finally:
         blocked.set()
+
+
+async def test_ending_saves_a_move_the_screen_had_not_saved_yet(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from tracer.session.lesson import LessonSession, Position
+    from tracer.tui.launch import make_lesson_app
+
+    from .conftest import settle
+
+    lesson = tmp_path / "lesson.yaml"
+    lesson.write_text(LESSON, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        session = getattr(app.screen, "session", None)
+        assert isinstance(session, LessonSession)
+        session.go(Position(2))  # moved (by a key the app had no time to draw): not saved
+        assert saved_step(data_dir, lesson) != 2
+        app.ending.begin(129)  # what the SIGHUP handler does
+        for _ in range(200):
+            if app.return_code is not None:
+                break
+            await pilot.pause()
+    assert app.return_code == 129 and app.exit_status == 129
+    assert saved_step(data_dir, lesson) == 2

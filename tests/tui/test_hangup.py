@@ -352,3 +352,31 @@ async def test_ending_saves_a_move_the_screen_had_not_saved_yet(
             await pilot.pause()
     assert app.return_code == 129 and app.exit_status == 129
     assert saved_step(data_dir, lesson) == 2
+
+
+def test_the_watchdog_saves_and_ends_a_process_whose_main_thread_never_returns(
+    tmp_path: Path,
+) -> None:
+    from tracer.tui.hangup import Ending
+
+    marker = tmp_path / "saved"
+    pid = os.fork()
+    if pid == 0:  # the child: a main thread blocked for good, as in Textual's full queue
+        try:
+            ending = Ending(lambda status: None, lambda: None, lambda: marker.write_text("yes"))
+            ending.install()
+            os.kill(os.getpid(), signal.SIGHUP)
+            stuck = threading.Lock()
+            stuck.acquire()
+            stuck.acquire()  # never returns: only the watchdog can end this process
+        finally:
+            os._exit(70)
+    deadline = time.monotonic() + EXIT_S
+    while not (done := os.waitpid(pid, os.WNOHANG))[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError("the watchdog did not end the process")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(done[1]) == 129
+    assert marker.read_text() == "yes"

@@ -294,3 +294,20 @@ def test_journal_lines_it_cannot_read_are_kept_when_it_is_folded(
     assert not journal.exists()
     assert big.with_name("progress.json.journal.corrupt").read_text(encoding="utf-8") == later
     assert ProgressStore().get("lesson-8").step == 4  # type: ignore[union-attr]
+
+
+def test_a_symlinked_big_file_keeps_its_journal_beside_its_target(
+    big: Path, tmp_path: Path
+) -> None:
+    synced = tmp_path / "synced"
+    synced.mkdir()
+    target = synced / "progress.json"
+    big.rename(target)
+    big.symlink_to(target)
+    store = ProgressStore()
+    assert store.get("lesson-1") is not None
+    assert store.save("lesson-1", LessonProgress(step=6)) is None
+    assert big.is_symlink()
+    assert (synced / "progress.json.journal").exists()
+    assert not big.with_name("progress.json.journal").exists()
+    assert ProgressStore().get("lesson-1").step == 6  # type: ignore[union-attr]

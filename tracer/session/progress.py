@@ -49,6 +49,7 @@ from tracer.files import (
     locked,
     read_regular,
     set_aside,
+    target_of,
     write_atomic,
 )
 
@@ -307,7 +308,6 @@ class ProgressStore:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder if folder is not None else data_dir()
         self.path = self.folder / FILE_NAME
-        self.journal = self.folder / (FILE_NAME + JOURNAL_SUFFIX)
         self.warning: str | None = None
         """Set when the file was unreadable (moved aside, or left where it is)."""
         self.lessons: dict[str, LessonProgress] = {}
@@ -324,6 +324,15 @@ class ProgressStore:
         """Lines of the journal that did not parse: the journal is set aside, not removed."""
         self._mutex = threading.Lock()  # a hang-up's save and the app's own take turns
         self._load()
+
+    @property
+    def journal(self) -> Path:
+        """The journal: beside the document (beside its target, when it is a symlink)."""
+        try:
+            document = target_of(self.path)
+        except OSError:  # a symlink loop: nothing is read or saved anyway
+            document = self.path
+        return document.with_name(document.name + JOURNAL_SUFFIX)
 
     # Reading --------------------------------------------------------------------------
 

@@ -271,3 +271,41 @@ def test_the_plugin_guides_sample_error_is_what_the_tool_prints(
     monkeypatch.chdir(tmp_path)
     got = attn(*command.removeprefix("$ attn ").split())
     assert got == (int(status), "", printed.replace(folder, str(plugins)) + "\n")
+
+
+def test_the_api_reference_covers_every_public_name_a_plugin_imports() -> None:
+    import tracer.errors
+    import tracer.testing
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(r.startswith("mkdocstrings-python") for r in extras["docs"])
+    plugins = mkdocs_config()["plugins"]
+    assert isinstance(plugins, list)
+    (handlers,) = [p["mkdocstrings"]["handlers"] for p in plugins if isinstance(p, dict)]
+    assert "inventories" not in handlers["python"]  # fetched from the network at build time
+    page = (DOCS / "api.md").read_text(encoding="utf-8")
+    directives = re.findall(r"^::: ([\w.]+)$", page, re.M)
+    assert {"tracer", "tracer.testing", "tracer.inputs.InputSet", "tracer.errors"} <= set(
+        directives
+    )
+    # `::: tracer` shows the names in tracer.__all__ that have a docstring, less its filters.
+    block = page.split("::: tracer\n", 1)[1].split("\n\n", 1)[0]
+    filters = yaml.safe_load(textwrap.dedent(block))["options"]["filters"]
+    hidden = [f[1:] for f in filters if f.startswith("!")]
+    shown = [n for n in tracer.__all__ if not any(re.search(f, n) for f in hidden)]
+    assert sorted(set(tracer.__all__) - set(shown)) == ["__version__", "trace"]
+    undocumented = [
+        name
+        for name in shown
+        if name != "hookimpl" and not (getattr(tracer, name).__doc__ or "").strip()
+    ]
+    assert undocumented == []
+    # hookimpl is an object, documented where it is made (an attribute docstring).
+    hookspecs = (REPO / "tracer" / "hookspecs.py").read_text(encoding="utf-8")
+    assert re.search(r'^hookimpl = .*\n"""Marks', hookspecs, re.M)
+    assert all((getattr(tracer.testing, n).__doc__ or "").strip() for n in tracer.testing.__all__)
+    members = re.findall(r'"(\w+)"', page.split("::: tracer.errors", 1)[1].split("\n\n", 1)[0])
+    for raised in ("UsageError", "PluginError"):  # what the guide tells a plugin to raise
+        assert raised in members and (getattr(tracer.errors, raised).__doc__ or "").strip()

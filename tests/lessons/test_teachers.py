@@ -15,9 +15,11 @@ import pytest
 import torch
 
 from tests.lessons.test_authoring import H, load, problems, scores, value_of
+from tracer.lessons.check import examine
 from tracer.lessons.model import Operation
 from tracer.lessons.runner import LessonRunner, explain
 from tracer.lessons.schema import lesson_schema
+from tracer.lessons.walk import step_view
 from tracer.plugin_host import PluginHost
 
 Attn = Callable[..., tuple[int, str, str]]
@@ -112,3 +114,104 @@ def test_the_teachers_guide_divide_example_is_right(host: PluginHost) -> None:
     s = scores()
     assert answer == pytest.approx(float(s[1, 1] / s[1, 0]), rel=1e-5)  # journey, Your
     assert float(said) == round(float(s[1, 1] / s[1, 0]), 2)
+
+
+# Warnings from running the lesson ---------------------------------------------------------------
+
+HIDDEN = """\
+title: T
+summary: S
+values:
+  top: {variant: naive-loop, stage: scores, cell: [journey, journey], then: [{scale: 100}]}
+  base: {variant: naive-loop, stage: scores, cell: [Your, Your], then: [{scale: 100}]}
+steps:
+  - narration: Scaled, the score grows to {{top}}, and by {{top:.1f}} with a base of {{base}}.
+  - quiz:
+      question: What is journey's score with itself, times 100?
+      answer: {variant: naive-loop, stage: scores, cell: [journey, journey], then: [{scale: 100}]}
+  - narration: It was {{top}}; the base was {{base}}.
+"""
+
+
+def at(text: str, needle: str, nth: int = 0) -> tuple[int, int]:
+    """Line and column (1-based) of the nth ``needle`` in ``text``, counted here."""
+    offset = -1
+    for _ in range(nth + 1):
+        offset = text.index(needle, offset + 1)
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def warnings_of(text: str, host: PluginHost, tmp_path: Path) -> list[str]:
+    path = tmp_path / "l.yaml"
+    path.write_text(text, encoding="utf-8")
+    examined = examine(path, host)
+    assert examined.problems == []
+    return [f"{w.line}:{w.column}: {w.message}" for w in examined.warnings]
+
+
+def test_a_live_value_that_would_read_as_a_question_mark_is_warned_at(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    found = warnings_of(HIDDEN, host, tmp_path)
+    quiz_line = at(HIDDEN, "  - quiz:")[0]
+    # Both spellings of {{top}} before the quiz; not {{base}} (another number), and not the
+    # {{top}} after the quiz, which the learner sees once it is answered.
+    assert [w.split(": warning: ")[0] for w in found] == [
+        "{}:{}".format(*at(HIDDEN, "{{top}}")),
+        "{}:{}".format(*at(HIDDEN, "{{top:.1f}}")),
+    ]
+    top = float(scores()[1, 1]) * 100
+    assert found[0].endswith(
+        f"{{{{top}}}} in the narration reads '?' here: its value, {top:.4f}, is the answer of "
+        f"the quiz at line {quiz_line}, which is not answered yet; move this text after that "
+        "quiz, or show another value"
+    )
+    # And it is so: read in order, the narration shows '?' for both, and the base.
+    lesson = load(HIDDEN, host)
+    runner = LessonRunner(lesson, host)
+    try:
+        text = step_view(lesson, runner, 0).text
+    finally:
+        runner.close()
+    assert (
+        text
+        == f"Scaled, the score grows to ?, and by ? with a base of {float(scores()[0, 0]) * 100:.4f}."
+    )
+
+
+def test_no_warning_once_the_quiz_comes_first(host: PluginHost, tmp_path: Path) -> None:
+    quiz_first = HIDDEN.replace(
+        "  - narration: Scaled, the score grows to {{top}}, and by {{top:.1f}} with a base of "
+        "{{base}}.\n",
+        "",
+    )
+    assert warnings_of(quiz_first, host, tmp_path) == []
+
+
+def test_a_show_that_applies_then_to_one_of_several_tensors_says_which(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    text = H + "steps:\n  - show: {variant: online-softmax, stage: projected, then: [transpose]}\n"
+    (found,) = warnings_of(text, host, tmp_path)
+    assert found == (
+        "{}:{}: warning: stage 'projected' has 3 tensors (queries, keys, values); with 'then' "
+        "this show applies the operations to the first, 'queries', and shows that one only: "
+        "write 'tensor: queries' to say so, or one show per tensor"
+    ).format(*at(text, "{variant: online-softmax"))
+    named = text.replace("stage: projected,", "stage: projected, tensor: queries,")
+    assert warnings_of(named, host, tmp_path) == []
+
+
+def test_a_show_of_a_stage_shows_every_tensor_of_it(host: PluginHost) -> None:
+    lesson = load(H + "steps:\n  - show: {variant: online-softmax, stage: projected}\n", host)
+    runner = LessonRunner(lesson, host)
+    try:
+        view = step_view(lesson, runner, 0)
+    finally:
+        runner.close()
+    assert [table.resolved.name for table in view.tables] == [
+        "projected.queries",
+        "projected.keys",
+        "projected.values",
+    ]

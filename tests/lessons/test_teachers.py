@@ -11,11 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
+import nbformat
 import pytest
 import torch
+import yaml
 
 from tests.lessons.test_authoring import H, load, problems, scores, value_of
 from tracer.lessons.check import examine
+from tracer.lessons.export import export_text
+from tracer.lessons.loader import load_lesson
 from tracer.lessons.model import Operation
 from tracer.lessons.runner import LessonRunner, explain
 from tracer.lessons.schema import lesson_schema
@@ -215,3 +219,93 @@ def test_a_show_of_a_stage_shows_every_tensor_of_it(host: PluginHost) -> None:
         "projected.keys",
         "projected.values",
     ]
+
+
+# Exported notebooks write inline inputs as data ----------------------------------------------
+
+INLINE = """\
+title: T
+summary: S
+inputs:
+  tokens: [yes, no, maybe]
+  embeddings:
+    - [0.5, 0.25, 1.0]
+    - [1.5, -0.5, 0.0]
+    - [0.0, 2.0, 0.75]
+  weights:
+    query: [[1, 0], [0, 1], [1, 1]]
+    key: [[0.5, 0], [0, 0.5], [1, 0]]
+    value: [[1, 1], [0, 1], [1, 0]]
+  padding: [false, false, true]
+steps:
+  - show: {variant: masked, stage: scores}
+  - show: {variant: masked, stage: weights}
+"""
+
+
+def test_an_exported_notebook_writes_inline_inputs_as_data_and_runs(
+    host: PluginHost,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "inline.yaml"
+    path.write_text(INLINE, encoding="utf-8")
+    lesson = load_lesson(path, host)
+    document = nbformat.reads(export_text(lesson, host, "ipynb"), as_version=4)
+    code = [cell.source for cell in document.cells if cell.cell_type == "code"]
+    assert not any("InputSet(" in source or str(tmp_path) in source for source in code)
+    # The setup cell names the inputs as the lesson writes them (read here by PyYAML).
+    setup = code[0]
+    namespace: dict[str, object] = {}
+    exec(setup, namespace)  # the notebook's own cell
+    written = yaml.safe_load(INLINE)["inputs"]
+    written["tokens"] = ["yes", "no", "maybe"]  # text to attn; PyYAML's 1.1 reads booleans
+    assert namespace["LESSON_INPUTS"] == written
+    assert "    'tokens': ['yes', 'no', 'maybe']," in setup.splitlines()  # one key a line
+    # The notebook still runs: each cell prints what it saved.
+    saved = [
+        "".join(out.get("text", "") for out in cell.outputs)
+        for cell in document.cells
+        if cell.cell_type == "code"
+    ]
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    printed = []
+    for source in code:
+        exec(source, namespace)
+        printed.append(capsys.readouterr().out)
+    assert printed == saved
+    assert sum("inputs=LESSON_INPUTS" in source for source in code) >= 2
+    # And the scores it printed are torch's, from the weights as written.
+    x = torch.tensor(written["embeddings"])
+    q, k = (
+        x @ torch.tensor(written["weights"]["query"], dtype=torch.float32),
+        x @ torch.tensor(written["weights"]["key"], dtype=torch.float32),
+    )
+    exec(code[1], namespace)  # the first table's cell: the scores
+    capsys.readouterr()
+    run = namespace["run"]
+    torch.testing.assert_close(run.stage("scores").tensors["scores"], q @ k.T)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["your-journey", "ton-voyage"])
+def test_input_data_reads_back_to_the_same_set(name: str) -> None:
+    from dataclasses import replace
+
+    from tracer.inputs.input_set import input_data, inputs_from_data, load_inputs
+
+    original = load_inputs(name)
+    again = inputs_from_data(input_data(original), "here", name=original.name)
+    assert again == replace(original, source="here")
+
+
+def test_trace_takes_inputs_as_data_and_says_what_is_wrong_with_them() -> None:
+    from tracer import trace
+    from tracer.errors import InputError
+
+    run = trace("naive-loop", inputs={"tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]]})
+    e = torch.exp(torch.tensor(1.0))
+    torch.testing.assert_close(run.output, torch.tensor([[e, 1], [1, e]]) / (e + 1))
+    with pytest.raises(InputError, match="embeddings row 2 has 1 value but row 1 has 2"):
+        trace("naive-loop", inputs={"tokens": ["a", "b"], "embeddings": [[1, 0], [0]]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,3 +67,17 @@ def test_a_not_implemented_error_from_elsewhere_is_still_the_codes_failure(
     assert status == 2
     assert "not written yet" not in err
     assert "NotImplementedError" in err
+
+
+def test_the_learners_guide_shows_what_attn_check_prints(attn: Attn, tmp_path: Path) -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "learners.md").read_text("utf-8")
+    (shown,) = [b for b in re.findall(r"```console\n(.*?)```", guide, re.S) if "not written" in b]
+    command, printed = shown.splitlines()
+    argv = command.removeprefix("$ attn ").split()
+    folder = argv[1].split("/")[0]
+    status, _, err = attn("exercises", "init", str(tmp_path / folder))
+    assert status == 0, err
+    argv[1] = str(tmp_path / argv[1])
+    status, out, err = attn(*argv)
+    assert (status, out) == (1, "")
+    assert err == printed.replace(f"{folder}/", f"{tmp_path / folder}/", 1) + "\n"

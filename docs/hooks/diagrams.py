@@ -6,7 +6,8 @@ inline SVG instead. It reads the small part of mermaid the pages use, a top-down
 labelled boxes in one chain (``flowchart TD``, ``id["label<br/>more"]``, ``a --> b --> c``), and
 refuses anything else, failing the build rather than showing the diagram's source as text.
 
-It also fails the build where a code span on a page renders a literal ``\\|`` (Python-Markdown
+It also writes the docstrings' Sphinx roles (``:class:`X```) as plain code, and fails the
+build where a code span on a page renders a literal ``\\|`` (Python-Markdown
 keeps the backslash of an escaped table pipe inside code; write ``<code>a&#124;b</code>``).
 
 mkdocs.yml names this file under ``hooks:``; tests/core/test_docs.py imports it as a module.
@@ -131,9 +132,19 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
         raise PluginError(f"{page.file.src_uri}: a diagram: {error}") from error
 
 
+ROLE = re.compile(r":(?:class|func|data|attr|mod|meth|exc|obj):(<code>)~?")
+
+
+def plain_roles(page_html: str) -> str:
+    """The API reference's docstrings cross-refer in Sphinx's spelling (``:class:`~a.B```),
+    which reaches the page as ``:class:<code>~a.B</code>``: the name alone, in code."""
+    return ROLE.sub(r"\1", page_html)
+
+
 def on_page_content(content: str, page: Any, **_: Any) -> str:
     from mkdocs.exceptions import PluginError
 
+    content = plain_roles(content)
     found = literal_pipes(content)
     if found:
         raise PluginError(

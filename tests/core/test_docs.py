@@ -309,3 +309,11 @@ def test_the_api_reference_covers_every_public_name_a_plugin_imports() -> None:
     members = re.findall(r'"(\w+)"', page.split("::: tracer.errors", 1)[1].split("\n\n", 1)[0])
     for raised in ("UsageError", "PluginError"):  # what the guide tells a plugin to raise
         assert raised in members and (getattr(tracer.errors, raised).__doc__ or "").strip()
+
+
+def test_sphinx_roles_in_docstrings_reach_the_api_page_as_plain_code() -> None:
+    rendered = "raises :class:<code>~tracer.errors.UsageError</code> (see :func:<code>run</code>)"
+    assert hook().plain_roles(rendered) == (
+        "raises <code>tracer.errors.UsageError</code> (see <code>run</code>)"
+    )
+    assert hook().plain_roles("a ratio :1:<code>x</code>") == "a ratio :1:<code>x</code>"

@@ -21,9 +21,10 @@ from tracer.lessons.check import examine
 from tracer.lessons.export import export_text
 from tracer.lessons.loader import load_lesson
 from tracer.lessons.model import Operation
+from tracer.lessons.plain import plain_lines
 from tracer.lessons.runner import LessonRunner, explain
 from tracer.lessons.schema import lesson_schema
-from tracer.lessons.walk import step_view
+from tracer.lessons.walk import quiz_tables, step_view
 from tracer.plugin_host import PluginHost
 
 Attn = Callable[..., tuple[int, str, str]]
@@ -199,9 +200,9 @@ def test_a_show_that_applies_then_to_one_of_several_tensors_says_which(
     text = H + "steps:\n  - show: {variant: online-softmax, stage: projected, then: [transpose]}\n"
     (found,) = warnings_of(text, host, tmp_path)
     assert found == (
-        "{}:{}: warning: stage 'projected' has 3 tensors (queries, keys, values); with 'then' "
-        "this show applies the operations to the first, 'queries', and shows that one only: "
-        "write 'tensor: queries' to say so, or one show per tensor"
+        "{}:{}: warning: stage 'projected' has 3 tensors (queries, keys, values); 'then' "
+        "applies to the first, 'queries', the only one shown: write 'tensor: queries' to say "
+        "so, or one show per tensor"
     ).format(*at(text, "{variant: online-softmax"))
     named = text.replace("stage: projected,", "stage: projected, tensor: queries,")
     assert warnings_of(named, host, tmp_path) == []
@@ -309,3 +310,21 @@ def test_trace_takes_inputs_as_data_and_says_what_is_wrong_with_them() -> None:
     torch.testing.assert_close(run.output, torch.tensor([[e, 1], [1, e]]) / (e + 1))
     with pytest.raises(InputError, match="embeddings row 2 has 1 value but row 1 has 2"):
         trace("naive-loop", inputs={"tokens": ["a", "b"], "embeddings": [[1, 0], [0]]})
+
+
+def test_a_quizs_show_of_a_stage_shows_every_tensor_of_it(host: PluginHost) -> None:
+    lesson = load(
+        H + "steps:\n  - quiz:\n      question: Which key is longest?\n"
+        "      choices: [Your, journey]\n      answer: journey\n"
+        "      show: {variant: online-softmax, stage: projected}\n",
+        host,
+    )
+    runner = LessonRunner(lesson, host)
+    try:
+        tables = quiz_tables(lesson, runner, 0).tables
+        text = "\n".join(plain_lines(lesson, host, runner=runner))
+    finally:
+        runner.close()
+    names = ["projected.queries", "projected.keys", "projected.values"]
+    assert [table.name for table in tables] == names
+    assert all(f"{name} (6×2" in text for name in names)

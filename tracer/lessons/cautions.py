@@ -3,19 +3,18 @@ author may not mean, though the lesson loads and runs as it is.
 
 - A live value in prose that reads "?" where it is shown: read top to bottom, its value is (near)
   the answer of a quiz not answered yet, so the walk hides it ("and by ? with a base of 100").
-- A ``show`` of a stage with several tensors that applies ``then`` to one of them: it shows the
-  stage's first tensor only, so the warning names it and how to say so.
+- A table named by its stage alone, with ``then``, where the stage has several tensors: the
+  operations apply to the first tensor, the only one shown, so the warning names it.
 
 Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.model import Checkpoint, Lesson, LessonStep, Narration, Quiz, Show
+from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
 from tracer.lessons.walk import Secret, numbers_in, secrets
 from tracer.yamldoc import Problem
@@ -31,24 +30,6 @@ def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
     return sorted(found, key=lambda p: (p.line, p.column))
 
 
-def _prose(step: LessonStep) -> Iterator[tuple[str, str]]:
-    """(which prose, its text) for each text of ``step`` shown before its quiz is answered."""
-    if isinstance(step, Narration):
-        yield "narration", step.text
-    elif isinstance(step, Checkpoint):
-        yield "checkpoint", step.title
-        for point in step.points:
-            yield "checkpoint", point
-    elif isinstance(step, Quiz):
-        yield "question", step.question
-        for hint in step.hints:
-            yield "a hint", hint
-        for choice in step.choices:
-            yield "a choice", choice
-    else:
-        yield "caption", getattr(step, "caption", "")
-
-
 def hidden_live_values(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
     """A warning at each live value whose prose reads it as "?" when the lesson is read top to
     bottom (``--plain``, the exports, a learner answering in order): its value gives away a later
@@ -61,7 +42,7 @@ def hidden_live_values(lesson: Lesson, runner: LessonRunner, path: str) -> list[
         if not later:
             continue
         seen: dict[str, int] = {}
-        for what, text in _prose(step):
+        for text in step.prose():
             for placeholder in placeholders(text):
                 raw = text[placeholder.start : placeholder.end]
                 nth = seen.get(raw, 0)
@@ -80,7 +61,7 @@ def hidden_live_values(lesson: Lesson, runner: LessonRunner, path: str) -> list[
                     Problem(
                         line,
                         column,
-                        f"warning: {raw} in the {what} reads '?' here: its value, {filled}, "
+                        f"warning: {raw} in the {step.kind} reads '?' here: its value, {filled}, "
                         f"is the answer of the quiz at line {given.quiz.line}, which is not "
                         "answered yet; move this text after that quiz, or show another value",
                         path,
@@ -98,30 +79,30 @@ def _given_away(filled: str, kept: list[Secret]) -> Secret | None:
 
 
 def first_tensor_only(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
-    """A warning at each ``show`` of a stage with several tensors that names none of them and
-    applies ``then``: the operations apply to the stage's first tensor, the only one shown."""
+    """A warning at each tensor a step names by its stage alone, with ``then``, where the stage
+    has several tensors: the operations apply to the first, the only one shown."""
     found: list[Problem] = []
     for step in lesson.steps:
-        if not isinstance(step, Show) or step.ref.tensor is not None or not step.ref.then:
-            continue
-        try:
-            names = list(runner.tensor(step.ref).stage.tensors)
-        except TracerError:
-            continue  # check_lesson reports it
-        if len(names) < 2:
-            continue
-        ref = step.ref
-        line, column = (ref.line, ref.column) if ref.line else (step.line, step.column)
-        found.append(
-            Problem(
-                line,
-                column,
-                f"warning: stage '{ref.stage}' has {len(names)} tensors ({', '.join(names)}); "
-                f"with 'then' this show applies the operations to the first, '{names[0]}', and "
-                f"shows that one only: write 'tensor: {names[0]}' to say so, or one show per tensor",
-                path,
+        for ref in step.tables():
+            if ref.tensor is not None or not ref.then:
+                continue
+            try:
+                names = list(runner.tensor(ref).stage.tensors)
+            except TracerError:
+                continue  # check_lesson reports it
+            if len(names) < 2:
+                continue
+            line, column = (ref.line, ref.column) if ref.line else (step.line, step.column)
+            found.append(
+                Problem(
+                    line,
+                    column,
+                    f"warning: stage '{ref.stage}' has {len(names)} tensors "
+                    f"({', '.join(names)}); 'then' applies to the first, '{names[0]}', the only "
+                    f"one shown: write 'tensor: {names[0]}' to say so, or one show per tensor",
+                    path,
+                )
             )
-        )
     return found
 
 

@@ -328,3 +328,23 @@ def test_a_quizs_show_of_a_stage_shows_every_tensor_of_it(host: PluginHost) -> N
     names = ["projected.queries", "projected.keys", "projected.values"]
     assert [table.name for table in tables] == names
     assert all(f"{name} (6×2" in text for name in names)
+
+
+def test_a_quiz_explanation_is_never_hidden_but_its_hints_are(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    values, steps = HIDDEN.split("steps:\n")
+    text = (
+        values + "steps:\n"
+        "  - quiz:\n"
+        "      question: Your's score with itself, times 100?\n"
+        "      answer: {variant: naive-loop, stage: scores, cell: [Your, Your], "
+        "then: [{scale: 100}]}\n"
+        "      hints:\n        - Not {{top}}.\n"
+        "      explanation: It is {{base}}, not {{top}}.\n"
+        + "  - quiz:"  # then the quiz on {{top}}, as HIDDEN has it
+        + steps.split("  - quiz:", 1)[1].split("  - narration: It was")[0]
+    )
+    found = warnings_of(text, host, tmp_path)
+    assert [w.split(": warning: ")[0] for w in found] == ["{}:{}".format(*at(text, "{{top}}"))]
+    assert "{{top}} in the quiz reads '?' here" in found[0]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tracer.errors import TracerError
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
-from tracer.lessons.walk import Secret, numbers_in, secrets
+from tracer.lessons.walk import Secret, live, numbers_in, own_screen, secrets, step_view
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
@@ -38,11 +38,18 @@ def hidden_live_values(lesson: Lesson, runner: LessonRunner, path: str) -> list[
     source = _source_lines(lesson)
     found: list[Problem] = []
     for number, step in enumerate(lesson.steps):
-        later = [secret for secret in secrets(lesson, runner, number) if secret.number != number]
+        kept = secrets(lesson, runner, number)
+        later = [secret for secret in kept if secret.number != number]
         if not later:
             continue
+        # What the walk shows of the step, as it shows it (a quiz's explanation comes only
+        # once it is answered, and is never concealed: it is not among these).
+        view = step_view(lesson, runner, number)
+        shown = "\n".join([view.text, *view.points, *view.choices, *view.hints])
         seen: dict[str, int] = {}
         for text in step.prose():
+            if not text.strip() or live(runner, text, None, own_screen(kept, number)) not in shown:
+                continue
             for placeholder in placeholders(text):
                 raw = text[placeholder.start : placeholder.end]
                 nth = seen.get(raw, 0)

@@ -317,3 +317,69 @@ def test_sphinx_roles_in_docstrings_reach_the_api_page_as_plain_code() -> None:
         "raises <code>tracer.errors.UsageError</code> (see <code>run</code>)"
     )
     assert hook().plain_roles("a ratio :1:<code>x</code>") == "a ratio :1:<code>x</code>"
+
+
+MINE = """\
+import torch
+from tracer import Option, Variant, hookimpl, stage
+
+def topk(run):
+    yield stage("scores", "Scores", axes=("query", "key"), scores=run.inputs @ run.inputs.T)
+    return run.inputs
+
+@hookimpl
+def register_variants(register):
+    register(Variant(
+        name="topk", title="Top k", run=topk, stages=("scores",), uses_weights=False,
+        options=(Option("k", int, 0, min=1),),
+    ))
+"""
+
+
+def test_the_plugin_guides_bad_option_warning_is_what_the_tool_prints(
+    attn: Callable[..., tuple[int, str, str]], tmp_path: Path
+) -> None:
+    guide = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    (shown,) = re.findall(r"```text\n(attn: warning: plugin 'mine'[^\n]*)\n```", guide)
+    (folder, line) = re.findall(r"\((/\S+)/mine\.py:(\d+)\)$", shown)[0]
+    # A plugin 'mine' with the guide's declaration, Option("k", int, 0, min=1), at that line.
+    assert (
+        MINE.splitlines()[int(line) - 1].strip().startswith('options=(Option("k", int, 0, min=1)')
+    )
+    assert 'Option("k", int, 0, min=1)' in guide
+    plugins = tmp_path / "my_plugins"
+    plugins.mkdir()
+    (plugins / "mine.py").write_text(MINE, encoding="utf-8")
+    status, _, err = attn(
+        "trace", "naive-loop", "--plugins-dir", str(plugins), "--stages", "inputs"
+    )
+    assert status == 0
+    assert err == shown.replace(folder, str(plugins)) + "\n"
+
+
+def test_the_plugin_guides_parameter_errors_are_what_the_tool_prints(
+    attn: Callable[..., tuple[int, str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guide = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    section = guide.split("## Learnt parameters", 1)[1].split("\n## ", 1)[0]
+    (plugin,) = re.findall(r"```python\n(.*?)```", section, re.S)[:1]
+    (example,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    (errors,) = re.findall(r"```text\n(.*?)```", section, re.S)
+    plugins = tmp_path / "my_plugins"
+    plugins.mkdir()
+    (plugins / "t5.py").write_text(plugin, encoding="utf-8")
+    # The guide's inputs, with the mistake each line names on their line 4.
+    first_lines = textwrap.dedent(example).splitlines()[:3]
+    assert first_lines[2] == "params:"
+    mistakes = ["  rel_bais: [0.1, -0.2, 0.0]", "  rel_bias: [0.1, -0.2, 0.0]"]
+    printed = textwrap.dedent(errors).splitlines()
+    assert len(printed) == len(mistakes)
+    for number, (mistake, expected) in enumerate(zip(mistakes, printed, strict=True)):
+        folder = tmp_path / f"run{number}"
+        folder.mkdir()
+        (folder / "in.yaml").write_text("\n".join([*first_lines, mistake]) + "\n")
+        monkeypatch.chdir(folder)
+        status, out, err = attn(
+            "trace", "t5-bias", "--plugins-dir", str(plugins), "--inputs", "in.yaml"
+        )
+        assert (status, out, err) == (2, "", expected + "\n")

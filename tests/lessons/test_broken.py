@@ -218,7 +218,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "unknown_operation",
         H + "  - show: {variant: naive-loop, stage: scores, then: [softmx]}\n",
         [
-            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick, max, min, mean, std, argmax, count, size, abs, add, subtract, multiply, compare"
+            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick, max, min, mean, std, argmax, count, size, abs, add, subtract, multiply, divide, compare"
         ],
     ),
     (

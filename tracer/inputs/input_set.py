@@ -31,7 +31,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -116,6 +118,79 @@ def load_inputs(spec: str) -> InputSet:
     if problems or input_set is None:
         raise _first(problems)
     return _within_limits(input_set, node)
+
+
+def inputs_from_data(data: Mapping[str, Any], where: str, *, name: str = "inline") -> InputSet:
+    """An input set given as data, as an inputs file gives it (``{"tokens": [...],
+    "embeddings": [[...], ...]}``), checked exactly as such a file is (:func:`input_data` is
+    the reverse). ``where`` names it in messages. Raises InputError."""
+    try:
+        text = yaml.safe_dump(_plain_data(data), sort_keys=False, allow_unicode=True)
+        node = compose(text, where)
+    except DocumentError as exc:
+        raise _first(exc.problems) from None
+    except (yaml.YAMLError, RecursionError, TypeError, ValueError):
+        raise InputError(
+            "inputs must be a mapping of tokens (a list of text) and embeddings "
+            "(lists of numbers), as an inputs file writes them",
+            Location(where),
+        ) from None
+    input_set, problems = parse_input_node(node, where, name=name)
+    if problems or input_set is None:
+        raise _first(problems)
+    return _within_limits(input_set, node)
+
+
+def _plain_data(data: object) -> object:
+    """Mappings, lists and scalars only (tuples as lists), for YAML to write out."""
+    if isinstance(data, Mapping):
+        return {str(key): _plain_data(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_plain_data(item) for item in data]
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    raise TypeError(type(data).__name__)
+
+
+def input_data(input_set: InputSet) -> dict[str, Any]:
+    """``input_set`` as an inputs file writes it: plain data (lists, numbers, text) that
+    :func:`inputs_from_data` reads back to the same set."""
+    data: dict[str, Any] = {"tokens": list(input_set.tokens)}
+    if input_set.description:
+        data["description"] = input_set.description
+    if input_set.embeddings:
+        data["embeddings"] = [list(row) for row in input_set.embeddings]
+    if input_set.weights:
+        data["weights"] = {
+            key: [list(row) for row in matrix] for key, matrix in input_set.weights.items()
+        }
+    if input_set.padding is not None:
+        data["padding"] = list(input_set.padding)
+    source = input_set.source_sequence
+    if source is not None:
+        data["source"] = {
+            "tokens": list(source.tokens),
+            "embeddings": [list(row) for row in source.embeddings],
+        }
+        if source.weights:
+            data["source"]["weights"] = {
+                key: [list(row) for row in matrix] for key, matrix in source.weights.items()
+            }
+    if input_set.params:
+        data["params"] = {name: _nested(value) for name, value in input_set.params.items()}
+    return data
+
+
+def _nested(value: ParamValue) -> object:
+    """A parameter's values in its shape (a number for shape ())."""
+
+    def build(shape: tuple[int, ...], values: tuple[float, ...]) -> object:
+        if not shape:
+            return values[0]
+        step = len(values) // shape[0] if shape[0] else 0
+        return [build(shape[1:], values[i * step : (i + 1) * step]) for i in range(shape[0])]
+
+    return build(value.shape, value.values)
 
 
 def _within_limits(input_set: InputSet, node: yaml.Node | None) -> InputSet:

@@ -524,7 +524,7 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
     from dataclasses import replace
 
     from tracer.learner.check import judge, reference_host
-    from tracer.learner.loader import LearnerFailure
+    from tracer.learner.loader import LearnerFailure, Unwritten
     from tracer.learner.report import format_judgement, learner_output
     from tracer.plugin_host import PluginHost
     from tracer.runner import TraceOptions, start_trace
@@ -549,7 +549,7 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
         # The same rechecks as attn check (wider heads, dropout on and off): they judge alike.
         judgement = judge(path, trace, rerun)
     except LearnerFailure as failure:
-        if "NotImplementedError" in failure.text.strip().splitlines()[-1]:
+        if isinstance(failure, Unwritten):
             return Outcome(
                 exercise,
                 EXIT_PROBLEMS,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.cautions import cautions
 from tracer.lessons.giveaways import giveaways
 from tracer.lessons.loader import load_lesson, resolve_lesson
 from tracer.lessons.model import (
@@ -92,13 +93,16 @@ def examine(
     runner = LessonRunner(lesson, host)
     try:
         problems = check_lesson(lesson, host, runner=runner)
+        warnings = markup_warnings(lesson)
+        if not problems:  # what a learner would see that the author may not mean
+            warnings += cautions(lesson, runner)
     except BaseException:
         runner.close()  # a plugin's worker processes stop now, not when collected
         raise
     if not keep_runner:
         runner.close()
     kept = runner if keep_runner else None
-    return Examined(path, lesson, _ordered(problems), markup_warnings(lesson), kept)
+    return Examined(path, lesson, _ordered(problems), warnings, kept)
 
 
 def open_checked(

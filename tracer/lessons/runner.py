@@ -381,7 +381,7 @@ _ALONG_WORDS = {
 }
 
 
-_OPERATOR_WORDS = {"add": "plus", "subtract": "minus", "multiply": "times"}
+_OPERATOR_WORDS = {"add": "plus", "subtract": "minus", "multiply": "times", "divide": "divided by"}
 """How :func:`explain` reads an arithmetic operation to a learner."""
 
 
@@ -509,8 +509,8 @@ _COMPARE = {
 def apply(
     operation: Operation, tensor: torch.Tensor, other: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """One operation (``other``: the second tensor of add, subtract, multiply); StepError when
-    it does not fit the tensor."""
+    """One operation (``other``: the second tensor of add, subtract, multiply, divide);
+    StepError when it does not fit the tensor (or divides by 0)."""
     name, argument = operation.name, operation.argument
     number = float(argument) if isinstance(argument, (int, float)) else 0.0
     if tensor.dtype == torch.bool or not tensor.is_floating_point():
@@ -521,13 +521,19 @@ def apply(
         return torch.exp(tensor)
     if name == "abs":
         return tensor.abs()
-    if name in ("add", "subtract", "multiply"):
+    if name in ("add", "subtract", "multiply", "divide"):
         operand = other.float() if other is not None else torch.tensor(number)
         if operand.dim() and tuple(operand.shape) != tuple(tensor.shape):
             raise StepError(
                 f"'{name}' needs two tensors of the same shape, not {_shape(tensor)} "
                 f"and {_shape(operand)}"
             )
+        if name == "divide":
+            zero = (operand == 0).nonzero().tolist()
+            if zero:  # no inf or nan reaches a learner as an answer
+                where = f" at {tuple(zero[0])}" if operand.dim() else ""
+                raise StepError(f"'divide' by 0{where}: the divisor has a 0 there")
+            return tensor / operand
         if name == "add":
             return tensor + operand
         return tensor - operand if name == "subtract" else tensor * operand

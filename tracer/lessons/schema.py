@@ -325,9 +325,12 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         elif name == "scale":
             value = {"type": "number", "description": text, "examples": [-1, 0.5]}
         elif name in grammar.BINARY_OPERATIONS:
+            number: dict[str, Any] = {"type": "number"}
+            if name == "divide":
+                number["not"] = {"const": 0}
             value = {
                 "description": text,
-                "anyOf": [{"type": "number"}, {"$ref": "#/definitions/answer"}],
+                "anyOf": [number, {"$ref": "#/definitions/answer"}],
             }
         elif name == "compare":
             value = {

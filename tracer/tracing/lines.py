@@ -35,7 +35,9 @@ class LineRecorder:
         mine = self._mine.get(filename)
         if mine is None:
             path = os.path.normcase(os.path.abspath(filename))
-            mine = any(
+            # Code with no file (``<string>``, ``<frozen abc>``) is no plugin's, even when
+            # the plugin's folder is the working folder that abspath puts in front of it.
+            mine = not filename.startswith("<") and any(
                 path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots
             )
             self._mine[filename] = mine

@@ -697,6 +697,9 @@ StageEquation = MatMul | Elementwise | Sum | Difference | AddBias
 yielded and refuses the stage, at the yield, when it does not hold."""
 
 
+STAGE_EQUATIONS = (MatMul, Elementwise, Sum, Difference, AddBias)
+
+
 def _scale_text(scale: Scale) -> str:
     return f"{scale:g}" if isinstance(scale, (int, float)) else str(scale)
 
@@ -778,6 +781,11 @@ def stage(
     equation is the formula of the tensor it gives, unless ``formula``/``formulas`` say
     otherwise. Several: ``equations=(...)``.
     """
+    # A plugin written before equations existed may yield a tensor called ``equation``.
+    if equation is not None and not isinstance(equation, (*STAGE_EQUATIONS, Dot, Accumulate)):
+        tensors["equation"], equation = equation, None
+    if not isinstance(equations, (tuple, list)):
+        tensors["equations"], equations = equations, ()  # type: ignore[assignment]
     declared = ((equation,) if equation is not None else ()) + tuple(equations)
     written = {str(k): str(v) for k, v in (formulas or {}).items()}
     main = next(iter(tensors), None)

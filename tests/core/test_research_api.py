@@ -385,3 +385,10 @@ def _block(out: str, variant: str) -> str:
         (n for n, line in enumerate(lines[1:], 1) if not line.startswith("    ")), len(lines)
     )
     return "\n".join(lines[:end]) + "\n"
+
+
+def test_a_tensor_called_equation_is_still_a_tensor() -> None:
+    """Plugins written before equations existed may have yielded a tensor by that name."""
+    made = stage("s", "S", scores=torch.ones(2), equation=torch.zeros(2))
+    assert list(made.tensors) == ["scores", "equation"]
+    assert made.equations == ()

@@ -20,6 +20,7 @@ from tracer.suggest import did_you_mean
 from tracer.variant import (
     COMMON_AXES,
     ELEMENTWISE,
+    STAGE_EQUATIONS,
     TOKEN_AXES,
     Accumulate,
     AddBias,
@@ -361,9 +362,6 @@ def _check_equation(
 
 def _error(trace: TraceView, message: str, where: Location) -> VariantRunError:
     return VariantRunError(f"variant '{trace.variant.name}' {message}", where)
-
-
-STAGE_EQUATIONS = (MatMul, Elementwise, Sum, Difference, AddBias)
 
 
 def _check_stage_equation(

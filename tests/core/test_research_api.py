@@ -392,3 +392,38 @@ def test_a_tensor_called_equation_is_still_a_tensor() -> None:
     made = stage("s", "S", scores=torch.ones(2), equation=torch.zeros(2))
     assert list(made.tensors) == ["scores", "equation"]
     assert made.equations == ()
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_a_product_too_large_to_redo_is_checked_on_spread_rows(
+    monkeypatch: pytest.MonkeyPatch, wrong: bool
+) -> None:
+    import tracer.tracing.checks as checks
+    from tracer.errors import PluginError
+
+    monkeypatch.setattr(checks, "PRODUCT_BUDGET", 0)  # every product counts as too large
+    monkeypatch.setattr(checks, "SAMPLED_ROWS", 2)
+
+    def gram(run):  # type: ignore[no-untyped-def]
+        x = run.inputs
+        made = x @ x.T
+        if wrong:
+            made = made + 1.0  # every row off: any sampled row shows it
+        yield stage(
+            "gram",
+            "Gram",
+            axes={"gram": ("query", "key"), "x": ("token", "feature")},
+            equation=MatMul("x", "x", "gram", transpose_b=True),
+            gram=made,
+            x=x,
+        )
+        return made
+
+    variant = Variant(name="gram", title="G", run=gram, stages=("gram",), uses_weights=False)
+    if wrong:
+        with pytest.raises(PluginError, match="its equation does not hold: gram = x @ xᵀ"):
+            run_variant(variant)
+    else:
+        trace = run_variant(variant)
+        x = trace.context.inputs.double().numpy()
+        np.testing.assert_allclose(trace.output.numpy(), x @ x.T, rtol=1e-5)

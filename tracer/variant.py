@@ -958,6 +958,14 @@ class Variant:
             twice = sorted({n for n in names if list(names).count(n) > 1})
             if twice:
                 raise ValueError(f"variant {self.name!r} names stage {twice[0]!r} twice in {kind}=")
+        if self.inputs is not None:
+            from tracer.inputs.sets import InputSet
+
+            if not isinstance(self.inputs, InputSet):
+                raise ValueError(
+                    f"inputs= of variant {self.name!r} must be an InputSet (from tracer.inputs), "
+                    f"got {type(self.inputs).__name__}"
+                )
         for kind, cls in (("options", Option), ("mistakes", Mistake)):
             wrong = [d for d in getattr(self, kind) if not isinstance(d, cls)]
             if wrong:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,7 +129,7 @@ def test_an_equation_naming_nothing_is_refused_with_the_name(attn: Attn) -> None
 
 
 def _yield_line(stage_name: str) -> int:
-    lines = open(RESEARCH).read().splitlines()  # noqa: SIM115
+    lines = Path(RESEARCH).read_text().splitlines()
     start = next(
         n
         for n, text in enumerate(lines, 1)
@@ -247,7 +248,7 @@ def test_declared_bounds_are_checked_against_the_default() -> None:
 
 
 def _line_of(path: str, text: str) -> int:
-    return next(n for n, line in enumerate(open(path).read().splitlines(), 1) if text in line)
+    return next(n for n, line in enumerate(Path(path).read_text().splitlines(), 1) if text in line)
 
 
 @pytest.mark.parametrize(
@@ -258,12 +259,22 @@ def _line_of(path: str, text: str) -> int:
             "bad-bound",
             "option 'k' of variant 'bad-bound': max='tokns' names 'tokns', which is not a size "
             "(did you mean 'tokens'?)",
-            "Variant(",
+            'name="bad-bound"',
         ),
         (
             "stray-unnormalised",
             "unnormalised ['weights'] of variant 'stray-unnormalised' are not among its stages",
             'name="stray-unnormalised"',
+        ),
+        (
+            "bad-inputs",
+            "inputs= of variant 'bad-inputs' must be an InputSet (from tracer.inputs), got str",
+            'name="bad-inputs"',
+        ),
+        (
+            "bare-string",
+            "stages= of variant 'bare-string' must be a tuple of names (write ('scores',) for one)",
+            'name="bare-string"',
         ),
     ],
 )
@@ -277,7 +288,11 @@ def test_declaration_errors_are_refused_when_the_plugin_loads(
     assert f"warning: variant '{variant}' failed: {problem}" in listed
     status, _, err = attn("trace", variant, "--plugins-dir", str(SLIPS_FOLDER))
     assert status == 3
-    assert f"{problem}" in err and f"({SLIPS}:" in err
+    # At the Variant(...) that declares it.
+    line = _line_of(SLIPS, marker)
+    if "Variant(" not in Path(SLIPS).read_text().splitlines()[line - 1]:
+        line -= 1
+    assert problem in err and f"({SLIPS}:{line})\n" in err
 
 
 def test_a_none_return_is_reported_at_the_return_line(attn: Attn) -> None:

@@ -204,6 +204,8 @@ def _option_schema(options: list[tuple[str, Option]]) -> dict[str, Any]:
     """One declared option (possibly declared by several variants)."""
     _, option = options[0]
     schema: dict[str, Any] = {"type": _JSON_TYPES[option.type], "default": option.default}
+    if option.optional:  # absent unless given: no default to state
+        del schema["default"]
     # A bound the inputs decide (max="tokens") is checked when the run starts, not here.
     if isinstance(option.min, (int, float)):
         schema["minimum"] = option.min

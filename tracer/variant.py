@@ -643,7 +643,23 @@ class MatMul:
     scale: Scale | None = None
 
 
-ELEMENTWISE = ("tanh", "sigmoid", "exp", "log", "relu", "elu", "softplus", "abs", "sqrt", "softmax")
+ELEMENTWISE = (
+    "tanh",
+    "sigmoid",
+    "exp",
+    "log",
+    "relu",
+    "elu",
+    "gelu",
+    "silu",
+    "softplus",
+    "abs",
+    "sqrt",
+    "square",
+    "cos",
+    "sin",
+    "softmax",
+)
 """The functions :class:`Elementwise` knows (``softmax`` along the last axis)."""
 
 
@@ -662,10 +678,11 @@ class Elementwise:
 
 @dataclass(frozen=True)
 class Sum:
-    """The stage computed ``result = a + weight × b`` (element by element, broadcast)."""
+    """The stage computed ``result = a + weight × b`` (element by element, broadcast); ``b``
+    may be a number (linear attention's ``φ = elu(x) + 1`` is ``Sum("elu_x", 1.0, "phi")``)."""
 
     a: str
-    b: str
+    b: Scale
     result: str
     weight: Scale = 1.0
 
@@ -676,7 +693,7 @@ class Difference:
     are ``Difference("weights_1", "weights_2", "weights", weight="lam")``."""
 
     a: str
-    b: str
+    b: Scale
     result: str
     weight: Scale = 1.0
 
@@ -720,7 +737,7 @@ def equation_formula(equation: object) -> str | None:
     if isinstance(equation, (Sum, Difference)):
         sign = "+" if isinstance(equation, Sum) else "−"
         weight = "" if equation.weight == 1 else f"{_scale_text(equation.weight)} × "
-        return f"{equation.result} = {equation.a} {sign} {weight}{equation.b}"
+        return f"{equation.result} = {equation.a} {sign} {weight}{_scale_text(equation.b)}"
     if isinstance(equation, AddBias):
         return f"{equation.result} = {equation.x} + {equation.bias}"
     if isinstance(equation, Dot):

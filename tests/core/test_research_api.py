@@ -442,3 +442,64 @@ def test_a_product_too_large_to_redo_is_checked_on_spread_rows(
         trace = run_variant(variant)
         x = trace.context.inputs.double().numpy()
         np.testing.assert_allclose(trace.output.numpy(), x @ x.T, rtol=1e-5)
+
+
+def test_linear_attention_feature_map_as_checked_equations() -> None:
+    """φ(x) = elu(x) + 1, then the read-out φ(q) (φ(k)ᵀ v): numpy recomputes each."""
+
+    def linear(run):  # type: ignore[no-untyped-def]
+        x, W = run.inputs, run.weights
+        q, k, v = x @ W.query, x @ W.key, x @ W.value
+        yield stage("values", "V", axes=("token", "feature"), values=v)
+        elu_q, elu_k = torch.nn.functional.elu(q), torch.nn.functional.elu(k)
+        phi_q, phi_k = elu_q + 1, elu_k + 1
+        yield stage(
+            "features",
+            "φ(q), φ(k)",
+            axes=("token", "feature"),
+            equations=(
+                Elementwise("elu", "q", "elu_q"),
+                Sum("elu_q", 1.0, "phi_q"),
+                Elementwise("elu", "k", "elu_k"),
+                Sum("elu_k", 1.0, "phi_k"),
+            ),
+            phi_q=phi_q,
+            phi_k=phi_k,
+            elu_q=elu_q,
+            elu_k=elu_k,
+            q=q,
+            k=k,
+        )
+        state = phi_k.T @ v
+        yield stage(
+            "state",
+            "S",
+            axes=("feature", "feature"),
+            equation=MatMul("phi_k_t", "values", "state"),
+            state=state,
+            phi_k_t=phi_k.T,
+        )
+        context = phi_q @ state
+        yield stage(
+            "context",
+            "Read-out",
+            axes=("query", "feature"),
+            equation=MatMul("phi_q", "state", "context"),
+            context=context,
+        )
+        return context
+
+    variant = Variant(
+        name="linear", title="L", run=linear, stages=("values", "features", "state", "context")
+    )
+    trace = run_variant(variant, init="randn", d_out=3)
+    x = trace.context.inputs.double().numpy()
+    w = trace.context.weights
+    assert w is not None
+    q, k, v = (x @ m.double().numpy() for m in (w.query, w.key, w.value))
+
+    def phi(a: np.ndarray) -> np.ndarray:
+        return np.where(a > 0, a, np.exp(a) - 1) + 1
+
+    np.testing.assert_allclose(trace.output.numpy(), phi(q) @ (phi(k).T @ v), rtol=1e-5)
+    assert trace.stage("features").formulas["phi_k"] == "phi_k = elu_k + 1"

@@ -489,10 +489,8 @@ def _evaluate(equation: object, get: Callable[[object], torch.Tensor]) -> torch.
         inner = get(equation.x) * _single(get, equation.before)
         if equation.function == "softmax":
             made = torch.softmax(inner, dim=-1)
-        elif equation.function == "elu":
-            made = torch.nn.functional.elu(inner)
-        elif equation.function == "softplus":
-            made = torch.nn.functional.softplus(inner)
+        elif equation.function in ("elu", "gelu", "silu", "softplus"):
+            made = getattr(torch.nn.functional, equation.function)(inner)
         else:
             made = getattr(torch, equation.function)(inner)
         return made * _single(get, equation.after)

@@ -503,3 +503,18 @@ def test_linear_attention_feature_map_as_checked_equations() -> None:
 
     np.testing.assert_allclose(trace.output.numpy(), phi(q) @ (phi(k).T @ v), rtol=1e-5)
     assert trace.stage("features").formulas["phi_k"] == "phi_k = elu_k + 1"
+
+
+def test_the_built_in_plugins_carry_no_tooling_comments() -> None:
+    """They are what learners read in the source pane: lint settings live in pyproject.toml."""
+    import re
+
+    tooling = re.compile(r"#\s*(noqa|type:\s*ignore|pragma|fmt:|pylint|mypy:|ruff:|isort:)")
+    plugins = Path(__file__).parents[2] / "plugins"
+    found = [
+        f"{path.name}:{number}"
+        for path in sorted(plugins.glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if tooling.search(line)
+    ]
+    assert found == []

@@ -973,7 +973,7 @@ class Variant:
                     + (f" (write ({names!r},) for one)" if isinstance(names, str) else "")
                 )
             twice = sorted({n for n in names if list(names).count(n) > 1})
-            if twice:
+            if twice and kind == "stages":  # (a loop named twice is harmless, as it always was)
                 raise ValueError(f"variant {self.name!r} names stage {twice[0]!r} twice in {kind}=")
         if self.inputs is not None:
             from tracer.inputs.sets import InputSet

@@ -159,3 +159,19 @@ def test_a_distribution_without_readable_metadata_is_skipped_with_one_warning(
     status, out, err = attn("trace", "vectorized", "--stages", "context")
     assert status == 0 and "context" in out
     assert err.splitlines() == [warning]
+
+
+def test_entry_points_that_cannot_be_listed_are_read_one_distribution_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """importlib's listing fails as a whole when one distribution's entry points cannot be
+    read; the built-ins (and every other plugin) still load."""
+    from importlib import metadata
+
+    def unreadable(**params: object) -> object:
+        raise PermissionError("entry_points.txt")
+
+    monkeypatch.setattr(metadata, "entry_points", unreadable)
+    host = PluginHost(use_env=False)
+    assert {"vectorized", "masked", "cross-attention"} <= set(host.variants)
+    assert all(r.origin == "built-in" for r in host.plugins[:3])

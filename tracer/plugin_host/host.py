@@ -163,11 +163,9 @@ def _version(dist: metadata.Distribution) -> str | None:
         return None
 
 
-def _safe_points(dist: metadata.Distribution) -> list[metadata.EntryPoint]:
-    try:
-        return list(dist.entry_points)
-    except Exception:  # unreadable metadata
-        return []
+def _where(dist: metadata.Distribution) -> str:
+    """Where a distribution's metadata lies (its ``.dist-info`` folder), for messages."""
+    return str(getattr(dist, "_path", "") or "") or "an unknown place"
 
 
 def qualified_name(plugin: str, variant: str) -> str:
@@ -294,52 +292,94 @@ class PluginHost:
         the path, the first is loaded (as Python imports it) and the pair is reported."""
         found: list[tuple[str, metadata.EntryPoint, metadata.Distribution]] = []
         first: dict[str, metadata.Distribution] = {}
-        reported: set[str] = set()
-        for dist in metadata.distributions():
-            where = str(getattr(dist, "_path", "") or "") or "an unknown place"
+        unreadable: set[str] = set()
+        for entry_point in self._group():
+            dist = entry_point.dist
+            if dist is None:
+                continue
+            where = _where(dist)
             try:
                 name, _ = _header(dist)
-                points = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
             except Exception as exc:  # whatever unreadable metadata raises
-                self.warnings.append(
-                    f"skipped the distribution at {where}: its metadata cannot be read "
-                    f"({type(exc).__name__}); reinstall or remove it"
-                )
+                if where not in unreadable:
+                    unreadable.add(where)
+                    self.warnings.append(
+                        f"skipped the distribution at {where}: its metadata cannot be read "
+                        f"({type(exc).__name__}); reinstall or remove it"
+                    )
                 continue
             if name is None:
                 folder = Path(where).name.partition("-")[0]
-                if _normalized(folder) == DISTRIBUTION and DISTRIBUTION not in first:
+                if _normalized(folder) == DISTRIBUTION:
                     # attn's own, half-reinstalled: its built-ins are the code running now.
+                    name = DISTRIBUTION
+                if where not in unreadable:
+                    unreadable.add(where)
                     self.warnings.append(
                         f"the distribution at {where} has no name in its metadata (an "
                         "interrupted install leaves one); loaded as attention-tracer by its "
                         "folder's name; reinstall it"
+                        if name is not None
+                        else f"skipped the distribution at {where}: its metadata has no name "
+                        "(an interrupted install leaves one); reinstall or remove it"
                     )
-                    name = DISTRIBUTION
-                else:
-                    self.warnings.append(
-                        f"skipped the distribution at {where}: its metadata has no name (an "
-                        "interrupted install leaves one); reinstall or remove it"
-                    )
+                if name is None:
                     continue
             key = _normalized(name)
-            if key in first:
-                kept = first[key]
-                ours = points or any(ep.group == ENTRY_POINT_GROUP for ep in _safe_points(kept))
-                # One version twice (an editable install's egg-info beside its dist-info) is
-                # the same code; two versions are two different plugins under one name.
-                if ours and _version(kept) != _version(dist) and key not in reported:
-                    reported.add(key)
-                    self.warnings.append(
-                        f"two versions of distribution '{name}' are on the path: "
-                        f"{_version(kept)} ({getattr(kept, '_path', '?')}) and {_version(dist)} "
-                        f"({where}); attn loads {_version(kept)}, the first; uninstall the other"
-                    )
-                continue
-            first[key] = dist
-            found.extend((key, ep, dist) for ep in points)
+            first.setdefault(key, dist)
+            found.append((key, entry_point, dist))
+        self._report_second_copies(first)
         found.sort(key=lambda item: (item[0] != DISTRIBUTION, item[0], item[1].name))
         return found
+
+    def _group(self) -> list[metadata.EntryPoint]:
+        """The group's entry points; when one distribution's cannot be read (its
+        ``entry_points.txt`` unreadable), the others', one distribution at a time."""
+        try:
+            return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+        except Exception:  # one bad distribution must not hide (or crash) the rest
+            pass
+        points: list[metadata.EntryPoint] = []
+        names: set[str] = set()
+        for dist in metadata.distributions():
+            try:
+                mine = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+                key = _normalized(_header(dist)[0] or _where(dist))
+            except Exception as exc:  # whatever unreadable metadata raises
+                self.warnings.append(
+                    f"skipped the distribution at {_where(dist)}: its metadata cannot be read "
+                    f"({type(exc).__name__}); reinstall or remove it"
+                )
+                continue
+            if key not in names:  # the first copy on the path, as Python imports
+                names.add(key)
+                points.extend(mine)
+        return points
+
+    def _report_second_copies(self, first: dict[str, metadata.Distribution]) -> None:
+        """One warning per plugin distribution found twice on the path in two versions (Python
+        imports the first; the other is a stale copy the user may think they are running)."""
+        reported: set[str] = set()
+        for dist in metadata.distributions():
+            try:
+                if not any(ep.group == ENTRY_POINT_GROUP for ep in dist.entry_points):
+                    continue
+                name, version = _header(dist)
+            except Exception:  # unreadable: said where it is loaded, if it is
+                continue
+            key = _normalized(name) if name else ""
+            kept = first.get(key)
+            if kept is None or key in reported or _where(kept) == _where(dist):
+                continue
+            # One version twice (an editable install's egg-info beside its dist-info) is the
+            # same code; two versions are two different plugins under one name.
+            if _version(kept) != version:
+                reported.add(key)
+                self.warnings.append(
+                    f"two versions of distribution '{name}' are on the path: {_version(kept)} "
+                    f"({_where(kept)}) and {version} ({_where(dist)}); attn loads "
+                    f"{_version(kept)}, the first; uninstall the other"
+                )
 
     def _load_entry_points(self) -> None:
         # Built-ins first: they always keep their names (see _register_variants).

@@ -249,8 +249,9 @@ class PluginHost:
         if name in self.contested:
             spelled = self.contested[name]
             owners = " and ".join(f"'{self.owner[q].name}'" for q in spelled)
+            count = "two" if len(spelled) == 2 else str(len(spelled))
             raise UsageError(
-                f"variant '{name}' is registered by two plugins, {owners}; name the one you "
+                f"variant '{name}' is registered by {count} plugins, {owners}; name the one you "
                 f"mean: {' or '.join(spelled)}"
             )
         if name in self.broken or short in self.broken:
@@ -578,9 +579,11 @@ class PluginHost:
         for qualified in spelled:
             owner = self.owner[qualified]
             others = [f"'{self.owner[q].name}'" for q in spelled if q != qualified]
+            plural = len(others) > 1
             note = (
-                f"variant '{name}' is also registered by plugin {' and '.join(others)}; neither "
-                f"takes the name: run this one as '{qualified}'"
+                f"variant '{name}' is also registered by plugin{'s' * plural} "
+                f"{' and '.join(others)}; {'none' if plural else 'neither'} takes the name: run "
+                f"this one as '{qualified}'"
             )
             owner.warnings = [
                 w for w in owner.warnings if not w.startswith(f"variant '{name}' is also")

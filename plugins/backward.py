@@ -98,7 +98,7 @@ def backward(run: RunContext):
     yield stage(
         "weights", "Attention weights", formula="P = softmax(S, dim=-1)", axes=("query", "key"), P=P
     )
-    O = P @ V  # noqa: E741  (O is the name the FlashAttention papers give the output)
+    O = P @ V  # O is the name the FlashAttention papers give the output
     yield stage("context", "Context vectors", formula="O = P V", axes=("query", "feature"), O=O)
 
     # The backward pass: the loss's gradient dO arrives at the context and flows back.
@@ -254,7 +254,7 @@ def gradients(
     S = Q @ K.T / d_k**0.5
     hidden = hidden_keys(run, n)
     P = torch.softmax(S.masked_fill(hidden, float("-inf")), dim=-1).nan_to_num(0.0)
-    O = P @ V  # noqa: E741
+    O = P @ V
     dO = upstream_gradient(run, O.shape)
     if not mask_in_backward:
         P = torch.softmax(S, dim=-1)

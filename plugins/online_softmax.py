@@ -69,8 +69,8 @@ def online_softmax(run: RunContext):
     d_k = keys.shape[-1]
     m = torch.full((queries.shape[0],), float("-inf"))  # running maximum of each row
     # m, l and O are the names the FlashAttention paper gives them.
-    l = torch.zeros(queries.shape[0])  # noqa: E741  running sum of exp(score - m)
-    O = torch.zeros(queries.shape[0], values.shape[-1])  # noqa: E741  running Σ exp(score - m) v
+    l = torch.zeros(queries.shape[0])  # running sum of exp(score - m)
+    O = torch.zeros(queries.shape[0], values.shape[-1])  # running Σ exp(score - m) v
     for index, start in enumerate(range(0, n, tile)):
         stop = min(start + tile, n)
         k_tile, v_tile = keys[start:stop], values[start:stop]
@@ -88,8 +88,8 @@ def online_softmax(run: RunContext):
         shift = torch.where(m == float("-inf"), 0.0, m)
         rescale = torch.exp(m_old - shift)
         p = torch.exp(scaled - shift.unsqueeze(1))
-        l = rescale * l + p.sum(dim=-1)  # noqa: E741
-        O = rescale.unsqueeze(1) * O + p @ v_tile  # noqa: E741
+        l = rescale * l + p.sum(dim=-1)
+        O = rescale.unsqueeze(1) * O + p @ v_tile
         yield substep(
             "tiles",
             (index,),
@@ -162,8 +162,8 @@ def tiled(
     n, d_k = keys.shape[0], keys.shape[-1]
     rows = torch.arange(queries.shape[0]).unsqueeze(1)
     m = torch.full((queries.shape[0],), float("-inf"))
-    l = torch.zeros(queries.shape[0])  # noqa: E741
-    O = torch.zeros(queries.shape[0], values.shape[-1])  # noqa: E741
+    l = torch.zeros(queries.shape[0])
+    O = torch.zeros(queries.shape[0], values.shape[-1])
     for start in range(0, n, tile):
         stop = min(start + tile, n)
         scaled = queries @ keys[start:stop].T / d_k**0.5
@@ -174,8 +174,8 @@ def tiled(
         shift = torch.where(m == float("-inf"), 0.0, m)
         factor = torch.exp(m_old - shift)
         p = torch.exp(scaled - shift.unsqueeze(1))
-        l = (factor * l if rescale_sum else l) + p.sum(dim=-1)  # noqa: E741
-        O = (factor.unsqueeze(1) * O if rescale_values else O) + p @ values[start:stop]  # noqa: E741
+        l = (factor * l if rescale_sum else l) + p.sum(dim=-1)
+        O = (factor.unsqueeze(1) * O if rescale_values else O) + p @ values[start:stop]
     return {"context": O / l.unsqueeze(1)}
 
 

@@ -29,6 +29,10 @@ class LineRecorder:
         self.lines: dict[str, set[int]] = {}
         self._mine: dict[str, bool] = {}
         self._previous: Any = None
+        self.watch: object | None = None
+        """A code object (the variant's ``run``) whose returns are noted in ``returned``."""
+        self.returned: int | None = None
+        """The line ``watch`` last returned (or yielded) from: its ``return`` once it ended."""
 
     def covers(self, filename: str) -> bool:
         """Whether ``filename`` belongs to the plugin (cached: called on every Python call)."""
@@ -55,6 +59,8 @@ class LineRecorder:
             if lines is None:
                 lines = self.lines[filename] = set()
             lines.add(frame.f_lineno)
+        elif event == "return" and frame.f_code is self.watch:
+            self.returned = frame.f_lineno
         return self._on_line
 
     def take(self) -> dict[str, set[int]]:

@@ -127,3 +127,10 @@ def test_a_bare_token_that_occurs_twice_asks_which() -> None:
     assert grade(CELLS, ANSWER, "the,cat").right is None
     assert grade(CELLS, ANSWER, "3,1").right is True
     assert parse_cells("dog,cat", ANSWER) == frozenset({(4, 1)})  # a token once: bare as ever
+
+
+def test_a_number_beyond_floats_says_so() -> None:
+    assert grade(NUMBER, 2.0, "1e999") == Grade(
+        None, "'1e999' is too large a number; a quiz's answers are below 1e308"
+    )
+    assert grade(NUMBER, 2.0, "-1e400").right is None

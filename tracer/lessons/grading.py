@@ -213,6 +213,8 @@ def response_problem(quiz: Quiz, text: str) -> str | None:
         typed = text.strip().replace("−", "-").replace(" ", "")
         if len(typed) > MAX_NUMBER_CHARS and _NUMBER.match(typed):
             return f"a number has at most {MAX_NUMBER_CHARS} characters; '{said}' has more"
+        if _NUMBER.match(typed):  # 1e999: beyond every number a quiz can ask
+            return f"'{said}' is too large a number; a quiz's answers are below 1e308"
         return f"'{said}' is not a number; type digits, with a decimal point or comma"
     if quiz.quiz_kind == "choice" and parse_choice(quiz.choices, text) is None:
         return f"'{said}' is not one of the choices; type its letter or number"

@@ -41,7 +41,10 @@ def lesson_dir(tmp_path: Path) -> Path:
 # attn lessons ----------------------------------------------------------------
 
 
-def test_lessons_lists_the_shipped_lessons_numbered_and_titled(attn: Attn) -> None:
+def test_lessons_lists_the_shipped_lessons_numbered_and_titled(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_DATA_DIR", str(tmp_path / "data"))  # no progress yet
     status, out, err = attn("lessons")
     assert (status, err) == (0, "")
     lines = out.splitlines()
@@ -51,16 +54,21 @@ def test_lessons_lists_the_shipped_lessons_numbered_and_titled(attn: Attn) -> No
         zip(lines[1:], SHIPPED, shipped_titles(), strict=True), start=1
     ):
         assert line.startswith(f"{number:>3}. {path.stem}")
-        assert line.endswith(f"  {title}")
+        assert line.endswith(f"  {title}  (not started)")  # the progress, as the README says
 
 
-def test_lessons_dir_adds_its_lessons_after_the_shipped_ones(lesson_dir: Path, attn: Attn) -> None:
+def test_lessons_dir_adds_its_lessons_after_the_shipped_ones(
+    lesson_dir: Path, attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_DATA_DIR", str(tmp_path / "data"))  # no progress yet
     status, out, err = attn("lessons", "--lessons-dir", str(lesson_dir))
     assert (status, err) == (0, "")
     lines = out.splitlines()
     first = len(SHIPPED) + 1
     assert lines[-3] == f"Lessons in {lesson_dir}:"
-    assert lines[-2].split() == [f"{first}.", "10_mine", "A", "lesson", "of", "my", "own"]
+    assert lines[-2].split() == [
+        f"{first}.", "10_mine", "A", "lesson", "of", "my", "own", "(not", "started)",
+    ]  # fmt: skip
     number, name, rest = lines[-1].split(maxsplit=2)
     assert (number, name) == (f"{first + 1}.", "20_broken")
     broken = lesson_dir / "20_broken.yaml"

@@ -29,7 +29,7 @@ steps:
       answer: two
   - narration: The end is near.
 """
-PROMPT = "[type your answer · h: hint · b: back · q: quit] > "
+PROMPT = "[type your answer · b: back · q: quit] > "  # a quiz without hints offers none
 
 
 @pytest.fixture

@@ -8,8 +8,12 @@ prints it, then one line is read from stdin.
 - at a quiz, the line is the answer: a number, a choice's letter or number,
   cells as ``row,column`` (tokens or 0-based indices); the verdict and the
   explanation follow it, and nothing of the answer is printed before;
-- ``h`` prints the quiz's next hint, ``b`` goes back, ``q`` quits, and so
-  does the end of the input.
+- ``h`` prints the quiz's next hint (offered only while it has one left), ``t`` reads
+  the step's tables row by row with their labels ("journey, with: 0.8434"), ``b``
+  goes back, ``s`` starts the lesson again from its first step (answers kept, as in
+  the app), ``q`` quits, and so does the end of the input;
+- Enter at a quiz skips it, and says so; at the end, the score is said (not the
+  checkpoints again) and ``s`` or ``b`` keep the lesson open.
 
 What is typed is bounded and read as text (docs/reference.md, "Typed answers"):
 
@@ -47,18 +51,21 @@ from tracer.lessons.plain import (
     lesson_heading,
     quiz_lines,
     quiz_table_lines,
+    row_lines,
     step_title,
     substep_lines,
     view_lines,
 )
 from tracer.lessons.walk import HIDDEN_NOTE
 from tracer.sanitize import message, visible
+from tracer.session.lesson import Position
 
 if TYPE_CHECKING:
-    from tracer.session.lesson import LessonSession, LessonView, Position
+    from tracer.lessons.walk import Table
+    from tracer.session.lesson import LessonSession, LessonView
 
 KEYS = "Enter: next · b: back · q: quit"
-QUIZ_KEYS = "type your answer · h: hint · b: back · q: quit"
+END_KEYS = "Enter or q: quit · s: start again · b: back"
 MAX_LINE = 4096
 """The most characters of one typed line (an answer, a command)."""
 GIVE_UP_BYTES = 64 * 2**20
@@ -152,6 +159,8 @@ class Interactive:
         """Where a loop failed and the learner was told (Enter again skips past it)."""
         self.warned: set[str] = set()
         """Warnings said already: each is said once (a read-only folder, at every line)."""
+        self.ended = False
+        """The end was said: Enter quits, ``s`` starts again, ``b`` goes back."""
 
     def say(self, text: str) -> None:
         """Text from the lesson (and its plugins) is shown, its control characters never run."""
@@ -239,6 +248,11 @@ class Interactive:
     def run(self) -> int:
         session = self.session
         self.say(lesson_heading(session.lesson))
+        if session.progress.finished:
+            self.say(
+                "You finished this lesson before. Type s to start it again from its first "
+                "step (your answers are kept); Enter goes on from here."
+            )
         self.show(whole=True)
         while True:
             quiz = self.waiting_quiz()
@@ -249,43 +263,94 @@ class Interactive:
                 self.stdout.flush()
                 print(f"attn: {ended}; stopped (your place is saved)", file=sys.stderr, flush=True)
                 return EXIT_USAGE
+            if self.ended and (line is None or line.lower() in ("", "q", "quit")):
+                return EXIT_OK
             if line is None or line.lower() in ("q", "quit"):
                 self.warn(session.save())
                 self.say("Stopped; your place is saved.")
                 return EXIT_OK
             command = self.command(line, quiz)
-            if command == "b":
+            if self.ended and command not in ("s", "b"):
+                self.say(f"Not a command here: '{echo(line)}'. {END_KEYS}.")
+            elif command == "s":
+                self.ended = False
+                session.go(Position())
+                self.say("Starting again from the first step; your answers are kept.")
+                self.moved()
+            elif command == "b" and self.ended:
+                self.ended = False  # back to the last step, which is where the session is
+                self.show(whole=True)
+            elif command == "b":
                 if session.back():
                     self.moved()
                 else:
                     self.say("This is the first step.")
-            elif command == "h" and session.quiz() is not None:
-                hint = session.hint()
-                if hint is None:
-                    self.say("No more hints for this quiz.")
-                else:
-                    shown = session.hints_shown.get(session.position.step, 0)
-                    self.say(f"Hint {shown}: {hint.strip()}")
             elif command == "h":
-                self.say("This step is not a quiz; there are no hints.")
+                self.hint()
+            elif command == "t":
+                self.rows()
             elif not line:
+                if quiz:
+                    self.say("Skipped: this quiz is not answered; b goes back to it.")
                 if self.forward():
-                    return EXIT_OK
+                    self.ended = True
             elif quiz:
                 self.answer(line)
             elif session.quiz() is not None:
                 self.say("This quiz is answered already; press Enter to go on.")
             else:
-                self.say(f"Not a command here: '{echo(line)}'. {KEYS}.")
+                self.say(f"Not a command here: '{echo(line)}'. {self.keys(False)}.")
+
+    def hint(self) -> None:
+        """``h``: the quiz's next hint, or why there is none."""
+        session = self.session
+        quiz = session.quiz()
+        if quiz is None:
+            self.say("This step is not a quiz; there are no hints.")
+        elif not quiz.hints:
+            self.say("This quiz has no hints.")
+        else:
+            hint = session.hint()
+            if hint is None:
+                count = len(quiz.hints)
+                said = "its hint is" if count == 1 else f"all {count} of its hints are"
+                self.say(f"No more hints: {said} above.")
+            else:
+                shown = session.hints_shown.get(session.position.step, 0)
+                self.say(f"Hint {shown}: {hint.strip()}")
+
+    def rows(self) -> None:
+        """``t``: every table of the step, row by row, each cell with its labels."""
+        tables = self.tables()
+        if not tables:
+            self.say("This step has no table to read row by row.")
+            return
+        blocks = ["\n".join(row_lines(table)) for table in tables]
+        self.say("\n\n".join(blocks))
+
+    def tables(self) -> list[Table]:
+        """The tables on screen (none inside a loop, whose sub-steps print their values)."""
+        try:
+            view = self.session.view()
+        except Exception:  # the step cannot be computed: it said so
+            return []
+        return [] if view.loop is not None else list(view.step.tables)
+
+    def hints_left(self) -> bool:
+        quiz = self.session.quiz()
+        if quiz is None:
+            return False
+        return self.session.hints_shown.get(self.session.position.step, 0) < len(quiz.hints)
 
     def command(self, line: str, quiz: bool) -> str:
-        """``b`` or ``h`` (or ``back``, ``hint``), unless the line is a choice's letter at a
-        quiz waiting for its answer: there the line is the answer."""
-        word = line.lower()
-        command = {"back": "b", "hint": "h"}.get(word, word)
-        if word in ("b", "h") and quiz and self.letter_is_choice(word):
+        """``b``, ``h``, ``t`` or ``s`` (or ``back``, ``hint``, ``rows``, ``start again``),
+        unless the line is a choice's letter at a quiz waiting for its answer: there the line
+        is the answer (and ``s`` is always one there: a number or cells may not start again)."""
+        word = " ".join(line.lower().split())
+        command = {"back": "b", "hint": "h", "rows": "t", "start again": "s"}.get(word, word)
+        if word in ("b", "h", "t", "s") and quiz and (word == "s" or self.letter_is_choice(word)):
             return ""
-        return command if command in ("b", "h") else ""
+        return command if command in ("b", "h", "t", "s") else ""
 
     def letter_is_choice(self, letter: str) -> bool:
         step = self.session.quiz()
@@ -294,13 +359,24 @@ class Interactive:
         return ord(letter) - ord("a") < len(step.choices)
 
     def keys(self, quiz: bool) -> str:
-        """The keys that work now; at a choice quiz with a choice b, 'back' goes back."""
-        if not quiz:
-            return KEYS
-        if self.letter_is_choice("b"):
-            hint = "hint" if self.letter_is_choice("h") else "h: hint"
-            return f"type your answer · {hint} · back: go back · q: quit"
-        return QUIZ_KEYS
+        """The keys that work now, and only those: 'h: hint' while the quiz has a hint left;
+        at a choice quiz whose letters include b, h or t, the words 'back', 'hint', 'rows'."""
+        if self.ended:
+            return END_KEYS
+        parts = ["type your answer"] if quiz else ["Enter: next"]
+        if quiz and self.hints_left():
+            parts.append("hint" if self.letter_is_choice("h") else "h: hint")
+        if self.tables():
+            parts.append(
+                "rows: read the tables"
+                if quiz and self.letter_is_choice("t")
+                else "t: read the tables row by row"
+            )
+        parts.append("back: go back" if quiz and self.letter_is_choice("b") else "b: back")
+        if self.session.progress.finished and not quiz:
+            parts.append("s: start again")
+        parts.append("q: quit")
+        return " · ".join(parts)
 
     def waiting_quiz(self) -> bool:
         """Whether the step on screen is a quiz not answered yet."""
@@ -407,9 +483,21 @@ class Interactive:
         return lines
 
     def end(self) -> None:
+        """The end: the score, where the checkpoints are (read already: not said again), the
+        next lesson; then Enter quits, ``s`` starts again, ``b`` goes back."""
         session = self.session
         self.say("--- End of the lesson.")
-        self.say(session.summary())
+        summary = session.summary()
+        score, _, _ = summary.partition("\n\nWhat it covered:")
+        self.say(score)
+        checkpoints = [
+            str(number + 1)
+            for number, step in enumerate(session.steps)
+            if step.kind == "checkpoint"
+        ]
+        if checkpoints:
+            where = "step" if len(checkpoints) == 1 else "steps"
+            self.say(f"What it covered is in its checkpoint at {where} {', '.join(checkpoints)}.")
         following = session.next_lesson()
         if following is not None:
             self.say(f"Next: lesson {following[1]} (attn lesson run {following[0].stem} -i)")

@@ -56,7 +56,7 @@ def add_lesson_dir_option(parser: argparse.ArgumentParser) -> None:
 def add_parser(commands: Any) -> None:
     listing = commands.add_parser(
         "lessons",
-        help="list the lessons, numbered and titled",
+        help="list the lessons, numbered and titled, with your progress",
         description="List the shipped lessons, then those in --lessons-dir and ATTN_LESSONS_DIR.",
     )
     add_lesson_dir_option(listing)
@@ -194,6 +194,13 @@ def run_list(args: argparse.Namespace) -> int:
     refs = find_lessons(args.lessons_dir)
     if getattr(args, "json", False):
         return list_json(refs, args)
+    from tracer.lessons.loader import shipped_dir
+    from tracer.session.progress import ProgressStore, lesson_key, progress_text
+
+    store = ProgressStore()
+    if store.warning:
+        print(message(f"attn: warning: {store.warning}"), file=sys.stderr)
+    shipped = shipped_dir()
     origin = None
     width = max((len(ref.name) for ref in refs), default=0)
     for ref in refs:
@@ -201,7 +208,11 @@ def run_list(args: argparse.Namespace) -> int:
             origin = ref.origin
             where = "Shipped lessons" if origin == "built-in" else "Lessons in " + origin
             print(visible(f"{where}:", multiline=False))
-        title = ref.title if ref.problem is None else f"(cannot be loaded: {ref.problem})"
+        if ref.problem is None:  # with the learner's progress, as the picker says it
+            progress = progress_text(store.get(lesson_key(ref.path, shipped)))
+            title = f"{ref.title}  ({progress})"
+        else:
+            title = f"(cannot be loaded: {ref.problem})"
         line = f"{ref.number:>3}. {ref.name.ljust(width)}  {title}"
         print(message(visible(line, multiline=False)))  # titles and names come from files
     if not refs:

@@ -212,8 +212,9 @@ def repeated_cells(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
 
     path = str(lesson.path) if lesson.path is not None else "<lesson>"
     found: list[Problem] = []
-    for step in lesson.steps:
-        if not isinstance(step, Quiz) or step.quiz_kind != "cells":
+    for number in range(len(lesson.steps)):
+        step = quiz_at(lesson, number)
+        if step is None or step.quiz_kind != "cells":
             continue
         try:
             answer = runner.answer(step)

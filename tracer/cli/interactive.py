@@ -182,7 +182,9 @@ class Interactive:
             if problem is None:
                 break
             self.say(f"{problem}; type it again.")
-            unreadable += 1
+            # Lines too long are skipped at a bounded cost; lines that are not text, in a
+            # row, are what a binary stream sends.
+            unreadable = unreadable if problem == self._too_long() else unreadable + 1
             if unreadable >= MAX_UNREADABLE:
                 raise InputEnds(
                     f"standard input sent {unreadable} lines in a row that are not text"

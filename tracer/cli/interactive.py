@@ -505,6 +505,11 @@ class Interactive:
             self.say(f"Next: lesson {following[1]} (attn lesson run {following[0].stem} -i)")
 
 
-def run_interactive(session: LessonSession, stdin: TextIO, stdout: TextIO) -> int:
-    """Take ``session``'s lesson with lines from ``stdin``; the exit status (0)."""
-    return Interactive(session, stdin, stdout).run()
+def run_interactive(
+    session: LessonSession, stdin: TextIO, stdout: TextIO, warning: str | None = None
+) -> int:
+    """Take ``session``'s lesson with lines from ``stdin``; the exit status (0, or 2 where
+    the input is no learner's typing). ``warning``: the progress store's, said once."""
+    reader = Interactive(session, stdin, stdout)
+    reader.warn(warning)
+    return reader.run()

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from tracer.errors import EXIT_OK
-from tracer.sanitize import message, visible
+from tracer.sanitize import visible
 
 
 def run_plain(target: str, args: argparse.Namespace) -> int:
@@ -54,9 +54,7 @@ def run_interactive(target: str, args: argparse.Namespace) -> int:
     session = open_lesson(path, lesson_dirs=args.lessons_dir, host=load_host(args), warm=False)
     store = ProgressStore()
     warning = session.attach(store)
-    if warning:
-        print(message(f"attn: warning: {warning}"), file=sys.stderr)
     try:
-        return take(session, sys.stdin, sys.stdout)
+        return take(session, sys.stdin, sys.stdout, warning)
     finally:
         session.close()

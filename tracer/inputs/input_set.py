@@ -438,8 +438,16 @@ def _source(
 def _source_weights(
     node: yaml.Node, d_in: int, d_out: int | None, path: str, problems: list[Problem]
 ) -> dict[str, Matrix] | None:
-    """``source.weights``: key and value, (source width, d_out). Without the main weights,
-    their d_out is the main weights' too (those are then drawn from the seed)."""
+    """``source.weights``: key and value, (source width, d_out), beside the main weights
+    (at least ``query``: the queries come from the main sequence, and their d_out is the
+    source weights' too)."""
+    if d_out is None:
+        message = (
+            "source.weights needs the main 'weights' too: the queries come from the main "
+            "sequence, so its query weights must be given with them (weights: {query: ...})"
+        )
+        problems.append(problem_at(node, message, path))
+        return None
     if not isinstance(node, yaml.MappingNode):
         problems.append(
             problem_at(node, "source.weights must be a mapping with key and value", path)
@@ -458,18 +466,15 @@ def _source_weights(
         problems.append(problem_at(node, f"source.weights is missing {', '.join(missing)}", path))
         return None
     matrices: dict[str, Matrix] = {}
-    whose = "the main weights'"
     for name in SOURCE_WEIGHT_NAMES:
         label = f"source.weights.{name}"
         matrix = _matrix(found[name], label, path, problems)
         if matrix is None:
             return None
-        if d_out is None:  # no main weights: the first matrix sets d_out for the rest
-            d_out, whose = len(matrix[0]), f"{label}'s"
         if len(matrix) != d_in or len(matrix[0]) != d_out:
             message = (
                 f"{label} is {len(matrix)}×{len(matrix[0])} but must be source width × d_out "
-                f"= {d_in}×{d_out} (the source embeddings' width, {whose} d_out)"
+                f"= {d_in}×{d_out} (the source embeddings' width, the main weights' d_out)"
             )
             problems.append(problem_at(found[name], message, path))
             return None

@@ -1081,6 +1081,9 @@ class Reader:
             self.problem(node, f"'{name}' needs a value: {OPERATIONS[name]}")
             return None
         if name == "pick":
+            negative = _scalar(value_node)
+            if isinstance(negative, int) and not isinstance(negative, bool) and negative < 0:
+                return make(negative)  # refused when run, with the range of the table it picks from
             index = self.index(value_node, "pick", tokens, size=1 << 30)
             return make(index) if index is not None else None
         if name == "scale":

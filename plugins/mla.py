@@ -29,7 +29,7 @@ attention is causal, as in the decoders that use it.
 import torch
 from tracer.builtin_plugins._rotary import angles, frequencies, rotate
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.errors import UsageError
 
 OPTIONS = (
@@ -315,6 +315,21 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """The weights (W_uk, W_uv: rank x d_out; W_out: d_out²; W_qr: d_in x heads·rope_dim),
+    drawn twice with absorb=true, and per head the scores and weights (tokens x tokens),
+    the latent route's tables and absorb's folded W_uv W_out (heads x rank x d_out)."""
+    n, d, e, o = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options
+    heads, rank, rope_dim, absorb = o["heads"], o["rank"], o["rope_dim"], o["absorb"]
+    weights = e * (d + rank + (heads + 1) * rope_dim) + 2 * rank * d + d * d + d
+    tables = 5 * heads * n * n + 3 * heads * n * (rank + d + rope_dim) + n * (rank + rope_dim)
+    folded = heads * rank * d if absorb else 0
+    return Cost(
+        elements=(2 if absorb else 1) * (weights + tables) + folded,
+        smaller=("rank", "heads", "rope_dim", "d_out"),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -325,6 +340,7 @@ def register_variants(register):
             "--heads N (default 2); -o rank=R is the latent's width, -o rope_dim=D the "
             "decoupled rotary part's; -o absorb=true folds W_uk and W_uv as inference does.",
             run=mla,
+            cost=cost,
             options=OPTIONS,
             mistakes=MISTAKES,
             stages=(

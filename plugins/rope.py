@@ -13,10 +13,23 @@ The weights are those of ``trainable`` for the same ``--seed``, ``--init`` and
 ``--d-out`` (even: the features come in pairs). Positions count from 0.
 """
 
+import math
+
 import torch
 from tracer.builtin_plugins._rotary import PAIRINGS, SCALINGS, angles, frequencies, pairs, rotate
 
-from tracer import Dot, Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import (
+    Cost,
+    Dot,
+    Mistake,
+    Option,
+    RunContext,
+    Sizes,
+    Variant,
+    hookimpl,
+    stage,
+    substep,
+)
 from tracer.errors import UsageError
 
 OPTIONS = (
@@ -26,6 +39,7 @@ OPTIONS = (
         10000.0,
         "θᵢ = base^(−2i/d): a larger base turns the later pairs more slowly",
         min=2.0,
+        max=1e12,
     ),
     Option(
         "scaling",
@@ -41,6 +55,7 @@ OPTIONS = (
         4.0,
         "how many times longer the stretched context is (linear, ntk and yarn)",
         min=1.0,
+        max=1e6,
     ),
     Option(
         "pairing",
@@ -299,6 +314,21 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Scores, scaled scores and weights, tokens x tokens each even with one query followed
+    (the keys need every token), one sub-step per (token, pair), and ntk's base'."""
+    n, d, o = sizes.tokens, sizes.d_out, sizes.options
+    exponent = d / (d - 2) if o["scaling"] == "ntk" and d > 2 else 0.0
+    power = math.log(o["base"]) + exponent * math.log(o["factor"])  # log of base'
+    return Cost(
+        substeps=n * (d // 2),
+        values=17 * n * (d // 2),
+        elements=4 * n * n + n * (sizes.d_in + 8 * d) + 3 * sizes.d_in * d,
+        largest=math.exp(power) if power < 709 else math.inf,
+        smaller=("base", "factor", "d_out"),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -308,6 +338,7 @@ def register_variants(register):
             description="Even --d-out (pairs of features); -o pairing=interleaved|half, "
             "-o scaling=none|linear|ntk|yarn with -o factor=4 (yarn: L = 2048, α = 1, β = 32).",
             run=rope,
+            cost=cost,
             options=OPTIONS,
             mistakes=MISTAKES,
             stages=(

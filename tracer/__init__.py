@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 from tracer.hookspecs import hookimpl
 from tracer.variant import (
     Accumulate,
+    Cost,
     Dot,
     Mistake,
     Option,
     Param,
     RunContext,
+    Sizes,
     Stage,
     SubStep,
     Variant,
@@ -44,11 +46,13 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Accumulate",
+    "Cost",
     "Dot",
     "Mistake",
     "Option",
     "Param",
     "RunContext",
+    "Sizes",
     "Stage",
     "SubStep",
     "Variant",

@@ -370,6 +370,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=rows,
         values=rows * row,
         elements=5 * n * n + 4 * n * (e + 3 * d) + 4 * e * d + 4 * d * d,
+        table=max(n * n, n * (e + d), e * d),
     )
 
 

@@ -141,6 +141,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=queries * max(s, 1),
         values=queries * s * (2 * d + 4) + queries * (3 * s + 4),
         elements=4 * n * s + 4 * (n + s) * widths + 4 * widths * d,
+        table=max(n * s, (n + s) * widths, widths * d),
     )
 
 

@@ -308,6 +308,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=count * count,
         values=count * count * (4 * side * side + 2 * side + 3 * side * d),
         elements=2 * count * count + n * (4 * e + 12 * d + 4) + 4 * side * side + 4 * e * d,
+        table=max(count * count, n * (e + d), side * side, e * d),
         larger=("tile",),
     )
 

@@ -267,6 +267,7 @@ def cost(sizes: Sizes) -> Cost:
     n, d, e, heads = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["heads"]
     return Cost(
         elements=4 * heads * n * n + 4 * n * (e + 2 * d + heads * d) + 4 * e * d + 4 * heads * d,
+        table=max(heads * n * n, n * (e + heads * d), e * heads * d),
         smaller=("heads",),
     )
 

@@ -243,7 +243,12 @@ STAGES = (
 def cost(sizes: Sizes) -> Cost:
     """Each layer's heads' tables (tokens x tokens) and one prediction a token."""
     n = sizes.tokens
-    return Cost(substeps=n, values=n * (len(VOCAB) + 2), elements=64 * n * n + 1024 * n)
+    return Cost(
+        substeps=n,
+        values=n * (len(VOCAB) + 2),
+        elements=64 * n * n + 1024 * n,
+        table=4 * n * n + 1024 * n,
+    )
 
 
 @hookimpl

@@ -205,6 +205,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=steps,
         values=cached * (2 * d + 3) + steps * 4 * d,
         elements=3 * n * n + 4 * n * (sizes.d_in + 3 * d) + 4 * sizes.d_in * d,
+        table=max(n * n, n * (sizes.d_in + 3 * d), sizes.d_in * d),
     )
 
 

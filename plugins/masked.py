@@ -44,7 +44,10 @@ def masked(run: RunContext):
 def cost(sizes: Sizes) -> Cost:
     """About ten tokens x tokens tables (scores, mask, weights...), declared before it starts."""
     n, widths = sizes.tokens, sizes.d_in + sizes.d_out
-    return Cost(elements=10 * n * n + 4 * n * widths + 3 * sizes.d_in * sizes.d_out)
+    return Cost(
+        elements=10 * n * n + 4 * n * widths + 3 * sizes.d_in * sizes.d_out,
+        table=max(n * n, n * widths, sizes.d_in * sizes.d_out),
+    )
 
 
 @hookimpl

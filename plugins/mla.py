@@ -326,6 +326,9 @@ def cost(sizes: Sizes) -> Cost:
     folded = heads * rank * d if absorb else 0
     return Cost(
         elements=(2 if absorb else 1) * (weights + tables) + folded,
+        table=max(
+            heads * n * max(n, rank, rope_dim, d), folded, rank * d, d * d, e * heads * rope_dim
+        ),
         smaller=("rank", "heads", "rope_dim", "d_out"),
     )
 

@@ -229,6 +229,7 @@ def cost(sizes: Sizes) -> Cost:
     n, d, e, heads = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["heads"]
     return Cost(
         elements=6 * heads * n * n + 4 * n * (e + 2 * heads * d) + 8 * heads * e * d,
+        table=max(heads * n * n, 2 * n * (e + heads * d), 3 * heads * e * d),
         smaller=("heads",),
     )
 

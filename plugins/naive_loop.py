@@ -89,7 +89,12 @@ def cost(sizes: Sizes) -> Cost:
     """One sub-step per (query, key) pair in each loop: following one query makes n."""
     n, e = sizes.tokens, sizes.d_in
     pairs = (1 if sizes.query is not None else n) * n
-    return Cost(substeps=pairs, values=pairs * (5 * e + 2), elements=3 * n * n + 3 * n * e)
+    return Cost(
+        substeps=pairs,
+        values=pairs * (5 * e + 2),
+        elements=3 * n * n + 3 * n * e,
+        table=max(n * n, n * e),
+    )
 
 
 @hookimpl

@@ -235,6 +235,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=count,
         values=count * (queries * (4 * side + 3 * d + 4) + side * (e + 2 * d)),
         elements=n * (2 * e + 6 * d + 8) + 4 * queries * side + 4 * e * d,
+        table=max(n * (e + d), queries * side, e * d),
         larger=("tile",),
     )
 

@@ -204,6 +204,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=steps,
         values=cached * (2 * d + 1) + entries + steps * 4 * d,
         elements=n * n + 2 * pool + 4 * n * (sizes.d_in + 3 * d) + 4 * sizes.d_in * d,
+        table=max(n * n, pool, n * (sizes.d_in + 3 * d), sizes.d_in * d),
         larger=("block",),
     )
 

@@ -324,6 +324,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=n * (d // 2),
         values=17 * n * (d // 2),
         elements=4 * n * n + n * (sizes.d_in + 8 * d) + 3 * sizes.d_in * d,
+        table=max(n * n, n * (sizes.d_in + d), sizes.d_in * d),
         largest=math.exp(power) if power < 709 else math.inf,
         smaller=("base", "factor", "d_out"),
     )

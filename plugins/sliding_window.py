@@ -209,6 +209,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=pairs,
         values=pairs * (2 * d + 2),
         elements=10 * n * n + 4 * n * widths + 3 * sizes.d_in * d,
+        table=max(n * n, n * widths, sizes.d_in * d),
     )
 
 

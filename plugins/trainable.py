@@ -83,7 +83,10 @@ def trainable(run: RunContext):
 def cost(sizes: Sizes) -> Cost:
     """Scores, scaled scores and weights, tokens x tokens each, declared before it starts."""
     n, widths = sizes.tokens, sizes.d_in + sizes.d_out
-    return Cost(elements=3 * n * n + 4 * n * widths + 3 * sizes.d_in * sizes.d_out)
+    return Cost(
+        elements=3 * n * n + 4 * n * widths + 3 * sizes.d_in * sizes.d_out,
+        table=max(n * n, n * widths, sizes.d_in * sizes.d_out),
+    )
 
 
 @hookimpl

@@ -244,6 +244,7 @@ def cost(sizes: Sizes) -> Cost:
         substeps=steps,
         values=steps * (n * n + 3 * e * d + 1),
         elements=8 * n * n + 4 * n * (e + 2 * d) + 12 * e * d + steps,
+        table=max(n * n, n * (e + 2 * d), e * d, steps),
         smaller=("steps",),
     )
 

@@ -44,7 +44,7 @@ def vectorized(run: RunContext):
 def cost(sizes: Sizes) -> Cost:
     """Scores and weights, tokens x tokens each: the run's tables, declared before it starts."""
     n = sizes.tokens
-    return Cost(elements=2 * n * n + 3 * n * sizes.d_in)
+    return Cost(elements=2 * n * n + 3 * n * sizes.d_in, table=max(n * n, n * sizes.d_in))
 
 
 @hookimpl

@@ -709,6 +709,8 @@ class Cost:
     """The sub-steps its longest loop makes."""
     elements: int = 0
     """The most numbers its tensors hold at once: the stages it keeps and what it computes."""
+    table: int = 0
+    """The numbers of its largest tensor (one step may show at most 2^28)."""
     values: int = 0
     """The numbers its sub-steps yield, all together (each one is checked and may be shown)."""
     largest: float = 0.0

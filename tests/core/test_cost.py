@@ -112,9 +112,10 @@ def test_a_declared_cost_bounds_what_the_run_does(
     assert variant.cost is not None
     declared = variant.cost(sizes)
     loops: dict[str, int] = {}
-    values = held = 0
+    values = held = table = 0
     for step in trace:
         numbers = sum(tensor.numel() for tensor in step.tensors.values())
+        table = max([table, *(tensor.numel() for tensor in step.tensors.values())])
         if isinstance(step, SubStep):
             loops[step.stage] = loops.get(step.stage, 0) + 1
             values += numbers
@@ -124,6 +125,7 @@ def test_a_declared_cost_bounds_what_the_run_does(
     assert max(loops.values(), default=0) <= declared.substeps
     assert values <= declared.values
     assert held <= declared.elements
+    assert table <= declared.table
     # A bound, not a guess: within a small factor of what the stages keep, so a refusal is
     # fair (with one query followed they keep rows of tables the run still computes whole).
     if query is None:
@@ -236,13 +238,36 @@ def test_an_int_option_past_its_max_or_64_bits_is_refused_at_the_options(plugins
     )
 
 
-def test_mla_with_wide_ranks_is_refused_by_the_size_limit() -> None:
+def test_mla_with_wide_ranks_is_refused_by_the_size_limit(long_files: dict[int, Path]) -> None:
     status, out, err = _attn(
         "trace", "mla", "-o", "rank=4096", "--d-out", "4096", "-o", "absorb=true", "--heads", "64"
     )
     assert (status, out) == (2, "")
-    assert err.startswith("attn: variant 'mla' over 6 tokens with rank=4096, heads=64 and ")
-    assert "; the limit is 671,088,640 (2.50 GiB): give a smaller -o rank, a smaller --heads" in err
+    assert err == (
+        "attn: variant 'mla' over 6 tokens with rank=4096, heads=64 and d_out=4096 would make a "
+        "tensor of 1,073,741,824 numbers; one step may show at most 268,435,456: give a smaller "
+        "-o rank, a smaller --heads or a smaller --d-out\n"
+    )
+    # Over 8,192 tokens its two heads' score tables are past what a run may hold; one head fits.
+    status, out, err = _attn("trace", "mla", "--inputs", str(long_files[8192]))
+    assert (status, out) == (2, "")
+    assert err.startswith("attn: variant 'mla' over 8,192 tokens with heads=2 would hold ")
+    assert err.endswith(
+        "; the limit is 671,088,640 (2.50 GiB): give a smaller -o heads or fewer tokens\n"
+    )
+
+
+def test_a_tensor_past_what_a_step_may_show_is_refused_before_it_is_made() -> None:
+    # (20 heads, rank 4096, d_out 4080): W_uv W_out folded per head is 334 million numbers.
+    status, out, err = _attn(
+        "trace", "mla", "-o", "rank=4096", "--d-out", "4080", "-o", "absorb=true", "--heads", "20"
+    )
+    assert (status, out) == (2, "")
+    assert err == (
+        "attn: variant 'mla' over 6 tokens with rank=4096, heads=20 and d_out=4080 would make a "
+        "tensor of 334,233,600 numbers; one step may show at most 268,435,456: give a smaller "
+        "-o rank, a smaller --heads or a smaller --d-out\n"
+    )
 
 
 def _address_space_of(megabytes: int) -> None:
@@ -264,11 +289,11 @@ def test_mla_past_the_memory_a_process_may_map_is_refused_not_crashed() -> None:
         "-o",
         "absorb=true",
         "--heads",
-        "32",
-        preexec_fn=lambda: _address_space_of(1024),
+        "8",
+        preexec_fn=lambda: _address_space_of(512),
     )
     assert (status, out) == (2, "")
-    assert err.startswith("attn: variant 'mla' over 6 tokens with rank=4096, heads=32 and ")
+    assert err.startswith("attn: variant 'mla' over 6 tokens with rank=4096, heads=8 and ")
     assert "more (this process's address-space limit, ulimit -v): give a smaller -o rank" in err
     assert err.count("\n") == 1
 

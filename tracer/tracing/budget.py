@@ -51,7 +51,7 @@ def check_cost(
     if variant.cost is None:
         return None
     cost = declared_cost(variant, sizes)
-    for measure in ("largest", "substeps", "values", "elements", "memory"):
+    for measure in ("largest", "substeps", "table", "values", "elements", "memory"):
         said = _past(measure, cost, memory_left, memory_why)
         if said is not None:
             what, limit = said
@@ -136,6 +136,14 @@ def _past(
     most = _trace.MAX_SUBSTEPS_PER_LOOP  # read here: the one limit, checked while a loop runs too
     if measure == "substeps" and cost.substeps > most:
         return f"would make {cost.substeps:,} sub-steps in one loop", f"the limit is {most:,}"
+    if measure == "table":
+        from tracer.tracing.checks import MAX_ELEMENTS  # imports torch, as the run is about to
+
+        if cost.table > MAX_ELEMENTS:
+            return (
+                f"would make a tensor of {cost.table:,} numbers",
+                f"one step may show at most {MAX_ELEMENTS:,}",
+            )
     if measure == "values" and cost.values > MAX_LOOP_VALUES:
         return (
             f"would yield {cost.values:,} numbers in its sub-steps",

@@ -27,7 +27,7 @@ import torch
 from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
-STEPS = Option("steps", int, 50, "gradient-descent steps", min=1, max=100_000)
+STEPS = Option("steps", int, 50, "gradient-descent steps", min=1, max=2_048)
 LR = Option("lr", float, 2.0, "learning rate: how far each step moves the weights", min=0.0)
 
 

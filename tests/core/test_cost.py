@@ -227,6 +227,9 @@ def test_rope_at_its_bounds_stays_in_float32() -> None:
 def test_an_int_option_past_its_max_or_64_bits_is_refused_at_the_options(plugins: Path) -> None:
     status, out, err = _attn("trace", "sliding-window", "-o", "window=" + "9" * 30)
     assert (status, out, err) == (2, "", f"attn: -o window must be at most 16384, got {'9' * 30}\n")
+    # 16,384 gradient-descent steps, each a forward and a backward pass, ran for minutes.
+    status, out, err = _attn("trace", "training", "-o", "steps=16384")
+    assert (status, out, err) == (2, "", "attn: -o steps must be at most 2048, got 16384\n")
     # An int option declared without a max is held to the 64 bits torch takes.
     status, out, err = _attn(
         "trace", "no-cost", "--plugins-dir", str(plugins), "-o", "copies=" + "9" * 50

@@ -138,10 +138,10 @@ def test_a_declared_cost_bounds_what_the_run_does(
 def test_backward_over_8192_tokens_is_refused_before_it_starts(long_files: dict[int, Path]) -> None:
     status, out, err = _attn("trace", "backward", "--inputs", str(long_files[8192]))
     assert (status, out) == (2, "")
+    # Its four or five tokens x tokens tables (S, P, dP, dS and the masked scores).
     assert err == (
-        "attn: variant 'backward' over 8,192 tokens would yield 268,484,608 numbers in its "
-        "sub-steps; the limit is 67,108,864: give fewer tokens or follow one query (--query, "
-        "a lesson's query:)\n"
+        "attn: variant 'backward' over 8,192 tokens would hold 335,872,048 numbers (1.25 GiB); "
+        "the limit is 268,435,456 (1.00 GiB): give fewer tokens\n"
     )
 
 
@@ -156,12 +156,13 @@ def test_flash_backward_with_tile_1_over_8192_tokens_names_the_tile(
         "attn: variant 'flash-backward' over 8,192 tokens with tile=1 would make 67,108,864 "
         "sub-steps in one loop; the limit is 16,384: give a larger -o tile or fewer tokens\n"
     )
-    # (8,192 / 64)² = 16,384 tiles: at the limit, so a larger tile is the fix it says.
-    cost = HOST.variant("flash-backward").cost
-    assert cost is not None
-    assert (
-        cost(Sizes(8192, 4, 2, {"tile": 64, "upstream": "ones", "causal": False})).substeps == 16384
-    )
+    # What the tiles are for: over 8,192 tokens with tile=256 nothing is past a limit (it never
+    # holds a tokens x tokens table), where backward is refused.
+    variant = HOST.variant("flash-backward")
+    fits = Sizes(8192, 4, 2, {"tile": 256, "upstream": "ones", "causal": False})
+    assert budget.check_cost(variant, fits, str, str) is not None
+    with pytest.raises(UsageError, match="would hold"):
+        budget.check_cost(HOST.variant("backward"), fits, str, str)
 
 
 def test_rope_over_16384_tokens_is_refused_even_with_one_query(
@@ -171,7 +172,7 @@ def test_rope_over_16384_tokens_is_refused_even_with_one_query(
     assert (status, out) == (2, "")
     # Its three score tables are computed whole even for one query, so --query is not offered.
     assert err.startswith("attn: variant 'rope' over 16,384 tokens would hold ")
-    assert err.endswith("; the limit is 671,088,640 (2.50 GiB): give fewer tokens\n")
+    assert err.endswith("; the limit is 268,435,456 (1.00 GiB): give fewer tokens\n")
     assert err.count("\n") == 1
 
 
@@ -184,7 +185,7 @@ def test_paged_kv_cache_with_block_1_over_16384_tokens_is_refused(
     assert (status, out) == (2, "")
     assert err.startswith("attn: variant 'paged-kv-cache' over 16,384 tokens would yield ")
     assert err.endswith(
-        "numbers in its sub-steps; the limit is 67,108,864: give fewer tokens or follow one "
+        "numbers in its sub-steps; the limit is 536,870,912: give fewer tokens or follow one "
         "query (--query, a lesson's query:)\n"
     )
 
@@ -251,13 +252,11 @@ def test_mla_with_wide_ranks_is_refused_by_the_size_limit(long_files: dict[int, 
         "tensor of 1,073,741,824 numbers; one step may show at most 268,435,456: give a smaller "
         "-o rank, a smaller --heads or a smaller --d-out\n"
     )
-    # Over 8,192 tokens its two heads' score tables are past what a run may hold; one head fits.
+    # Over 8,192 tokens even one head's score tables are past what a run may hold.
     status, out, err = _attn("trace", "mla", "--inputs", str(long_files[8192]))
     assert (status, out) == (2, "")
-    assert err.startswith("attn: variant 'mla' over 8,192 tokens with heads=2 would hold ")
-    assert err.endswith(
-        "; the limit is 671,088,640 (2.50 GiB): give a smaller -o heads or fewer tokens\n"
-    )
+    assert err.startswith("attn: variant 'mla' over 8,192 tokens would hold ")
+    assert err.endswith("; the limit is 268,435,456 (1.00 GiB): give fewer tokens\n")
 
 
 def test_a_tensor_past_what_a_step_may_show_is_refused_before_it_is_made() -> None:
@@ -375,7 +374,7 @@ def test_a_plugins_declared_cost_is_refused_the_same_way(plugins: Path, tmp_path
     assert (status, out) == (2, "")
     assert err == (
         "attn: variant 'banded' over 8,192 tokens with copies=20 would hold 1,342,177,280 "
-        "numbers (5.00 GiB); the limit is 671,088,640 (2.50 GiB): give a smaller -o copies or "
+        "numbers (5.00 GiB); the limit is 268,435,456 (1.00 GiB): give a smaller -o copies or "
         "fewer tokens\n"
     )
     # The float range: 1e38 × 10 is past float32, and only the scale brings it back.

@@ -21,12 +21,12 @@ from tracer.options import MAX_D_OUT
 from tracer.tracing import trace as _trace
 from tracer.variant import RESERVED_OPTIONS, Cost, Sizes, Variant
 
-MAX_HELD_NUMBERS = 5 * 2**27
-"""The most numbers a run may hold at once: 2.5 GiB of float32 (two 16,384-token score tables
-and what is computed beside them)."""
-MAX_LOOP_VALUES = 2**26
-"""The most numbers a run's sub-steps may yield in all (16,384 sub-steps of 4,096 numbers):
-each is checked, copied and may be drawn, so this is the time a loop takes."""
+MAX_HELD_NUMBERS = 2**28
+"""The most numbers a run may hold at once: one 16,384-token score table, 1 GiB of float32
+(``backward`` keeps four or five tokens x tokens tables: up to 7,327 tokens)."""
+MAX_LOOP_VALUES = 2**29
+"""The most numbers a run's sub-steps may yield in all (each is checked, copied and may be
+drawn: this is the time a loop takes; ``flash-backward`` over 8,192 tokens yields 2^28)."""
 FLOAT32_MAX = 3.4028234663852886e38
 """The largest float32 (the tensors' type): a number past it is ``inf``."""
 BYTES_PER_NUMBER = 4

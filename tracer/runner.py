@@ -144,7 +144,7 @@ def build_context(
         )
     query = resolve_query(options.query, input_set.tokens)
     d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
-    if variant is not None:  # its declared cost, against the limits, before any tensor
+    if variant is not None and variant.cost is not None:  # against the limits, before any tensor
         sequence, _ = source_sequence(input_set, options, variant)
         sizes = Sizes(
             tokens=len(input_set.tokens),
@@ -264,7 +264,7 @@ def check_run_cost(variant: Variant, sizes: Sizes, where: Where, named: Where) -
     if should_isolate(module.startswith("tracer.builtin_plugins.")):
         plugin = WorkerLimits.from_environment().memory_mb * 2**20
         if left is None or plugin < left:
-            left, why = plugin, f"{MEMORY_ENV}"
+            left, why = plugin, MEMORY_ENV
     check_cost(variant, sizes, where, named, left, why)
 
 

@@ -198,7 +198,8 @@ def cost(sizes: Sizes) -> Cost:
     n, d, block = sizes.tokens, sizes.d_out, sizes.options["block"]
     steps = n if sizes.query is None else sizes.query + 1
     cached = steps * (steps + 1) // 2
-    entries = sum(t // block + 1 for t in range(0, steps, block)) * min(block, steps)
+    blocks = -(-steps // block)  # the table grows by one entry a block: 1 + 2 + ... + blocks
+    entries = min(block, steps) * blocks * (blocks + 1) // 2
     pool = 2 * -(-n // block) * block * d
     return Cost(
         substeps=steps,

@@ -30,7 +30,7 @@ output is dX, the gradient that reaches the embeddings.
 
 import torch
 
-from tracer import Dot, Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Dot, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
 UPSTREAM = Option(
@@ -360,6 +360,20 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """S, P, dP and dS (and the masked scores), tokens x tokens each; one sub-step per row,
+    each holding its row (and, up to 64 keys, the row's whole Jacobian)."""
+    n, d, e = sizes.tokens, sizes.d_out, sizes.d_in
+    rows = 1 if sizes.query is not None else n
+    row = 4 * n + 2 * d + 2 + (n * n + n if n <= JACOBIAN_UP_TO else 0)
+    return Cost(
+        substeps=rows,
+        values=rows * row,
+        elements=5 * n * n + 4 * n * (e + 3 * d) + 4 * e * d + 4 * d * d,
+        table=max(n * n, n * (e + d), e * d),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -370,6 +384,7 @@ def register_variants(register):
             "-o causal=true to hide later keys.",
             options=(UPSTREAM, CAUSAL),
             run=backward,
+            cost=cost,
             mistakes=MISTAKES,
             stages=(
                 "inputs",

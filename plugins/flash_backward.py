@@ -33,10 +33,10 @@ import torch
 from tracer.builtin_plugins.backward import CAUSAL, UPSTREAM, upstream_gradient
 from tracer.builtin_plugins.backward import MISTAKES as NAIVE_MISTAKES
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
-TILE = Option("tile", int, 2, "keys, and queries, per tile", min=1)
+TILE = Option("tile", int, 2, "keys, and queries, per tile", min=1, max=16_384)
 
 
 def key_positions_hidden(run: RunContext, n: int) -> torch.Tensor:
@@ -298,6 +298,21 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per (key tile, query tile): (tokens / tile)², each holding a tile's four
+    tables; no tokens x tokens table is ever held."""
+    n, d, e, tile = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["tile"]
+    side = min(tile, n)
+    count = -(-n // tile)
+    return Cost(
+        substeps=count * count,
+        values=count * count * (4 * side * side + 2 * side + 3 * side * d),
+        elements=2 * count * count + n * (4 * e + 12 * d + 4) + 4 * side * side + 4 * e * d,
+        table=max(count * count, n * (e + d), side * side, e * d),
+        larger=("tile",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -308,6 +323,7 @@ def register_variants(register):
             "-o upstream=ones|randn, -o causal=true to hide later keys.",
             options=(TILE, UPSTREAM, CAUSAL),
             run=flash_backward,
+            cost=cost,
             mistakes=MISTAKES,
             stages=(
                 "inputs",

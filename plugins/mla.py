@@ -53,7 +53,7 @@ that use it.
 import torch
 from tracer.builtin_plugins._rotary import angles, frequencies, rotate
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.errors import UsageError
 
 OPTIONS = (
@@ -435,6 +435,24 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """The weights (W_uk, W_uv: rank x d_out; W_out: d_out²; W_qr: d_in x heads·rope_dim),
+    drawn twice with absorb=true, and per head the scores and weights (tokens x tokens),
+    the latent route's tables and absorb's folded W_uv W_out (heads x rank x d_out)."""
+    n, d, e, o = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options
+    heads, rank, rope_dim, absorb = o["heads"], o["rank"], o["rope_dim"], o["absorb"]
+    weights = e * (d + rank + (heads + 1) * rope_dim) + 2 * rank * d + d * d + d
+    tables = 5 * heads * n * n + 3 * heads * n * (rank + d + rope_dim) + n * (rank + rope_dim)
+    folded = heads * rank * d if absorb else 0
+    return Cost(
+        elements=(2 if absorb else 1) * (weights + tables) + folded,
+        table=max(
+            heads * n * max(n, rank, rope_dim, d), folded, rank * d, d * d, e * heads * rope_dim
+        ),
+        smaller=("rank", "heads", "rope_dim", "d_out"),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -447,6 +465,7 @@ def register_variants(register):
             "DeepSeek-V3's choices are options, off by default: -o latent_norm=true, "
             "-o q_lora_rank=R, -o v_head_dim=N, -o out_bias=false.",
             run=mla,
+            cost=cost,
             options=OPTIONS,
             mistakes=MISTAKES,
             stages=(

@@ -24,11 +24,11 @@ The weights are those of ``trainable`` for the same ``--seed``, ``--init`` and
 
 import torch
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 from tracer.mistakes import common_mistakes
 
-TILE = Option("tile", int, 2, "keys per tile", min=1)
+TILE = Option("tile", int, 2, "keys per tile", min=1, max=16_384)
 CAUSAL = Option("causal", bool, False, "hide later keys from each query, as masked does")
 
 
@@ -226,6 +226,20 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per tile of keys, each with every computed query's running statistics."""
+    n, d, e, tile = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["tile"]
+    side, queries = min(tile, n), 1 if sizes.query is not None else n
+    count = -(-n // tile)
+    return Cost(
+        substeps=count,
+        values=count * (queries * (4 * side + 3 * d + 4) + side * (e + 2 * d)),
+        elements=n * (2 * e + 6 * d + 8) + 4 * queries * side + 4 * e * d,
+        table=max(n * (e + d), queries * side, e * d),
+        larger=("tile",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -235,6 +249,7 @@ def register_variants(register):
             description="-o tile=N keys per tile (default 2), -o causal=true to hide later keys.",
             options=(TILE, CAUSAL),
             run=online_softmax,
+            cost=cost,
             mistakes=MISTAKES,
             stages=("inputs", "projected", "tiles", "context"),
             loops=("tiles",),

@@ -44,7 +44,18 @@ from tracer.builtin_plugins._rotary import (
     turns,
 )
 
-from tracer import Dot, Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import (
+    Cost,
+    Dot,
+    Mistake,
+    Option,
+    RunContext,
+    Sizes,
+    Variant,
+    hookimpl,
+    stage,
+    substep,
+)
 from tracer.errors import InputError, Location, UsageError
 
 OPTIONS = (
@@ -54,6 +65,7 @@ OPTIONS = (
         10000.0,
         "θᵢ = base^(−2i/d): a larger base turns the later pairs more slowly",
         min=2.0,
+        max=1e12,
     ),
     Option(
         "scaling",
@@ -71,6 +83,7 @@ OPTIONS = (
         4.0,
         "how many times longer the stretched context is (every scaling)",
         min=1.0,
+        max=1e6,
     ),
     Option(
         "pairing",
@@ -544,6 +557,22 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Scores, scaled scores and weights, tokens x tokens each even with one query followed
+    (the keys need every token), one sub-step per (token, pair), and ntk's base'."""
+    n, d, o = sizes.tokens, sizes.d_out, sizes.options
+    exponent = d / (d - 2) if o["scaling"] == "ntk" and d > 2 else 0.0
+    power = math.log(o["base"]) + exponent * math.log(o["factor"])  # log of base'
+    return Cost(
+        substeps=n * (d // 2),
+        values=17 * n * (d // 2),
+        elements=4 * n * n + n * (sizes.d_in + 8 * d) + 3 * sizes.d_in * d,
+        table=max(n * n, n * (sizes.d_in + d), sizes.d_in * d),
+        largest=math.exp(power) if power < 709 else math.inf,
+        smaller=("base", "factor", "d_out"),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -556,6 +585,7 @@ def register_variants(register):
             "ramp linear in the pair index; -o ramp=turns for the paper's); "
             "-o rope_scaling=config.json reads a model's settings.",
             run=rope,
+            cost=cost,
             options=OPTIONS,
             mistakes=MISTAKES,
             stages=(

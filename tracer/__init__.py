@@ -14,6 +14,7 @@ from tracer.hookspecs import hookimpl
 from tracer.variant import (
     Accumulate,
     AddBias,
+    Cost,
     Difference,
     Dot,
     Elementwise,
@@ -22,6 +23,7 @@ from tracer.variant import (
     Option,
     Param,
     RunContext,
+    Sizes,
     Stage,
     SubStep,
     Sum,
@@ -50,6 +52,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Accumulate",
     "AddBias",
+    "Cost",
     "Difference",
     "Dot",
     "Elementwise",
@@ -58,6 +61,7 @@ __all__ = [
     "Option",
     "Param",
     "RunContext",
+    "Sizes",
     "Stage",
     "SubStep",
     "Sum",

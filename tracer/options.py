@@ -179,6 +179,11 @@ def convert(option: Option, value: Any, where: str, variant: str = "") -> Any:
         raise UsageError(f"{where} must be above {_show(option.above)}, got {_show(typed)}")
     if option.below is not None and not typed < option.below:
         raise UsageError(f"{where} must be below {_show(option.below)}, got {_show(typed)}")
+    if option.type is int and not MIN_SEED <= typed <= MAX_SEED:  # torch takes 64 bits
+        raise UsageError(
+            f"{where} must be a 64-bit integer, between {MIN_SEED} and {MAX_SEED}, got "
+            f"{_show(typed) if len(str(typed)) <= 40 else f'a number of {len(str(typed))} digits'}"
+        )
     return typed
 
 

@@ -876,6 +876,46 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Sizes:
+    """The sizes of one run, known before any tensor is made: what ``Variant(cost=...)`` reads."""
+
+    tokens: int
+    d_in: int
+    """The embeddings' width (0 for a variant that reads tokens alone)."""
+    d_out: int
+    """The projections' width (``--d-out``)."""
+    options: Mapping[str, Any]
+    """The variant's options, checked, defaults filled in (as ``run.options``)."""
+    query: int | None = None
+    """The focused query, or None for all of them."""
+    source_tokens: int = 0
+    d_source: int = 0
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a run will cost, declared before it starts: ``Variant(cost=lambda s: Cost(...))``.
+
+    The tool compares each measure with its limit (docs/reference.md, "Limits") and refuses a
+    run past one in a line that names ``larger`` and ``smaller``, before any tensor is made."""
+
+    substeps: int = 0
+    """The sub-steps its longest loop makes."""
+    elements: int = 0
+    """The most numbers its tensors hold at once: the stages it keeps and what it computes."""
+    table: int = 0
+    """The numbers of its largest tensor (one step may show at most 2^28)."""
+    values: int = 0
+    """The numbers its sub-steps yield, all together (each one is checked and may be shown)."""
+    largest: float = 0.0
+    """The largest magnitude its options make a number reach (``base ** k``), or ``inf``."""
+    larger: tuple[str, ...] = ()
+    """Options (or ``d_out``) a larger value of which makes the run cheaper (``tile``)."""
+    smaller: tuple[str, ...] = ()
+    """Options (or ``d_out``) a smaller value of which makes the run cheaper (``rank``)."""
+
+
+@dataclass(frozen=True)
 class Variant:
     """An attention variant, as registered by a plugin."""
 
@@ -916,6 +956,9 @@ class Variant:
     """Learnt parameters beyond the query, key and value projections (a bias table, an
     output projection): given by the inputs' ``params:`` section or drawn from the seed,
     read as ``run.params[NAME]`` (see :class:`Param`)."""
+    cost: Callable[[Sizes], Cost] | None = field(default=None, compare=False)
+    """What a run will cost, from its :class:`Sizes`: checked against the limits before it
+    starts (None: only the limits checked while it runs)."""
 
     unnormalised: tuple[str, ...] = ()
     """Stages among ``stages`` whose weights need not sum to 1 (sigmoid attention's
@@ -1010,6 +1053,11 @@ class Variant:
                     f"{did_you_mean(unknown[0], self.stages)}"
                 )
         self._check_source()
+        if self.cost is not None and not callable(self.cost):
+            raise ValueError(
+                f"cost= of variant {self.name!r} must be a function of the run's Sizes "
+                f"returning a Cost, got {type(self.cost).__name__}"
+            )
         names = [option.name for option in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"variant {self.name!r} declares an option twice: {names}")

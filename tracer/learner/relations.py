@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tracer.learner.compare import close
+from tracer.learner.compare import cell_gaps, close
 from tracer.learner.diagnosis import Diagnosis, at_line
 
 TOLERANCE = 1e-4
@@ -492,14 +492,15 @@ def _other_shape(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
 
 def _where(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[str, str]:
     """No relation: where and by how much the numbers differ."""
-    differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5)
+    differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
     count, total = int(differs.sum()), differs.numel()
-    gap = (mine - expected).abs()
-    gap = gap.masked_fill(~gap.isfinite(), float("inf"))
+    gap = cell_gaps(mine, expected)
+    if bool(differs.any()):  # the largest gap among the cells that differ, never an equal one
+        gap = gap.masked_fill(~differs, -1.0)
     position = tuple(int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
     text = (
         f"{count} of the {total} entries of your {known.stage} differ; the largest gap is at "
-        f"{position} (yours {float(mine[position]):.4g}, expected {float(expected[position]):.4g})"
+        f"{position} ({_pair(float(mine[position]), float(expected[position]))})"
     )
     if mine.dim() >= 2:
         rows = differs.flatten(0, -2).any(-1)
@@ -507,6 +508,15 @@ def _where(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[st
         if right and len(right) < rows.shape[0]:
             text += f"; rows {', '.join(map(str, right[:8]))} are right"
     return "differs", text + "."
+
+
+def _pair(mine: float, expected: float) -> str:
+    """``yours A, expected B`` with as many digits as tell the two apart (at most 8)."""
+    for digits in range(4, 9):
+        a, b = f"{mine:.{digits}g}", f"{expected:.{digits}g}"
+        if a != b:
+            break
+    return f"yours {a}, expected {b}"
 
 
 WEAK = ("differs", "row-factor", "row-column-factor")

@@ -18,6 +18,7 @@ from tracer.learner.check import (
     Judgement,
     dropout_line,
     largest_difference,
+    precision_note,
 )
 from tracer.render.text import format_number, format_tensor, plain, shape_text
 
@@ -73,9 +74,16 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
         out.append("")
         out.append(dropout_summary(result))
         return "\n".join(out)
+    precision = precision_note(result)
     if result.matches:
         out.append("")
-        out.append(f"result: your output matches '{trace.variant.name}' (within 1e-5). Well done!")
+        if precision is not None:
+            text = f"result: your output matches '{trace.variant.name}': {precision}. Well done!"
+            out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
+        else:
+            out.append(
+                f"result: your output matches '{trace.variant.name}' (within 1e-5). Well done!"
+            )
         return "\n".join(out)
 
     diverging = result.diverging
@@ -123,10 +131,13 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
     else:
         difference = largest_difference(result)
         if difference is not None and difference > 0:
-            out.append(
+            text = (
                 f"result: your output differs from '{trace.variant.name}' "
                 f"(largest difference {format_number(difference)})"
             )
+            if precision is not None:
+                text += f"; {precision}"
+            out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
         else:
             out.append("result: your output matches, but your function changed its arguments")
     return "\n".join(out)
@@ -198,6 +209,10 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "problem": result.problem,
         "max_difference": None if difference is None else plain(difference),
         "called": result.called,
+        "precision": None
+        if result.precision is None
+        else str(result.precision).removeprefix("torch."),
+        "precision_note": precision_note(result),
         "output": result.learner_output,
         "dropout": None
         if result.dropout is None

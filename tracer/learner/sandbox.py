@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from tracer.errors import Location, UsageError
-from tracer.learner.calling import Call, MissingConfig, Setting, choose, prepare
+from tracer.learner.calling import Call, MissingConfig, Setting, choose, normal_name, prepare
 from tracer.learner.loader import learner_traceback
 from tracer.learner.recorder import NumpySteps, Recorder
 from tracer.processes import confine_writes, refuse_writes_outside
@@ -113,6 +113,34 @@ def _address_space() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+COMPILED: list[str] = []
+"""What the learner's code handed ``torch.compile`` (names), in this process."""
+
+
+def _eager_compile(model: Any = None, **options: Any) -> Any:
+    """``torch.compile`` in the sandbox: the code runs as written, one operation at a time.
+
+    Compiling takes seconds (more on a loaded machine) and runs the code as one graph that
+    the recorder cannot see into; eagerly, every step is recorded at its line and compared.
+    What the check judges is the arithmetic, which compiling must not change."""
+    if model is None:  # @torch.compile(mode=...): a decorator with options
+        return lambda function: _eager_compile(function, **options)
+    COMPILED.append(str(getattr(model, "__name__", type(model).__name__)))
+    return model
+
+
+def use_temporary_folder(folder: Path) -> None:
+    """A temporary folder inside this run's folder (the only place the learner's code may
+    write): ``tempfile`` and whatever uses it find a usable one, as they would outside."""
+    import tempfile
+
+    temporary = folder / "tmp"
+    temporary.mkdir(exist_ok=True)
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[name] = str(temporary)
+    tempfile.tempdir = None  # chosen again, from TMPDIR, on next use
 
 
 def _fake_exit(status: int = 0) -> None:
@@ -200,8 +228,12 @@ def _fields(value: Any) -> dict[str, Any] | None:
     return {k: _from_numpy(v) for k, v in items.items()}
 
 
-def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
-    """The output held in a field: by its name, else the only tensor; says which field."""
+def _named_output(value: Any, batched: bool, wanted: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The output held in a field: by its name (the usual ones, or the reference's own name
+    for its output: ``dX`` for a backward pass), else the only tensor; says which field.
+
+    The other tensors come back too (``fields``), so the check can compare each one named
+    like a stage, and pick the output by value when no name says which it is."""
     fields = _fields(value)
     if fields is None:
         return None
@@ -209,13 +241,29 @@ def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
     name = next((n for n in OUTPUT_FIELDS for k in tensors if k.lower() == n), None)
     if name is not None:
         name = next(k for k in tensors if k.lower() == name)
-    elif len(tensors) == 1:
-        name = next(iter(tensors))
     else:
+        normal = {normal_name(w) for w in wanted}
+        name = next((k for k in tensors if normal_name(k) in normal), None)
+    if name is None and len(tensors) == 1:
+        name = next(iter(tensors))
+    elif name is None:
         unnamed = [k for k in tensors if k.lower() not in WEIGHT_FIELDS]
         name = unnamed[0] if len(unnamed) == 1 else None
+    others = {
+        k: _tensor(v[0] if batched and v.dim() >= 2 and v.shape[0] == 1 else v)
+        for k, v in tensors.items()
+        if k != name and k.lower() not in WEIGHT_FIELDS
+    }
     if name is None:
-        return None
+        if len(others) < 2:
+            return None
+        # Several tensors and no name that says which is the output: the check picks by value.
+        return {
+            "fields": others,
+            "field_ids": {k: id(v) for k, v in tensors.items() if k in others},
+            "type": type(value).__name__,
+            "dict": isinstance(value, dict),
+        }
     found = _output(tensors[name], batched)
     weights = next((k for n in WEIGHT_FIELDS for k in tensors if k.lower() == n), None)
     if weights is not None:
@@ -226,11 +274,13 @@ def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
     found["field"] = (
         f"{type(value).__name__}.{name}" if not isinstance(value, dict) else (f"['{name}']")
     )
+    if others:
+        found["fields"] = others
     return found
 
 
-def _output(value: Any, batched: bool) -> dict[str, Any]:
-    named = _named_output(value, batched)
+def _output(value: Any, batched: bool, wanted: tuple[str, ...] = ()) -> dict[str, Any]:
+    named = _named_output(value, batched, wanted)
     if named is not None:
         return named
     if isinstance(value, (tuple, list)) and value:
@@ -450,6 +500,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         options=dict(request.get("variant_options") or {}),
     )
     shapes = {tuple(s) for s in request["shapes"]}
+    wanted = tuple(str(n) for n in request.get("output_names") or ())
     module = types.ModuleType(LEARNER_MODULE)
     module.__file__ = path
     sys.modules[LEARNER_MODULE] = module  # dataclasses and inspect look their module up here
@@ -499,7 +550,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             _rewind_output(marks)
             continue
         try:
-            return _result(call, note, batched, output, tensors, recorder, path, shapes)
+            return _result(call, note, batched, output, tensors, recorder, path, shapes, wanted)
         except BaseException as exc:  # a returned Tensor subclass whose methods raise, say
             return {"status": "ended", "text": _unreadable(output, exc)}
     assert first is not None
@@ -521,6 +572,8 @@ def run_check(folder: Path, status_fd: int) -> None:
         with contextlib.suppress(Exception):
             importlib.import_module("torch._dynamo")
     limit_memory(request["memory_mb"])
+    use_temporary_folder(folder)
+    torch.compile = _eager_compile
     # The learner's code may change files in this run's folder and its own folder only,
     # nothing outside (the kernel refuses where it can); the parent puts back the progress
     # file of an exercises folder if the code changed it (isolation.run_sandboxed).
@@ -559,6 +612,7 @@ def _result(
     recorder: Recorder,
     path: str,
     shapes: set[tuple[int, ...]],
+    wanted: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     after = {n: _tensor(t) for n, t in tensors.items()}
     discarded = [
@@ -569,7 +623,12 @@ def _result(
         and r.result_id not in recorder.used
         and recorder.tracked.get(r.result_id) is not output
     ]
-    given = _output(output, batched)
+    given = _output(output, batched, wanted)
+    if COMPILED:
+        eager = (
+            "torch.compile ran your code eagerly, one operation at a time, so each step is compared"
+        )
+        note = eager if note is None else f"{note}; {eager}"
     if "field" in given:
         read = f"it returned {given['field'].lstrip('.')}, and that field was compared"
         if given["field"].startswith("["):

@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import math
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -1253,6 +1253,65 @@ RECHECKS: tuple[Recheck, ...] = (
 )
 
 
+TRACE_CHANGES = ("seed", "init", "d_out", "inputs")
+"""Trace options a variant's declared recheck may change besides its own options."""
+
+
+def declared_rechecks(trace: Trace) -> tuple[Recheck, ...]:
+    """The variant's own rechecks (``Variant(rechecks=({"cap": 0.5},))``), after the built-ins."""
+    declared = getattr(trace.variant, "rechecks", ()) or ()
+    return tuple(
+        Recheck(
+            f"declared_{number}",
+            functools.partial(_declared_changes, dict(values)),
+            overturns=lambda result: not result.matches,
+            why=functools.partial(_declared_why, dict(values)),
+        )
+        for number, values in enumerate(declared, 1)
+        if isinstance(values, Mapping)
+    )
+
+
+def _current(trace: Trace, name: str) -> Any:
+    context = trace.context
+    if name == "seed":
+        return context.seed
+    if name == "init":
+        return context.init
+    if name == "d_out":
+        return None if context.weights is None else int(context.weights.query.shape[-1])
+    if name == "inputs":
+        return None  # an input set is not compared by name: always checked again
+    return context.extra.get(name)
+
+
+def _declared_changes(
+    values: dict[str, Any],
+    trace: Trace,
+    first: CheckResult,
+    passed: CheckResult,
+    earlier: dict[str, Any],
+) -> dict[str, Any] | None:
+    if not passed.matches or all(_current(trace, k) == v for k, v in values.items()):
+        return None  # nothing to overturn, or this run already is that configuration
+    own = {k: v for k, v in values.items() if k not in TRACE_CHANGES}
+    changes = {**earlier, **{k: v for k, v in values.items() if k in TRACE_CHANGES}}
+    if own:
+        changes["options"] = {**trace.context.extra, **earlier.get("options", {}), **own}
+    return changes
+
+
+def _declared_why(values: dict[str, Any], trace: Trace, changes: dict[str, Any]) -> str:
+    shown = " ".join(
+        f"--{k.replace('_', '-')} {v}" if k in TRACE_CHANGES else f"-o {k}={v}"
+        for k, v in values.items()
+    )
+    return (
+        f"(your output matches with these options, but '{trace.variant.name}' asks for a check "
+        f"with {shown} too, where a mistake these options hide would show)"
+    )
+
+
 @dataclass
 class Rechecked:
     recheck: Recheck
@@ -1316,7 +1375,7 @@ def judge(
     judgement = Judgement(first, [])
     standing = first
     earlier: dict[str, Any] = {}
-    for recheck in rechecks:
+    for recheck in (*rechecks, *declared_rechecks(trace)):
         changes = recheck.changes(trace, first, standing, earlier)
         if changes is None:
             continue

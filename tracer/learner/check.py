@@ -41,7 +41,7 @@ from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
 from tracer.learner.dropout import CHECK_RATE, DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, Outcome, run_sandboxed
 from tracer.learner.loader import read_source
-from tracer.learner.mutations import merge, mistakes_of, reproduce
+from tracer.learner.mutations import hidden_by_output, merge, mistakes_of, reproduce
 from tracer.learner.recorder import REARRANGING_OPS, Mutation, Record
 from tracer.learner.relations import (
     Known,
@@ -618,6 +618,18 @@ def _judged(
         matches, problem, diagnoses, diverging = _judge_dropout(
             dropout, stages, diverging, output, tensor_output, problem, diagnoses
         )
+    if matches and dropout is None:
+        # A declared mistake that leaves the output as it is (positions counted from 1 for
+        # queries and keys alike): the learner's stage still differs, and that is said.
+        right = frozenset(r.stage.name for r in stages if r.status == MATCH)
+        hidden = hidden_by_output(evidence, mistakes_of(trace.variant), trace.context, right)
+        if hidden is not None:
+            matches = False
+            for stage_result in stages:
+                if stage_result.stage.name == hidden.stage:
+                    stage_result.status, stage_result.record = DIFFERS, hidden.record
+                    diverging = stage_result
+            diagnoses = [*(d for d in diagnoses if d.code == "inputs-mutated"), hidden.diagnosis]
     if matches:
         for stage_result in stages:  # numpy, torch's own modules: stages it never showed us
             if stage_result.status == DIFFERS:

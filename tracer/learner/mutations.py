@@ -11,6 +11,7 @@ first such tensor, from the operations recorded while their code ran.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -111,6 +112,73 @@ def reproduce(
         )
     found.sort(key=lambda item: not item[0])  # the ones that reproduce the output first
     return found
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """A declared mistake the learner made on the way to a right output."""
+
+    stage: str
+    """The reference stage whose tensor the learner's code computed as the mistake does."""
+    record: Record
+    """The learner's tensor that equals the mistake's."""
+    diagnosis: Diagnosis
+
+
+def hidden_by_output(
+    evidence: Evidence, mistakes: Sequence[Mistake], run: RunContext | None, right: frozenset[str]
+) -> Hidden | None:
+    """A declared mistake that leaves the output as it is, when the learner's code made it
+    (one whose ``make`` gives no ``context``, or the reference's).
+
+    Counting positions from 1 for queries and keys alike turns both one step further, and the
+    scores, which depend on the distance alone, do not change: the output matches. The
+    learner's rotated queries then equal the mistake's, not the reference's. ``right`` names the
+    stages the learner's code computed right: a stage it also got right is not wrong.
+    """
+    if run is None or not mistakes or run.dropout > 0 or evidence.output is None:
+        return None
+    if not close(evidence.output, evidence.expected_output):
+        return None  # the output is wrong: ``reproduce`` and the relations explain it
+    reference = _reference(evidence)
+    every = [t for tensors in reference.values() for t in tensors]
+    stage_of = {
+        name: stage.name
+        for stage in evidence.stages
+        for name, tensor in stage.tensors.items()
+        if tensor.is_floating_point()
+    }
+    for mistake in mistakes:
+        made = _made(mistake, run)
+        context = made.get("context")
+        if context is not None and not close(context, evidence.expected_output):
+            continue  # a mistake that changes the output is for ``reproduce``
+        for name, tensor in made.items():
+            stage = stage_of.get(name)
+            if stage is None or stage in right or matches_any(tensor, every):
+                continue
+            hit = next((r for r in evidence.records if _equals(r, [tensor])), None)
+            if hit is None:
+                continue
+            made_by = [
+                r
+                for r in evidence.records
+                if r.op in mistake.ops and r.line is not None and r.index <= hit.index
+            ]
+            line = made_by[-1].line if made_by else hit.line
+            return Hidden(
+                stage,
+                hit,
+                Diagnosis(
+                    mistake.code,
+                    mistake.title,
+                    line,
+                    f"{at_line(line)}: your output matches, but your {name.replace('_', ' ')} "
+                    f"do not: they equal what {mistake.title} computes, a mistake that leaves the "
+                    f"output as it is here. Fix: {mistake.advice}",
+                ),
+            )
+    return None
 
 
 def _equals(record: Record, wrong: list[torch.Tensor]) -> bool:

@@ -20,6 +20,7 @@ from tracer.learner.check import (
     largest_difference,
     precision_note,
 )
+from tracer.learner.compare import close
 from tracer.render.text import format_number, format_tensor, plain, shape_text
 
 __all__ = ["check_json", "dropout_line", "format_check", "format_judgement"]
@@ -130,7 +131,17 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
         out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
     else:
         difference = largest_difference(result)
-        if difference is not None and difference > 0:
+        if (
+            result.output is not None
+            and diverging is not None
+            and close(result.output, result.expected_output)
+        ):
+            text = (
+                f"result: your output matches '{trace.variant.name}', but your "
+                f"'{diverging.stage.name}' stage does not (see above)"
+            )
+            out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
+        elif difference is not None and difference > 0:
             text = (
                 f"result: your output differs from '{trace.variant.name}' "
                 f"(largest difference {format_number(difference)})"

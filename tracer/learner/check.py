@@ -654,6 +654,8 @@ def _judged(
         # With dropout on, the masks differ by design: a relation of the values says nothing.
         found = explain_divergence(trace, diverging, records, tensor_output, output_record)
         diagnoses = [found] if found is not None else []
+    reference = [t for s in trace.stages for t in s.tensors.values() if t.is_floating_point()]
+    diagnoses = [through_helper(d, records, reference) for d in diagnoses]
     return CheckResult(
         path=filename,
         trace=trace,
@@ -670,6 +672,38 @@ def _judged(
         dropout=dropout,
         takes_dropout=takes_dropout,
         precision=precision,
+    )
+
+
+def through_helper(
+    diagnosis: Diagnosis, records: list[Record], reference: list[torch.Tensor]
+) -> Diagnosis:
+    """A diagnosis at a line of a helper function, moved to the call whose arguments made the
+    difference: the helper computed right for every other call (``rotate(q, 0)``) and wrong for
+    this one (``rotate(k, 1)``), so the line to fix is the call; the helper's line is named
+    beside it. A helper wrong for every call keeps its own line."""
+    line = diagnosis.line
+    if line is None:
+        return diagnosis
+    sites: dict[int, bool] = {}
+    for record in records:
+        value = record.value
+        if record.line != line or not record.calls or value is None:
+            continue
+        if not value.is_floating_point():
+            continue
+        right = matches_any(value, reference)
+        sites[record.calls[0]] = sites.get(record.calls[0], False) or right
+    wrong = [site for site, right in sites.items() if not right]
+    if len(wrong) != 1 or len(sites) < 2:
+        return diagnosis
+    site = wrong[0]
+    message = diagnosis.message.removeprefix(f"line {line}: ")
+    return dataclasses.replace(
+        diagnosis,
+        line=site,
+        message=f"line {site}, through the helper's line {line} (right for its other calls): "
+        f"{message}",
     )
 
 
@@ -798,6 +832,7 @@ def _record(data: Any) -> Record | None:
         if isinstance(kwargs, dict)
         else {},
         result_id=result_id if isinstance(result_id, int) else None,
+        calls=tuple(c for c in _list(data.get("calls")) if isinstance(c, int)),
     )
 
 

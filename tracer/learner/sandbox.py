@@ -301,6 +301,44 @@ def _output(value: Any, batched: bool, wanted: tuple[str, ...] = ()) -> dict[str
     return {"type": "None" if value is None else type(value).__name__}
 
 
+@contextlib.contextmanager
+def recorded_backwards(recorder: Recorder, path: str) -> Any:
+    """The learner's own ``autograd.Function.backward``s, recorded as their forward code is.
+
+    Autograd runs a backward with no torch function mode active, so the recorder would see
+    none of its operations and a mistake in it would be cited at the ``.backward()`` call;
+    while this is active, each such ``backward`` runs under the recorder, at its own lines."""
+    module = sys.modules.get(LEARNER_MODULE)
+    functions = [
+        value
+        for value in (vars(module).values() if module is not None else ())
+        if isinstance(value, type)
+        and issubclass(value, torch.autograd.Function)
+        and getattr(getattr(value.backward, "__code__", None), "co_filename", None) == path
+    ]
+    originals = {cls: cls.__dict__.get("backward") for cls in functions}
+
+    def recorded(original: Any) -> Any:
+        def backward(ctx: Any, *grads: Any) -> Any:
+            from torch.overrides import _get_current_function_mode_stack
+
+            if recorder in _get_current_function_mode_stack():
+                return original(ctx, *grads)
+            with recorder:
+                return original(ctx, *grads)
+
+        return staticmethod(backward)
+
+    for cls in functions:
+        cls.backward = recorded(cls.backward)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for cls, original in originals.items():
+            if original is not None:
+                setattr(cls, "backward", original)  # noqa: B010
+
+
 def run_call(
     call: Call, batched: bool, path: str, shapes: set[tuple[int, ...]], seed: int
 ) -> tuple[Any, dict[str, torch.Tensor], Recorder]:
@@ -309,7 +347,7 @@ def run_call(
     # Code that trains (loss.backward(), torch.optim, autograd.grad) needs gradients on;
     # everything else runs without them, as inference.
     grad = torch.enable_grad() if _trains(path) else torch.no_grad()
-    with grad, recorder:
+    with grad, recorder, recorded_backwards(recorder, path):
         # A module's constructor is recorded too: it may build the mask the forward pass uses.
         tensors, thunk = call.prepare(batched)
         recorder.watch_arguments(tensors)
@@ -371,6 +409,7 @@ def _records(
                 "args": _plain(args),
                 "kwargs": {k: _plain(v) for k, v in kwargs.items()},
                 "result_id": record.result_id,
+                "calls": list(record.calls),
             }
         )
     return records

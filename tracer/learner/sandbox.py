@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.overrides import _get_current_function_mode_stack
 
 from tracer.errors import Location, UsageError
 from tracer.learner.calling import Call, MissingConfig, Setting, choose, normal_name, prepare
@@ -320,9 +321,7 @@ def recorded_backwards(recorder: Recorder, path: str) -> Any:
 
     def recorded(original: Any) -> Any:
         def backward(ctx: Any, *grads: Any) -> Any:
-            from torch.overrides import _get_current_function_mode_stack
-
-            if recorder in _get_current_function_mode_stack():
+            if recorder in _get_current_function_mode_stack():  # type: ignore[no-untyped-call]
                 return original(ctx, *grads)
             with recorder:
                 return original(ctx, *grads)

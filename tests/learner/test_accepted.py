@@ -204,3 +204,21 @@ def test_values_that_round_alike_are_shown_with_the_digits_that_tell_them_apart(
     found = explain(mine, known, 3)
     assert found is not None and found.code == "differs"
     assert "(0, 0) (yours 1.0535, expected 1.053)" in found.message
+
+
+def test_bfloat16_arithmetic_passes_at_bfloat16s_tolerance(host: PluginHost) -> None:
+    result = check(FILES / "bfloat16_precision.py", reference(host, "trainable"))
+    assert result.matches and result.precision == torch.bfloat16
+
+
+def test_a_known_mistake_hiding_in_bfloat16s_rounding_is_still_named(host: PluginHost) -> None:
+    trace = reference(host, "trainable")
+    result = check(FILES / "bfloat16_no_scale.py", trace)
+    assert result.output is not None and trace.output is not None
+    # Within bfloat16's tolerance of the right output (so only the nearer mistake tells)...
+    with judged_at(torch.bfloat16):
+        assert close(result.output, trace.output)
+    # ...and not a pass: the scale left out is named.
+    assert not result.matches
+    assert [d.code for d in result.diagnoses] == ["scaling"]
+    assert result.diagnoses[0].title == "scores not scaled"

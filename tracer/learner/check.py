@@ -41,7 +41,13 @@ from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
 from tracer.learner.dropout import CHECK_RATE, DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, Outcome, run_sandboxed
 from tracer.learner.loader import read_source
-from tracer.learner.mutations import hidden_by_output, merge, mistakes_of, reproduce
+from tracer.learner.mutations import (
+    closer_mistake,
+    hidden_by_output,
+    merge,
+    mistakes_of,
+    reproduce,
+)
 from tracer.learner.recorder import REARRANGING_OPS, Mutation, Record
 from tracer.learner.relations import (
     Known,
@@ -618,6 +624,11 @@ def _judged(
         matches, problem, diagnoses, diverging = _judge_dropout(
             dropout, stages, diverging, output, tensor_output, problem, diagnoses
         )
+    if matches and dropout is None and precision is not None:
+        nearer = closer_mistake(evidence, mistakes_of(trace.variant), trace.context)
+        if nearer is not None:  # within float16's rounding, and nearer to a known mistake
+            matches = False
+            diagnoses = [*(d for d in diagnoses if d.code == "inputs-mutated"), nearer]
     if matches and dropout is None:
         # A declared mistake that leaves the output as it is (positions counted from 1 for
         # queries and keys alike): the learner's stage still differs, and that is said.

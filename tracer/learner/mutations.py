@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from tracer.learner.compare import close, matches_any
+from tracer.learner.compare import ATOL, close, matches_any, max_difference
 from tracer.learner.diagnosis import Diagnosis, Evidence, at_line
 from tracer.learner.recorder import Record
 from tracer.variant import Mistake, RunContext
@@ -195,6 +195,59 @@ def hidden_by_output(
                 ),
             )
     return None
+
+
+def closer_mistake(
+    evidence: Evidence, mistakes: Sequence[Mistake], run: RunContext | None
+) -> Diagnosis | None:
+    """For an output judged at a low precision's tolerance: a declared mistake whose output
+    is clearly nearer to the learner's than the reference's is (a scale of √2 left out can
+    hide inside bfloat16's rounding; the nearer one tells them apart)."""
+    output = evidence.output
+    if run is None or output is None or run.dropout > 0:
+        return None
+    gap = max_difference(output, evidence.expected_output)
+    reference = _reference(evidence)
+    every = [t for tensors in reference.values() for t in tensors]
+    best: tuple[float, Mistake, int | None] | None = None
+    for mistake in mistakes:
+        made = _made(mistake, run)
+        context = made.get("context")
+        if context is None or tuple(context.shape) != tuple(output.shape):
+            continue
+        if max_difference(context, evidence.expected_output) <= ATOL:
+            continue  # the mistake changes nothing these inputs show
+        # A step on the way that is the mistake's and no reference tensor (unscaled scores
+        # differ by √d_k, far beyond rounding), or an output clearly nearer to the mistake's.
+        steps = [
+            t
+            for n, t in made.items()
+            if n != "context"
+            and not any(close(t, r) for r in reference.get(n, []))
+            and not matches_any(t, every)
+        ]
+        hit = next((r for r in evidence.records if steps and _equals(r, steps)), None)
+        nearer = max_difference(output, context)
+        if hit is None and nearer * 2 >= gap:
+            continue
+        if best is None or nearer < best[0]:
+            best = (nearer, mistake, hit.line if hit is not None else None)
+    if best is None:
+        return None
+    _, mistake, line = best
+    if line is None:
+        line = next(
+            (r.line for r in evidence.records if r.op in mistake.ops and r.line is not None),
+            _last_line(evidence.records),
+        )
+    return Diagnosis(
+        mistake.code,
+        mistake.title,
+        line,
+        f"{at_line(line)}: your output is within your precision's rounding of the expected "
+        f"one, but your tensors are what {mistake.title} computes. Fix: "
+        f"{mistake.advice}",
+    )
 
 
 def _equals(record: Record, wrong: list[torch.Tensor]) -> bool:

@@ -429,6 +429,9 @@ class RunContext:
     inputs' ``params:`` section, or drawn from ``seed``."""
     d_out: int | None = None
     """The width of the projections (``--d-out``); None when the variant uses no weights."""
+    text: str | None = None
+    """The text the tokens were split from (``--text``, an inputs file's ``text:``), for a
+    variant that tokenizes (``Variant(tokenize=...)``); None otherwise."""
 
     @property
     def options(self) -> Mapping[str, Any]:
@@ -722,6 +725,17 @@ class Variant:
     """Learnt parameters beyond the query, key and value projections (a bias table, an
     output projection): given by the inputs' ``params:`` section or drawn from the seed,
     read as ``run.params[NAME]`` (see :class:`Param`)."""
+
+    tokenize: Callable[[str, Mapping[str, Any]], Sequence[str]] | None = field(
+        default=None, compare=False
+    )
+    """For a variant that reads text (a model with its own tokenizer): called with the text
+    (``--text``, an inputs file's ``text:``) and the checked options before the run, it returns
+    the tokens' labels as the variant will split the text; ``run.text`` holds the text."""
+    records: tuple[str, ...] | Callable[[], Sequence[str]] = field(default=(), compare=False)
+    """Files beyond the plugin's own whose lines are recorded for each step (a library's
+    code the variant runs): paths or module names (a package: its whole folder), or a
+    function returning them, resolved when the run starts (see :mod:`tracer.tracing.lines`)."""
 
     problem: str | None = field(default=None, compare=False, repr=False)
     """Why the declaration cannot work (``"option 'k' has default 0, below its own min=1

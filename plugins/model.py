@@ -26,9 +26,11 @@ The tests check the weights against the model's own ``output_attentions`` and
 the queries, keys, values and context against a computation from the weights.
 
 Without ``-o model=``, the small model shipped beside this file is used: a
-two-layer GPT-2 trained by ``scripts/train_model.py`` on lesson 13's task
-(random letters that repeat), with a previous-token head and an induction
-head. Its files are checked against their sha256 checksums before loading.
+two-layer Llama (RMSNorm, rotary positions, MLPs; 32 wide, four heads) trained
+by ``scripts/train_model.py`` on lesson 13's task (random letters that repeat):
+head 0 of layer 0 is a previous-token head, and the heads of layer 1 are
+induction heads. Its files are checked against their sha256 checksums before
+loading.
 """
 
 from __future__ import annotations
@@ -672,7 +674,8 @@ def _description() -> str:
     text = (
         "One attention layer of a Hugging Face transformers model (GPT-2, Llama, Qwen2, "
         "Mistral, Gemma 2), stepped through in transformers' own code on --text; -o model= "
-        "(default: a small GPT-2 shipped with attn), -o layer=, -o head=."
+        "(default: a small Llama trained on repeated letters, shipped with attn), -o layer=, "
+        "-o head=."
     )
     if transformers_missing():
         text += f" Unavailable: transformers is not installed ({INSTALL})."

@@ -280,7 +280,7 @@ def test_the_shipped_model_opens_offline(attn: Attn, monkeypatch: pytest.MonkeyP
     document = json.loads(out)
     assert document["tokens"] == list("RJOSBIMLNGRJOSBIMLNG")
     weights = next(s for s in document["stages"] if s["name"] == "weights")
-    assert weights["source"]["file"].endswith("models/gpt2/modeling_gpt2.py")
+    assert weights["source"]["file"].endswith("models/llama/modeling_llama.py")
 
 
 def test_the_shipped_model_has_its_heads() -> None:

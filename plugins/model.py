@@ -40,8 +40,10 @@ import copy
 import hashlib
 import importlib.util
 import inspect
+import os
 import textwrap
 import threading
+import warnings
 from pathlib import Path
 
 from tracer import Option, RunContext, Variant, hookimpl, stage
@@ -94,11 +96,23 @@ def load(name: str):
     """The tokenizer and the model of ``-o model=NAME`` (the shipped one for ``""``)."""
     if name in _LOADED:
         return _LOADED[name]
+    before = set(os.environ)
+    try:
+        return _load(name)
+    finally:  # torch's compiler names a cache folder in the environment as transformers loads
+        for added in set(os.environ) - before:
+            del os.environ[added]
+
+
+def _load(name: str):
     if transformers_missing():
         raise UsageError(f"variant 'model' needs Hugging Face transformers: {INSTALL}")
     import torch
-    import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    with warnings.catch_warnings():  # tqdm's "IProgress not found" in a notebook
+        warnings.simplefilter("ignore")
+        import transformers
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
@@ -135,8 +149,6 @@ def load(name: str):
 
 
 def _offline() -> bool:
-    import os
-
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 

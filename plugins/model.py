@@ -372,7 +372,7 @@ class _Walk:
         self.attention_name = _child_name(layer, attention)
         self.seen: dict[str, object] = {}
         self.shown: set[str] = set()
-        self.file = Path(inspect.getsourcefile(type(layer).forward)).name
+        self.file = Path(inspect.getsourcefile(inspect.unwrap(type(layer).forward))).name
         self.layer_forward, self.layer_notes = _recompiled(
             type(layer).forward, "layer", self.pause_layer, self.call
         )
@@ -646,8 +646,8 @@ def real_model(run: RunContext):
     roles["first_token"] = first
     yield stage(
         "heads",
-        f"Layer {index}: every head's weights side by side, and what each head does "
-        + ("" if induction is not None else "(no token repeats: no induction score) "),
+        f"Layer {index}: every head's weights side by side, and what each head does"
+        + ("" if induction is not None else " (no token repeats: no induction score)"),
         formula="prev[h] = mean_i α_h[i, i-1];  induction[h] = mean_i Σ α_h[i, j+1] over "
         "earlier j with token j = token i;  first[h] = mean_i α_h[i, 0]",
         axes={"weights": ("head", "query", "key"), **{k: ("head",) for k in roles}},

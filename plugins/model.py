@@ -75,7 +75,11 @@ the tool tokenized the text finds them here)."""
 
 
 def transformers_missing() -> bool:
-    return importlib.util.find_spec("transformers") is None
+    """Whether transformers cannot be imported (looked up without importing it)."""
+    try:
+        return importlib.util.find_spec("transformers") is None
+    except (ImportError, ValueError):
+        return True
 
 
 def _check_shipped() -> None:
@@ -116,6 +120,13 @@ def _load(name: str):
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
+    try:  # the hub's retries and progress bars: an error here is one line
+        import huggingface_hub
+
+        huggingface_hub.utils.logging.set_verbosity_error()
+        huggingface_hub.utils.disable_progress_bars()
+    except (ImportError, AttributeError):
+        pass
     if not name:
         _check_shipped()
     where = name or str(SHIPPED)
@@ -159,7 +170,11 @@ def token_ids(tokenizer, text: str) -> list[int]:
 def label(tokenizer, token_id: int) -> str:
     """A token as the tokenizer splits it, readable: spaces as ␣, bytes that are part of a
     character written as hex (GPT-2's byte-level tokens), never mojibake."""
-    text = tokenizer.decode([token_id])
+    raw = tokenizer.convert_ids_to_tokens(token_id)
+    if isinstance(raw, str) and "▁" in raw:  # SentencePiece (Llama, Gemma): ▁ is a space
+        text = raw.replace("▁", " ")
+    else:
+        text = tokenizer.decode([token_id])
     if "\ufffd" in text:  # part of a character: its bytes, as the tokenizer holds them
         raw = tokenizer.convert_ids_to_tokens(token_id)
         data = _byte_level(raw)
@@ -694,12 +709,19 @@ def _description() -> str:
     return text
 
 
+def _title() -> str:
+    title = "A real transformer's attention, in its own code (Hugging Face transformers)"
+    if transformers_missing():
+        title += f" [unavailable: {INSTALL}]"
+    return title
+
+
 @hookimpl
 def register_variants(register):
     register(
         Variant(
             name="model",
-            title="A real transformer's attention, in its own code (Hugging Face transformers)",
+            title=_title(),
             description=_description(),
             run=real_model,
             stages=STAGES,

@@ -332,3 +332,27 @@ def test_without_transformers_it_says_how_to_install(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(model, "_LOADED", {})
     with pytest.raises(UsageError, match=r"pip install 'attention-tracer\[models\]'"):
         model.load("")
+
+
+def test_sentencepiece_tokens_show_their_space_mark() -> None:
+    from tokenizers import SentencePieceBPETokenizer
+    from tracer.builtin_plugins.model import label
+
+    made = SentencePieceBPETokenizer()
+    made.train_from_iterator([TEXT] * 4, vocab_size=60, min_frequency=1)
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=made._tokenizer)
+    ids = tokenizer(TEXT)["input_ids"]
+    split = tokenizer.convert_ids_to_tokens(ids)
+    assert any(token.startswith("▁") for token in split)
+    assert [label(tokenizer, i) for i in ids] == [token.replace("▁", "␣") for token in split]
+
+
+def test_without_transformers_attn_plugins_says_it_is_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracer.builtin_plugins import model
+
+    assert "unavailable" not in model._title()
+    monkeypatch.setattr(model, "transformers_missing", lambda: True)
+    assert model._title().endswith("[unavailable: pip install 'attention-tracer[models]']")
+    assert "Unavailable: transformers is not installed" in model._description()

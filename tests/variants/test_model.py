@@ -26,6 +26,7 @@ Attn = Callable[..., tuple[int, str, str]]
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "to", "big", "red"]
 TEXT = "the cat sat on the mat the cat sat on the mat"
 LAYER, HEAD = 1, 2
+KINDS = ("gpt2", "llama", "qwen2", "mistral", "gemma2")
 
 
 def byte_level_tokenizer():
@@ -67,6 +68,8 @@ def build(kind: str, folder: Path) -> Path:
         )
         if kind == "llama":
             model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes))
+        elif kind == "mistral":
+            model = transformers.MistralForCausalLM(transformers.MistralConfig(**sizes))
         elif kind == "qwen2":
             model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**sizes))
             with torch.no_grad():  # q/k/v biases, made large enough to matter
@@ -87,7 +90,7 @@ def build(kind: str, folder: Path) -> Path:
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("checkpoints")
-    return {kind: build(kind, folder) for kind in ("gpt2", "llama", "qwen2", "gemma2")}
+    return {kind: build(kind, folder) for kind in KINDS}
 
 
 def traced(path: Path, text: str = TEXT, **options: Any):
@@ -165,7 +168,7 @@ def tensor(trace, stage: str, name: str | None = None) -> torch.Tensor:
     return found.tensors[name or stage]
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen2", "gemma2"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_stage_equals_the_model_and_a_computation_from_its_weights(
     checkpoints: dict[str, Path], kind: str
 ) -> None:
@@ -192,7 +195,7 @@ def test_every_stage_equals_the_model_and_a_computation_from_its_weights(
     assert tensor(trace, "tokens", "ids").tolist() == expected["ids"].tolist()
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen2", "gemma2"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_source_is_transformers_own_modeling_file(
     checkpoints: dict[str, Path], kind: str
 ) -> None:
@@ -356,3 +359,20 @@ def test_without_transformers_attn_plugins_says_it_is_unavailable(
     monkeypatch.setattr(model, "transformers_missing", lambda: True)
     assert model._title().endswith("[unavailable: pip install 'attention-tracer[models]']")
     assert "Unavailable: transformers is not installed" in model._description()
+
+
+def test_an_inputs_file_may_give_text(
+    checkpoints: dict[str, Path], tmp_path: Path, attn: Attn
+) -> None:
+    given = tmp_path / "text.yaml"
+    given.write_text('text: "the cat sat on the mat"\n')
+    status, out, err = attn(
+        "trace", "model", "-o", f"model={checkpoints['llama']}", "--inputs", str(given), "--json"
+    )
+    assert status == 0, err
+    assert json.loads(out)["tokens"] == ["the", "cat", "sat", "on", "the", "mat"]
+    refused = tmp_path / "both.yaml"
+    refused.write_text('text: "the cat"\ntokens: [the, cat]\n')
+    status, _, err = attn("trace", "model", "--inputs", str(refused))
+    assert status == 2
+    assert "give 'text' alone" in err

@@ -30,7 +30,7 @@ output is dX, the gradient that reaches the embeddings.
 
 import torch
 
-from tracer import Dot, Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Dot, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
 UPSTREAM = Option(
@@ -98,7 +98,7 @@ def backward(run: RunContext):
     yield stage(
         "weights", "Attention weights", formula="P = softmax(S, dim=-1)", axes=("query", "key"), P=P
     )
-    O = P @ V  # noqa: E741  (O is the name the FlashAttention papers give the output)
+    O = P @ V  # O is the name the FlashAttention papers give the output
     yield stage("context", "Context vectors", formula="O = P V", axes=("query", "feature"), O=O)
 
     # The backward pass: the loss's gradient dO arrives at the context and flows back.
@@ -254,7 +254,7 @@ def gradients(
     S = Q @ K.T / d_k**0.5
     hidden = hidden_keys(run, n)
     P = torch.softmax(S.masked_fill(hidden, float("-inf")), dim=-1).nan_to_num(0.0)
-    O = P @ V  # noqa: E741
+    O = P @ V
     dO = upstream_gradient(run, O.shape)
     if not mask_in_backward:
         P = torch.softmax(S, dim=-1)
@@ -360,6 +360,20 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """S, P, dP and dS (and the masked scores), tokens x tokens each; one sub-step per row,
+    each holding its row (and, up to 64 keys, the row's whole Jacobian)."""
+    n, d, e = sizes.tokens, sizes.d_out, sizes.d_in
+    rows = 1 if sizes.query is not None else n
+    row = 4 * n + 2 * d + 2 + (n * n + n if n <= JACOBIAN_UP_TO else 0)
+    return Cost(
+        substeps=rows,
+        values=rows * row,
+        elements=5 * n * n + 4 * n * (e + 3 * d) + 4 * e * d + 4 * d * d,
+        table=max(n * n, n * (e + d), e * d),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -370,6 +384,7 @@ def register_variants(register):
             "-o causal=true to hide later keys.",
             options=(UPSTREAM, CAUSAL),
             run=backward,
+            cost=cost,
             mistakes=MISTAKES,
             stages=(
                 "inputs",

@@ -23,7 +23,7 @@ key (one dot product), and ``weights``, each target token's row of weights
 
 import torch
 
-from tracer import Dot, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Dot, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
 
@@ -132,6 +132,19 @@ def cross_attention(run: RunContext):
     return context
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per (query, source key) pair, then one per query's row of weights."""
+    n, s, d = sizes.tokens, sizes.source_tokens, sizes.d_out
+    queries = 1 if sizes.query is not None else n
+    widths = sizes.d_in + sizes.d_source + 2 * d
+    return Cost(
+        substeps=queries * max(s, 1),
+        values=queries * s * (2 * d + 4) + queries * (3 * s + 4),
+        elements=4 * n * s + 4 * (n + s) * widths + 4 * widths * d,
+        table=max(n * s, (n + s) * widths, widths * d),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -141,6 +154,7 @@ def register_variants(register):
             description="Reads a second sequence: a 'source:' section in the inputs file, "
             "--source NAME|FILE, or else the built-in 'ton-voyage'.",
             run=cross_attention,
+            cost=cost,
             source="required",
             loops=("scores", "weights"),
             stages=(

@@ -33,10 +33,10 @@ import torch
 from tracer.builtin_plugins.backward import CAUSAL, UPSTREAM, upstream_gradient
 from tracer.builtin_plugins.backward import MISTAKES as NAIVE_MISTAKES
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
-TILE = Option("tile", int, 2, "keys, and queries, per tile", min=1)
+TILE = Option("tile", int, 2, "keys, and queries, per tile", min=1, max=16_384)
 
 
 def key_positions_hidden(run: RunContext, n: int) -> torch.Tensor:
@@ -61,18 +61,18 @@ def forward_tiles(run, Q, K, V, tile, padding):
     """O and each row's logsumexp L by the online softmax, one tile of keys at a time."""
     n = K.shape[0]
     m = torch.full((Q.shape[0],), float("-inf"))
-    l = torch.zeros(Q.shape[0])  # noqa: E741
-    O = torch.zeros(Q.shape[0], V.shape[-1])  # noqa: E741
+    l = torch.zeros(Q.shape[0])
+    O = torch.zeros(Q.shape[0], V.shape[-1])
     for start in range(0, n, tile):
         S = tile_scores(run, Q, K[start : start + tile], 0, start, padding)
         m_old, m = m, torch.maximum(m, S.max(dim=-1).values)
         shift = torch.where(m == float("-inf"), 0.0, m)  # no visible key yet: shift by 0
         rescale = torch.exp(m_old - shift)
         p = torch.exp(S - shift.unsqueeze(1))
-        l = rescale * l + p.sum(dim=-1)  # noqa: E741
-        O = rescale.unsqueeze(1) * O + p @ V[start : start + tile]  # noqa: E741
+        l = rescale * l + p.sum(dim=-1)
+        O = rescale.unsqueeze(1) * O + p @ V[start : start + tile]
     safe = l.clamp_min(torch.finfo(l.dtype).tiny)
-    O = torch.where(l.unsqueeze(1) > 0, O / safe.unsqueeze(1), 0.0)  # noqa: E741
+    O = torch.where(l.unsqueeze(1) > 0, O / safe.unsqueeze(1), 0.0)
     L = torch.where(l > 0, m + torch.log(safe), float("-inf"))  # -inf: a row that sees nothing
     return O, L
 
@@ -96,7 +96,7 @@ def flash_backward(run: RunContext):
         V=V,
     )
     padding = key_positions_hidden(run, n)
-    O, L = forward_tiles(run, Q, K, V, tile, padding)  # noqa: E741
+    O, L = forward_tiles(run, Q, K, V, tile, padding)
     yield stage(
         "forward",
         f"The forward pass, {tile} keys at a time: the context and each row's logsumexp",
@@ -244,7 +244,7 @@ def tiled(run: RunContext, tile: int, recompute: str) -> dict[str, torch.Tensor]
     n = X.shape[0]
     Q, K, V = X @ W.query, X @ W.key, X @ W.value
     padding = key_positions_hidden(run, n)
-    O, _ = forward_tiles(run, Q, K, V, tile, padding)  # noqa: E741
+    O, _ = forward_tiles(run, Q, K, V, tile, padding)
     dO = upstream_gradient(run, O.shape)
     D = (dO * O).sum(dim=-1, keepdim=True)
     d_k = K.shape[-1]
@@ -298,6 +298,21 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per (key tile, query tile): (tokens / tile)², each holding a tile's four
+    tables; no tokens x tokens table is ever held."""
+    n, d, e, tile = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["tile"]
+    side = min(tile, n)
+    count = -(-n // tile)
+    return Cost(
+        substeps=count * count,
+        values=count * count * (4 * side * side + 2 * side + 3 * side * d),
+        elements=2 * count * count + n * (4 * e + 12 * d + 4) + 4 * side * side + 4 * e * d,
+        table=max(count * count, n * (e + d), side * side, e * d),
+        larger=("tile",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -308,6 +323,7 @@ def register_variants(register):
             "-o upstream=ones|randn, -o causal=true to hide later keys.",
             options=(TILE, UPSTREAM, CAUSAL),
             run=flash_backward,
+            cost=cost,
             mistakes=MISTAKES,
             stages=(
                 "inputs",

@@ -19,13 +19,18 @@ single head, nothing is averaged, and the numbers are exactly ``multihead``'s.
 import torch
 from tracer.builtin_plugins.multihead import split_weights
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.dropout import dropout
 from tracer.errors import UsageError
 
 HEADS = Option("heads", int, 2, "number of query heads (--heads N for short)", min=1, max=64)
 KV_HEADS = Option(
-    "kv_heads", int, 1, "number of key/value heads; must divide heads (1 = multi-query)", min=1
+    "kv_heads",
+    int,
+    1,
+    "number of key/value heads; must divide heads (1 = multi-query)",
+    min=1,
+    max=64,
 )
 
 
@@ -257,6 +262,16 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Scores, scaled scores and weights per query head, tokens x tokens each."""
+    n, d, e, heads = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["heads"]
+    return Cost(
+        elements=4 * heads * n * n + 4 * n * (e + 2 * d + heads * d) + 4 * e * d + 4 * heads * d,
+        table=max(heads * n * n, n * (e + heads * d), e * heads * d),
+        smaller=("heads",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -267,6 +282,7 @@ def register_variants(register):
             "(default 1, multi-query); --d-out is the total width.",
             options=(HEADS, KV_HEADS),
             run=grouped_query,
+            cost=cost,
             mistakes=MISTAKES,
             stages=(
                 "inputs",

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from tracer import Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 from tracer.inputs import InputSet
 
@@ -240,6 +240,17 @@ STAGES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Each layer's heads' tables (tokens x tokens) and one prediction a token."""
+    n = sizes.tokens
+    return Cost(
+        substeps=n,
+        values=n * (len(VOCAB) + 2),
+        elements=64 * n * n + 1024 * n,
+        table=4 * n * n + 1024 * n,
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -249,6 +260,7 @@ def register_variants(register):
             description="A 2-layer attention-only model trained on repeated letters A-T; "
             "-o layer=L, -o head=H focus one layer, one head.",
             run=induction,
+            cost=cost,
             loops=("prediction",),
             stages=STAGES,
             options=(LAYER, HEAD),

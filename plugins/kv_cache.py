@@ -18,7 +18,7 @@ recomputing causal attention over the whole prefix at every step.
 
 import torch
 
-from tracer import Mistake, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Mistake, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 from tracer.mistakes import attend, causal, common_mistakes
 
@@ -196,6 +196,19 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per decoded token, each holding the cache so far (t + 1 keys and values)."""
+    n, d = sizes.tokens, sizes.d_out
+    steps = n if sizes.query is None else sizes.query + 1
+    cached = steps * (steps + 1) // 2  # keys the sub-steps hold, all together
+    return Cost(
+        substeps=steps,
+        values=cached * (2 * d + 3) + steps * 4 * d,
+        elements=3 * n * n + 4 * n * (sizes.d_in + 3 * d) + 4 * sizes.d_in * d,
+        table=max(n * n, n * (sizes.d_in + 3 * d), sizes.d_in * d),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -207,6 +220,7 @@ def register_variants(register):
                 "by the cache."
             ),
             run=kv_cache,
+            cost=cost,
             mistakes=MISTAKES,
             stages=("inputs", "decode", "weights", "context", "work"),
             loops=("decode",),

@@ -9,7 +9,7 @@ nothing left to attend to gets zero weights rather than NaN.
 
 from tracer.builtin_plugins._causal_core import causal_attention
 
-from tracer import RunContext, Variant, hookimpl, stage
+from tracer import Cost, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.mistakes import causal_mistakes
 
 
@@ -41,6 +41,15 @@ def masked(run: RunContext):
     return context
 
 
+def cost(sizes: Sizes) -> Cost:
+    """About ten tokens x tokens tables (scores, mask, weights...), declared before it starts."""
+    n, widths = sizes.tokens, sizes.d_in + sizes.d_out
+    return Cost(
+        elements=10 * n * n + 4 * n * widths + 3 * sizes.d_in * sizes.d_out,
+        table=max(n * n, n * widths, sizes.d_in * sizes.d_out),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -48,6 +57,7 @@ def register_variants(register):
             name="masked",
             title="Causal self-attention: no peeking at later tokens",
             run=masked,
+            cost=cost,
             mistakes=causal_mistakes(),
             stages=(
                 "inputs",

@@ -28,7 +28,7 @@ from tracer.builtin_plugins.multihead_wrapper import (
     heads_option,
 )
 
-from tracer import RunContext, Variant, hookimpl, stage
+from tracer import Cost, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.errors import UsageError
 from tracer.mistakes import head_mistakes
 
@@ -155,6 +155,16 @@ def multihead(run: RunContext):
     return context
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Six tokens x tokens tables per head (scores, mask, weights...)."""
+    n, d, e, heads = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["heads"]
+    return Cost(
+        elements=6 * heads * n * n + 4 * n * (e + 2 * heads * d) + 8 * heads * e * d,
+        table=max(heads * n * n, 2 * n * (e + heads * d), 3 * heads * e * d),
+        smaller=("heads",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -164,6 +174,7 @@ def register_variants(register):
             description="--d-out is the total width, divisible by --heads N (default 2).",
             options=(HEADS,),
             run=multihead,
+            cost=cost,
             mistakes=head_mistakes(
                 lambda run: split_weights(run, run.weights.query.shape[1]), heads_option
             ),

@@ -19,7 +19,7 @@ Weights, by ``--init`` (all drawn under ``torch.manual_seed(--seed)``):
 import torch
 from tracer.builtin_plugins._causal_core import causal_attention
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.errors import UsageError
 from tracer.mistakes import causal
 
@@ -224,6 +224,16 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Six tokens x tokens tables per head (scores, mask, weights...)."""
+    n, d, e, heads = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["heads"]
+    return Cost(
+        elements=6 * heads * n * n + 4 * n * (e + 2 * heads * d) + 8 * heads * e * d,
+        table=max(heads * n * n, 2 * n * (e + heads * d), 3 * heads * e * d),
+        smaller=("heads",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -233,6 +243,7 @@ def register_variants(register):
             description="--d-out is each head's width; --heads N heads (default 2).",
             options=(HEADS,),
             run=multihead_wrapper,
+            cost=cost,
             mistakes=MISTAKES,
             stages=(
                 "inputs",

@@ -10,7 +10,7 @@ sub-step per (query, key) pair; a reader can watch the matrix fill in.
 
 import torch
 
-from tracer import Accumulate, Dot, RunContext, Variant, hookimpl, stage, substep
+from tracer import Accumulate, Cost, Dot, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.mistakes import simplified_mistakes
 
 
@@ -85,6 +85,18 @@ def naive_loop(run: RunContext):
     return context
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per (query, key) pair in each loop: following one query makes n."""
+    n, e = sizes.tokens, sizes.d_in
+    pairs = (1 if sizes.query is not None else n) * n
+    return Cost(
+        substeps=pairs,
+        values=pairs * (5 * e + 2),
+        elements=3 * n * n + 3 * n * e,
+        table=max(n * n, n * e),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -92,6 +104,7 @@ def register_variants(register):
             name="naive-loop",
             title="Simplified self-attention, one dot product at a time",
             run=naive_loop,
+            cost=cost,
             stages=("inputs", "scores", "weights", "context"),
             loops=("scores", "context"),
             uses_weights=False,

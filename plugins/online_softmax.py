@@ -24,11 +24,11 @@ The weights are those of ``trainable`` for the same ``--seed``, ``--init`` and
 
 import torch
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 from tracer.mistakes import common_mistakes
 
-TILE = Option("tile", int, 2, "keys per tile", min=1)
+TILE = Option("tile", int, 2, "keys per tile", min=1, max=16_384)
 CAUSAL = Option("causal", bool, False, "hide later keys from each query, as masked does")
 
 
@@ -69,8 +69,8 @@ def online_softmax(run: RunContext):
     d_k = keys.shape[-1]
     m = torch.full((queries.shape[0],), float("-inf"))  # running maximum of each row
     # m, l and O are the names the FlashAttention paper gives them.
-    l = torch.zeros(queries.shape[0])  # noqa: E741  running sum of exp(score - m)
-    O = torch.zeros(queries.shape[0], values.shape[-1])  # noqa: E741  running Σ exp(score - m) v
+    l = torch.zeros(queries.shape[0])  # running sum of exp(score - m)
+    O = torch.zeros(queries.shape[0], values.shape[-1])  # running Σ exp(score - m) v
     for index, start in enumerate(range(0, n, tile)):
         stop = min(start + tile, n)
         k_tile, v_tile = keys[start:stop], values[start:stop]
@@ -88,8 +88,8 @@ def online_softmax(run: RunContext):
         shift = torch.where(m == float("-inf"), 0.0, m)
         rescale = torch.exp(m_old - shift)
         p = torch.exp(scaled - shift.unsqueeze(1))
-        l = rescale * l + p.sum(dim=-1)  # noqa: E741
-        O = rescale.unsqueeze(1) * O + p @ v_tile  # noqa: E741
+        l = rescale * l + p.sum(dim=-1)
+        O = rescale.unsqueeze(1) * O + p @ v_tile
         yield substep(
             "tiles",
             (index,),
@@ -162,8 +162,8 @@ def tiled(
     n, d_k = keys.shape[0], keys.shape[-1]
     rows = torch.arange(queries.shape[0]).unsqueeze(1)
     m = torch.full((queries.shape[0],), float("-inf"))
-    l = torch.zeros(queries.shape[0])  # noqa: E741
-    O = torch.zeros(queries.shape[0], values.shape[-1])  # noqa: E741
+    l = torch.zeros(queries.shape[0])
+    O = torch.zeros(queries.shape[0], values.shape[-1])
     for start in range(0, n, tile):
         stop = min(start + tile, n)
         scaled = queries @ keys[start:stop].T / d_k**0.5
@@ -174,8 +174,8 @@ def tiled(
         shift = torch.where(m == float("-inf"), 0.0, m)
         factor = torch.exp(m_old - shift)
         p = torch.exp(scaled - shift.unsqueeze(1))
-        l = (factor * l if rescale_sum else l) + p.sum(dim=-1)  # noqa: E741
-        O = (factor.unsqueeze(1) * O if rescale_values else O) + p @ values[start:stop]  # noqa: E741
+        l = (factor * l if rescale_sum else l) + p.sum(dim=-1)
+        O = (factor.unsqueeze(1) * O if rescale_values else O) + p @ values[start:stop]
     return {"context": O / l.unsqueeze(1)}
 
 
@@ -226,6 +226,20 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per tile of keys, each with every computed query's running statistics."""
+    n, d, e, tile = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["tile"]
+    side, queries = min(tile, n), 1 if sizes.query is not None else n
+    count = -(-n // tile)
+    return Cost(
+        substeps=count,
+        values=count * (queries * (4 * side + 3 * d + 4) + side * (e + 2 * d)),
+        elements=n * (2 * e + 6 * d + 8) + 4 * queries * side + 4 * e * d,
+        table=max(n * (e + d), queries * side, e * d),
+        larger=("tile",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -235,6 +249,7 @@ def register_variants(register):
             description="-o tile=N keys per tile (default 2), -o causal=true to hide later keys.",
             options=(TILE, CAUSAL),
             run=online_softmax,
+            cost=cost,
             mistakes=MISTAKES,
             stages=("inputs", "projected", "tiles", "context"),
             loops=("tiles",),

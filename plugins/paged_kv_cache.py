@@ -21,7 +21,7 @@ causal attention up to float rounding, for the same ``--seed``, ``--init`` and
 import torch
 from tracer.builtin_plugins.kv_cache import MISTAKES as CACHE_MISTAKES
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 from tracer.mistakes import attend
 
@@ -192,6 +192,24 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per decoded token, each holding what it read back through the block
+    table (t + 1 keys and values) and the table itself (one entry per block)."""
+    n, d, block = sizes.tokens, sizes.d_out, sizes.options["block"]
+    steps = n if sizes.query is None else sizes.query + 1
+    cached = steps * (steps + 1) // 2
+    blocks = -(-steps // block)  # the table grows by one entry a block: 1 + 2 + ... + blocks
+    entries = min(block, steps) * blocks * (blocks + 1) // 2
+    pool = 2 * -(-n // block) * block * d
+    return Cost(
+        substeps=steps,
+        values=cached * (2 * d + 1) + entries + steps * 4 * d,
+        elements=n * n + 2 * pool + 4 * n * (sizes.d_in + 3 * d) + 4 * sizes.d_in * d,
+        table=max(n * n, pool, n * (sizes.d_in + 3 * d), sizes.d_in * d),
+        larger=("block",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -201,6 +219,7 @@ def register_variants(register):
             description="Equals kv-cache; -o block=N tokens per block (default 2). The blocks "
             "stage shows the block table and the pool.",
             run=paged_kv_cache,
+            cost=cost,
             options=(BLOCK,),
             mistakes=MISTAKES,
             stages=("inputs", "decode", "blocks", "weights", "context"),

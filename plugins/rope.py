@@ -7,17 +7,56 @@ position, pair of features by pair of features, before the scores are taken.
 Because a turn of m·θ against a turn of n·θ leaves a turn of (n − m)·θ between
 them, the scores depend on the distance between two tokens and not on where
 they stand. ``_rotary.py`` beside this file has the angles, the pairing
-conventions and the scalings (``-o scaling=linear|ntk|yarn -o factor=4``).
+conventions and the scalings (``-o scaling=linear|ntk|dynamic|yarn|llama3
+-o factor=4``), computed as Hugging Face transformers computes them, with its
+option names (``original_max_position_embeddings``, ``beta_fast``, ...).
+``-o rope_scaling=config.json`` reads them from a model's configuration (see
+``_rope_config.py``).
+
+Defaults: base 10000, no scaling, factor 4, interleaved pairs; for the scalings,
+L = 2048 original positions, YaRN's β_fast = 32 and β_slow = 1 with the ramp
+linear in the pair index (transformers'; ``-o ramp=turns`` is the YaRN paper's
+printed equation) and the attention factor 0.1·ln(s) + 1, Llama 3's
+low_freq_factor 1 and high_freq_factor 4.
 
 The weights are those of ``trainable`` for the same ``--seed``, ``--init`` and
 ``--d-out`` (even: the features come in pairs). Positions count from 0.
 """
 
-import torch
-from tracer.builtin_plugins._rotary import PAIRINGS, SCALINGS, angles, frequencies, pairs, rotate
+import math
 
-from tracer import Dot, Mistake, Option, RunContext, Variant, hookimpl, stage, substep
-from tracer.errors import UsageError
+import torch
+from tracer.builtin_plugins import _rope_config
+from tracer.builtin_plugins._rotary import (
+    LLAMA3_HIGH,
+    LLAMA3_LOW,
+    PAIRINGS,
+    RAMPS,
+    SCALINGS,
+    YARN_ALPHA,
+    YARN_BETA,
+    YARN_CONTEXT,
+    angles,
+    correction_range,
+    frequencies,
+    pairs,
+    rotate,
+    turns,
+)
+
+from tracer import (
+    Cost,
+    Dot,
+    Mistake,
+    Option,
+    RunContext,
+    Sizes,
+    Variant,
+    hookimpl,
+    stage,
+    substep,
+)
+from tracer.errors import InputError, Location, UsageError
 
 OPTIONS = (
     Option(
@@ -26,21 +65,25 @@ OPTIONS = (
         10000.0,
         "θᵢ = base^(−2i/d): a larger base turns the later pairs more slowly",
         min=2.0,
+        max=1e12,
     ),
     Option(
         "scaling",
         str,
         "none",
-        "stretching a trained context: none, linear (position interpolation), ntk "
-        "(base' = base·factor^(d/(d−2))), yarn (per-pair ramp and temperature)",
+        "stretching a trained context, as transformers' rope_type: none, linear (position "
+        "interpolation), ntk (base' = base·factor^(d/(d−2))), dynamic (ntk by how much longer "
+        "the text is than L), yarn (per-pair ramp and attention factor), llama3 (Llama 3.1's "
+        "per-pair ramp)",
         choices=SCALINGS,
     ),
     Option(
         "factor",
         float,
         4.0,
-        "how many times longer the stretched context is (linear, ntk and yarn)",
+        "how many times longer the stretched context is (every scaling)",
         min=1.0,
+        max=1e6,
     ),
     Option(
         "pairing",
@@ -49,25 +92,242 @@ OPTIONS = (
         "which features turn together: interleaved (2i, 2i+1, the paper's) or half (i, i+d/2)",
         choices=PAIRINGS,
     ),
+    Option(
+        "original_max_position_embeddings",
+        int,
+        YARN_CONTEXT,
+        "L, the context the model was trained on (yarn, llama3; dynamic's max_position_embeddings)",
+        min=1,
+    ),
+    Option(
+        "ramp",
+        str,
+        "index",
+        "yarn's ramp between beta_fast and beta_slow: index (linear in the pair index, as "
+        "transformers and the YaRN authors' code) or turns (linear in r = L/λ, the YaRN paper's "
+        "equation as printed)",
+        choices=RAMPS,
+    ),
+    Option(
+        "beta_fast",
+        float,
+        YARN_BETA,
+        "yarn: pairs turning more than this many times over L keep their speed",
+        min=1e-3,
+    ),
+    Option(
+        "beta_slow",
+        float,
+        YARN_ALPHA,
+        "yarn: pairs turning fewer than this many times over L are interpolated",
+        min=1e-3,
+    ),
+    Option(
+        "truncate",
+        bool,
+        True,
+        "yarn's index ramp: round its first pair down and its last up (transformers' default)",
+    ),
+    Option(
+        "attention_factor",
+        float,
+        0.0,
+        "yarn: multiplies the cos and the sin; 0 (the default) means transformers' default, "
+        "0.1·ln(factor) + 1, or the mscale ratio when mscale and mscale_all_dim are set",
+        min=0.0,
+    ),
+    Option(
+        "mscale",
+        float,
+        0.0,
+        "yarn (DeepSeek's configs): with mscale_all_dim, the default attention factor is "
+        "(0.1·mscale·ln s + 1)/(0.1·mscale_all_dim·ln s + 1); 0: unset",
+        min=0.0,
+    ),
+    Option(
+        "mscale_all_dim",
+        float,
+        0.0,
+        "yarn (DeepSeek's configs): see mscale; 0: unset",
+        min=0.0,
+    ),
+    Option(
+        "low_freq_factor",
+        float,
+        LLAMA3_LOW,
+        "llama3: pairs turning fewer than this many times over L are interpolated",
+        min=0.0,
+    ),
+    Option(
+        "high_freq_factor",
+        float,
+        LLAMA3_HIGH,
+        "llama3: pairs turning more than this many times over L keep their speed",
+        min=0.0,
+    ),
+    Option(
+        "rope_scaling",
+        str,
+        "",
+        "a model's config.json, a file holding a transformers rope_scaling mapping, or the "
+        "mapping inline ('{rope_type: yarn, factor: 4}'): sets the options above as it does "
+        "(empty, the default: none)",
+    ),
 )
+SCALING_OPTIONS = {
+    "linear": ("factor",),
+    "ntk": ("factor",),
+    "dynamic": ("factor", "original_max_position_embeddings"),
+    "yarn": (
+        "factor",
+        "original_max_position_embeddings",
+        "ramp",
+        "beta_fast",
+        "beta_slow",
+        "truncate",
+        "attention_factor",
+        "mscale",
+        "mscale_all_dim",
+    ),
+    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+}
+"""The options each scaling reads; setting one a scaling does not read is an error."""
 
 
 def settings(run: RunContext, d: int) -> dict:
-    """The rotary settings of ``run``, checked against the head width ``d``."""
-    o = run.options
+    """The rotary settings of ``run`` as ``frequencies`` takes them (``base`` included),
+    with a ``rope_scaling`` mapping applied, checked against the head width ``d``."""
     if d % 2:
         raise UsageError(
             f"--d-out {d} is odd: rotary embeddings turn the features in pairs "
             f"(try --d-out {d + 1})"
         )
-    return {"scaling": o["scaling"], "factor": o["factor"]}
+    o = dict(run.options)
+    if o["rope_scaling"]:
+        o.update(from_rope_scaling(run, o["rope_scaling"]))
+    scaling = o["scaling"]
+    read = SCALING_OPTIONS.get(scaling, ())
+    for option in OPTIONS:
+        name = option.name
+        if name in read or name in ("base", "scaling", "pairing", "factor", "rope_scaling"):
+            continue
+        if o[name] != option.default:
+            used = "|".join(each for each, names in SCALING_OPTIONS.items() if name in names)
+            raise UsageError(f"-o {name} applies to -o scaling={used}, not scaling={scaling}")
+    if scaling == "yarn" and o["beta_fast"] <= o["beta_slow"]:
+        raise UsageError(
+            f"-o beta_fast {o['beta_fast']:g} must be above -o beta_slow {o['beta_slow']:g}: "
+            "pairs turning more than beta_fast times keep their speed, fewer than beta_slow "
+            "are interpolated"
+        )
+    if scaling == "llama3" and o["high_freq_factor"] <= o["low_freq_factor"]:
+        raise UsageError(
+            f"-o high_freq_factor {o['high_freq_factor']:g} must be above -o low_freq_factor "
+            f"{o['low_freq_factor']:g}"
+        )
+    return {
+        "base": o["base"],
+        "scaling": scaling,
+        "factor": o["factor"],
+        "original": o["original_max_position_embeddings"],
+        "alpha": o["beta_slow"],
+        "beta": o["beta_fast"],
+        "ramp": o["ramp"],
+        "truncate": o["truncate"],
+        "attention_factor": o["attention_factor"] or None,
+        "mscale": o["mscale"],
+        "mscale_all_dim": o["mscale_all_dim"],
+        "low_freq_factor": o["low_freq_factor"],
+        "high_freq_factor": o["high_freq_factor"],
+        "length": run.inputs.shape[0],
+    }
+
+
+def from_rope_scaling(run: RunContext, spec: str) -> dict:
+    """The options a transformers ``rope_scaling`` mapping sets, each checked against its
+    declaration; one also given as an option, with another value, is an error."""
+    found, source = _rope_config.read(spec)
+    declared = {option.name: option for option in OPTIONS}
+    values = {}
+    for name, (value, where) in found.items():
+        option = declared[name]
+        key = {"base": "rope_theta", "scaling": "rope_type"}.get(name, name)
+        shown = f"{value:g}" if isinstance(value, float) else str(value).lower()
+        if option.min is not None and value < option.min:
+            raise bad(f"{key} must be at least {option.min:g}, got {shown}", where, source)
+        if option.max is not None and value > option.max:
+            raise bad(f"{key} must be at most {option.max:g}, got {shown}", where, source)
+        given = run.options[name]
+        if given != option.default and given != value:
+            given_shown = f"{given:g}" if isinstance(given, float) else str(given).lower()
+            raise UsageError(
+                f"-o {name}={given_shown} disagrees with {source}'s {key} {shown}; give one of them"
+            )
+        values[name] = float(value) if option.type is float else value
+    return values
+
+
+def bad(message: str, where: Location | None, source: str) -> Exception:
+    """An error in a rope_scaling file at ``where``, or in an inline mapping."""
+    return InputError(message, where) if where is not None else UsageError(f"{source}: {message}")
+
+
+def angles_formula(d: int, scaling: dict) -> str:
+    """The angles stage's formula for these settings, with their numbers."""
+    kind, base, s = scaling["scaling"], scaling["base"], scaling["factor"]
+    L = scaling["original"]
+    if kind == "linear":
+        return f"θᵢ = {base:g}^(−2i/{d}) / {s:g}  (position interpolation)"
+    if kind in ("ntk", "dynamic") and d == 2:
+        return "θ₀ = base'^0 = 1: the only pair's speed does not depend on the base"
+    if kind == "ntk":
+        return f"θᵢ = base'^(−2i/{d}),  base' = {base:g} · {s:g}^({d}/{d - 2})"
+    if kind == "dynamic":
+        n = scaling["length"]
+        if n <= L:
+            return (
+                f"θᵢ = {base:g}^(−2i/{d}): a text of n = {n} tokens, at most L = {L}, "
+                "is not scaled (dynamic scales only longer ones)"
+            )
+        return (
+            f"θᵢ = base'^(−2i/{d}),  base' = {base:g} · ({s:g}·{n}/{L} − {s - 1:g})^({d}/{d - 2})"
+        )
+    mix = f"θ'ᵢ = (1 − γᵢ)·θᵢ/{s:g} + γᵢ·θᵢ,  θᵢ = {base:g}^(−2i/{d}),  rᵢ = {L}·θᵢ/2π"
+    if kind == "llama3":
+        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+        return f"{mix},  γᵢ = clamp((rᵢ − {low:g})/({high:g} − {low:g}), 0, 1)"
+    if kind == "yarn" and scaling["ramp"] == "turns":
+        slow, fast = scaling["alpha"], scaling["beta"]
+        return (
+            f"{mix},  γᵢ = clamp((rᵢ − {slow:g})/({fast:g} − {slow:g}), 0, 1)  (the paper's ramp)"
+        )
+    if kind == "yarn":
+        fast_pair, slow_pair, low, high = correction_range(
+            d, base, L, scaling["beta"], scaling["alpha"], scaling["truncate"]
+        )
+        fast, slow = scaling["beta"], scaling["alpha"]
+        if scaling["truncate"]:
+            first, last = math.floor(fast_pair), math.ceil(slow_pair)
+            a = f"⌊i({fast:g})⌋ = ⌊{fast_pair:.2f}⌋ = {first}"
+            b = f"⌈i({slow:g})⌉ = ⌈{slow_pair:.2f}⌉ = {last}"
+        else:
+            first, last = fast_pair, slow_pair
+            a, b = f"i({fast:g}) = {fast_pair:.2f}", f"i({slow:g}) = {slow_pair:.2f}"
+        a += "" if low == first else f", clipped to {low:g}"
+        b += "" if high == last else f", moved to {high:g}"
+        bounds = f"a = {a},  b = {b}"
+        return (
+            f"{mix},  γᵢ = clamp((b − i)/(b − a), 0, 1),  {bounds}  "
+            f"(i(r): the pair that turns r times over {L})"
+        )
+    return f"θᵢ = {base:g}^(−2i/{d})"
 
 
 def rope(run: RunContext):
     inputs, W = run.inputs, run.weights
     n, d = inputs.shape[0], W.query.shape[1]
     scaling = settings(run, d)
-    pairing, base = run.options["pairing"], run.options["base"]
+    pairing = run.options["pairing"]
     yield stage("inputs", "Token embeddings", axes=("token", "feature"), inputs=inputs)
 
     queries, keys, values = inputs @ W.query, inputs @ W.key, inputs @ W.value
@@ -89,30 +349,24 @@ def rope(run: RunContext):
         values=values,
     )
 
-    theta, unscaled, ramp, temperature = frequencies(d, base, **scaling)
+    theta, unscaled, ramp, temperature = frequencies(d, **scaling)
     first, second = pairs(d, pairing)
-    shown = {"theta": theta}
-    formula = f"θᵢ = {base:g}^(−2i/{d})"
-    if scaling["scaling"] == "linear":
-        formula = f"θᵢ = {base:g}^(−2i/{d}) / {scaling['factor']:g}  (position interpolation)"
-    elif scaling["scaling"] == "ntk" and d == 2:
-        formula = "θ₀ = base'^0 = 1: the only pair's speed does not depend on the base"
-    elif scaling["scaling"] == "ntk":
-        formula = f"θᵢ = base'^(−2i/{d}),  base' = {base:g} · {scaling['factor']:g}^({d}/{d - 2})"
-    elif scaling["scaling"] == "yarn":
-        formula = (
-            f"θᵢ = (1 − γᵢ)·θᵢ/{scaling['factor']:g} + γᵢ·θᵢ,  γᵢ = clamp((L/λᵢ − α)/(β − α), 0, 1)"
-        )
+    shown, formula = {"theta": theta}, angles_formula(d, scaling)
+    kind = scaling["scaling"]
+    if kind in ("yarn", "llama3"):
+        shown["turns"] = turns(unscaled.double(), scaling["original"]).float()
         shown["ramp"] = ramp
+    if kind == "yarn":
         shown["temperature"] = torch.tensor(temperature)
-    if scaling["scaling"] != "none":
+    if kind != "none":
         shown["unscaled"] = unscaled
     shown["first"] = first
     shown["second"] = second
     yield stage(
         "angles",
         f"How fast each of the {d // 2} pairs of features turns, in radians per position "
-        f"({pairing} pairs: feature first[i] turns with second[i])",
+        f"({pairing} pairs: feature first[i] turns with second[i])"
+        + ("; the settings -o rope_scaling gave" if run.options["rope_scaling"] else ""),
         formula=formula,
         axes={name: () if name == "temperature" else ("pair",) for name in shown},
         **shown,
@@ -148,7 +402,7 @@ def rope(run: RunContext):
                 "rotated",
                 (m, a),
                 formula=f"token {m}, pair {i} (features {a}, {b}): turned by {m}·θ{i}"
-                + (f", times the temperature {temperature:.4f}" if temperature != 1.0 else ""),
+                + (f", times the attention factor {temperature:.4f}" if temperature != 1.0 else ""),
                 axes={
                     "angle": (),
                     "rotation": ("row", "column"),
@@ -181,7 +435,9 @@ def rope(run: RunContext):
     yield stage(
         "rotated",
         "Rotated queries and keys: every pair of token m turned by m·θ"
-        + (f", both scaled by the temperature {temperature:.4f}" if temperature != 1.0 else ""),
+        + (
+            f", both scaled by the attention factor {temperature:.4f}" if temperature != 1.0 else ""
+        ),
         formula="[x'ₐ, x'ᵦ] = [[cos mθᵢ, −sin mθᵢ], [sin mθᵢ, cos mθᵢ]] · [xₐ, xᵦ]",
         axes={"rotated_queries": ("query", "feature"), "rotated_keys": ("key", "feature")},
         rotated_queries=run.focus(rotated_queries),
@@ -235,7 +491,9 @@ def rotary_attention(
     n, d = inputs.shape[0], W.query.shape[1]
     scaling = settings(run, d)
     pairing = pairing or run.options["pairing"]
-    theta, unscaled, _, temperature = frequencies(d, run.options["base"], **scaling)
+    theta, unscaled, _, temperature = frequencies(d, **scaling)
+    if keys_only and torch.equal(theta, unscaled) and temperature == 1.0:
+        return {}  # nothing scaled (dynamic on a short text): the mistake changes nothing
     queries, keys, values = inputs @ W.query, inputs @ W.key, inputs @ W.value
     query_theta, query_temperature = (unscaled, 1.0) if keys_only else (theta, temperature)
     rotated_queries = rotate(
@@ -289,7 +547,7 @@ MISTAKES = (
     Mistake(
         "rope-scaling-keys-only",
         "the scaling applied to the keys' angles only",
-        "scale the angles (and, for yarn, the temperature) of the queries exactly as those of "
+        "scale the angles (and, for yarn, the attention factor) of the queries exactly as those of "
         "the keys: scores then depend on the distance alone.",
         lambda run: (
             rotary_attention(run, keys_only=True) if run.options["scaling"] != "none" else {}
@@ -299,6 +557,22 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Scores, scaled scores and weights, tokens x tokens each even with one query followed
+    (the keys need every token), one sub-step per (token, pair), and ntk's base'."""
+    n, d, o = sizes.tokens, sizes.d_out, sizes.options
+    exponent = d / (d - 2) if o["scaling"] == "ntk" and d > 2 else 0.0
+    power = math.log(o["base"]) + exponent * math.log(o["factor"])  # log of base'
+    return Cost(
+        substeps=n * (d // 2),
+        values=17 * n * (d // 2),
+        elements=4 * n * n + n * (sizes.d_in + 8 * d) + 3 * sizes.d_in * d,
+        table=max(n * n, n * (sizes.d_in + d), sizes.d_in * d),
+        largest=math.exp(power) if power < 709 else math.inf,
+        smaller=("base", "factor", "d_out"),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -306,8 +580,12 @@ def register_variants(register):
             name="rope",
             title="Rotary position embeddings: queries and keys turned by their position",
             description="Even --d-out (pairs of features); -o pairing=interleaved|half, "
-            "-o scaling=none|linear|ntk|yarn with -o factor=4 (yarn: L = 2048, α = 1, β = 32).",
+            "-o scaling=none|linear|ntk|dynamic|yarn|llama3 with -o factor=4, computed as "
+            "Hugging Face transformers does (yarn: L = 2048, beta_fast 32, beta_slow 1, the "
+            "ramp linear in the pair index; -o ramp=turns for the paper's); "
+            "-o rope_scaling=config.json reads a model's settings.",
             run=rope,
+            cost=cost,
             options=OPTIONS,
             mistakes=MISTAKES,
             stages=(

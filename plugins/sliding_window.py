@@ -20,12 +20,17 @@ product at a time: the keys outside the band are never computed.
 
 import torch
 
-from tracer import Dot, Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Dot, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.dropout import dropout
 from tracer.mistakes import attend, common_mistakes
 
 WINDOW = Option(
-    "window", int, 3, "how many keys each query sees: itself and the ones before", min=1
+    "window",
+    int,
+    3,
+    "how many keys each query sees: itself and the ones before",
+    min=1,
+    max=16_384,
 )
 
 
@@ -195,6 +200,19 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per (query, key in its window), and about ten tokens x tokens tables."""
+    n, d, window = sizes.tokens, sizes.d_out, min(sizes.options["window"], sizes.tokens)
+    pairs = (1 if sizes.query is not None else n) * window
+    widths = sizes.d_in + d
+    return Cost(
+        substeps=pairs,
+        values=pairs * (2 * d + 2),
+        elements=10 * n * n + 4 * n * widths + 3 * sizes.d_in * d,
+        table=max(n * n, n * widths, sizes.d_in * d),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -204,6 +222,7 @@ def register_variants(register):
             description="-o window=N: query i sees keys i-N+1 .. i (default 3).",
             options=(WINDOW,),
             run=sliding_window,
+            cost=cost,
             mistakes=MISTAKES,
             loops=("masked_scores",),
             stages=(

@@ -8,7 +8,7 @@ width and push the softmax into saturation.
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage
+from tracer import Cost, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.mistakes import common_mistakes, nothing
 
 
@@ -80,6 +80,15 @@ def trainable(run: RunContext):
     return context
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Scores, scaled scores and weights, tokens x tokens each, declared before it starts."""
+    n, widths = sizes.tokens, sizes.d_in + sizes.d_out
+    return Cost(
+        elements=3 * n * n + 4 * n * widths + 3 * sizes.d_in * sizes.d_out,
+        table=max(n * n, n * widths, sizes.d_in * sizes.d_out),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -87,6 +96,7 @@ def register_variants(register):
             name="trainable",
             title="Scaled dot-product attention with trainable weights",
             run=trainable,
+            cost=cost,
             mistakes=common_mistakes(nothing),
             stages=(
                 "inputs",

@@ -24,10 +24,10 @@ against torch.autograd. Each step then moves every matrix a little downhill:
 
 import torch
 
-from tracer import Mistake, Option, RunContext, Variant, hookimpl, stage, substep
+from tracer import Cost, Mistake, Option, RunContext, Sizes, Variant, hookimpl, stage, substep
 from tracer.errors import UsageError
 
-STEPS = Option("steps", int, 50, "gradient-descent steps", min=1, max=100_000)
+STEPS = Option("steps", int, 50, "gradient-descent steps", min=1, max=2_048)
 LR = Option("lr", float, 2.0, "learning rate: how far each step moves the weights", min=0.0)
 
 
@@ -237,6 +237,18 @@ MISTAKES = (
 )
 
 
+def cost(sizes: Sizes) -> Cost:
+    """One sub-step per gradient-descent step, each with the weights and three gradients."""
+    n, d, e, steps = sizes.tokens, sizes.d_out, sizes.d_in, sizes.options["steps"]
+    return Cost(
+        substeps=steps,
+        values=steps * (n * n + 3 * e * d + 1),
+        elements=8 * n * n + 4 * n * (e + 2 * d) + 12 * e * d + steps,
+        table=max(n * n, n * (e + 2 * d), e * d, steps),
+        smaller=("steps",),
+    )
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -247,6 +259,7 @@ def register_variants(register):
             "attend to the token after it and carry its value.",
             options=(STEPS, LR),
             run=training,
+            cost=cost,
             mistakes=MISTAKES,
             stages=("inputs", "objective", "steps", "trained", "weights", "context"),
             loops=("steps",),

@@ -7,7 +7,7 @@ Basic Self Attention notebook shows.
 
 import torch
 
-from tracer import RunContext, Variant, hookimpl, stage
+from tracer import Cost, RunContext, Sizes, Variant, hookimpl, stage
 from tracer.mistakes import simplified_mistakes
 
 
@@ -41,6 +41,12 @@ def vectorized(run: RunContext):
     return context
 
 
+def cost(sizes: Sizes) -> Cost:
+    """Scores and weights, tokens x tokens each: the run's tables, declared before it starts."""
+    n = sizes.tokens
+    return Cost(elements=2 * n * n + 3 * n * sizes.d_in, table=max(n * n, n * sizes.d_in))
+
+
 @hookimpl
 def register_variants(register):
     register(
@@ -48,6 +54,7 @@ def register_variants(register):
             name="vectorized",
             title="Simplified self-attention as matrix products",
             run=vectorized,
+            cost=cost,
             stages=("inputs", "scores", "weights", "context"),
             uses_weights=False,
             mistakes=simplified_mistakes(),

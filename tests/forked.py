@@ -194,6 +194,40 @@ def start_attn(
     return Started(pid, argv)
 
 
+def start_attn_on_terminal(
+    *argv: str,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    size: tuple[int, int] = (120, 40),
+) -> tuple[Started, int]:
+    """``attn ARGV`` left running on a pseudo-terminal of ``size`` (columns, rows) that is
+    its controlling terminal: the process, and the terminal's other side (a descriptor the
+    caller reads the output from, writes key presses to, and closes to hang up)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    environment = _checked(env)
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+    try:
+        pid = _fork(
+            argv,
+            cwd,
+            environment,
+            None,
+            stdin=secondary,
+            stdout=secondary,
+            stderr=secondary,
+            close=[primary],
+            terminal=True,
+        )
+    finally:
+        os.close(secondary)
+    return Started(pid, argv), primary
+
+
 def _cmd(argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "tracer", *argv]
 

@@ -13,6 +13,11 @@
   a holder that never lets go gives :class:`LockTimeout`, never a hang.
 * :func:`set_aside`: move a damaged file to ``NAME.corrupt`` (or ``.corrupt.1``,
   ``.corrupt.2``, ...), never over an earlier copy.
+* :func:`read_regular`: read a file that must be a regular one: a FIFO, a folder, a
+  device or a socket in its place is refused at once (:class:`NotRegularFile`), never
+  opened in a way that could block.
+
+A symlink loop is an error (``ELOOP``) for every one of them: the link is never replaced.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,9 +45,81 @@ class LockTimeout(OSError):
     """Another process held the lock for longer than the wait allows."""
 
 
+class NotRegularFile(OSError):
+    """A path that should hold a file holds a FIFO, a folder, a device or a socket."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words ("a FIFO", "a folder", ...)."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _not_regular(path: Path, mode: int) -> NotRegularFile:
+    kind = kind_of(mode)
+    what = kind if kind.startswith("not") else f"{kind}, not a regular file"
+    return NotRegularFile(errno.EINVAL, what, str(path))
+
+
 def target_of(path: Path) -> Path:
-    """The file a path stands for: a symlink's target (followed to the end), else itself."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    """The file a path stands for: a symlink's target (followed to the end), else itself.
+
+    A symlink loop (or a chain too long to follow) raises OSError ``ELOOP``, so that
+    nothing writes over the link itself. A dangling link stands for its missing target.
+    """
+    if not path.is_symlink():
+        return path
+    target = Path(os.path.realpath(path))
+    if target.is_symlink():  # realpath gives up on a loop and returns a link
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
+    return target
+
+
+def check_regular(path: Path) -> bool:
+    """True if ``path`` (a symlink followed) is a regular file, False if nothing is there;
+    :class:`NotRegularFile` for anything else, OSError (``ELOOP``, ``EACCES``) if it cannot
+    be told. Opens nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if path.is_symlink():  # dangling, or a loop: a loop is an error
+            target_of(path)
+        return False
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+    return True
+
+
+def read_regular(path: Path, offset: int = 0) -> bytes:
+    """The bytes of the regular file ``path`` (a symlink followed) from ``offset`` on.
+
+    Anything else there raises :class:`NotRegularFile` without blocking: the kind is
+    checked before opening, the file is opened non-blocking (a FIFO that appears in
+    between does not wait for a writer), and checked again on the open descriptor.
+    FileNotFoundError when nothing is there; other OSErrors as the system gives them.
+    """
+    check_regular(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _write_temporary(temporary: Path, text: str | bytes) -> None:
@@ -78,9 +156,15 @@ def write_new(path: Path, text: str) -> None:
             temporary.unlink()
 
 
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Replace ``path``'s contents with ``text`` all at once; raises OSError on failure."""
+def write_atomic(path: Path, text: str | bytes, *, regular_only: bool = False) -> None:
+    """Replace ``path``'s contents with ``text`` all at once; raises OSError on failure.
+
+    ``regular_only``: refuse (:class:`NotRegularFile`) to replace anything but a regular
+    file or nothing (a FIFO or a device where the file should be is left as it is).
+    """
     target = target_of(path)
+    if regular_only:
+        check_regular(target)
     temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         with contextlib.suppress(FileNotFoundError):
@@ -104,7 +188,7 @@ def locked(path: Path, wait: float | None = None) -> Iterator[None]:
         yield
         return
     try:
-        fd = os.open(target_of(path).parent, os.O_RDONLY)
+        fd = os.open(_lock_folder(path), os.O_RDONLY)
     except OSError:
         yield  # no folder yet, or one we cannot open: the write reports the problem
         return
@@ -119,13 +203,20 @@ def locked(path: Path, wait: float | None = None) -> Iterator[None]:
                 if time.monotonic() >= deadline:
                     raise LockTimeout(
                         errno.EWOULDBLOCK,
-                        f"another process has held {target_of(path).parent} for more than "
-                        f"{wait:g} s",
+                        f"another process has held {_lock_folder(path)} for more than {wait:g} s",
                     ) from None
                 time.sleep(0.02)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _lock_folder(path: Path) -> Path:
+    """The folder whose lock guards ``path``: its target's, or its own for a symlink loop."""
+    try:
+        return target_of(path).parent
+    except OSError:
+        return path.parent
 
 
 def set_aside(path: Path, suffix: str = ".corrupt") -> Path | None:
@@ -154,7 +245,11 @@ def set_aside(path: Path, suffix: str = ".corrupt") -> Path | None:
 __all__ = [
     "LOCK_WAIT_S",
     "LockTimeout",
+    "NotRegularFile",
+    "check_regular",
+    "kind_of",
     "locked",
+    "read_regular",
     "set_aside",
     "target_of",
     "write_atomic",

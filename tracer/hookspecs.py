@@ -20,6 +20,12 @@ PROJECT_NAME = "attention_tracer"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a plugin's ``register_variants(register)`` function as its hook::
+
+    @hookimpl
+    def register_variants(register):
+        register(Variant(name="banded", title="...", run=banded, stages=("scores",)))
+"""
 
 
 @hookspec

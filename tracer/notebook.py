@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import linecache
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracer.inputs.input_set import inputs_from_data
 from tracer.plugin_host import PluginHost
 from tracer.render.labels import Axis, distinct_tokens, label_axes
 from tracer.render.text import format_number, is_whole
@@ -237,8 +238,13 @@ def trace(variant: str, *, plugin_dirs: Sequence[str] = (), **options: Any) -> T
     heatmap with the code that ran. ``inputs``, ``seed``, ``init``, ``d_out``,
     ``dropout``, ``query`` and ``source`` are the options of ``attn trace``; any other
     keyword is one of the variant's own options (``trace("multihead", heads=3)``).
+    ``inputs`` and ``source`` may also be data, as an inputs file writes it
+    (``inputs={"tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]]}``), checked as a file is.
     """
     shared = {name: value for name, value in options.items() if name in TRACE_FIELDS}
+    for name in ("inputs", "source"):
+        if isinstance(shared.get(name), Mapping):
+            shared[name] = inputs_from_data(shared[name], f"trace(..., {name}=...)")
     own = {name: value for name, value in options.items() if name not in TRACE_FIELDS}
     settings = TraceOptions(**shared, options=own)
     # Messages name the keyword a notebook user typed, not a command-line flag.

@@ -14,7 +14,7 @@ from typing import Any
 
 from tracer.errors import UsageError
 from tracer.suggest import did_you_mean
-from tracer.variant import Option, Variant
+from tracer.variant import Option, RunContext, Variant, dim_value
 
 MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
 """What ``torch.manual_seed`` accepts."""
@@ -98,13 +98,20 @@ def parse_assignments(pairs: list[str]) -> dict[str, str]:
 
 def describe(option: Option) -> str:
     """One line for ``--help`` style listings: ``window (int, default 2, >= 1): help``."""
-    facts = [option.type.__name__, f"default {_show(option.default)}"]
+    facts = [
+        option.type.__name__,
+        "optional" if option.optional else f"default {_show(option.default)}",
+    ]
     if option.choices:
         facts.append("one of " + ", ".join(_show(c) for c in option.choices))
     if option.min is not None:
         facts.append(f">= {_show(option.min)}")
+    if option.above is not None:
+        facts.append(f"> {_show(option.above)}")
     if option.max is not None:
         facts.append(f"<= {_show(option.max)}")
+    if option.below is not None:
+        facts.append(f"< {_show(option.below)}")
     text = f"{option.name} ({', '.join(facts)})"
     return f"{text}: {option.help}" if option.help else text
 
@@ -164,11 +171,62 @@ def convert(option: Option, value: Any, where: str, variant: str = "") -> Any:
         raise UsageError(
             f"{where}: '{_show(typed)}' is not allowed{suggestion}; choose one of {choices}"
         )
-    if option.min is not None and typed < option.min:
+    if isinstance(option.min, (int, float)) and typed < option.min:
         raise UsageError(f"{where} must be at least {_show(option.min)}, got {_show(typed)}")
-    if option.max is not None and typed > option.max:
+    if isinstance(option.max, (int, float)) and typed > option.max:
         raise UsageError(f"{where} must be at most {_show(option.max)}, got {_show(typed)}")
+    if option.above is not None and not typed > option.above:
+        raise UsageError(f"{where} must be above {_show(option.above)}, got {_show(typed)}")
+    if option.below is not None and not typed < option.below:
+        raise UsageError(f"{where} must be below {_show(option.below)}, got {_show(typed)}")
+    if option.type is int and not MIN_SEED <= typed <= MAX_SEED:  # torch takes 64 bits
+        raise UsageError(
+            f"{where} must be a 64-bit integer, between {MIN_SEED} and {MAX_SEED}, got "
+            f"{_show(typed) if len(str(typed)) <= 40 else f'a number of {len(str(typed))} digits'}"
+        )
     return typed
+
+
+def run_sizes(context: RunContext) -> dict[str, int]:
+    """The sizes a run knows (``tokens``, ``d_in``, ``d_out``, the source's) and its int
+    options: what an option's bound (``max="tokens"``) or a parameter's shape may name."""
+    sizes = {
+        "tokens": int(context.inputs.shape[0]),
+        "d_in": int(context.inputs.shape[1]) if context.inputs.dim() > 1 else 0,
+    }
+    if context.d_out is not None:
+        sizes["d_out"] = context.d_out
+    if context.source is not None:
+        sizes["source_tokens"] = int(context.source.inputs.shape[0])
+        sizes["d_source"] = int(context.source.inputs.shape[1])
+    for name, value in context.options.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            sizes.setdefault(name, value)
+    return sizes
+
+
+def check_sized_bounds(variant: Variant, context: RunContext) -> None:
+    """The bounds the inputs decide (``Option("k", int, 2, max="tokens")``), checked once the
+    inputs are known, before the variant runs: a UsageError naming the option otherwise."""
+    sized = [(option, bound) for option in variant.options for bound in option.sized_bounds()]
+    if not sized:
+        return
+    sizes = run_sizes(context)
+    for option, (kind, text) in sized:
+        value = context.options.get(option.name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue  # an optional option left out, or a bound on a text option
+        try:
+            limit = dim_value(text, sizes)
+        except KeyError:
+            continue  # a size this run does not have (d_out without weights)
+        low = kind == "min"
+        if (value < limit) if low else (value > limit):
+            shown = f"{text} ({limit})"
+            raise UsageError(
+                f"option '{option.name}' of variant '{variant.name}' must be "
+                f"{'at least' if low else 'at most'} {shown} for these inputs, got {_show(value)}"
+            )
 
 
 def _as_type(option: Option, value: Any, where: str) -> Any:

@@ -35,7 +35,7 @@ from tracer.options import (
 )
 from tracer.plugin_host import PluginHost
 from tracer.suggest import did_you_mean
-from tracer.variant import ParamValues, RunContext, Source, Variant
+from tracer.variant import ParamValues, RunContext, Sizes, Source, Variant
 
 if TYPE_CHECKING:
     import torch
@@ -147,12 +147,24 @@ def build_context(
             f"{_described(input_set)} gives tokens but no embeddings, which {name} needs"
         )
     query = resolve_query(options.query, input_set.tokens)
+    d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
+    if variant is not None and variant.cost is not None:  # against the limits, before any tensor
+        sequence, _ = source_sequence(input_set, options, variant)
+        sizes = Sizes(
+            tokens=len(input_set.tokens),
+            d_in=input_set.d_in if input_set.embeddings else 0,
+            d_out=d_out,
+            options=variant_options,
+            query=query,
+            source_tokens=len(sequence.tokens) if sequence is not None else 0,
+            d_source=sequence.d_in if sequence is not None and sequence.embeddings else 0,
+        )
+        check_run_cost(variant, sizes, where or flag_where(options.option_flags), named)
     if input_set.embeddings:
         inputs = torch.tensor(input_set.embeddings, dtype=torch.float32)
     else:  # tokens alone: the variant embeds them itself
         inputs = torch.zeros(len(input_set.tokens), 0)
     weights = None
-    d_out = options.d_out or input_set.d_out or DEFAULT_D_OUT
     if uses_weights:
         weights = make_weights(options.init, input_set.d_in, d_out, options.seed, input_set.weights)
     second = build_source(input_set, options, d_out, uses_weights, variant)
@@ -298,6 +310,24 @@ def build_params(
     return make_params(declared, sizes, options.init, options.seed, given, after=after)
 
 
+def check_run_cost(variant: Variant, sizes: Sizes, where: Where, named: Where) -> None:
+    """Refuse a run whose declared cost (``Variant(cost=...)``) is past a limit: sub-steps,
+    numbers held and yielded, the float range, and the memory the run may allocate (under
+    ``ulimit -v``, and ``ATTN_PLUGIN_MEMORY_MB`` for a variant that runs in a worker)."""
+    if variant.cost is None:
+        return
+    from tracer.tracing.budget import address_space_left, check_cost
+    from tracer.tracing.worker import MEMORY_ENV, WorkerLimits, should_isolate
+
+    left, why = address_space_left(), "this process's address-space limit, ulimit -v"
+    module = getattr(variant.run, "__module__", "") or ""
+    if should_isolate(module.startswith("tracer.builtin_plugins.")):
+        plugin = WorkerLimits.from_environment().memory_mb * 2**20
+        if left is None or plugin < left:
+            left, why = plugin, MEMORY_ENV
+    check_cost(variant, sizes, where, named, left, why)
+
+
 def _shape(shape: tuple[int, ...]) -> str:
     return "×".join(map(str, shape)) if shape else "a single number"
 
@@ -313,16 +343,7 @@ def build_source(
     for a variant with ``source="required"`` and neither, its default source."""
     import torch  # on first use (see build_context)
 
-    sequence = input_set.source_sequence
-    default = None
-    if options.source is not None:
-        given = (
-            options.source if isinstance(options.source, InputSet) else load_inputs(options.source)
-        )
-        sequence = SourceSequence(given.tokens, given.embeddings)
-    elif sequence is None and variant is not None and variant.source == "required":
-        default = default_source(variant)
-        sequence = SourceSequence(default.tokens, default.embeddings)
+    sequence, default = source_sequence(input_set, options, variant)
     if sequence is None:
         return None
     weights = None
@@ -336,6 +357,23 @@ def build_source(
         weights=weights,
         default=default.name if default is not None else None,
     )
+
+
+def source_sequence(
+    input_set: InputSet, options: TraceOptions, variant: Variant | None = None
+) -> tuple[SourceSequence | None, InputSet | None]:
+    """The second sequence of a run (``--source``, the inputs' ``source:``, or the variant's
+    default source), and the input set that gave it when it is the default."""
+    sequence = input_set.source_sequence
+    if options.source is not None:
+        given = (
+            options.source if isinstance(options.source, InputSet) else load_inputs(options.source)
+        )
+        return SourceSequence(given.tokens, given.embeddings), None
+    if sequence is None and variant is not None and variant.source == "required":
+        default = default_source(variant)
+        return SourceSequence(default.tokens, default.embeddings), default
+    return sequence, None
 
 
 def _described(input_set: InputSet) -> str:

@@ -74,8 +74,11 @@ class Option:
     type: type
     default: Any
     help: str = ""
-    min: float | None = None
-    max: float | None = None
+    min: float | str | None = None
+    """The smallest value allowed: a number, or a size the inputs decide (``"tokens"``,
+    ``"tokens-1"``: see :data:`PARAM_DIMS`), checked when the run starts."""
+    max: float | str | None = None
+    """The largest value allowed, as ``min`` (``Option("k", int, 2, max="tokens")``)."""
     choices: tuple[Any, ...] | None = None
 
     declared_at: Location | None = field(default=None, compare=False, repr=False)
@@ -83,6 +86,20 @@ class Option:
     problem: str | None = field(default=None, compare=False, repr=False)
     """Why the declaration cannot work, when it was made while a plugin loads: the
     variant that uses it then fails alone (see :func:`deferred_declarations`)."""
+    above: float | None = field(default=None, kw_only=True)
+    """An exclusive lower bound: the value must be greater (``above=0`` for a cap > 0)."""
+    below: float | None = field(default=None, kw_only=True)
+    """An exclusive upper bound: the value must be smaller (``below=1`` for a share)."""
+
+    @property
+    def optional(self) -> bool:
+        """Whether the option is absent unless given: its default is None, and
+        ``run.options[name]`` is None when nobody sets it."""
+        return self.default is None
+
+    def sized_bounds(self) -> list[tuple[str, str]]:
+        """``("max", "tokens")``: the bounds the inputs decide, checked when the run starts."""
+        return [(k, v) for k, v in (("min", self.min), ("max", self.max)) if isinstance(v, str)]
 
     def __post_init__(self) -> None:
         if self.declared_at is None:
@@ -110,12 +127,27 @@ class Option:
                 f"option {self.name!r} has default {self.default!r}, which is not "
                 f"{self.type.__name__}"
             )
+        for kind, bound in (("min", self.min), ("max", self.max)):
+            if isinstance(bound, str):
+                try:
+                    _dim_names(bound, self.name, "option")
+                except ValueError as exc:
+                    return f"{exc} ({kind}=)"
+            elif bound is not None and (isinstance(bound, bool) or not _is_number(bound)):
+                return f"option {self.name!r} has {kind}={bound!r}; give a number or a size's name"
+        for kind, bound in (("above", self.above), ("below", self.below)):
+            if bound is not None and (isinstance(bound, bool) or not _is_number(bound)):
+                return f"option {self.name!r} has {kind}={bound!r}; give a number"
         number = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
-        if number and self.min is not None and self.default < self.min:
+        if number and self.above is not None and not self.default > self.above:
+            return f"option {self.name!r} has default {self.default!r}, not above its own above={self.above!r}"
+        if number and self.below is not None and not self.default < self.below:
+            return f"option {self.name!r} has default {self.default!r}, not below its own below={self.below!r}"
+        if number and isinstance(self.min, (int, float)) and self.default < self.min:
             return (
                 f"option {self.name!r} has default {self.default!r}, below its own min={self.min!r}"
             )
-        if number and self.max is not None and self.default > self.max:
+        if number and isinstance(self.max, (int, float)) and self.default > self.max:
             return (
                 f"option {self.name!r} has default {self.default!r}, above its own max={self.max!r}"
             )
@@ -128,6 +160,10 @@ class Option:
 
 
 _DEFERRING: list[int] = [0]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _fits_type(default: Any, kind: type) -> bool:
@@ -233,10 +269,10 @@ class Param:
 
     def resolve(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
         """Its shape for one run, from the sizes (and int options) by name."""
-        return tuple(dim if isinstance(dim, int) else _dim_value(dim, sizes) for dim in self.shape)
+        return tuple(dim if isinstance(dim, int) else dim_value(dim, sizes) for dim in self.shape)
 
 
-def _dim_names(text: str, param: str) -> list[str]:
+def _dim_names(text: str, param: str, what: str = "parameter") -> list[str]:
     """The names in a dimension like ``2*tokens-1``; a ValueError for anything else."""
     terms = [t for t in _DIM_TERM.findall(text) if not t.isspace()]
     ok = bool(terms) and len(terms) % 2 == 1
@@ -246,13 +282,14 @@ def _dim_names(text: str, param: str) -> list[str]:
             ok = False
     if not ok:
         raise ValueError(
-            f"parameter {param!r}: dimension {text!r} must be a number, a size's name "
+            f"{what} {param!r}: {'dimension' if what == 'parameter' else 'bound'} {text!r} "
+            "must be a number, a size's name "
             f"({', '.join(PARAM_DIMS)} or an int option) or a sum or product of them"
         )
     return [t for t in terms if t[0].isalpha()]
 
 
-def _dim_value(text: str, sizes: Mapping[str, int]) -> int:
+def dim_value(text: str, sizes: Mapping[str, int]) -> int:
     """``2*tokens-1`` with ``tokens`` from ``sizes``: products first, then sums."""
     terms = [t for t in _DIM_TERM.findall(text) if not t.isspace()]
     total, product, sign = 0, 1, 1
@@ -514,6 +551,9 @@ class Stage:
     formulas: dict[str, str] = field(default_factory=dict)
     """A formula per tensor (``stage(..., formulas={"mask": "M[i,j] = j > i"})``), for the
     tensors ``formula`` does not describe."""
+    equations: tuple[StageEquation, ...] = ()
+    """What the stage computed (``stage(..., equation=MatMul("weights", "values", "context"))``),
+    each checked by the tracer when the stage is yielded."""
 
     def formula_for(self, tensor: str) -> str | None:
         """The formula that describes ``tensor``: its own (``formulas=``), else the stage's
@@ -588,7 +628,136 @@ class Accumulate:
     after: str
 
 
+Scale = float | str
+"""A number, or the name of a single-number tensor (``"lam"``) found as equations find tensors."""
+
+
+@dataclass(frozen=True)
+class MatMul:
+    """The stage computed ``result = a @ b`` (``b`` transposed with ``transpose_b=True``),
+    times ``scale`` when given: ``MatMul("queries", "keys", "scores", transpose_b=True,
+    scale=0.7071)``, ``MatMul("weights", "values", "context")``. Products follow
+    ``torch.matmul`` (a vector times a matrix is a read-out)."""
+
+    a: str
+    b: str
+    result: str
+    transpose_b: bool = False
+    scale: Scale | None = None
+
+
+ELEMENTWISE = (
+    "tanh",
+    "sigmoid",
+    "exp",
+    "log",
+    "relu",
+    "elu",
+    "gelu",
+    "silu",
+    "softplus",
+    "abs",
+    "sqrt",
+    "square",
+    "cos",
+    "sin",
+    "softmax",
+)
+"""The functions :class:`Elementwise` knows (``softmax`` along the last axis)."""
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """The stage computed ``result = after × f(before × x)`` for one of :data:`ELEMENTWISE`:
+    ``Elementwise("sigmoid", "scores", "weights")``; soft-capping at 30 is
+    ``Elementwise("tanh", "scores", "capped", before=1/30, after=30)``."""
+
+    function: str
+    x: str
+    result: str
+    before: Scale = 1.0
+    after: Scale = 1.0
+
+
+@dataclass(frozen=True)
+class Sum:
+    """The stage computed ``result = a + weight × b`` (element by element, broadcast); ``b``
+    may be a number (linear attention's ``φ = elu(x) + 1`` is ``Sum("elu_x", 1.0, "phi")``)."""
+
+    a: str
+    b: Scale
+    result: str
+    weight: Scale = 1.0
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The stage computed ``result = a − weight × b``: differential attention's two softmaxes
+    are ``Difference("weights_1", "weights_2", "weights", weight="lam")``."""
+
+    a: str
+    b: Scale
+    result: str
+    weight: Scale = 1.0
+
+
+@dataclass(frozen=True)
+class AddBias:
+    """The stage computed ``result = x + bias``, the bias broadcast (a learnt ``Param`` or a
+    tensor of this or an earlier stage): ``AddBias("scores", "alibi", "biased")``."""
+
+    x: str
+    bias: str
+    result: str
+
+
 Equation = Dot | Accumulate
+StageEquation = MatMul | Elementwise | Sum | Difference | AddBias
+"""What :func:`stage`'s ``equation=`` may declare; the tracer evaluates it when the stage is
+yielded and refuses the stage, at the yield, when it does not hold."""
+
+
+STAGE_EQUATIONS = (MatMul, Elementwise, Sum, Difference, AddBias)
+
+
+def _scale_text(scale: Scale) -> str:
+    return f"{scale:g}" if isinstance(scale, (int, float)) else str(scale)
+
+
+def equation_formula(equation: object) -> str | None:
+    """A stage equation as a line of mathematics: ``context = weights @ values``."""
+    if isinstance(equation, MatMul):
+        text = f"{equation.result} = {equation.a} @ {equation.b}" + (
+            "ᵀ" if equation.transpose_b else ""
+        )
+        return text + (f" × {_scale_text(equation.scale)}" if equation.scale is not None else "")
+    if isinstance(equation, Elementwise):
+        inner = (
+            equation.x if equation.before == 1 else f"{_scale_text(equation.before)} × {equation.x}"
+        )
+        outer = "" if equation.after == 1 else f"{_scale_text(equation.after)} × "
+        return f"{equation.result} = {outer}{equation.function}({inner})"
+    if isinstance(equation, (Sum, Difference)):
+        sign = "+" if isinstance(equation, Sum) else "−"
+        weight = "" if equation.weight == 1 else f"{_scale_text(equation.weight)} × "
+        return f"{equation.result} = {equation.a} {sign} {weight}{_scale_text(equation.b)}"
+    if isinstance(equation, AddBias):
+        return f"{equation.result} = {equation.x} + {equation.bias}"
+    if isinstance(equation, Dot):
+        return f"{equation.result} = {equation.a} · {equation.b}"
+    if isinstance(equation, Accumulate):
+        return f"{equation.after} = {equation.before} + {equation.weight} × {equation.value}"
+    return None
+
+
+def equation_json(equation: object) -> dict[str, Any]:
+    """An equation (a stage's or a sub-step's) as JSON: its kind and its fields."""
+    from dataclasses import asdict, is_dataclass
+
+    fields = asdict(equation) if is_dataclass(equation) and not isinstance(equation, type) else {}
+    return {"kind": type(equation).__name__, **fields, "formula": equation_formula(equation)}
+
+
 AxesSpec = Mapping[str, Sequence[str]] | Sequence[str] | None
 
 
@@ -613,6 +782,8 @@ def stage(
     formula: str | None = None,
     axes: AxesSpec = None,
     formulas: Mapping[str, str] | None = None,
+    equation: StageEquation | None = None,
+    equations: Sequence[StageEquation] = (),
     **tensors: torch.Tensor,
 ) -> Stage:
     """Describe a stage: ``yield stage("scores", "Scores", axes=("query", "key"), scores=s)``.
@@ -623,14 +794,37 @@ def stage(
     main (first) tensor; ``formulas`` gives other tensors their own
     (``formulas={"mask": "M[i,j] = j > i"}``), and a tensor with none shows no formula.
     A tensor whose name is a Python keyword is passed as ``**{"global": g}``.
+
+    ``equation`` (:class:`MatMul`, :class:`Elementwise`, :class:`Sum`, :class:`Difference`,
+    :class:`AddBias`) says what the stage computed, from its own tensors, earlier stages'
+    tensors and the variant's parameters, by name; the tracer checks that it holds. An
+    equation is the formula of the tensor it gives, unless ``formula``/``formulas`` say
+    otherwise. Several: ``equations=(...)``.
     """
+    # A plugin written before equations existed may yield a tensor called ``equation``.
+    if equation is not None and not isinstance(equation, (*STAGE_EQUATIONS, Dot, Accumulate)):
+        tensors["equation"], equation = equation, None
+    if not isinstance(equations, (tuple, list)):
+        tensors["equations"], equations = equations, ()  # type: ignore[assignment]
+    declared = ((equation,) if equation is not None else ()) + tuple(equations)
+    written = {str(k): str(v) for k, v in (formulas or {}).items()}
+    main = next(iter(tensors), None)
+    for made in declared:
+        text, result = equation_formula(made), getattr(made, "result", None)
+        if text is None or result is None:
+            continue  # not an equation: the tracer refuses it at the yield
+        if result == main:
+            formula = text if formula is None else formula
+        elif result in tensors:
+            written.setdefault(str(result), text)
     return Stage(
         name=name,
         title=title,
         tensors=dict(tensors),
         formula=formula,
         axes=_axes(axes, tensors),
-        formulas={str(k): str(v) for k, v in (formulas or {}).items()},
+        formulas=written,
+        equations=declared,
     )
 
 
@@ -685,6 +879,46 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Sizes:
+    """The sizes of one run, known before any tensor is made: what ``Variant(cost=...)`` reads."""
+
+    tokens: int
+    d_in: int
+    """The embeddings' width (0 for a variant that reads tokens alone)."""
+    d_out: int
+    """The projections' width (``--d-out``)."""
+    options: Mapping[str, Any]
+    """The variant's options, checked, defaults filled in (as ``run.options``)."""
+    query: int | None = None
+    """The focused query, or None for all of them."""
+    source_tokens: int = 0
+    d_source: int = 0
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a run will cost, declared before it starts: ``Variant(cost=lambda s: Cost(...))``.
+
+    The tool compares each measure with its limit (docs/reference.md, "Limits") and refuses a
+    run past one in a line that names ``larger`` and ``smaller``, before any tensor is made."""
+
+    substeps: int = 0
+    """The sub-steps its longest loop makes."""
+    elements: int = 0
+    """The most numbers its tensors hold at once: the stages it keeps and what it computes."""
+    table: int = 0
+    """The numbers of its largest tensor (one step may show at most 2^28)."""
+    values: int = 0
+    """The numbers its sub-steps yield, all together (each one is checked and may be shown)."""
+    largest: float = 0.0
+    """The largest magnitude its options make a number reach (``base ** k``), or ``inf``."""
+    larger: tuple[str, ...] = ()
+    """Options (or ``d_out``) a larger value of which makes the run cheaper (``tile``)."""
+    smaller: tuple[str, ...] = ()
+    """Options (or ``d_out``) a smaller value of which makes the run cheaper (``rank``)."""
+
+
+@dataclass(frozen=True)
 class Variant:
     """An attention variant, as registered by a plugin."""
 
@@ -725,6 +959,14 @@ class Variant:
     """Learnt parameters beyond the query, key and value projections (a bias table, an
     output projection): given by the inputs' ``params:`` section or drawn from the seed,
     read as ``run.params[NAME]`` (see :class:`Param`)."""
+    cost: Callable[[Sizes], Cost] | None = field(default=None, compare=False)
+    """What a run will cost, from its :class:`Sizes`: checked against the limits before it
+    starts (None: only the limits checked while it runs)."""
+
+    unnormalised: tuple[str, ...] = ()
+    """Stages among ``stages`` whose weights need not sum to 1 (sigmoid attention's
+    ``weights``, linear attention's kernel): by convention a ``weights`` stage sums to 1 along
+    the keys, and a stage named here is not held to it (lessons, ``attn check``, viewers)."""
 
     tokenize: Callable[[str, Mapping[str, Any]], Sequence[str]] | None = field(
         default=None, compare=False
@@ -776,6 +1018,35 @@ class Variant:
             raise ValueError(
                 f"variant name {self.name!r} must be lower-case letters, digits and hyphens"
             )
+        if not isinstance(self.title, str):
+            raise ValueError(f"title of variant {self.name!r} must be text")
+        if not callable(self.run):
+            raise ValueError(f"run= of variant {self.name!r} must be a generator function")
+        for kind in ("stages", "loops", "optional_stages", "unnormalised"):
+            names = getattr(self, kind)
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise ValueError(
+                    f"{kind}= of variant {self.name!r} must be a tuple of names"
+                    + (f" (write ({names!r},) for one)" if isinstance(names, str) else "")
+                )
+            twice = sorted({n for n in names if list(names).count(n) > 1})
+            if twice and kind == "stages":  # (a loop named twice is harmless, as it always was)
+                raise ValueError(f"variant {self.name!r} names stage {twice[0]!r} twice in {kind}=")
+        if self.inputs is not None:
+            from tracer.inputs.sets import InputSet
+
+            if not isinstance(self.inputs, InputSet):
+                raise ValueError(
+                    f"inputs= of variant {self.name!r} must be an InputSet (from tracer.inputs), "
+                    f"got {type(self.inputs).__name__}"
+                )
+        for kind, cls in (("options", Option), ("mistakes", Mistake)):
+            wrong = [d for d in getattr(self, kind) if not isinstance(d, cls)]
+            if wrong:
+                raise ValueError(
+                    f"{kind}= of variant {self.name!r} must hold {cls.__name__}(...)s, "
+                    f"got {type(wrong[0]).__name__}"
+                )
         for name in self.stages:
             if not STAGE_NAME.match(name):
                 raise ValueError(
@@ -788,17 +1059,33 @@ class Variant:
                 f"loops {unknown} of variant {self.name!r} are not among its stages"
                 f"{did_you_mean(unknown[0], self.stages)}"
             )
-        unknown = [name for name in self.optional_stages if name not in self.stages]
-        if unknown:
-            raise ValueError(
-                f"optional_stages {unknown} of variant {self.name!r} are not among its stages"
-                f"{did_you_mean(unknown[0], self.stages)}"
-            )
+        for kind in ("optional_stages", "unnormalised"):
+            unknown = [name for name in getattr(self, kind) if name not in self.stages]
+            if unknown:
+                raise ValueError(
+                    f"{kind} {unknown} of variant {self.name!r} are not among its stages"
+                    f"{did_you_mean(unknown[0], self.stages)}"
+                )
         self._check_source()
+        if self.cost is not None and not callable(self.cost):
+            raise ValueError(
+                f"cost= of variant {self.name!r} must be a function of the run's Sizes "
+                f"returning a Cost, got {type(self.cost).__name__}"
+            )
         names = [option.name for option in self.options]
         if len(set(names)) != len(names):
             raise ValueError(f"variant {self.name!r} declares an option twice: {names}")
         self._check_params()
+        sizes = set(PARAM_DIMS) | {o.name for o in self.options if o.type is int}
+        for option in self.options:
+            for kind, bound in option.sized_bounds():
+                for size in _dim_names(bound, option.name, "option"):
+                    if size not in sizes:
+                        raise ValueError(
+                            f"option {option.name!r} of variant {self.name!r}: {kind}={bound!r} "
+                            f"names {size!r}, which is not a size{did_you_mean(size, sizes)}; "
+                            f"use {', '.join(PARAM_DIMS)} or one of the variant's int options"
+                        )
         clash = sorted(set(names) & RESERVED_OPTIONS)
         if clash:
             raise ValueError(

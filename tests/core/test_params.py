@@ -137,6 +137,7 @@ def test_json_inputs_read_their_source_as_yaml_does(tmp_path: Path) -> None:
     document = {
         "tokens": ["Le", "chat"],
         "embeddings": [[0.1, 0.2], [0.3, 0.4]],
+        "weights": {"query": [[1, 0], [0, 1]]},
         "source": {
             "tokens": ["The", "cat", "sat"],
             "embeddings": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
@@ -156,31 +157,33 @@ def test_json_inputs_read_their_source_as_yaml_does(tmp_path: Path) -> None:
     assert from_json.source_sequence.tokens == ("The", "cat", "sat")
 
 
-def test_source_weights_need_no_unused_main_key_and_value(tmp_path: Path) -> None:
+def test_source_weights_need_the_main_query_weights(tmp_path: Path) -> None:
+    # d_out is the queries': source weights alone would leave W_query drawn at random beside
+    # matrices the file gives, so they are refused (exit 2) at the section.
     inputs = tmp_path / "cross.yaml"
     inputs.write_text(
         "tokens: [Le, chat]\nembeddings: [[0.1, 0.2], [0.3, 0.4]]\n"
         "source:\n  tokens: [The, cat, sat]\n  embeddings: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]\n"
         "  weights:\n    key: [[1, 0], [0, 1], [1, 1]]\n    value: [[2, 0], [0, 2], [1, 0]]\n"
     )
+    with pytest.raises(InputError) as caught:
+        load_inputs(str(inputs))
+    assert caught.value.exit_status == 2
+    assert str(caught.value) == (
+        f"{inputs}:7:5: source.weights needs the main 'weights' too: the queries come from the "
+        "main sequence, so its query weights must be given with them (weights: {query: ...})"
+    )
+    # With the main query alone (key and value of the main sequence drawn), it runs.
+    inputs.write_text(
+        inputs.read_text().replace("source:", "weights:\n  query: [[1, 0], [0, 1]]\nsource:")
+    )
     trace = run_variant("cross-attention", inputs=str(inputs), seed=5)
-    torch.manual_seed(5)
-    query = torch.rand(2, 2)  # d_out from the source's weights; the main ones drawn
     x, source = trace.context.inputs, trace.context.source
     assert source is not None and source.weights is not None
     keys = source.inputs @ torch.tensor([[1.0, 0], [0, 1], [1, 1]])
     values = source.inputs @ torch.tensor([[2.0, 0], [0, 2], [1, 0]])
-    expected = torch.softmax((x @ query) @ keys.T / 2**0.5, dim=-1) @ values
+    expected = torch.softmax(x @ keys.T / 2**0.5, dim=-1) @ values  # W_query = identity
     torch.testing.assert_close(trace.output, expected)
-    inputs.write_text(
-        inputs.read_text().replace("value: [[2, 0], [0, 2], [1, 0]]", "value: [[2], [0], [1]]")
-    )
-    with pytest.raises(InputError) as caught:
-        load_inputs(str(inputs))
-    assert str(caught.value) == (
-        f"{inputs}:8:12: source.weights.value is 3×1 but must be source width × d_out = 3×2 "
-        "(the source embeddings' width, source.weights.key's d_out)"
-    )
 
 
 def test_a_public_dropout_drops_what_the_built_ins_drop() -> None:

@@ -282,3 +282,22 @@ def test_readme_examples_run_in_a_fresh_shell(tmp_path: Path) -> None:
         timeout=300,
     )
     assert (result.returncode, result.stderr) == (0, "")
+
+
+def test_the_readme_names_every_built_in_variant_attn_plugins_lists(
+    attn: Callable[..., tuple[int, str, str]],
+) -> None:
+    status, out, err = attn("plugins", "--json")
+    assert (status, err) == (0, "")
+    built_in = [
+        variant["name"]
+        for plugin in json.loads(out)
+        if plugin["origin"] == "built-in"
+        for variant in plugin["variants"]
+    ]
+    sentence = README.read_text().split("built-in variants are ", 1)[1].split(";", 1)[0]
+    listed = re.findall(r"`([\w-]+)`", sentence)
+    assert sorted(listed) == sorted(built_in)
+    assert len(listed) == len(set(listed))
+    (count,) = re.findall(r"The (\d+) built-in variants are", README.read_text())
+    assert int(count) == len(built_in)

@@ -120,6 +120,9 @@ def test_options_are_listed_by_attn_plugins(attn: Attn, tmp_path: Path) -> None:
         "min": 1,
         "max": 50,
         "choices": None,
+        "above": None,
+        "below": None,
+        "optional": False,
     }
     _, out, _ = attn("plugins", "--plugins-dir", str(folder))
     assert "    -o window (int, default 2, >= 1, <= 50): keys each query sees" in out
@@ -188,9 +191,13 @@ def test_json_names_every_axis_of_every_built_in(host: PluginHost) -> None:
         for query in (None, 1):
             document = trace_json(start_trace(name, TraceOptions(query=query), host), substeps=True)
             for step in document["stages"] + document["substeps"]:
-                for tensor, axes in step["axes"].items():
+                for tensor, axes in step["shown_axes"].items():
                     shape = np.array(step["tensors"][tensor]).shape
                     assert len(axes) == len(shape), (name, query, step.get("name"), tensor)
+                    # axes keep a focused query's axis: the row it is, one name more.
+                    declared = step["axes"][tensor]
+                    focused = query is not None and len(declared) == len(shape) + 1
+                    assert declared == axes or (focused and "query" in declared), (name, tensor)
 
 
 def test_axes_that_do_not_fit_are_a_plugin_error(attn: Attn, tmp_path: Path) -> None:

@@ -356,3 +356,43 @@ def test_quitting_watch_with_q_in_a_terminal_exits_0(folder: Path) -> None:
             child.kill()
         os.close(primary)
     assert status == 0
+
+
+def test_init_after_a_full_disk_finishes_the_folder_and_keeps_the_learners_files(
+    tmp_path: Path,
+) -> None:
+    import resource
+
+    from tests import forked
+    from tracer.learner.exercises import template
+
+    folder = tmp_path / "ex"
+    sizes = [len(template(e).encode()) for e in EXERCISES]
+    limit = sorted(sizes)[len(sizes) // 2]  # half the stubs are bigger than a file may grow
+
+    def small_disk() -> None:  # writes past the limit fail (EFBIG), as on a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    first = forked.run_attn("exercises", "init", str(folder), preexec_fn=small_disk)
+    assert first.returncode == 2 and "Traceback" not in first.stderr
+    assert first.stderr.startswith("attn: cannot write ") and first.stderr.count("\n") == 1
+    made = sorted(p.name for p in folder.iterdir() if p.suffix == ".py")
+    for name in made:  # whole stubs only, nothing half-made, no temporary left
+        exercise = next(e for e in EXERCISES if e.filename == name)
+        assert (folder / name).read_text() == template(exercise)
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert len(made) < len(EXERCISES)
+    # What an older version left on a full disk: a stub cut short; and a learner's own edits.
+    cut, mine = EXERCISES[0], EXERCISES[1]
+    (folder / cut.filename).write_text(template(cut)[:100])
+    (folder / mine.filename).write_text(template(mine)[:100] + "# mine\n")
+    second = forked.run_attn("exercises", "init", str(folder))
+    assert second.returncode == 0, second.stderr
+    for exercise in EXERCISES:
+        text = (folder / exercise.filename).read_text()
+        if exercise is mine:
+            assert text == template(mine)[:100] + "# mine\n"  # never overwritten
+        else:
+            assert text == template(exercise), exercise.filename
+    assert f"kept   {folder / mine.filename}" in second.stdout
+    assert f"wrote  {folder / cut.filename}" in second.stdout

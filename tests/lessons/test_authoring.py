@@ -127,7 +127,7 @@ def test_the_declared_default_applies_when_no_option_is_given(windowed_host: Plu
         (
             "{windw: 3}",
             "6:60: unknown key 'windw' in options (did you mean 'window'?); expected seed, init, "
-            "d_out, dropout, heads, or an option a variant declares (absorb, base, block, causal, factor, head, kv_heads, layer, lr, model, pairing, rank, rope_dim, scaling, steps, tile, upstream, window)",
+            "d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, model, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)",
         ),
         ("{window: 0}", "6:68: option 'window' must be at least 1, got 0"),
         ("{window: 11}", "6:68: option 'window' must be at most 10, got 11"),
@@ -166,7 +166,7 @@ def test_an_option_no_installed_variant_declares_gets_did_you_mean(
     text = H + "options: {windo: 3}\nsteps:\n  - narration: n\n"
     assert problems(text, windowed_host) == [
         "3:11: unknown key 'windo' in options (did you mean 'window'?); expected seed, init, "
-        "d_out, dropout, heads, or an option a variant declares (absorb, base, block, causal, factor, head, kv_heads, layer, lr, model, pairing, rank, rope_dim, scaling, steps, tile, upstream, window)"
+        "d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, model, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)"
     ]
 
 

@@ -218,7 +218,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "unknown_operation",
         H + "  - show: {variant: naive-loop, stage: scores, then: [softmx]}\n",
         [
-            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick, max, min, mean, std, argmax, count, size, abs, add, subtract, multiply, compare"
+            "4:55: unknown operation 'softmx' (did you mean 'softmax'?); operations: softmax, normalize, sum, scale, diagonal, transpose, exp, pick, max, min, mean, std, argmax, count, size, abs, add, subtract, multiply, divide, compare"
         ],
     ),
     (
@@ -250,7 +250,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "options_unknown_key",
         "title: T\nsummary: S\noptions: {sead: 1}\nsteps:\n  - narration: hi\n",
         [
-            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads, or an option a variant declares (absorb, base, block, causal, factor, head, kv_heads, layer, lr, model, pairing, rank, rope_dim, scaling, steps, tile, upstream, window)"
+            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, model, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)"
         ],
     ),
     (

@@ -41,7 +41,10 @@ def lesson_dir(tmp_path: Path) -> Path:
 # attn lessons ----------------------------------------------------------------
 
 
-def test_lessons_lists_the_shipped_lessons_numbered_and_titled(attn: Attn) -> None:
+def test_lessons_lists_the_shipped_lessons_numbered_and_titled(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_DATA_DIR", str(tmp_path / "data"))  # no progress yet
     status, out, err = attn("lessons")
     assert (status, err) == (0, "")
     lines = out.splitlines()
@@ -51,16 +54,21 @@ def test_lessons_lists_the_shipped_lessons_numbered_and_titled(attn: Attn) -> No
         zip(lines[1:], SHIPPED, shipped_titles(), strict=True), start=1
     ):
         assert line.startswith(f"{number:>3}. {path.stem}")
-        assert line.endswith(f"  {title}")
+        assert line.endswith(f"  {title}  (not started)")  # the progress, as the README says
 
 
-def test_lessons_dir_adds_its_lessons_after_the_shipped_ones(lesson_dir: Path, attn: Attn) -> None:
+def test_lessons_dir_adds_its_lessons_after_the_shipped_ones(
+    lesson_dir: Path, attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTN_DATA_DIR", str(tmp_path / "data"))  # no progress yet
     status, out, err = attn("lessons", "--lessons-dir", str(lesson_dir))
     assert (status, err) == (0, "")
     lines = out.splitlines()
     first = len(SHIPPED) + 1
     assert lines[-3] == f"Lessons in {lesson_dir}:"
-    assert lines[-2].split() == [f"{first}.", "10_mine", "A", "lesson", "of", "my", "own"]
+    assert lines[-2].split() == [
+        f"{first}.", "10_mine", "A", "lesson", "of", "my", "own", "(not", "started)",
+    ]  # fmt: skip
     number, name, rest = lines[-1].split(maxsplit=2)
     assert (number, name) == (f"{first + 1}.", "20_broken")
     broken = lesson_dir / "20_broken.yaml"
@@ -375,6 +383,52 @@ def test_lessons_json_lists_each_lesson_with_its_progress(
     assert own["progress"] == {"seen": 1, "answered": 2, "right": 1, "done": False}
     broken = next(entry for entry in listed if entry["name"] == "20_broken")
     assert broken["problem"]
+
+
+def test_lessons_json_says_what_lesson_check_says_of_each(
+    attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.setenv("ATTN_DATA_DIR", str(tmp_path / "data"))
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "10_mine.yaml").write_text(GOOD, encoding="utf-8")
+    # YAML the listing reads, with a title, that only running the check refuses.
+    (folder / "20_refused.yaml").write_text(
+        "title: Refused\nsummary: s\ninputs: four-words\nsteps:\n"
+        "  - show: {variant: naive-loop, stage: scors}\n"
+        "  - quiz: {question: q, answer: {variant: naive-loop, stage: scores, cell: [9, 0]}}\n",
+        encoding="utf-8",
+    )
+    (folder / "30_warned.yaml").write_text(
+        "title: Warned\nsummary: s\n"
+        "inputs: {tokens: [the, cat, the], embeddings: [[1, 0], [0, 1], [1, 1]]}\n"
+        "steps:\n"
+        "  - quiz: {question: q, answer: {variant: naive-loop, stage: scores, cell: [the, cat]}}\n",
+        encoding="utf-8",
+    )
+    (folder / "40_malformed.yaml").write_text("title: t\nsummary: [\n", encoding="utf-8")
+    status, out, err = attn("lessons", "--json", "--lessons-dir", str(folder))
+    assert status == 0, err
+    listed = {entry["name"]: entry for entry in json.loads(out)}
+    for path in SHIPPED:  # every shipped lesson passes the check
+        entry = listed[path.stem]
+        assert (entry["ok"], entry["problem"], entry["problems"]) == (True, None, []), entry
+    for name in ("10_mine", "20_refused", "30_warned", "40_malformed"):
+        entry = listed[name]
+        checked, said, _ = attn("lesson", "check", str(folder / f"{name}.yaml"))
+        lines = said.splitlines()
+        problems = [line for line in lines if ": warning: " not in line and ": ok (" not in line]
+        warnings = [line for line in lines if ": warning: " in line]
+        assert entry["problems"] == problems, name
+        assert entry["warnings"] == warnings, name
+        assert entry["problem"] == (problems[0] if problems else None)
+        assert entry["ok"] is (checked == 0)
+    assert listed["20_refused"]["title"] == "Refused" and len(listed["20_refused"]["problems"]) == 2
+    assert "stage 'scors'" in listed["20_refused"]["problem"]
+    assert listed["30_warned"]["ok"] and len(listed["30_warned"]["warnings"]) == 1
+    assert "malformed YAML" in listed["40_malformed"]["problem"]
 
 
 def test_interactive_goes_with_running_a_lesson_only(attn: Attn) -> None:

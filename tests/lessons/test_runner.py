@@ -58,7 +58,19 @@ def test_softmax_of_a_single_value_is_one() -> None:
         (
             Operation("pick", 5),
             torch.zeros(3),
-            "'pick: 5' is out of range: the first dimension has 3 entries",
+            "'pick: 5' is out of range: the first dimension has 3 entries, so valid indices "
+            "are 0 to 2 (indices start at 0)",
+        ),
+        (
+            Operation("pick", -1),  # never Python's last row: out of range, with the range
+            torch.zeros(3, 2),
+            "'pick: -1' is out of range: the first dimension has 3 entries, so valid indices "
+            "are 0 to 2 (indices start at 0)",
+        ),
+        (
+            Operation("pick", 0),
+            torch.tensor(1.0),
+            "'pick: 0' has nothing to pick from: this is a single value",
         ),
         (
             Operation("sum", 1),

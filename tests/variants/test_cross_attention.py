@@ -224,11 +224,11 @@ def test_self_attention_variants_still_run_on_a_file_with_a_source() -> None:
             "7:18: source.weights.key is 2×1 but must be source width × d_out = 3×1 (the "
             "source embeddings' width, the main weights' d_out)",
         ),
-        (  # without the main weights, the source's key sets d_out (the main ones are drawn)
+        (  # without the main weights: refused at the source's weights (d_out is the queries')
             "source:\n  tokens: [a]\n  embeddings: [[1, 2]]\n"
-            "  weights: {key: [[1], [1]], value: [[1, 0], [1, 0]]}\n",
-            "6:37: source.weights.value is 2×2 but must be source width × d_out = 2×1 (the "
-            "source embeddings' width, source.weights.key's d_out)",
+            "  weights: {key: [[1], [1]], value: [[1], [1]]}\n",
+            "6:12: source.weights needs the main 'weights' too: the queries come from the main "
+            "sequence, so its query weights must be given with them (weights: {query: ...})",
         ),
     ],
 )

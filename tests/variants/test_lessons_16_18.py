@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 
+from tests.variants.lessons_16_18_oracles import yarn_ramp
 from tests.variants.problems import trace
 from tracer.inputs import InputSet
 from tracer.lessons.loader import load_lesson, shipped_dir
@@ -69,8 +70,15 @@ def test_lesson_16_scalings() -> None:
     assert float(ntk[0]) == 1.0
     assert float(ntk[3]) == pytest.approx(float(plain[3]) / 4, rel=1e-5)
     yarn = rope(scaling="yarn", factor=4.0).stage("angles").tensors
-    assert yarn["ramp"][:2].tolist() == [1.0, 1.0] and float(yarn["ramp"][3]) == 0.0
-    assert 0 < float(yarn["ramp"][2]) < 1
+    assert yarn["ramp"].tolist() == [yarn_ramp(i) for i in range(4)] == [1.0, 1.0, 0.5, 0.0]
+    # "Pairs 0 and 1 turn more than 32 times over 2048 tokens ... pair 3 less than once"
+    r = [2048 * float(plain[i]) / (2 * math.pi) for i in range(4)]
+    assert r[1] > 32 and r[3] < 1 and r[2] == pytest.approx(3.26, abs=0.005)
+    torch.testing.assert_close(yarn["turns"], torch.tensor(r))
+    # The compare: the paper's ramp in r agrees outside the bounds, not on pair 2.
+    paper = rope(scaling="yarn", factor=4.0, ramp="turns").stage("angles").tensors["ramp"]
+    assert paper[[0, 1, 3]].tolist() == [1.0, 1.0, 0.0]
+    assert float(paper[2]) == pytest.approx((r[2] - 1) / 31, rel=1e-5)
     assert float(yarn["temperature"]) == pytest.approx(0.1 * math.log(4) + 1)
     # YaRN multiplies the score at distance 0 by the temperature squared.
     copies = identical_inputs()
@@ -98,6 +106,15 @@ def test_lesson_17_absorption_agrees_up_to_rounding() -> None:
     key_rope = naive.stage("latent").tensors["key_rope"]
     x, W_kr = naive.context.inputs, naive.stage("projections").tensors["W_kr"]
     torch.testing.assert_close(key_rope[0], x[0] @ W_kr)  # position 0 unturned
+
+
+def test_lesson_17_normalised_latents_have_a_root_mean_square_of_about_one() -> None:
+    options = {"heads": 4, "rank": 3, "rope_dim": 2, "latent_norm": True}
+    latent = trace("mla", init="rand", d_out=8, options=options).stage("latent").tensors
+    rms = latent["latent"].pow(2).mean(-1).sqrt()
+    torch.testing.assert_close(rms, torch.ones_like(rms), atol=1e-4, rtol=0)
+    raw = latent["latent_before_norm"].pow(2).mean(-1).sqrt()
+    assert float(raw.max() - raw.min()) > 0.1  # the embeddings' sizes did differ
 
 
 def test_lesson_18_claims() -> None:

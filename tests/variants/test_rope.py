@@ -29,7 +29,7 @@ def oracle_theta(scaling: str, factor: float, d: int = D, base: float = BASE) ->
         return theta / factor, 1.0
     if scaling == "ntk":  # NTK-aware: a larger base, base · s^(d / (d − 2))
         return (base * factor ** (d / (d - 2))) ** -exponent, 1.0
-    if scaling == "yarn":  # defaults for LLaMA: L = 2048, α = 1, β = 32
+    if scaling == "yarn":  # the paper's printed ramp, in r (-o ramp=turns); L = 2048, α = 1, β = 32
         wavelength = 2 * np.pi / theta
         r = 2048 / wavelength
         gamma = np.clip((r - 1.0) / (32.0 - 1.0), 0.0, 1.0)
@@ -70,11 +70,14 @@ def oracle(run_context, scaling: str, pairing: str, factor: float) -> dict[str, 
 @pytest.mark.parametrize("scaling", SCALINGS)
 def test_matches_the_numpy_oracle(scaling: str, pairing: str) -> None:
     factor = 4.0
+    # yarn's default ramp (in the pair index, transformers') is checked against transformers
+    # itself in test_rope_conventions.py; here the paper's printed one, from its equation.
+    ramp = {"ramp": "turns"} if scaling == "yarn" else {}
     got = trace(
         "rope",
         init="randn",
         d_out=D,
-        options={"scaling": scaling, "pairing": pairing, "factor": factor},
+        options={"scaling": scaling, "pairing": pairing, "factor": factor, **ramp},
     )
     want = oracle(got.context, scaling, pairing, factor)
     np.testing.assert_allclose(got.stage("angles").tensors["theta"], want["theta"], rtol=1e-6)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.cli.options import add_trace_options, load_host, trace_options
 from tracer.environment import MEBIBYTES, SECONDS, parse_limit
-from tracer.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UsageError
+from tracer.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from tracer.runner import start_trace
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout,
             )
             sys.stdout.write("\n")
-        return EXIT_USAGE
+        return failure.exit_status  # 1: an exercise not written yet; 2: the code failed
     failed = judgement.failed
     if args.json:
         report = check_json(judgement.first)

@@ -8,8 +8,26 @@ prints it, then one line is read from stdin.
 - at a quiz, the line is the answer: a number, a choice's letter or number,
   cells as ``row,column`` (tokens or 0-based indices); the verdict and the
   explanation follow it, and nothing of the answer is printed before;
-- ``h`` prints the quiz's next hint, ``b`` goes back, ``q`` quits, and so
-  does the end of the input.
+- ``h`` prints the quiz's next hint (offered only while it has one left), ``t`` reads
+  the step's tables row by row with their labels ("journey, with: 0.8434"), ``b``
+  goes back, ``s`` starts the lesson again from its first step (answers kept, as in
+  the app), ``q`` quits, and so does the end of the input;
+- Enter at a quiz skips it, and says so; at the end, the score is said (not the
+  checkpoints again) and ``s`` or ``b`` keep the lesson open.
+
+What is typed is bounded and read as text (docs/reference.md, "Typed answers"):
+
+- a line has at most :data:`MAX_LINE` characters: a longer one is read in bounded chunks,
+  never whole, skipped and said in one line; one longer than :data:`GIVE_UP_BYTES` ends
+  the input (exit status 2, the place saved);
+- a line that is not text in the input's encoding, or holds a NUL or another control
+  character, is said in one line and read again; :data:`MAX_UNREADABLE` such lines in a
+  row end the input (exit status 2);
+- standard input must be a terminal, a pipe, a socket, a text file or ``/dev/null``:
+  anything else (a folder, a device, a binary file, a closed descriptor) is refused in
+  one line before the lesson opens (:func:`stdin_problem`);
+- what is quoted back of a line is cut (:func:`tracer.lessons.grading.echo`), and a
+  warning (the progress file cannot be saved) is said once, not at every line.
 
 The learner's place and answers are saved in the progress file after every
 move and answer, exactly as the app saves them (:class:`~tracer.session.lesson.LessonSession`
@@ -20,26 +38,114 @@ flushed. Nothing here imports Textual.
 
 from __future__ import annotations
 
+import codecs
+import os
+import stat
 import sys
-from typing import TYPE_CHECKING, TextIO
+import unicodedata
+from typing import TYPE_CHECKING, Any, TextIO
 
-from tracer.errors import EXIT_OK
+from tracer.errors import EXIT_OK, EXIT_USAGE
+from tracer.lessons.grading import echo
 from tracer.lessons.plain import (
     lesson_heading,
     quiz_lines,
     quiz_table_lines,
+    row_lines,
     step_title,
     substep_lines,
     view_lines,
 )
 from tracer.lessons.walk import HIDDEN_NOTE
 from tracer.sanitize import message, visible
+from tracer.session.lesson import Position
 
 if TYPE_CHECKING:
-    from tracer.session.lesson import LessonSession, LessonView, Position
+    from tracer.lessons.walk import Table
+    from tracer.session.lesson import LessonSession, LessonView
 
 KEYS = "Enter: next · b: back · q: quit"
-QUIZ_KEYS = "type your answer · h: hint · b: back · q: quit"
+END_KEYS = "Enter or q: quit · s: start again · b: back"
+MAX_LINE = 4096
+"""The most characters of one typed line (an answer, a command)."""
+GIVE_UP_BYTES = 64 * 2**20
+"""A line longer than this (bytes) is no learner's typing: the input ends there."""
+MAX_UNREADABLE = 3
+"""This many lines in a row that are not text end the input."""
+_CHUNK = 64 * 1024
+"""What is read at a time of a line too long to keep."""
+
+
+class InputEnds(Exception):
+    """Standard input sent what no learner types (a huge line, binary data): stop reading."""
+
+
+def stdin_problem(stream: TextIO | None) -> str | None:
+    """Why ``stream`` (standard input) cannot be read as typed lines, in one line; None if it
+    can: a terminal, a pipe, a socket, a text file or ``/dev/null``.
+
+    Checked with ``os.fstat`` before anything is read. (A fresh CPython refuses a folder
+    as standard input itself, before ``attn`` starts: "Fatal Python error: init_sys_streams:
+    <stdin> is a directory".)"""
+    how = "give the answers from a terminal, a pipe or a text file"
+    if stream is None:
+        return f"standard input is closed; {how}"
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None  # not a descriptor (a test's text): read as it is
+    try:
+        status = os.fstat(fd)
+    except OSError:
+        return f"standard input is closed; {how}"
+    mode = status.st_mode
+    if stat.S_ISDIR(mode):
+        return f"standard input is a folder, not text; {how}"
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return None
+    if stat.S_ISCHR(mode):
+        if os.isatty(fd) or _is_null(status):
+            return None
+        return f"standard input is a device that is not a terminal; {how}"
+    if not stat.S_ISREG(mode):
+        return f"standard input is not a terminal, a pipe or a file; {how}"
+    try:  # a file: its next bytes must be text (read in place, without moving)
+        start = os.lseek(fd, 0, os.SEEK_CUR)
+        head = os.pread(fd, 8192, start)
+    except OSError as error:
+        return f"standard input cannot be read ({error.strerror or error}); {how}"
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        decoder = codecs.getincrementaldecoder(encoding)("strict")
+        decoder.decode(head, final=len(head) < 8192)
+    except (UnicodeDecodeError, LookupError):
+        return f"standard input is a file that is not {encoding} text; {how}"
+    if b"\0" in head:
+        return f"standard input is a binary file, not text; {how}"
+    return None
+
+
+def _is_null(status: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(null.st_mode) and null.st_rdev == status.st_rdev
+
+
+def _text_problem(text: str) -> str | None:
+    """Why a decoded line is not typed text (a NUL, an escape sequence), or None."""
+    for character in text:
+        if character == "\t":
+            continue
+        if unicodedata.category(character) == "Cc":
+            if character == "\0":
+                return "That line holds a NUL byte: it is not text"
+            return (
+                "That line holds a control character (an arrow key or Esc sends one), "
+                "which is not text"
+            )
+    return None
 
 
 class Interactive:
@@ -51,6 +157,10 @@ class Interactive:
         self.stdout = stdout
         self.stuck: Position | None = None
         """Where a loop failed and the learner was told (Enter again skips past it)."""
+        self.warned: set[str] = set()
+        """Warnings said already: each is said once (a read-only folder, at every line)."""
+        self.ended = False
+        """The end was said: Enter quits, ``s`` starts again, ``b`` goes back."""
 
     def say(self, text: str) -> None:
         """Text from the lesson (and its plugins) is shown, its control characters never run."""
@@ -58,66 +168,191 @@ class Interactive:
         self.stdout.flush()
 
     def ask(self, prompt: str) -> str | None:
-        """One line from stdin after ``prompt`` (None: the input has ended)."""
+        """One line from stdin after ``prompt`` (None: the input has ended).
+
+        Raises :class:`InputEnds` where the input is no learner's typing."""
+        unreadable = 0
         while True:
             self.stdout.write(prompt)
             self.stdout.flush()
             try:
-                line = self.stdin.readline()
-            except UnicodeDecodeError:  # the rest of that line is skipped, the next one read
-                self.say("That line is not text this terminal's encoding can read; type it again.")
-                continue
-            break
+                line, problem = self.read_line()
+            except OSError:  # the terminal went away: the input has ended
+                line, problem = "", None
+            if problem is None:
+                break
+            self.say(f"{problem}; type it again.")
+            # Lines too long are skipped at a bounded cost; lines that are not text, in a
+            # row, are what a binary stream sends.
+            unreadable = unreadable if problem == self._too_long() else unreadable + 1
+            if unreadable >= MAX_UNREADABLE:
+                raise InputEnds(
+                    f"standard input sent {unreadable} lines in a row that are not text"
+                )
         if not line:
             self.stdout.write("\n")
             self.stdout.flush()
             return None
-        return line.rstrip("\r\n").strip()
+        return line.rstrip("\r\n").replace("\t", " ").strip()
+
+    def read_line(self) -> tuple[str, str | None]:
+        """The next line, read in bounded chunks: ``("", None)`` at the end of the input,
+        else the line and why it cannot be read as typed text (None: it can)."""
+        raw = getattr(self.stdin, "buffer", None)
+        if raw is None or not hasattr(raw, "readline"):
+            return self._read_text()
+        encoding = getattr(self.stdin, "encoding", None) or "utf-8"
+        data = raw.readline(4 * MAX_LINE + 2)
+        if not data:
+            return "", None
+        if not data.endswith(b"\n") and len(data) >= 4 * MAX_LINE + 2:
+            self._skip(raw, len(data))
+            return "\n", self._too_long()
+        try:
+            text = data.decode(encoding)
+        except (UnicodeDecodeError, LookupError):
+            return "\n", f"That line is not {encoding} text"
+        if len(text.rstrip("\r\n")) > MAX_LINE:
+            return "\n", self._too_long()
+        return text, _text_problem(text.rstrip("\r\n"))
+
+    def _read_text(self) -> tuple[str, str | None]:
+        """As :meth:`read_line`, from a stream of text without bytes beneath (a test's)."""
+        try:
+            text = self.stdin.readline(MAX_LINE + 2)
+        except UnicodeDecodeError:
+            return "\n", "That line is not text this terminal's encoding can read"
+        if not text:
+            return "", None
+        if not text.endswith("\n") and len(text) >= MAX_LINE + 2:
+            self._skip(self.stdin, len(text))
+            return "\n", self._too_long()
+        if len(text.rstrip("\r\n")) > MAX_LINE:
+            return "\n", self._too_long()
+        return text, _text_problem(text.rstrip("\r\n"))
+
+    def _skip(self, stream: Any, read: int) -> None:
+        """Read the rest of a line too long to keep, a chunk at a time, and let it go."""
+        while True:
+            chunk = stream.readline(_CHUNK)  # bytes or text alike
+            read += len(chunk)
+            if not chunk or chunk.endswith(b"\n" if isinstance(chunk, bytes) else "\n"):
+                return
+            if read > GIVE_UP_BYTES:
+                raise InputEnds(
+                    f"standard input sent a line of more than {GIVE_UP_BYTES // 2**20} MiB"
+                )
+
+    @staticmethod
+    def _too_long() -> str:
+        return f"That line is longer than {MAX_LINE:,} characters, so it was not read"
 
     def run(self) -> int:
         session = self.session
         self.say(lesson_heading(session.lesson))
+        if session.progress.finished:
+            self.say(
+                "You finished this lesson before. Type s to start it again from its first "
+                "step (your answers are kept); Enter goes on from here."
+            )
         self.show(whole=True)
         while True:
             quiz = self.waiting_quiz()
-            line = self.ask(f"[{self.keys(quiz)}] > ")
+            try:
+                line = self.ask(f"[{self.keys(quiz)}] > ")
+            except InputEnds as ended:
+                self.warn(session.save())
+                self.stdout.flush()
+                print(f"attn: {ended}; stopped (your place is saved)", file=sys.stderr, flush=True)
+                return EXIT_USAGE
+            if self.ended and (line is None or line.lower() in ("", "q", "quit")):
+                return EXIT_OK
             if line is None or line.lower() in ("q", "quit"):
                 self.warn(session.save())
                 self.say("Stopped; your place is saved.")
                 return EXIT_OK
             command = self.command(line, quiz)
-            if command == "b":
+            if self.ended and command not in ("s", "b"):
+                self.say(f"Not a command here: '{echo(line)}'. {END_KEYS}.")
+            elif command == "s":
+                self.ended = False
+                session.go(Position())
+                self.say("Starting again from the first step; your answers are kept.")
+                self.moved()
+            elif command == "b" and self.ended:
+                self.ended = False  # back to the last step, which is where the session is
+                self.show(whole=True)
+            elif command == "b":
                 if session.back():
                     self.moved()
                 else:
                     self.say("This is the first step.")
-            elif command == "h" and session.quiz() is not None:
-                hint = session.hint()
-                if hint is None:
-                    self.say("No more hints for this quiz.")
-                else:
-                    shown = session.hints_shown.get(session.position.step, 0)
-                    self.say(f"Hint {shown}: {hint.strip()}")
             elif command == "h":
-                self.say("This step is not a quiz; there are no hints.")
+                self.hint()
+            elif command == "t":
+                self.rows()
             elif not line:
+                if quiz:
+                    self.say("Skipped: this quiz is not answered; b goes back to it.")
                 if self.forward():
-                    return EXIT_OK
+                    self.ended = True
             elif quiz:
                 self.answer(line)
             elif session.quiz() is not None:
                 self.say("This quiz is answered already; press Enter to go on.")
             else:
-                self.say(f"Not a command here: '{line}'. {KEYS}.")
+                self.say(f"Not a command here: '{echo(line)}'. {self.keys(False)}.")
+
+    def hint(self) -> None:
+        """``h``: the quiz's next hint, or why there is none."""
+        session = self.session
+        quiz = session.quiz()
+        if quiz is None:
+            self.say("This step is not a quiz; there are no hints.")
+        elif not quiz.hints:
+            self.say("This quiz has no hints.")
+        else:
+            hint = session.hint()
+            if hint is None:
+                count = len(quiz.hints)
+                said = "its hint is" if count == 1 else f"all {count} of its hints are"
+                self.say(f"No more hints: {said} above.")
+            else:
+                shown = session.hints_shown.get(session.position.step, 0)
+                self.say(f"Hint {shown}: {hint.strip()}")
+
+    def rows(self) -> None:
+        """``t``: every table of the step, row by row, each cell with its labels."""
+        tables = self.tables()
+        if not tables:
+            self.say("This step has no table to read row by row.")
+            return
+        blocks = ["\n".join(row_lines(table)) for table in tables]
+        self.say("\n\n".join(blocks))
+
+    def tables(self) -> list[Table]:
+        """The tables on screen (none inside a loop, whose sub-steps print their values)."""
+        try:
+            view = self.session.view()
+        except Exception:  # the step cannot be computed: it said so
+            return []
+        return [] if view.loop is not None else list(view.step.tables)
+
+    def hints_left(self) -> bool:
+        quiz = self.session.quiz()
+        if quiz is None:
+            return False
+        return self.session.hints_shown.get(self.session.position.step, 0) < len(quiz.hints)
 
     def command(self, line: str, quiz: bool) -> str:
-        """``b`` or ``h`` (or ``back``, ``hint``), unless the line is a choice's letter at a
-        quiz waiting for its answer: there the line is the answer."""
-        word = line.lower()
-        command = {"back": "b", "hint": "h"}.get(word, word)
-        if word in ("b", "h") and quiz and self.letter_is_choice(word):
+        """``b``, ``h``, ``t`` or ``s`` (or ``back``, ``hint``, ``rows``, ``start again``),
+        unless the line is a choice's letter at a quiz waiting for its answer: there the line
+        is the answer (and ``s`` is always one there: a number or cells may not start again)."""
+        word = " ".join(line.lower().split())
+        command = {"back": "b", "hint": "h", "rows": "t", "start again": "s"}.get(word, word)
+        if word in ("b", "h", "t", "s") and quiz and (word == "s" or self.letter_is_choice(word)):
             return ""
-        return command if command in ("b", "h") else ""
+        return command if command in ("b", "h", "t", "s") else ""
 
     def letter_is_choice(self, letter: str) -> bool:
         step = self.session.quiz()
@@ -126,20 +361,33 @@ class Interactive:
         return ord(letter) - ord("a") < len(step.choices)
 
     def keys(self, quiz: bool) -> str:
-        """The keys that work now; at a choice quiz with a choice b, 'back' goes back."""
-        if not quiz:
-            return KEYS
-        if self.letter_is_choice("b"):
-            hint = "hint" if self.letter_is_choice("h") else "h: hint"
-            return f"type your answer · {hint} · back: go back · q: quit"
-        return QUIZ_KEYS
+        """The keys that work now, and only those: 'h: hint' while the quiz has a hint left;
+        at a choice quiz whose letters include b, h or t, the words 'back', 'hint', 'rows'."""
+        if self.ended:
+            return END_KEYS
+        parts = ["type your answer"] if quiz else ["Enter: next"]
+        if quiz and self.hints_left():
+            parts.append("hint" if self.letter_is_choice("h") else "h: hint")
+        if self.tables():
+            parts.append(
+                "rows: read the tables"
+                if quiz and self.letter_is_choice("t")
+                else "t: read the tables row by row"
+            )
+        parts.append("back: go back" if quiz and self.letter_is_choice("b") else "b: back")
+        if self.session.progress.finished and not quiz:
+            parts.append("s: start again")
+        parts.append("q: quit")
+        return " · ".join(parts)
 
     def waiting_quiz(self) -> bool:
         """Whether the step on screen is a quiz not answered yet."""
         return self.session.quiz() is not None and self.session.recorded() is None
 
     def warn(self, warning: str | None) -> None:
-        if warning:
+        """Say ``warning`` on stderr, once: the same warning again is not repeated."""
+        if warning and warning not in self.warned:
+            self.warned.add(warning)
             self.stdout.flush()
             print(message(f"attn: warning: {warning}"), file=sys.stderr, flush=True)
 
@@ -237,14 +485,31 @@ class Interactive:
         return lines
 
     def end(self) -> None:
+        """The end: the score, where the checkpoints are (read already: not said again), the
+        next lesson; then Enter quits, ``s`` starts again, ``b`` goes back."""
         session = self.session
         self.say("--- End of the lesson.")
-        self.say(session.summary())
+        summary = session.summary()
+        score, _, _ = summary.partition("\n\nWhat it covered:")
+        self.say(score)
+        checkpoints = [
+            str(number + 1)
+            for number, step in enumerate(session.steps)
+            if step.kind == "checkpoint"
+        ]
+        if checkpoints:
+            where = "step" if len(checkpoints) == 1 else "steps"
+            self.say(f"What it covered is in its checkpoint at {where} {', '.join(checkpoints)}.")
         following = session.next_lesson()
         if following is not None:
             self.say(f"Next: lesson {following[1]} (attn lesson run {following[0].stem} -i)")
 
 
-def run_interactive(session: LessonSession, stdin: TextIO, stdout: TextIO) -> int:
-    """Take ``session``'s lesson with lines from ``stdin``; the exit status (0)."""
-    return Interactive(session, stdin, stdout).run()
+def run_interactive(
+    session: LessonSession, stdin: TextIO, stdout: TextIO, warning: str | None = None
+) -> int:
+    """Take ``session``'s lesson with lines from ``stdin``; the exit status (0, or 2 where
+    the input is no learner's typing). ``warning``: the progress store's, said once."""
+    reader = Interactive(session, stdin, stdout)
+    reader.warn(warning)
+    return reader.run()

@@ -23,14 +23,19 @@ import argparse
 import json
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracer.cli.options import add_plugin_options
 from tracer.cli.plain_cmd import run_interactive, run_plain
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
 from tracer.files import write_atomic, write_new
 from tracer.sanitize import message, visible
+
+if TYPE_CHECKING:
+    from tracer.lessons.model import Lesson
+    from tracer.plugin_host import PluginHost
 
 ACTIONS = ("check", "run", "new", "schema", "export")
 USAGE = (
@@ -51,13 +56,16 @@ def add_lesson_dir_option(parser: argparse.ArgumentParser) -> None:
 def add_parser(commands: Any) -> None:
     listing = commands.add_parser(
         "lessons",
-        help="list the lessons, numbered and titled",
+        help="list the lessons, numbered and titled, with your progress",
         description="List the shipped lessons, then those in --lessons-dir and ATTN_LESSONS_DIR.",
     )
     add_lesson_dir_option(listing)
     listing.add_argument(
         "--json", action="store_true",
-        help="a JSON list: each lesson's number, name, title and progress",
+        help=(
+            "a JSON list: each lesson's number, name, title, progress and what "
+            "'attn lesson check' says of it (each lesson is checked)"
+        ),
     )  # fmt: skip
     # Accepted for symmetry with 'attn lesson'; listing itself needs no plugins.
     add_plugin_options(listing)
@@ -185,7 +193,14 @@ def run_list(args: argparse.Namespace) -> int:
 
     refs = find_lessons(args.lessons_dir)
     if getattr(args, "json", False):
-        return list_json(refs)
+        return list_json(refs, args)
+    from tracer.lessons.loader import shipped_dir
+    from tracer.session.progress import ProgressStore, lesson_key, progress_text
+
+    store = ProgressStore()
+    if store.warning:
+        print(message(f"attn: warning: {store.warning}"), file=sys.stderr)
+    shipped = shipped_dir()
     origin = None
     width = max((len(ref.name) for ref in refs), default=0)
     for ref in refs:
@@ -193,7 +208,11 @@ def run_list(args: argparse.Namespace) -> int:
             origin = ref.origin
             where = "Shipped lessons" if origin == "built-in" else "Lessons in " + origin
             print(visible(f"{where}:", multiline=False))
-        title = ref.title if ref.problem is None else f"(cannot be loaded: {ref.problem})"
+        if ref.problem is None:  # with the learner's progress, as the picker says it
+            progress = progress_text(store.get(lesson_key(ref.path, shipped)))
+            title = f"{ref.title}  ({progress})"
+        else:
+            title = f"(cannot be loaded: {ref.problem})"
         line = f"{ref.number:>3}. {ref.name.ljust(width)}  {title}"
         print(message(visible(line, multiline=False)))  # titles and names come from files
     if not refs:
@@ -201,9 +220,11 @@ def run_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def list_json(refs: list[Any]) -> int:
+def list_json(refs: list[Any], args: argparse.Namespace) -> int:
     """``attn lessons --json``: every lesson with the learner's progress in it, from the
-    progress file the app and ``--plain --interactive`` write."""
+    progress file the app and ``--plain --interactive`` write, and what ``attn lesson check``
+    says of it (``problem``, ``problems``, ``warnings``, ``ok``): each lesson is checked
+    exactly as that command checks it."""
     # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.lessons.loader import shipped_dir
     from tracer.session.progress import ProgressStore, lesson_key, progress_summary
@@ -212,18 +233,28 @@ def list_json(refs: list[Any]) -> int:
     if store.warning:
         print(message(f"attn: warning: {store.warning}"), file=sys.stderr)
     shipped = shipped_dir()
-    listed = [
-        {
-            "number": ref.number,
-            "name": ref.name,
-            "title": ref.title,
-            "origin": ref.origin,
-            "path": str(ref.path),
-            "problem": ref.problem,
-            "progress": progress_summary(store.get(lesson_key(ref.path, shipped))),
-        }
-        for ref in refs
-    ]
+    listed = []
+    host = None
+    for ref in refs:
+        checked = checked_lines(str(ref.path), args, host)
+        host = checked.host
+        problems = checked.problems
+        if ref.problem is not None and not problems:  # never "ok" where the listing is not
+            problems = [ref.problem]
+        listed.append(
+            {
+                "number": ref.number,
+                "name": ref.name,
+                "title": ref.title,
+                "origin": ref.origin,
+                "path": str(ref.path),
+                "problem": problems[0] if problems else None,
+                "problems": problems,
+                "warnings": checked.warnings,
+                "ok": not problems,
+                "progress": progress_summary(store.get(lesson_key(ref.path, shipped))),
+            }
+        )
     # JSON escapes every control character, so file text reaches the terminal inert.
     print(json.dumps(listed, indent=2))
     return EXIT_OK
@@ -350,39 +381,76 @@ def watch(targets: list[str], args: argparse.Namespace) -> int:
     return max(statuses.values(), default=EXIT_OK)
 
 
-def check(targets: list[str], args: argparse.Namespace) -> int:
+@dataclass
+class Checked:
+    """What ``attn lesson check`` says of one lesson, line by line."""
+
+    problems: list[str]
+    """Every problem (or the error that stopped the check), as printed: any refuses it."""
+    warnings: list[str]
+    lines: list[str]
+    """Problems and warnings together, in file order: what the check prints."""
+    lesson: Lesson | None
+    path: Path | None
+    status: int
+    """The check's exit status for this lesson alone."""
+    host: PluginHost | None
+    """The plugins it loaded (loaded once, reused for the next lesson)."""
+    error: bool = False
+    """The problem is an error of the command (no such file, a plugin failed), not the file's."""
+
+
+def checked_lines(target: str, args: argparse.Namespace, host: PluginHost | None) -> Checked:
+    """Check lesson ``target`` as ``attn lesson check`` does; what it would print."""
     # Here, not at the top: each command loads what it needs (start-up stays light).
     from tracer.cli.options import load_host
     from tracer.lessons.check import examine
     from tracer.lessons.loader import LessonError, preflight
 
+    path = lesson = None
+    try:
+        # YAML-level problems first: a hostile file is refused before torch loads.
+        path = preflight(target, args.lessons_dir)
+        host = host or load_host(args)
+        found = examine(path, host)
+        problems, warnings, lesson = found.problems, found.warnings, found.lesson
+    except LessonError as error:
+        problems, warnings = error.problems, []
+    except TracerError as error:
+        prefix = "" if error.location is not None else "attn: "
+        said = message(f"{prefix}{error}")
+        return Checked([said], [], [said], None, path, error.exit_status, host, error=True)
+    status = EXIT_PROBLEMS if problems or lesson is None else EXIT_OK
+    ordered = sorted([*problems, *warnings], key=lambda p: (p.line, p.column))
+    return Checked(
+        [message(str(problem)) for problem in problems],
+        [message(str(warning)) for warning in warnings],
+        [message(str(problem)) for problem in ordered],
+        lesson,
+        path,
+        status,
+        host,
+    )
+
+
+def check(targets: list[str], args: argparse.Namespace) -> int:
     host = None
     status = EXIT_OK
     for target in targets:
-        lesson = None
-        try:
-            # YAML-level problems first: a hostile file is refused before torch loads.
-            path = preflight(target, args.lessons_dir)
-            host = host or load_host(args)
-            found = examine(path, host)
-            problems, warnings, lesson = found.problems, found.warnings, found.lesson
-        except LessonError as error:
-            problems, warnings = error.problems, []
-        except TracerError as error:
-            prefix = "" if error.location is not None else "attn: "
-            print(message(f"{prefix}{error}"), file=sys.stderr)
-            status = max(status, error.exit_status)
+        checked = checked_lines(target, args, host)
+        host = checked.host
+        status = max(status, checked.status)
+        if checked.error:
+            print(checked.problems[0], file=sys.stderr)
             continue
         # Warnings (Markdown markup in prose) are said, in file order with the problems,
         # but do not fail the check: the lesson loads and runs as it is. Every front end
         # refuses exactly these problems (lessons.check.open_checked, the one gate).
-        for problem in sorted([*problems, *warnings], key=lambda p: (p.line, p.column)):
-            print(message(str(problem)), flush=True)
-        if problems or lesson is None:
-            status = max(status, EXIT_PROBLEMS)
-        else:
-            count = len(lesson.steps)
-            print(f"{path}: ok ({count} step{'' if count == 1 else 's'})")
+        for line in checked.lines:
+            print(line, flush=True)
+        if checked.lesson is not None and not checked.problems:
+            count = len(checked.lesson.steps)
+            print(f"{checked.path}: ok ({count} step{'' if count == 1 else 's'})")
     return status
 
 

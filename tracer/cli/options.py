@@ -158,6 +158,8 @@ def load_host(args: argparse.Namespace, *, warn: bool = True) -> PluginHost:
     """Plugins from entry points and folders; other plugins' failures become warnings."""
     host = PluginHost(args.plugins_dir)
     if warn:
+        for warning in host.warnings:
+            print(message(f"attn: warning: {warning}"), file=sys.stderr)
         for record in host.failures:
             text = (
                 f"attn: warning: plugin '{record.name}' failed: {record.error} (see 'attn plugins')"

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from tracer.errors import EXIT_OK
-from tracer.sanitize import message, visible
+from tracer.sanitize import visible
 
 
 def run_plain(target: str, args: argparse.Namespace) -> int:
@@ -39,19 +39,22 @@ def run_interactive(target: str, args: argparse.Namespace) -> int:
     """``attn lesson run NAME --plain -i``: the lesson step by step, answered from stdin."""
     # Here, not at the top: the lesson modules load only for this command.
     from tracer.cli.interactive import run_interactive as take
+    from tracer.cli.interactive import stdin_problem
     from tracer.cli.options import load_host
+    from tracer.errors import UsageError
     from tracer.lessons.loader import preflight
     from tracer.session.lesson import open_lesson
     from tracer.session.progress import ProgressStore
 
+    refused = stdin_problem(sys.stdin)  # before the lesson opens: nothing read, nothing run
+    if refused is not None:
+        raise UsageError(refused)
     path = preflight(target, args.lessons_dir)
     # The one gate: a lesson 'attn lesson check' refuses is refused here, with its problems.
     session = open_lesson(path, lesson_dirs=args.lessons_dir, host=load_host(args), warm=False)
     store = ProgressStore()
     warning = session.attach(store)
-    if warning:
-        print(message(f"attn: warning: {warning}"), file=sys.stderr)
     try:
-        return take(session, sys.stdin, sys.stdout)
+        return take(session, sys.stdin, sys.stdout, warning)
     finally:
         session.close()

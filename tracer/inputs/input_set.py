@@ -35,7 +35,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -120,6 +122,79 @@ def load_inputs(spec: str) -> InputSet:
     if problems or input_set is None:
         raise _first(problems)
     return _within_limits(input_set, node)
+
+
+def inputs_from_data(data: Mapping[str, Any], where: str, *, name: str = "inline") -> InputSet:
+    """An input set given as data, as an inputs file gives it (``{"tokens": [...],
+    "embeddings": [[...], ...]}``), checked exactly as such a file is (:func:`input_data` is
+    the reverse). ``where`` names it in messages. Raises InputError."""
+    try:
+        text = yaml.safe_dump(_plain_data(data), sort_keys=False, allow_unicode=True)
+        node = compose(text, where)
+    except DocumentError as exc:
+        raise _first(exc.problems) from None
+    except (yaml.YAMLError, RecursionError, TypeError, ValueError):
+        raise InputError(
+            "inputs must be a mapping of tokens (a list of text) and embeddings "
+            "(lists of numbers), as an inputs file writes them",
+            Location(where),
+        ) from None
+    input_set, problems = parse_input_node(node, where, name=name)
+    if problems or input_set is None:
+        raise _first(problems)
+    return _within_limits(input_set, node)
+
+
+def _plain_data(data: object) -> object:
+    """Mappings, lists and scalars only (tuples as lists), for YAML to write out."""
+    if isinstance(data, Mapping):
+        return {str(key): _plain_data(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_plain_data(item) for item in data]
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    raise TypeError(type(data).__name__)
+
+
+def input_data(input_set: InputSet) -> dict[str, Any]:
+    """``input_set`` as an inputs file writes it: plain data (lists, numbers, text) that
+    :func:`inputs_from_data` reads back to the same set."""
+    data: dict[str, Any] = {"tokens": list(input_set.tokens)}
+    if input_set.description:
+        data["description"] = input_set.description
+    if input_set.embeddings:
+        data["embeddings"] = [list(row) for row in input_set.embeddings]
+    if input_set.weights:
+        data["weights"] = {
+            key: [list(row) for row in matrix] for key, matrix in input_set.weights.items()
+        }
+    if input_set.padding is not None:
+        data["padding"] = list(input_set.padding)
+    source = input_set.source_sequence
+    if source is not None:
+        data["source"] = {
+            "tokens": list(source.tokens),
+            "embeddings": [list(row) for row in source.embeddings],
+        }
+        if source.weights:
+            data["source"]["weights"] = {
+                key: [list(row) for row in matrix] for key, matrix in source.weights.items()
+            }
+    if input_set.params:
+        data["params"] = {name: _nested(value) for name, value in input_set.params.items()}
+    return data
+
+
+def _nested(value: ParamValue) -> object:
+    """A parameter's values in its shape (a number for shape ())."""
+
+    def build(shape: tuple[int, ...], values: tuple[float, ...]) -> object:
+        if not shape:
+            return values[0]
+        step = len(values) // shape[0] if shape[0] else 0
+        return [build(shape[1:], values[i * step : (i + 1) * step]) for i in range(shape[0])]
+
+    return build(value.shape, value.values)
 
 
 def _within_limits(input_set: InputSet, node: yaml.Node | None) -> InputSet:
@@ -385,8 +460,16 @@ def _source(
 def _source_weights(
     node: yaml.Node, d_in: int, d_out: int | None, path: str, problems: list[Problem]
 ) -> dict[str, Matrix] | None:
-    """``source.weights``: key and value, (source width, d_out). Without the main weights,
-    their d_out is the main weights' too (those are then drawn from the seed)."""
+    """``source.weights``: key and value, (source width, d_out), beside the main weights
+    (at least ``query``: the queries come from the main sequence, and their d_out is the
+    source weights' too)."""
+    if d_out is None:
+        message = (
+            "source.weights needs the main 'weights' too: the queries come from the main "
+            "sequence, so its query weights must be given with them (weights: {query: ...})"
+        )
+        problems.append(problem_at(node, message, path))
+        return None
     if not isinstance(node, yaml.MappingNode):
         problems.append(
             problem_at(node, "source.weights must be a mapping with key and value", path)
@@ -405,18 +488,15 @@ def _source_weights(
         problems.append(problem_at(node, f"source.weights is missing {', '.join(missing)}", path))
         return None
     matrices: dict[str, Matrix] = {}
-    whose = "the main weights'"
     for name in SOURCE_WEIGHT_NAMES:
         label = f"source.weights.{name}"
         matrix = _matrix(found[name], label, path, problems)
         if matrix is None:
             return None
-        if d_out is None:  # no main weights: the first matrix sets d_out for the rest
-            d_out, whose = len(matrix[0]), f"{label}'s"
         if len(matrix) != d_in or len(matrix[0]) != d_out:
             message = (
                 f"{label} is {len(matrix)}×{len(matrix[0])} but must be source width × d_out "
-                f"= {d_in}×{d_out} (the source embeddings' width, {whose} d_out)"
+                f"= {d_in}×{d_out} (the source embeddings' width, the main weights' d_out)"
             )
             problems.append(problem_at(found[name], message, path))
             return None

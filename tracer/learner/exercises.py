@@ -301,7 +301,9 @@ def template(exercise: Exercise) -> str:
 
 
 def init_exercises(folder: Path) -> list[tuple[Path, bool]]:
-    """Write every missing stub; return (path, written) pairs. Existing files are kept as they are."""
+    """Write every missing stub, and every stub a full disk cut short; return (path, written)
+    pairs. Each is written whole or not at all; a file with anything of the learner's in it is
+    kept as it is, so running it again after a failure finishes the folder."""
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"not a folder: {folder}")
     results = []
@@ -309,11 +311,12 @@ def init_exercises(folder: Path) -> list[tuple[Path, bool]]:
         folder.mkdir(parents=True, exist_ok=True)
         for exercise in EXERCISES:
             path = folder / exercise.filename
+            text = template(exercise)
             try:
-                if _empty_file(path):  # a stub a full disk cut short: nothing of yours in it
-                    write_atomic(path, template(exercise))
+                if _cut_short(path, text):  # a stub a full disk cut short: nothing of yours
+                    write_atomic(path, text)
                 else:  # whole or not at all, and never over an existing file
-                    write_new(path, template(exercise))
+                    write_new(path, text)
             except FileExistsError:
                 results.append((path, False))
                 continue
@@ -327,11 +330,19 @@ def init_exercises(folder: Path) -> list[tuple[Path, bool]]:
     return results
 
 
-def _empty_file(path: Path) -> bool:
+def _cut_short(path: Path, text: str) -> bool:
+    """Whether ``path`` is a stub cut short (empty, or the template's start and no more, as a
+    full disk leaves an older version's stub): then nothing in it is the learner's, and it is
+    written whole. A file with anything else in it is theirs, and kept."""
+    whole = text.encode("utf-8")
     try:
-        return path.is_file() and not path.is_symlink() and path.stat().st_size == 0
+        if not path.is_file() or path.is_symlink() or path.stat().st_size >= len(whole):
+            return False
+        with path.open("rb") as handle:
+            start = handle.read(len(whole))
     except OSError:
         return False
+    return whole.startswith(start)
 
 
 def _warn(message: str) -> None:
@@ -524,7 +535,7 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
     from dataclasses import replace
 
     from tracer.learner.check import judge, reference_host
-    from tracer.learner.loader import LearnerFailure
+    from tracer.learner.loader import LearnerFailure, Unwritten
     from tracer.learner.report import format_judgement, learner_output
     from tracer.plugin_host import PluginHost
     from tracer.runner import TraceOptions, start_trace
@@ -549,7 +560,7 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
         # The same rechecks as attn check (wider heads, dropout on and off): they judge alike.
         judgement = judge(path, trace, rerun)
     except LearnerFailure as failure:
-        if "NotImplementedError" in failure.text.strip().splitlines()[-1]:
+        if isinstance(failure, Unwritten):
             return Outcome(
                 exercise,
                 EXIT_PROBLEMS,

@@ -30,7 +30,7 @@ import tracer
 from tracer.environment import MEBIBYTES, SECONDS, env_limit, parse_limit
 from tracer.errors import Location, UsageError
 from tracer.files import write_atomic
-from tracer.learner.loader import LearnerFailure
+from tracer.learner.loader import LearnerFailure, Unwritten
 from tracer.learner.server import MESSAGE_SIZE
 
 if TYPE_CHECKING:
@@ -443,6 +443,8 @@ def _checked(path: str, payload: dict[str, Any], output: str, limits: Limits) ->
         raise LearnerFailure(_out_of_memory(path, limits), output)
     if status == "ended":
         raise LearnerFailure(f"{path}: {payload.get('text')}\n", output)
+    if status == "unwritten":
+        raise Unwritten(f"{payload.get('text')}\n", output)
     if status == "failed":
         return_text = str(payload.get("text"))
         raise LearnerFailure(return_text, output)

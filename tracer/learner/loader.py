@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
-from tracer.errors import EXIT_USAGE, Location, UsageError
+from tracer.errors import EXIT_PROBLEMS, EXIT_USAGE, Location, UsageError
 
 
 class LearnerFailure(Exception):
@@ -25,6 +25,13 @@ class LearnerFailure(Exception):
         self.text = text
         self.output = output
         """What the learner's code printed before it failed."""
+
+
+class Unwritten(LearnerFailure):
+    """The learner's file still raises the scaffold's ``NotImplementedError``: not a failure of
+    their code, an exercise not written yet (``attn check`` exits 1, problems found)."""
+
+    exit_status = EXIT_PROBLEMS
 
 
 def learner_traceback(exc: BaseException, filename: str) -> str:

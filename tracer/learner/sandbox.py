@@ -344,12 +344,34 @@ def _failure(exc: BaseException, path: str, setting: Setting) -> dict[str, Any]:
             "status": "ended",
             "text": f"your code reads from standard input ({how}); attn check gives it nothing to read",
         }
+    unwritten = _unwritten(exc, path)
+    if unwritten is not None:
+        return {"status": "unwritten", "text": unwritten}
     try:
         text = learner_traceback(exc, path)
     except Exception:  # an exception whose own text fails
         text = f"{type(exc).__name__} (its message could not be shown)\n"
     note = _layout_note(exc, path, setting)
     return {"status": "failed", "text": text + note}
+
+
+def _unwritten(exc: BaseException, path: str) -> str | None:
+    """One line for an exercise whose TODOs are still there: a NotImplementedError raised by
+    a line of the learner's file (the scaffolds raise ``NotImplementedError("TODO: ...")``)."""
+    if type(exc) is not NotImplementedError:
+        return None
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    if not frames or "NotImplementedError" not in (frames[-1].line or ""):
+        return None  # raised by a library it called, not by a line of the file
+    where = "the file" if frames[-1].name == "<module>" else f"{frames[-1].name}()"
+    try:
+        said = str(exc).splitlines()[0] if str(exc) else ""
+    except Exception:
+        said = ""
+    return (
+        f"{path}:{frames[-1].lineno}: not written yet: {where} raises NotImplementedError"
+        f"{f' ({said})' if said else ''} here; replace the TODOs and check again"
+    )
 
 
 def _layout_note(exc: BaseException, path: str, setting: Setting) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.cautions import cautions
 from tracer.lessons.giveaways import giveaways
 from tracer.lessons.loader import load_lesson, resolve_lesson
 from tracer.lessons.model import (
@@ -92,13 +93,16 @@ def examine(
     runner = LessonRunner(lesson, host)
     try:
         problems = check_lesson(lesson, host, runner=runner)
+        warnings = markup_warnings(lesson) + repeated_cells(lesson, runner)
+        if not problems:  # what a learner would see that the author may not mean
+            warnings += cautions(lesson, runner)
     except BaseException:
         runner.close()  # a plugin's worker processes stop now, not when collected
         raise
     if not keep_runner:
         runner.close()
     kept = runner if keep_runner else None
-    return Examined(path, lesson, _ordered(problems), markup_warnings(lesson), kept)
+    return Examined(path, lesson, _ordered(problems), _ordered(warnings), kept)
 
 
 def open_checked(
@@ -199,6 +203,48 @@ def markup_warnings(lesson: Lesson) -> list[Problem]:
         )
         for mark in lesson.markup
     ] + list(lesson.warnings)
+
+
+def repeated_cells(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
+    """A warning for each cells quiz whose question or hints name, in quotes, a token its
+    table holds more than once (``'the'`` of "the cat saw the dog"): which one is meant is
+    not said, and learners type it as the table labels it (``the@3``; a bare ``the`` is asked
+    about, never graded as the first). Said at the quiz, with the labels to write instead."""
+    from tracer.lessons.grading import CellAnswer
+    from tracer.render.labels import bare_token
+
+    path = str(lesson.path) if lesson.path is not None else "<lesson>"
+    found: list[Problem] = []
+    for number in range(len(lesson.steps)):
+        step = quiz_at(lesson, number)
+        if step is None or step.quiz_kind != "cells":
+            continue
+        try:
+            answer = runner.answer(step)
+        except (ArithmeticError, RuntimeError, ValueError, IndexError, TracerError):
+            continue  # reported as the quiz's problem
+        if not isinstance(answer, CellAnswer):
+            continue
+        repeated: dict[str, list[str]] = {}
+        for label in dict.fromkeys(label for axis in answer.labels for label in axis):
+            if bare_token(label) != label:
+                repeated.setdefault(bare_token(label), []).append(label)
+        words = " ".join([step.question, *step.hints])
+        for token, labels in repeated.items():
+            if not re.search(rf"['\"`‘“]{re.escape(token)}['\"`’”]", words):
+                continue
+            quoted = [f"'{label}'" for label in labels]
+            found.append(
+                Problem(
+                    step.line,
+                    step.column,
+                    f"warning: this cells quiz names '{token}', which its table holds "
+                    f"{len(labels)} times; say which, as the table labels it and learners type "
+                    f"it: {' or '.join(quoted)}",
+                    path,
+                )
+            )
+    return found
 
 
 def _short(text: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracer.inputs.input_set import InputSet, input_data
 from tracer.lessons.model import (
     Lesson,
     LessonStep,
@@ -145,7 +146,7 @@ def blocks(
         f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}\n\n"
         f"{escape(NOTE)}",
     )
-    yield Block("code", SETUP, "")
+    yield Block("code", _setup(lesson), "")
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield Block("markdown", f"## Step {number} of {total}: {_heading(step)}")
@@ -243,11 +244,11 @@ def _file_names(stage: Stage) -> str:
     return ", ".join(Path(path).name for path in files)
 
 
-def _inputs_spec(resolved: Resolved, folder: Path) -> str | None:
+def _inputs_spec(resolved: Resolved, folder: Path, lesson_inputs: InputSet) -> str | None:
     """How ``trace(inputs=...)`` names the run's inputs, as Python: a built-in name, an
     inputs file (its path from ``folder``, where the document is: the folder travels with
     the inputs in it, and no absolute path of this machine is written), or the lesson's
-    own ``inputs:`` written out as an ``InputSet``."""
+    own ``inputs:`` written out as data (:data:`INPUTS_NAME` for the lesson's own)."""
     inputs = resolved.ref.options.inputs
     if inputs is None:
         return None
@@ -255,14 +256,14 @@ def _inputs_spec(resolved: Resolved, folder: Path) -> str | None:
         return repr(inputs.name)
     if inputs.name == "inline":
         # Inputs written inside the lesson: the file is a lesson, not an inputs file, so the
-        # cell carries the values themselves (InputSet's repr is its constructor call).
-        return repr(inputs)
+        # notebook carries the values themselves, as data (the setup cell names the lesson's).
+        return INPUTS_NAME if inputs == lesson_inputs else _literal(input_data(inputs))
     path = Path(inputs.source)
     if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
         try:
             relative = os.path.relpath(path.resolve(), folder.resolve())
         except ValueError:  # another drive (Windows): no path leads there, so it is embedded
-            return repr(inputs)
+            return _literal(input_data(inputs))
         return repr(Path(relative).as_posix())
     return None
 
@@ -272,7 +273,7 @@ def _program(resolved: Resolved, context: Exporting) -> str | None:
     lesson shows; None when the tensor is the lesson's own derivation (``then:``)."""
     runner = context.runner
     ref = resolved.ref
-    spec = _inputs_spec(resolved, context.folder)
+    spec = _inputs_spec(resolved, context.folder, runner.lesson.inputs)
     if ref.then or spec is None:
         return None
     options = ref.options
@@ -304,12 +305,37 @@ def _program(resolved: Resolved, context: Exporting) -> str | None:
 
 
 TRACE_ARGUMENTS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query", "plugin_dirs"})
-SETUP = (
-    "from tracer import trace\n"
-    "from tracer.inputs.input_set import InputSet, SourceSequence\n"
-    "from tracer.render.text import format_tensor"
-)
-"""The notebook's first code cell: what the cells that recompute a table need."""
+SETUP = "from tracer import trace\nfrom tracer.render.text import format_tensor"
+"""The notebook's first code cell: what the cells that recompute a table need (and the
+lesson's own inputs, when it writes them out: :func:`_setup`)."""
+INPUTS_NAME = "LESSON_INPUTS"
+"""The name the setup cell gives a lesson's own ``inputs:`` section, written out as data."""
+
+
+def _setup(lesson: Lesson) -> str:
+    if lesson.inputs.name != "inline":
+        return SETUP
+    return (
+        f"{SETUP}\n\n# The lesson's own inputs (its inputs: section), as an inputs file writes "
+        f"them.\n{INPUTS_NAME} = {_literal(input_data(lesson.inputs))}"
+    )
+
+
+def _literal(value: object, indent: int = 0) -> str:
+    """``value`` (plain data) as a Python literal to read: a mapping one key a line, a table
+    one row a line."""
+    inner = " " * (indent + 4)
+    if isinstance(value, dict):
+        items = [f"{inner}{key!r}: {_literal(item, indent + 4)}," for key, item in value.items()]
+        return "{\n" + "\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(value, list) and value and all(isinstance(row, list) for row in value):
+        rows = [f"{inner}{_literal(row, indent + 4)}," for row in value]
+        return "[\n" + "\n".join(rows) + "\n" + " " * indent + "]"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(item, indent) for item in value) + "]"
+    return repr(value)
+
+
 NOTE = (
     "How to read this: the code of each variant is shown as text, the lines that "
     "ran to compute each table; it is part of a plugin and does not run on its own. The code "

@@ -7,7 +7,17 @@
     result.right        # True, False, or None: not an answer at all (nothing is revealed)
     result.message      # for None: what to type instead
 
-Responses are text, as typed or as a widget reports them:
+Responses are text, as typed or as a widget reports them, and any text is safe here:
+nothing a learner types makes grading raise.
+
+- at most :data:`MAX_RESPONSE` characters (a longer response is no answer);
+- digits are ASCII ``0``-``9`` only: a superscript ``²``, a circled ``①`` or another
+  script's digit is no digit here (it is no answer, said in one line), never read as a
+  number nor a crash;
+- an index or a choice's number has at most :data:`MAX_INDEX_DIGITS` digits (beyond:
+  out of range), a number at most :data:`MAX_NUMBER_CHARS` characters;
+- what a message quotes of the response is cut to :data:`ECHO_CHARS` characters
+  (:func:`echo`).
 
 - number: ``0.95``, ``-1.2``, ``0,95`` (a decimal comma), ``1e-3``. Anything
   else is not an answer (``right is None``), so a slip of the finger never
@@ -32,7 +42,43 @@ from tracer.lessons.model import Quiz
 from tracer.render.labels import bare_token
 from tracer.render.text import format_number
 
-_NUMBER = re.compile(r"^[-+−]?(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?$")
+_NUMBER = re.compile(r"^[-+−]?([0-9]+([.,][0-9]*)?|[.,][0-9]+)([eE][-+]?[0-9]+)?$")
+MAX_RESPONSE = 4096
+"""The most characters a response may have (the plain front end reads no longer line)."""
+MAX_NUMBER_CHARS = 64
+"""The most characters of a typed number (more digits than a float holds)."""
+MAX_INDEX_DIGITS = 9
+"""The most digits of a typed index or choice number (more is out of range, never parsed)."""
+ECHO_CHARS = 40
+"""The most characters of the learner's own text a message quotes back (then "...")."""
+ECHO_RESPONSE = 200
+"""The most characters of a graded response a verdict repeats ("you answered ...")."""
+
+
+def echo(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text`` as a message quotes it: one line, at most ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def ascii_index(text: str) -> int | None:
+    """A whole number written in ASCII digits, at most :data:`MAX_INDEX_DIGITS` of them;
+    None for anything else (``²``, ``①``, ``٣`` and 5,000 digits included)."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    digits = text.lstrip("0") or "0"  # leading zeros say nothing
+    return int(digits) if len(digits) <= MAX_INDEX_DIGITS else None
+
+
+def _not_ascii(said: str, digit: str) -> str:
+    """Why a response with ``digit`` (``²``, ``①``) is not read: in one line."""
+    what = "is" if said == digit else f"holds '{digit}', which is"
+    return f"'{said}' {what} not a digit 0-9; type digits 0-9 only"
+
+
+def _foreign_digit(text: str) -> str | None:
+    """The first character that is a digit of some kind but not ASCII 0-9 (``²``, ``①``)."""
+    return next((c for c in text if not c.isascii() and c.isdigit()), None)
 
 
 @dataclass(frozen=True)
@@ -63,9 +109,10 @@ class Grade:
 
 
 def parse_number(text: str) -> float | None:
-    """A typed number; a decimal comma is accepted. None for anything else (or not finite)."""
+    """A typed number; a decimal comma is accepted. None for anything else (or not finite,
+    or longer than :data:`MAX_NUMBER_CHARS`)."""
     text = text.strip().replace("−", "-").replace(" ", "")
-    if not _NUMBER.match(text):
+    if len(text) > MAX_NUMBER_CHARS or not _NUMBER.match(text):
         return None
     if "," in text:
         text = text.replace(",", ".")
@@ -78,11 +125,12 @@ def parse_choice(choices: Sequence[str], text: str) -> int | None:
     text = text.strip()
     if text in choices:
         return list(choices).index(text)
-    if len(text) == 1 and text.isalpha():
+    if len(text) == 1 and text.isascii() and text.isalpha():
         index = ord(text.lower()) - ord("a")
         return index if 0 <= index < len(choices) else None
-    if text.isdigit():
-        index = int(text) - 1
+    number = ascii_index(text)
+    if number is not None:
+        index = number - 1
         return index if 0 <= index < len(choices) else None
     return None
 
@@ -114,22 +162,36 @@ def parse_cells(text: str, answer: CellAnswer) -> frozenset[tuple[int, ...]] | s
         pieces = [piece.strip() for piece in part.split(",")]
         if len(pieces) != rank:
             example = "journey,Your" if rank == 2 else "journey"
-            return f"'{part}' is not a cell; write each as {example} (tokens or 0-based indices)"
+            return (
+                f"'{echo(part)}' is not a cell; write each as {example} (tokens or 0-based indices)"
+            )
         cell: list[int] = []
         for axis, piece in enumerate(pieces):
             names = answer.labels[axis] if axis < len(answer.labels) else ()
             bare = [bare_token(name) for name in names]  # "the" for "the@0": its first
+            number = ascii_index(piece)
             if piece in names:
                 index = names.index(piece)
             elif piece in bare:
+                repeated = [names[i] for i, name in enumerate(bare) if name == piece]
+                if len(repeated) > 1:  # 'the' is 'the@0' and 'the@4': never the first silently
+                    return (
+                        f"'{echo(piece)}' occurs more than once; type which, as the table "
+                        f"labels it: {', '.join(repeated)}"
+                    )
                 index = bare.index(piece)
-            elif piece.isdigit():
-                index = int(piece)
+            elif number is not None:
+                index = number
+            elif piece.isascii() and piece.isdigit():  # more digits than any axis has
+                index = shape[axis]
+            elif _foreign_digit(piece) is not None:
+                return _not_ascii(echo(piece), _foreign_digit(piece) or "")
             else:
-                return f"'{piece}' is neither a token nor a 0-based index"
+                return f"'{echo(piece)}' is neither a token nor a 0-based index"
             if not 0 <= index < shape[axis]:
                 return (
-                    f"'{piece}' is out of range: there are {shape[axis]} (0 to {shape[axis] - 1})"
+                    f"'{echo(piece)}' is out of range: there are {shape[axis]} "
+                    f"(0 to {shape[axis] - 1})"
                 )
             cell.append(index)
         cells.add(tuple(cell))
@@ -140,12 +202,24 @@ def response_problem(quiz: Quiz, text: str) -> str | None:
     """Why ``text`` cannot be an answer to ``quiz`` (checked before anything is revealed)."""
     if not text.strip():
         return "type an answer first"
+    if len(text) > MAX_RESPONSE:
+        return f"an answer has at most {MAX_RESPONSE:,} characters; this one has {len(text):,}"
+    said = echo(text)
+    foreign = _foreign_digit(text)
+    # A choice's own text may hold any character; a token is matched before digits are read.
+    if foreign is not None and quiz.quiz_kind != "cells" and text.strip() not in quiz.choices:
+        return _not_ascii(said, foreign)
     if quiz.quiz_kind == "number" and parse_number(text) is None:
-        return f"'{text.strip()}' is not a number; type digits, with a decimal point or comma"
+        typed = text.strip().replace("−", "-").replace(" ", "")
+        if len(typed) > MAX_NUMBER_CHARS and _NUMBER.match(typed):
+            return f"a number has at most {MAX_NUMBER_CHARS} characters; '{said}' has more"
+        if _NUMBER.match(typed):  # 1e999: beyond every number a quiz can ask
+            return f"'{said}' is too large a number; a quiz's answers are below 1e308"
+        return f"'{said}' is not a number; type digits, with a decimal point or comma"
     if quiz.quiz_kind == "choice" and parse_choice(quiz.choices, text) is None:
-        return f"'{text.strip()}' is not one of the choices; type its letter or number"
+        return f"'{said}' is not one of the choices; type its letter or number"
     if quiz.quiz_kind == "multiple" and parse_choices(quiz.choices, text) is None:
-        return f"'{text.strip()}' is not a list of choices; type their letters, like a, c"
+        return f"'{said}' is not a list of choices; type their letters, like a, c"
     return None
 
 

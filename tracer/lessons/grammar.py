@@ -109,7 +109,7 @@ STEP_KEYS: dict[str, tuple[str, ...]] = {
 FLAG_OPERATIONS = ("diagonal", "transpose", "exp", "abs")
 REDUCTIONS = ("sum", "max", "min", "mean", "std", "argmax", "count", "size")
 """Operations over a dimension; all but ``sum`` also take no value (the whole tensor)."""
-BINARY_OPERATIONS = ("add", "subtract", "multiply")
+BINARY_OPERATIONS = ("add", "subtract", "multiply", "divide")
 COMPARISONS = (">=", "<=", "==", "!=", ">", "<")
 PROSE_FIELDS = (
     "narration",
@@ -1101,6 +1101,9 @@ class Reader:
             self.problem(node, f"'{name}' needs a value: {OPERATIONS[name]}")
             return None
         if name == "pick":
+            negative = _scalar(value_node)
+            if isinstance(negative, int) and not isinstance(negative, bool) and negative < 0:
+                return make(negative)  # refused when run, with the range of the table it picks from
             index = self.index(value_node, "pick", tokens, size=1 << 30)
             return make(index) if index is not None else None
         if name == "scale":
@@ -1116,6 +1119,9 @@ class Reader:
                 ref = self.cell_ref(value_node, {**inherited, **other}, scope, f"'{name}'")
                 return make(ref) if ref is not None else None
             number = _scalar(value_node)
+            if name == "divide" and isinstance(number, (int, float)) and number == 0:
+                self.problem(value_node, "'divide' by 0 has no value; divide by another number")
+                return None
             if isinstance(number, (int, float)) and not isinstance(number, bool):
                 return make(float(number))
             self.problem(

@@ -130,7 +130,7 @@ def is_inputs_file(path: Path) -> bool:
     else is treated as a lesson, so its problems are reported."""
     try:
         root = compose_file(path)
-    except (DocumentError, UsageError):
+    except (DocumentError, LessonError, UsageError):  # not YAML: a lesson, with its problems
         return False
     if not isinstance(root, yaml.MappingNode):
         return False
@@ -141,7 +141,7 @@ def is_inputs_file(path: Path) -> bool:
 def _peek_title(path: Path) -> tuple[str, str | None]:
     try:
         root = compose_file(path)
-    except (DocumentError, UsageError) as exc:
+    except (DocumentError, LessonError, UsageError) as exc:
         problems = getattr(exc, "problems", None)
         return "", str(problems[0]) if problems else str(exc)
     if not isinstance(root, yaml.MappingNode):

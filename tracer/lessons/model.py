@@ -76,6 +76,8 @@ OPERATIONS: dict[str, str] = {
     "add": "add a number, or a tensor named like an answer (variant, stage, tensor...)",
     "subtract": "subtract a number, or a tensor named like an answer",
     "multiply": "multiply by a number, or by a tensor named like an answer (element-wise)",
+    "divide": "divide by a number other than 0, or by a tensor named like an answer "
+    "(element-wise; a 0 in it is refused)",
     "compare": "1 where the comparison holds, else 0: '> 0', '<= 0.5', '== 0', '!= 0'",
 }
 """Operations a :class:`TensorRef` may apply, with what each one's value means."""
@@ -142,7 +144,7 @@ class Operation:
     name: str
     argument: float | int | bool | str | TensorRef
     """A dimension, a number, a token index, ``True`` for no value, a comparison
-    (``'> 0'``) or a second tensor (add, subtract, multiply)."""
+    (``'> 0'``) or a second tensor (add, subtract, multiply, divide)."""
     line: int = 0
     column: int = 0
 

@@ -381,7 +381,7 @@ _ALONG_WORDS = {
 }
 
 
-_OPERATOR_WORDS = {"add": "plus", "subtract": "minus", "multiply": "times"}
+_OPERATOR_WORDS = {"add": "plus", "subtract": "minus", "multiply": "times", "divide": "divided by"}
 """How :func:`explain` reads an arithmetic operation to a learner."""
 
 
@@ -509,25 +509,44 @@ _COMPARE = {
 def apply(
     operation: Operation, tensor: torch.Tensor, other: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """One operation (``other``: the second tensor of add, subtract, multiply); StepError when
-    it does not fit the tensor."""
+    """One operation (``other``: the second tensor of add, subtract, multiply, divide);
+    StepError when it does not fit the tensor (or divides by 0)."""
     name, argument = operation.name, operation.argument
-    number = float(argument) if isinstance(argument, (int, float)) else 0.0
     if tensor.dtype == torch.bool or not tensor.is_floating_point():
         tensor = tensor.float()  # a mask counts as 0/1, so 'sum' counts hidden keys
+    if name == "pick":
+        # As written, exactly: a float would round -10**25 (and overflow far beyond).
+        index = argument if isinstance(argument, int) else 0
+        if tensor.dim() == 0:
+            raise StepError(f"'pick: {index}' has nothing to pick from: this is a single value")
+        size = tensor.shape[0]
+        if not 0 <= index < size:
+            valid = f"valid indices are 0 to {size - 1:,}" if size else "it is empty"
+            raise StepError(
+                f"'pick: {index}' is out of range: the first dimension has {size:,} entries, "
+                f"so {valid} (indices start at 0)"
+            )
+        return tensor[index].clone()
+    number = float(argument) if isinstance(argument, (int, float)) else 0.0
     if name == "scale":
         return tensor * number
     if name == "exp":
         return torch.exp(tensor)
     if name == "abs":
         return tensor.abs()
-    if name in ("add", "subtract", "multiply"):
+    if name in ("add", "subtract", "multiply", "divide"):
         operand = other.float() if other is not None else torch.tensor(number)
         if operand.dim() and tuple(operand.shape) != tuple(tensor.shape):
             raise StepError(
                 f"'{name}' needs two tensors of the same shape, not {_shape(tensor)} "
                 f"and {_shape(operand)}"
             )
+        if name == "divide":
+            zero = (operand == 0).nonzero().tolist()
+            if zero:  # no inf or nan reaches a learner as an answer
+                where = f" at {tuple(zero[0])}" if operand.dim() else ""
+                raise StepError(f"'divide' by 0{where}: the divisor has a 0 there")
+            return tensor / operand
         if name == "add":
             return tensor + operand
         return tensor - operand if name == "subtract" else tensor * operand
@@ -546,14 +565,6 @@ def apply(
         if tensor.dim() != 2:
             raise StepError(f"'transpose' needs a table, not a tensor of shape {_shape(tensor)}")
         return tensor.T.clone()
-    if name == "pick":
-        index = int(number)
-        if tensor.dim() == 0 or not 0 <= index < tensor.shape[0]:
-            size = tensor.shape[0] if tensor.dim() else 0
-            raise StepError(
-                f"'pick: {index}' is out of range: the first dimension has {size} entries"
-            )
-        return tensor[index].clone()
     dim = int(number)
     # A single value is a list of one here: softmax over one score is still a softmax.
     data = tensor.reshape(1) if tensor.dim() == 0 else tensor

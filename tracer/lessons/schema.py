@@ -204,10 +204,17 @@ def _option_schema(options: list[tuple[str, Option]]) -> dict[str, Any]:
     """One declared option (possibly declared by several variants)."""
     _, option = options[0]
     schema: dict[str, Any] = {"type": _JSON_TYPES[option.type], "default": option.default}
-    if option.min is not None:
+    if option.optional:  # absent unless given: no default to state
+        del schema["default"]
+    # A bound the inputs decide (max="tokens") is checked when the run starts, not here.
+    if isinstance(option.min, (int, float)):
         schema["minimum"] = option.min
-    if option.max is not None:
+    if isinstance(option.max, (int, float)):
         schema["maximum"] = option.max
+    if option.above is not None:
+        schema["exclusiveMinimum"] = option.above
+    if option.below is not None:
+        schema["exclusiveMaximum"] = option.below
     if option.choices is not None:
         schema["enum"] = list(option.choices)
     owners = ", ".join(name for name, _ in options)
@@ -331,9 +338,12 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         elif name == "scale":
             value = {"type": "number", "description": text, "examples": [-1, 0.5]}
         elif name in grammar.BINARY_OPERATIONS:
+            number: dict[str, Any] = {"type": "number"}
+            if name == "divide":
+                number["not"] = {"const": 0}
             value = {
                 "description": text,
-                "anyOf": [{"type": "number"}, {"$ref": "#/definitions/answer"}],
+                "anyOf": [number, {"$ref": "#/definitions/answer"}],
             }
         elif name == "compare":
             value = {

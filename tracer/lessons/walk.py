@@ -225,7 +225,10 @@ def quiz_tables(
     tables: list[Table] = []
     context = None
     for ref in quiz.tables():  # the same tables `attn lesson check` computes
-        tables.append(Table(ref, runner.tensor(ref), "cells" if ref is quiz.cells else "show"))
+        if ref is quiz.cells:
+            tables.append(Table(ref, runner.tensor(ref), "cells"))
+        else:  # a stage's every tensor, as a show step shows them (none named, no 'then')
+            tables.extend(Table(shown.ref, shown, "show") for shown in runner.tensors(ref))
     if not tables:
         context = quiz_context(lesson.steps, number)
         if context is not None:

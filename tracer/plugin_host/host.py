@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import re
 import select
 import signal
 import sys
@@ -86,6 +87,9 @@ class PluginRecord:
                             "min": option.min,
                             "max": option.max,
                             "choices": list(option.choices) if option.choices else None,
+                            "above": option.above,
+                            "below": option.below,
+                            "optional": option.optional,
                         }
                         for option in host.variants[name].options
                     ],
@@ -98,12 +102,70 @@ class PluginRecord:
                         }
                         for param in host.variants[name].params
                     ],
+                    "uses_weights": host.variants[name].uses_weights,
+                    "source": host.variants[name].source,
+                    "default_source": _input_name(host.variants[name].default_source),
+                    "inputs": _input_name(host.variants[name].inputs),
+                    "unnormalised": list(host.variants[name].unnormalised),
                 }
                 for name in self.variants
             ],
             "error": self.error,
             "warnings": list(self.warnings),
         }
+
+
+def _input_name(inputs: object) -> str | None:
+    """A variant's own input set (or default source) by name, for ``attn plugins --json``."""
+    if inputs is None or isinstance(inputs, str):
+        return inputs
+    name = getattr(inputs, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as packaging compares them: ``Attn_Banded`` is ``attn-banded``."""
+    return "-".join(part for part in re.split(r"[-_.]+", name.lower()) if part)
+
+
+def _header(dist: metadata.Distribution) -> tuple[str | None, str | None]:
+    """A distribution's ``Name`` and ``Version``, read from its metadata's header alone (the
+    whole file through the email parser costs ~1 ms a distribution, on every command)."""
+    found: dict[str, str] = {}
+    for line in _header_lines(dist):
+        if not line.strip():
+            break  # the header ends at the first blank line
+        key, colon, value = line.partition(":")
+        if colon and key.strip().lower() in ("name", "version"):
+            found.setdefault(key.strip().lower(), value.strip())
+    return found.get("name") or None, found.get("version") or None
+
+
+def _header_lines(dist: metadata.Distribution) -> Iterator[str]:
+    """The metadata's lines from the start, read lazily where it is a file (a long README
+    follows the header; only the header is wanted)."""
+    folder = getattr(dist, "_path", None)
+    if isinstance(folder, Path):
+        for name in ("METADATA", "PKG-INFO"):
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                with (folder / name).open(encoding="utf-8", errors="replace") as lines:
+                    yield from lines
+                return
+        return
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    yield from text.splitlines()
+
+
+def _version(dist: metadata.Distribution) -> str | None:
+    try:
+        return _header(dist)[1]
+    except Exception:  # unreadable metadata
+        return None
+
+
+def _where(dist: metadata.Distribution) -> str:
+    """Where a distribution's metadata lies (its ``.dist-info`` folder), for messages."""
+    return str(getattr(dist, "_path", "") or "") or "an unknown place"
 
 
 def qualified_name(plugin: str, variant: str) -> str:
@@ -144,6 +206,11 @@ class PluginHost:
         self._builtins_only = builtins_only
         self.broken: dict[str, tuple[PluginRecord, str]] = {}
         """Variants whose declaration cannot work (a bad ``Option``), refused on their own."""
+        self.contested: dict[str, list[str]] = {}
+        """Variant names two third-party plugins both register: neither has the bare name;
+        each is reached as ``PLUGIN:VARIANT`` (the qualified names, in loading order)."""
+        self.warnings: list[str] = []
+        """Problems of the environment, not of one plugin (an unreadable distribution)."""
         folders = [Path(d) for d in plugin_dirs] + (
             [Path(d) for d in dirs_from_env()] if use_env else []
         )
@@ -179,6 +246,14 @@ class PluginHost:
         plugin, colon, short = name.partition(":")
         if colon and self.variants.get(short) is not None and self.owner[short].name == plugin:
             return self.variants[short]  # PLUGIN:VARIANT also reaches a name nobody contests
+        if name in self.contested:
+            spelled = self.contested[name]
+            owners = " and ".join(f"'{self.owner[q].name}'" for q in spelled)
+            count = "two" if len(spelled) == 2 else str(len(spelled))
+            raise UsageError(
+                f"variant '{name}' is registered by {count} plugins, {owners}; name the one you "
+                f"mean: {' or '.join(spelled)}"
+            )
         if name in self.broken or short in self.broken:
             record, problem = self.broken[name if name in self.broken else short]
             raise PluginError(
@@ -208,25 +283,116 @@ class PluginHost:
 
     # Loading -----------------------------------------------------------------
 
-    def _load_entry_points(self) -> None:
-        def origin(entry_point: metadata.EntryPoint) -> str:
-            dist = entry_point.dist
-            dist_name = (dist.name if dist else "").lower().replace("_", "-")
-            return ORIGIN_BUILTIN if dist_name == DISTRIBUTION else ORIGIN_ENTRY_POINT
+    def _entry_points(self) -> list[tuple[str, metadata.EntryPoint, metadata.Distribution]]:
+        """``(distribution name, entry point, distribution)`` for every plugin entry point, in
+        the documented order: built-ins first, then by distribution name, then by entry-point
+        name (never the order packages happen to sit on the path).
 
-        # Built-ins first: they always keep their names (see _register_variants).
-        for entry_point in sorted(
-            metadata.entry_points(group=ENTRY_POINT_GROUP),
-            key=lambda ep: (origin(ep) != ORIGIN_BUILTIN, ep.name),
-        ):
-            if self._builtins_only and origin(entry_point) != ORIGIN_BUILTIN:
-                continue
+        A distribution whose metadata cannot be read (an interrupted install leaves one with
+        no name) is skipped with one warning naming it; of two copies of one distribution on
+        the path, the first is loaded (as Python imports it) and the pair is reported."""
+        found: list[tuple[str, metadata.EntryPoint, metadata.Distribution]] = []
+        first: dict[str, metadata.Distribution] = {}
+        unreadable: set[str] = set()
+        for entry_point in self._group():
             dist = entry_point.dist
+            if dist is None:
+                continue
+            where = _where(dist)
+            try:
+                name, _ = _header(dist)
+            except Exception as exc:  # whatever unreadable metadata raises
+                if where not in unreadable:
+                    unreadable.add(where)
+                    self.warnings.append(
+                        f"skipped the distribution at {where}: its metadata cannot be read "
+                        f"({type(exc).__name__}); reinstall or remove it"
+                    )
+                continue
+            if name is None:
+                folder = Path(where).name.partition("-")[0]
+                if _normalized(folder) == DISTRIBUTION:
+                    # attn's own, half-reinstalled: its built-ins are the code running now.
+                    name = DISTRIBUTION
+                if where not in unreadable:
+                    unreadable.add(where)
+                    self.warnings.append(
+                        f"the distribution at {where} has no name in its metadata (an "
+                        "interrupted install leaves one); loaded as attention-tracer by its "
+                        "folder's name; reinstall it"
+                        if name is not None
+                        else f"skipped the distribution at {where}: its metadata has no name "
+                        "(an interrupted install leaves one); reinstall or remove it"
+                    )
+                if name is None:
+                    continue
+            key = _normalized(name)
+            first.setdefault(key, dist)
+            found.append((key, entry_point, dist))
+        self._report_second_copies(first)
+        found.sort(key=lambda item: (item[0] != DISTRIBUTION, item[0], item[1].name))
+        return found
+
+    def _group(self) -> list[metadata.EntryPoint]:
+        """The group's entry points; when one distribution's cannot be read (its
+        ``entry_points.txt`` unreadable), the others', one distribution at a time."""
+        try:
+            return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+        except Exception:  # one bad distribution must not hide (or crash) the rest
+            pass
+        points: list[metadata.EntryPoint] = []
+        names: set[str] = set()
+        for dist in metadata.distributions():
+            try:
+                mine = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+                key = _normalized(_header(dist)[0] or _where(dist))
+            except Exception as exc:  # whatever unreadable metadata raises
+                self.warnings.append(
+                    f"skipped the distribution at {_where(dist)}: its metadata cannot be read "
+                    f"({type(exc).__name__}); reinstall or remove it"
+                )
+                continue
+            if key not in names:  # the first copy on the path, as Python imports
+                names.add(key)
+                points.extend(mine)
+        return points
+
+    def _report_second_copies(self, first: dict[str, metadata.Distribution]) -> None:
+        """One warning per plugin distribution found twice on the path in two versions (Python
+        imports the first; the other is a stale copy the user may think they are running)."""
+        reported: set[str] = set()
+        for dist in metadata.distributions():
+            try:
+                if not any(ep.group == ENTRY_POINT_GROUP for ep in dist.entry_points):
+                    continue
+                name, version = _header(dist)
+            except Exception:  # unreadable: said where it is loaded, if it is
+                continue
+            key = _normalized(name) if name else ""
+            kept = first.get(key)
+            if kept is None or key in reported or _where(kept) == _where(dist):
+                continue
+            # One version twice (an editable install's egg-info beside its dist-info) is the
+            # same code; two versions are two different plugins under one name.
+            if _version(kept) != version:
+                reported.add(key)
+                self.warnings.append(
+                    f"two versions of distribution '{name}' are on the path: {_version(kept)} "
+                    f"({_where(kept)}) and {version} ({_where(dist)}); attn loads "
+                    f"{_version(kept)}, the first; uninstall the other"
+                )
+
+    def _load_entry_points(self) -> None:
+        # Built-ins first: they always keep their names (see _register_variants).
+        for dist_name, entry_point, dist in self._entry_points():
+            origin = ORIGIN_BUILTIN if dist_name == DISTRIBUTION else ORIGIN_ENTRY_POINT
+            if self._builtins_only and origin != ORIGIN_BUILTIN:
+                continue
             record = PluginRecord(
                 name=entry_point.name,
-                origin=origin(entry_point),
+                origin=origin,
                 source=entry_point.value,
-                version=dist.version if dist else None,
+                version=_version(dist),
             )
             if record.origin != ORIGIN_BUILTIN:
                 record.error = _trial_import(entry_point.load, self._import_timeout)
@@ -257,11 +423,22 @@ class PluginHost:
         for path in sorted(folder.glob("*.py")):
             if path.name.startswith("_"):
                 continue
+            name = path.stem
+            taken = self._records.get(name)
+            if taken is not None and taken.origin != ORIGIN_BUILTIN:
+                # An installed package (or another folder) has the name: this file is told
+                # apart by its folder, and both load.
+                name = f"{folder.resolve().name.replace(':', '_')}/{path.stem}"
             record = PluginRecord(
-                name=path.stem, origin=ORIGIN_FOLDER, source=str(path), roots=(str(folder),)
+                name=name, origin=ORIGIN_FOLDER, source=str(path), roots=(str(folder),)
             )
+            if taken is not None and name != path.stem:
+                record.warnings.append(
+                    f"plugin '{path.stem}' is also the {taken.origin} plugin of {taken.source}; "
+                    f"this file is plugin '{name}'"
+                )
             module_name = f"{package}.{path.stem}"
-            if path.stem in self._records:  # refused before any of its code runs
+            if name in self._records:  # refused before any of its code runs
                 self._add(record, None)
                 continue
 
@@ -357,8 +534,15 @@ class PluginHost:
                     self.broken.setdefault(shown, (record, variant.problem))
                     record.warnings.append(f"variant '{shown}' failed: {variant.problem}")
                     continue
+                if name in self.contested or (
+                    name in self.variants
+                    and self.owner[name].origin != ORIGIN_BUILTIN
+                    and self.owner[name] is not record
+                ):
+                    self._contest(record, variant)
+                    continue
                 if name in self.variants:
-                    # The name stays with whoever has it; this one is reached by its plugin's.
+                    # A built-in keeps its name; this one is reached by its plugin's.
                     other = self.owner[name]
                     kind = "built-in " if other.origin == ORIGIN_BUILTIN else ""
                     name = qualified_name(record.name, variant.name)
@@ -372,6 +556,39 @@ class PluginHost:
                 self.variants[name] = variant
                 self.owner[name] = record
                 record.variants.append(name)
+
+    def _contest(self, record: PluginRecord, variant: Variant) -> None:
+        """Two third-party plugins register one name: it is refused for both (never decided
+        by which package was installed first), and each is reached as ``PLUGIN:VARIANT``."""
+        name = variant.name
+        spelled = self.contested.setdefault(name, [])
+        if name in self.variants:  # the first holder gives the bare name up
+            first = self.owner.pop(name)
+            held = self.variants.pop(name)
+            moved = qualified_name(first.name, name)
+            self.variants[moved], self.owner[moved] = held, first
+            first.variants[first.variants.index(name)] = moved
+            spelled.append(moved)
+        mine = qualified_name(record.name, name)
+        if mine in self.variants:
+            record.warnings.append(f"variant '{name}' is registered twice")
+            return
+        self.variants[mine], self.owner[mine] = variant, record
+        record.variants.append(mine)
+        spelled.append(mine)
+        for qualified in spelled:
+            owner = self.owner[qualified]
+            others = [f"'{self.owner[q].name}'" for q in spelled if q != qualified]
+            plural = len(others) > 1
+            note = (
+                f"variant '{name}' is also registered by plugin{'s' * plural} "
+                f"{' and '.join(others)}; {'none' if plural else 'neither'} takes the name: run "
+                f"this one as '{qualified}'"
+            )
+            owner.warnings = [
+                w for w in owner.warnings if not w.startswith(f"variant '{name}' is also")
+            ]
+            owner.warnings.append(note)
 
 
 def _trial_import(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.render.labels import axes_hint, axis_labels, effective_axes, label_axes
 from tracer.sanitize import clip, display_width, pad, visible
-from tracer.variant import Stage, SubStep, parse_axis
+from tracer.variant import Stage, SubStep, equation_json, given_padding, parse_axis
 
 if TYPE_CHECKING:
     import torch
@@ -391,10 +391,20 @@ def step_json(
         "lines": list(step.lines),
         "files": {path: list(lines) for path, lines in step.files.items()},
     }
-    document["axes"] = {
+    # ``axes`` as declared (a focused query's row keeps its query axis, so an oracle knows
+    # which row it holds); ``shown_axes`` those of the tensor as it is, one per dimension.
+    shown = {
         name: list(effective_axes(tuple(t.shape), step.axes.get(name), query) or ())
         for name, t in step.tensors.items()
     }
+    document["axes"] = {
+        name: list(step.axes[name]) if shown[name] and name in step.axes else shown[name]
+        for name in step.tensors
+    }
+    document["shown_axes"] = shown
+    equations = getattr(step, "equations", ()) or ()
+    if equations:
+        document["equations"] = [equation_json(equation) for equation in equations]
     document["tensors"] = {name: tensor(t) for name, t in step.tensors.items()}
     return document
 
@@ -441,6 +451,13 @@ def _made_json(trace: Trace, tensor: Callable[[torch.Tensor], Any]) -> dict[str,
     (``init`` is null when the inputs gave them), d_out, and every weight and parameter."""
     context = trace.context
     made: dict[str, Any] = {"seed": context.seed, "init": context.init, "d_out": context.d_out}
+    made["dropout"] = context.dropout
+    made["embeddings"] = tensor(context.inputs)
+    if context.source is not None:
+        made["source_embeddings"] = tensor(context.source.inputs)
+    padding = given_padding(context)
+    if padding is not None:
+        made["padding"] = list(padding)
     if context.weights is not None:
         made["weights"] = {
             "query": tensor(context.weights.query),

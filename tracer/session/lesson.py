@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.check import open_checked
+from tracer.lessons.grading import ECHO_RESPONSE, ascii_index, echo, parse_choices
 from tracer.lessons.grading import grade as grade_response
 from tracer.lessons.loader import find_lessons, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
@@ -537,16 +538,16 @@ class LessonSession:
         return self._verdict(quiz, response, graded.right)
 
     def _verdict(self, quiz: Quiz, response: str, right: bool) -> Verdict:
-        said = response
-        if quiz.quiz_kind == "choice" and response.strip().isdigit():
-            index = int(response) - 1
-            if 0 <= index < len(quiz.choices):
-                said = live(self.runner, quiz.choices[index], quiz)
+        # Cut to a quotable length: a recorded response (a progress file) may be any text.
+        said = echo(response, ECHO_RESPONSE)
+        number = ascii_index(response.strip())
+        if quiz.quiz_kind == "choice" and number is not None:
+            if 0 < number <= len(quiz.choices):
+                said = live(self.runner, quiz.choices[number - 1], quiz)
         elif quiz.quiz_kind == "multiple":
-            numbers = [int(n) - 1 for n in response.split() if n.isdigit()]
-            said = ", ".join(
-                live(self.runner, quiz.choices[i], quiz) for i in numbers if i < len(quiz.choices)
-            )
+            picked = parse_choices(quiz.choices, response)
+            if picked:  # letters or numbers, said as the choices' texts
+                said = ", ".join(live(self.runner, quiz.choices[i], quiz) for i in picked)
         # Through the session's text: no other unanswered quiz's answer in it.
         explanation = self.text(quiz.explanation, quiz).strip() if quiz.explanation else ""
         shown = answer_shown(quiz, self.runner)

@@ -10,21 +10,30 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import torch
 
 from tracer.errors import Location, VariantRunError
+from tracer.suggest import did_you_mean
 from tracer.variant import (
     COMMON_AXES,
+    ELEMENTWISE,
+    STAGE_EQUATIONS,
     TOKEN_AXES,
     Accumulate,
+    AddBias,
+    Difference,
     Dot,
+    Elementwise,
+    MatMul,
     RunContext,
     Stage,
     SubStep,
+    Sum,
     Variant,
+    equation_formula,
     parse_axis,
 )
 
@@ -91,8 +100,11 @@ def check_step(trace: TraceView, step: Stage | SubStep, where: Location) -> None
         for equation in step.equations or ((step.equation,) if step.equation else ()):
             _check_equation(trace, subject, step, equation, where)
         _note_position(trace, step, where)
-    elif step.name in variant.loops:
-        _check_positions(trace, step)
+    else:
+        for equation in getattr(step, "equations", ()) or ():
+            _check_stage_equation(trace, subject, step, equation, where)
+        if step.name in variant.loops:
+            _check_positions(trace, step)
 
 
 def _note_position(trace: TraceView, step: SubStep, where: Location) -> None:
@@ -350,3 +362,170 @@ def _check_equation(
 
 def _error(trace: TraceView, message: str, where: Location) -> VariantRunError:
     return VariantRunError(f"variant '{trace.variant.name}' {message}", where)
+
+
+def _check_stage_equation(
+    trace: TraceView, subject: str, step: Stage, equation: object, where: Location
+) -> None:
+    """A stage's declared equation, evaluated on the tensors it names and compared with its
+    result within float tolerance (with a query focused, the query's row of the result)."""
+    if not isinstance(equation, STAGE_EQUATIONS):
+        raise _error(
+            trace,
+            f"{subject}: equation must be MatMul, Elementwise, Sum, Difference or AddBias "
+            f"(from tracer), got {type(equation).__name__}",
+            where,
+        )
+    formula = equation_formula(equation)
+
+    def find(name: object) -> torch.Tensor:
+        if isinstance(name, (int, float)) and not isinstance(name, bool):
+            return torch.tensor(float(name), dtype=torch.float64)
+        if isinstance(name, str):
+            if name in step.tensors:
+                return step.tensors[name]
+            for done in reversed(trace.stages):
+                if name in done.tensors:
+                    return done.tensors[name]
+            params = trace.context.params
+            if name in params:
+                return params[name]
+        raise _error(
+            trace,
+            f"{subject}: its equation {formula} names {name!r}, which is none of its tensors, "
+            "an earlier stage's tensor or a parameter",
+            where,
+        )
+
+    result_name: str = equation.result
+    if result_name not in step.tensors:
+        raise _error(
+            trace,
+            f"{subject}: its equation {formula} gives {result_name!r}, which is not one of its "
+            f"tensors ({', '.join(step.tensors) or 'none'})",
+            where,
+        )
+    # float64 where it is cheap; a large stage in float32, as the variant computed it.
+    work = torch.float64 if step.tensors[result_name].numel() <= EXACT_ELEMENTS else torch.float32
+    actual = step.tensors[result_name].detach().to("cpu", work)
+
+    def get(name: object) -> torch.Tensor:
+        return find(name).detach().to("cpu", work)
+
+    try:
+        rows = _sampled_rows(equation, get, actual)
+        if rows is not None and isinstance(equation, MatMul):
+            # A product too large to redo whole is checked on rows spread over it.
+            a, b = get(equation.a), _right(equation, get)
+            expected = torch.matmul(a[..., rows, :], b)
+            if equation.scale is not None:
+                expected = expected * _single(get, equation.scale)
+            actual = actual[..., rows, :]
+        else:
+            expected = _evaluate(equation, get)
+    except (RuntimeError, ValueError) as exc:
+        raise _error(
+            trace, f"{subject}: its equation {formula} cannot be computed: {_first(exc)}", where
+        ) from None
+    expected = _focused(trace, step, result_name, expected, actual)
+    if tuple(expected.shape) != tuple(actual.shape):
+        raise _error(
+            trace,
+            f"{subject}: its equation {formula} makes shape {tuple(expected.shape)}, but "
+            f"'{result_name}' is {tuple(actual.shape)}",
+            where,
+        )
+    if not torch.allclose(expected, actual, rtol=1e-4, atol=1e-5, equal_nan=True):
+        worst = int((expected - actual).abs().nan_to_num(0.0).flatten().argmax().item())
+        cell = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), actual.shape))
+        raise _error(
+            trace,
+            f"{subject}: its equation does not hold: {formula} gives "
+            f"{expected.flatten()[worst].item():.4f} at {cell or '()'}, but '{result_name}' is "
+            f"{actual.flatten()[worst].item():.4f}",
+            where,
+        )
+
+
+EXACT_ELEMENTS = 2**22
+"""Results up to this many values are checked in float64; larger ones in float32."""
+PRODUCT_BUDGET = 2**31
+"""Multiply-adds one matrix-product check may cost; beyond, it is checked on sampled rows."""
+SAMPLED_ROWS = 64
+
+
+def _right(equation: MatMul, get: Callable[[object], torch.Tensor]) -> torch.Tensor:
+    b = get(equation.b)
+    return b.transpose(-1, -2) if equation.transpose_b and b.dim() > 1 else b
+
+
+def _sampled_rows(
+    equation: object, get: Callable[[object], torch.Tensor], actual: torch.Tensor
+) -> torch.Tensor | None:
+    """Rows spread over the result, when a matrix product is too large to redo whole (a
+    16,384-token score matrix); None to check it whole."""
+    if not isinstance(equation, MatMul):
+        return None
+    a, b = get(equation.a), _right(equation, get)
+    if a.dim() < 2 or b.dim() < 2 or a.numel() * b.shape[-1] <= PRODUCT_BUDGET:
+        return None
+    if actual.dim() != max(a.dim(), b.dim()) or actual.shape[-2] != a.shape[-2]:
+        return None  # a focused row or a broadcast: redone whole
+    rows = sorted({round(i * (a.shape[-2] - 1) / (SAMPLED_ROWS - 1)) for i in range(SAMPLED_ROWS)})
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def _evaluate(equation: object, get: Callable[[object], torch.Tensor]) -> torch.Tensor:
+    if isinstance(equation, MatMul):
+        b = _right(equation, get)
+        made = torch.matmul(get(equation.a), b)
+        return made * _single(get, equation.scale) if equation.scale is not None else made
+    if isinstance(equation, Elementwise):
+        if equation.function not in ELEMENTWISE:
+            raise ValueError(
+                f"unknown function {equation.function!r}{did_you_mean(equation.function, ELEMENTWISE)}"
+                f"; use one of {', '.join(ELEMENTWISE)}"
+            )
+        inner = get(equation.x) * _single(get, equation.before)
+        if equation.function == "softmax":
+            made = torch.softmax(inner, dim=-1)
+        elif equation.function in ("elu", "gelu", "silu", "softplus"):
+            made = getattr(torch.nn.functional, equation.function)(inner)
+        else:
+            made = getattr(torch, equation.function)(inner)
+        return made * _single(get, equation.after)
+    if isinstance(equation, (Sum, Difference)):
+        sign = 1.0 if isinstance(equation, Sum) else -1.0
+        return get(equation.a) + sign * _single(get, equation.weight) * get(equation.b)
+    assert isinstance(equation, AddBias)
+    return get(equation.x) + get(equation.bias)
+
+
+def _single(get: Callable[[object], torch.Tensor], scale: object) -> torch.Tensor:
+    value = get(scale)
+    if value.numel() != 1:
+        raise ValueError(f"{scale!r} must be a single number, got shape {tuple(value.shape)}")
+    return value.reshape(())
+
+
+def _focused(
+    trace: TraceView, step: Stage, name: str, expected: torch.Tensor, actual: torch.Tensor
+) -> torch.Tensor:
+    """With a query focused, the result is that query's slice: take it from the full product."""
+    query = trace.context.query
+    axes = [parse_axis(a)[0] for a in step.axes.get(name, ())]
+    if (
+        query is not None
+        and expected.dim() == actual.dim() + 1
+        and "query" in axes
+        and len(axes) == actual.dim() + 1
+        and axes.index("query") < expected.dim()
+        and query < expected.shape[axes.index("query")]
+    ):
+        return expected.select(axes.index("query"), query)
+    return expected
+
+
+def _first(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

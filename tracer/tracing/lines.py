@@ -36,13 +36,19 @@ class LineRecorder:
         self.lines: dict[str, set[int]] = {}
         self._mine: dict[str, bool] = {}
         self._previous: Any = None
+        self.watch: object | None = None
+        """A code object (the variant's ``run``) whose returns are noted in ``returned``."""
+        self.returned: int | None = None
+        """The line ``watch`` last returned (or yielded) from: its ``return`` once it ended."""
 
     def covers(self, filename: str) -> bool:
         """Whether ``filename`` belongs to the plugin (cached: called on every Python call)."""
         mine = self._mine.get(filename)
         if mine is None:
             path = os.path.normcase(os.path.abspath(filename))
-            mine = any(
+            # Code with no file (``<string>``, ``<frozen abc>``) is no plugin's, even when
+            # the plugin's folder is the working folder that abspath puts in front of it.
+            mine = not filename.startswith("<") and any(
                 path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots
             )
             self._mine[filename] = mine
@@ -60,6 +66,8 @@ class LineRecorder:
             if lines is None:
                 lines = self.lines[filename] = set()
             lines.add(frame.f_lineno)
+        elif event == "return" and frame.f_code is self.watch:
+            self.returned = frame.f_lineno
         return self._on_line
 
     def add_roots(self, roots: Iterable[str]) -> None:

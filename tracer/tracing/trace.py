@@ -104,6 +104,7 @@ class Trace:
         # The public dropout helper's lines are shown with the plugin's, as a helper of its
         # own would be: the source pane shows the mask being drawn when --dropout is set.
         self._lines = LineRecorder((*(tuple(roots) or (self._code_file,)), SHARED_HELPER))
+        self._lines.watch = getattr(variant.run, "__code__", None)
         self._guard: object | None = None
         self._pid = os.getpid()
         self.read_padding: bool | None = None
@@ -226,6 +227,9 @@ class Trace:
         )
 
     def _start(self) -> GeneratorType[Step, None, torch.Tensor]:
+        from tracer.options import check_sized_bounds
+
+        check_sized_bounds(self.variant, self.context)
         self._reads_before = padding_reads(self.context)
         records = getattr(self.variant, "records", ())
         if records:  # a library's files the variant runs: recorded like its own
@@ -318,7 +322,11 @@ class Trace:
         import torch  # loaded by now; this module is imported before torch is
 
         if not isinstance(output, torch.Tensor):
-            raise self._error(f"returned {type(output).__name__}; it must return the output tensor")
+            line = self._lines.returned
+            raise self._error(
+                f"returned {type(output).__name__}; it must return the output tensor",
+                Location(self._code_file, line) if line is not None else None,
+            )
         yielded = {stage.name for stage in self.stages}
         skipped = [
             name

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -23,10 +22,13 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from tracer.tui.commands import PaletteCommand, TracerCommands
+from tracer.tui.hangup import HANG_UP, STOP_WAIT_S, Ending, TerminalDriver, driver_for
 from tracer.tui.modals import ErrorScreen, HelpScreen
 from tracer.tui.progress import ProgressStore, load_settings, save_settings
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from tracer.plugin_host import PluginHost
 
 KEYMAP_ENV = "ATTN_KEYMAP"
@@ -130,6 +132,8 @@ class TracerApp(App[int]):
         self._host: PluginHost | None = None
         self._host_lock = threading.Lock()
         self._store: ProgressStore | None = None
+        self.ending = Ending(self._abandon_terminal, self._end_now, self.save_progress)
+        """How a signal or the terminal going away ends the app (see :mod:`tracer.tui.hangup`)."""
         self._keymap_text = os.environ.get(KEYMAP_ENV, "")
         keymap = parse_keymap(self._keymap_text)
         if keymap:
@@ -160,23 +164,59 @@ class TracerApp(App[int]):
         if self._keymap_text.strip():
             # After the first frame: listing the ids imports every screen's module.
             self.call_after_refresh(self._check_keymap)
-        # Closing on SIGTERM/SIGHUP the way q does restores the terminal (no raw mode left);
-        # SIGINT too (``kill -INT``: Ctrl+C is a key here), with the interrupted status 130.
-        loop = asyncio.get_running_loop()
-        for name in ("SIGTERM", "SIGHUP", "SIGINT"):
-            number = getattr(signal, name, None)
-            if number is not None:
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.add_signal_handler(number, self._terminated, number)
+        # SIGTERM, SIGHUP and SIGINT (``kill -INT``: Ctrl+C is a key here) close the app the
+        # way q does, restoring the terminal, with 128 + the signal's number: the handlers
+        # :meth:`run` installed reach the loop from here on.
+        self.ending.loop = asyncio.get_running_loop()
 
     def _check_keymap(self) -> None:
         """A misspelt binding id would remap nothing, silently: say so, once, on one line."""
         for warning in keymap_warnings(self._keymap_text, known_binding_ids()):
             self.notify(warning, title="Keys", severity="warning", markup=False, timeout=10)
 
-    def _terminated(self, number: int) -> None:
-        self.exit_status = 128 + number
-        self.exit(return_code=self.exit_status)
+    # Ending on a signal or a lost terminal (see tracer.tui.hangup) -----------------------
+
+    def get_driver_class(self) -> type[Driver]:
+        return driver_for(super().get_driver_class())
+
+    def run(self, *args: Any, **kwargs: Any) -> int | None:
+        """Run the app, ending it on SIGHUP, SIGTERM or SIGINT (or a lost terminal) within
+        a bounded time, progress saved, whatever it was doing then."""
+        self.ending.install()
+        try:
+            return super().run(*args, **kwargs)
+        except OSError:
+            if self.ending.status is None:
+                raise
+            return None  # the terminal went away while Textual wrote its last words
+
+    def terminal_lost(self) -> None:
+        """Writing to or reading from the terminal failed: it is gone, as on a hang-up."""
+        self.ending.begin(HANG_UP)
+
+    def _abandon_terminal(self, status: int) -> None:
+        """A hang-up drops the output at once; another signal gives it a second to drain
+        (the terminal is still there, to be restored), then drops it too."""
+        driver = self._driver
+        if isinstance(driver, TerminalDriver):
+            driver.abandon(0.0 if status == HANG_UP else STOP_WAIT_S)
+
+    def _end_now(self) -> None:
+        """On the event loop: save, then exit as ``q`` does, with the ending's status."""
+        self.save_progress()
+        status = self.ending.status or 1
+        self.exit_status = status
+        self.exit(return_code=status)
+
+    def save_progress(self) -> None:
+        """Save the position of every lesson open (the app's thread, or the watchdog's)."""
+        for screen in list(self.screen_stack):
+            session = getattr(screen, "session", None)
+            save = getattr(session, "save", None)
+            if save is not None:
+                with contextlib.suppress(Exception):  # no terminal to warn on
+                    save()
+        self.ending.saved = True
 
     def _remember_theme(self, theme: Theme) -> None:
         settings = load_settings()

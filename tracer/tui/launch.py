@@ -6,6 +6,7 @@ these; the app's screens do the heavy loading in a worker after the first frame.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -88,8 +89,11 @@ def make_picker_app(
 def run_app(app: TracerApp) -> int:
     """Run the app; the exit status says how it ended, and the terminal is always restored.
 
-    * SIGTERM (and SIGHUP) close the app like ``q`` does (see ``TracerApp``), so
-      the terminal leaves the alternate screen and mouse tracking.
+    * SIGTERM, SIGHUP and SIGINT close the app like ``q`` does (see ``TracerApp``), so
+      the terminal leaves the alternate screen and mouse tracking, and the status is
+      128 + the signal (143, 129, 130). So does the terminal going away (a write or a read
+      that fails with EIO): 129. Either way progress is saved and the process ends within
+      a bounded time (:mod:`tracer.tui.hangup`), even if Textual's shutdown blocks.
     * A crash (an exception Textual caught and printed) exits 1, never 0.
     * A plugin's variant runs in a worker process, stopped when the app closes. A
       variant running in process (the built-ins, or any with ``ATTN_ISOLATE=off``)
@@ -103,6 +107,17 @@ def run_app(app: TracerApp) -> int:
     status = app.exit_status
     if status == 0 and (app.return_code or 0) != 0:
         status = app.return_code or 1
+    ending = getattr(app, "ending", None)
+    if ending is not None and ending.status is not None:
+        # A signal or a lost terminal: nothing more is said (there may be no terminal to
+        # say it on, or one that blocks); progress is saved and the process ends now.
+        if not ending.saved:
+            app.save_progress()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                if not stream.isatty():
+                    stream.flush()
+        os._exit(ending.status)
     stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
     if stuck and any(not t.daemon for t in stuck):
         sys.stdout.flush()

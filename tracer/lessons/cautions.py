@@ -1,0 +1,135 @@
+"""Warnings ``attn lesson check`` gives from running a lesson: what a learner would see that the
+author may not mean, though the lesson loads and runs as it is.
+
+- A live value in prose that reads "?" where it is shown: read top to bottom, its value is (near)
+  the answer of a quiz not answered yet, so the walk hides it ("and by ? with a base of 100").
+- A table named by its stage alone, with ``then``, where the stage has several tensors: the
+  operations apply to the first tensor, the only one shown, so the warning names it.
+
+Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tracer.errors import TracerError
+from tracer.lessons.model import Lesson
+from tracer.lessons.prose import ANSWER, placeholders
+from tracer.lessons.walk import Secret, live, numbers_in, own_screen, secrets, step_view
+from tracer.yamldoc import Problem
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner
+
+
+def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
+    """Every warning of this module for ``lesson``, in file order."""
+    path = str(lesson.path) if lesson.path is not None else "<lesson>"
+    found = [*hidden_live_values(lesson, runner, path), *first_tensor_only(lesson, runner, path)]
+    return sorted(found, key=lambda p: (p.line, p.column))
+
+
+def hidden_live_values(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
+    """A warning at each live value whose prose reads it as "?" when the lesson is read top to
+    bottom (``--plain``, the exports, a learner answering in order): its value gives away a later
+    quiz's answer, so the walk hides it. A quiz's own answer in its own question is refused by
+    the giveaway check instead."""
+    source = _source_lines(lesson)
+    found: list[Problem] = []
+    for number, step in enumerate(lesson.steps):
+        kept = secrets(lesson, runner, number)
+        later = [secret for secret in kept if secret.number != number]
+        if not later:
+            continue
+        # What the walk shows of the step, as it shows it (a quiz's explanation comes only
+        # once it is answered, and is never concealed: it is not among these).
+        view = step_view(lesson, runner, number)
+        shown = "\n".join([view.text, *view.points, *view.choices, *view.hints])
+        seen: dict[str, int] = {}
+        for text in step.prose():
+            if not text.strip() or live(runner, text, None, own_screen(kept, number)) not in shown:
+                continue
+            for placeholder in placeholders(text):
+                raw = text[placeholder.start : placeholder.end]
+                nth = seen.get(raw, 0)
+                seen[raw] = nth + 1
+                if placeholder.name == ANSWER:
+                    continue
+                try:
+                    filled = runner.text(raw)
+                except TracerError:
+                    continue  # check_lesson reports a value that cannot be computed
+                given = _given_away(filled, later)
+                if given is None:
+                    continue
+                line, column = _locate(source, raw, step.line, nth)
+                found.append(
+                    Problem(
+                        line,
+                        column,
+                        f"warning: {raw} in the {step.kind} reads '?' here: its value, {filled}, "
+                        f"is the answer of the quiz at line {given.quiz.line}, which is not "
+                        "answered yet; move this text after that quiz, or show another value",
+                        path,
+                    )
+                )
+    return found
+
+
+def _given_away(filled: str, kept: list[Secret]) -> Secret | None:
+    for _, value in numbers_in(filled):
+        for secret in kept:
+            if secret.near(value):
+                return secret
+    return None
+
+
+def first_tensor_only(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
+    """A warning at each tensor a step names by its stage alone, with ``then``, where the stage
+    has several tensors: the operations apply to the first, the only one shown."""
+    found: list[Problem] = []
+    for step in lesson.steps:
+        for ref in step.tables():
+            if ref.tensor is not None or not ref.then:
+                continue
+            try:
+                names = list(runner.tensor(ref).stage.tensors)
+            except TracerError:
+                continue  # check_lesson reports it
+            if len(names) < 2:
+                continue
+            line, column = (ref.line, ref.column) if ref.line else (step.line, step.column)
+            found.append(
+                Problem(
+                    line,
+                    column,
+                    f"warning: stage '{ref.stage}' has {len(names)} tensors "
+                    f"({', '.join(names)}); 'then' applies to the first, '{names[0]}', the only "
+                    f"one shown: write 'tensor: {names[0]}' to say so, or one show per tensor",
+                    path,
+                )
+            )
+    return found
+
+
+def _source_lines(lesson: Lesson) -> list[str]:
+    if lesson.path is None:
+        return []
+    try:
+        return lesson.path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _locate(source: list[str], needle: str, line: int, nth: int) -> tuple[int, int]:
+    """Where the ``nth`` ``needle`` is written from line ``line`` on (that line if not found)."""
+    count = 0
+    for index in range(max(line - 1, 0), len(source)):
+        start = source[index].find(needle)
+        while start >= 0:
+            if count == nth:
+                return index + 1, start + 1
+            count += 1
+            start = source[index].find(needle, start + 1)
+    return line, 1

@@ -709,6 +709,21 @@ def _description() -> str:
     return text
 
 
+def cost(sizes):
+    """One layer's tables: every head's weights (the head view), the chosen head's scores and
+    weights, and the layer's activations; the model's own sizes from its config."""
+    from tracer import Cost
+
+    _, model = load(sizes.options["model"])
+    config = model.config
+    n, heads = sizes.tokens, config.num_attention_heads
+    width = max(config.hidden_size, heads * getattr(config, "head_dim", 0) or 0)
+    return Cost(
+        elements=(heads + 4) * n * n + 16 * n * width + 4 * heads,
+        table=max(heads * n * n, n * width, n),
+    )
+
+
 def _title() -> str:
     title = "A real transformer's attention, in its own code (Hugging Face transformers)"
     if transformers_missing():
@@ -737,6 +752,7 @@ def register_variants(register):
             uses_weights=False,
             uses_embeddings=False,
             tokenize=tokenize,
+            cost=cost,
             records=("transformers.models",),
         )
     )

@@ -466,6 +466,9 @@ class RunContext:
     inputs' ``params:`` section, or drawn from ``seed``."""
     d_out: int | None = None
     """The width of the projections (``--d-out``); None when the variant uses no weights."""
+    text: str | None = None
+    """The text the tokens were split from (``--text``, an inputs file's ``text:``), for a
+    variant that tokenizes (``Variant(tokenize=...)``); None otherwise."""
 
     @property
     def options(self) -> Mapping[str, Any]:
@@ -964,6 +967,17 @@ class Variant:
     """Stages among ``stages`` whose weights need not sum to 1 (sigmoid attention's
     ``weights``, linear attention's kernel): by convention a ``weights`` stage sums to 1 along
     the keys, and a stage named here is not held to it (lessons, ``attn check``, viewers)."""
+
+    tokenize: Callable[[str, Mapping[str, Any]], Sequence[str]] | None = field(
+        default=None, compare=False
+    )
+    """For a variant that reads text (a model with its own tokenizer): called with the text
+    (``--text``, an inputs file's ``text:``) and the checked options before the run, it returns
+    the tokens' labels as the variant will split the text; ``run.text`` holds the text."""
+    records: tuple[str, ...] | Callable[[], Sequence[str]] = field(default=(), compare=False)
+    """Files beyond the plugin's own whose lines are recorded for each step (a library's
+    code the variant runs): paths or module names (a package: its whole folder), or a
+    function returning them, resolved when the run starts (see :mod:`tracer.tracing.lines`)."""
 
     problem: str | None = field(default=None, compare=False, repr=False)
     """Why the declaration cannot work (``"option 'k' has default 0, below its own min=1

@@ -209,6 +209,9 @@ def test_the_source_is_transformers_own_modeling_file(
     # The weights are the softmax line of the model's eager attention function.
     assert any("softmax(" in source[line - 1] for line in trace.stage("weights").lines)
     assert any("matmul(" in source[line - 1] for line in trace.stage("scores").lines)
+    # Where the model's own code ran, the plugin's plumbing (the pauses) is not listed beside it.
+    for name in ("queries", "scores", "weights", "context"):
+        assert set(trace.stage(name).files) == {str(modeling)}, name
 
 
 def test_tokens_are_labelled_as_the_tokenizer_splits_them(checkpoints: dict[str, Path]) -> None:

@@ -9,8 +9,11 @@ runs at full speed.
 A variant that runs a library's code (the ``model`` variant runs Hugging Face
 transformers' modeling files) names those files in ``Variant(records=...)``:
 paths or module names, resolved when the run starts (:func:`resolve_records`),
-and recorded like the plugin's own. Lines are recorded in the thread that runs
-the variant's steps; code the variant runs in a thread of its own is not.
+and recorded like the plugin's own. A step during which such a library's lines
+ran keeps those alone: the plugin's own lines there are its plumbing (pausing
+the library's code), not what computed the step. Lines are recorded in the
+thread that runs the variant's steps; code the variant runs in a thread of its
+own is not.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class LineRecorder:
     def __init__(self, roots: Iterable[str]) -> None:
         self.roots = tuple(os.path.normcase(os.path.abspath(root)) for root in roots)
         self.lines: dict[str, set[int]] = {}
+        self.library_roots: tuple[str, ...] = ()
+        """Roots added by :meth:`add_roots` with ``library=True`` (``Variant(records=...)``)."""
         self._mine: dict[str, bool] = {}
         self._previous: Any = None
         self.watch: object | None = None
@@ -70,15 +75,29 @@ class LineRecorder:
             self.returned = frame.f_lineno
         return self._on_line
 
-    def add_roots(self, roots: Iterable[str]) -> None:
-        """Record the files under ``roots`` too, from now on."""
+    def add_roots(self, roots: Iterable[str], *, library: bool = False) -> None:
+        """Record the files under ``roots`` too, from now on (``library``: a library's files
+        that the variant runs, whose lines then stand alone for a step, see :meth:`take`)."""
         added = tuple(os.path.normcase(os.path.abspath(root)) for root in roots)
         if added:
             self.roots += added
+            if library:
+                self.library_roots += added
             self._mine.clear()
+
+    def _in_library(self, filename: str) -> bool:
+        path = os.path.normcase(os.path.abspath(filename))
+        return any(
+            path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+            for root in self.library_roots
+        )
 
     def take(self) -> dict[str, set[int]]:
         lines, self.lines = self.lines, {}
+        if self.library_roots:
+            library = {name: ran for name, ran in lines.items() if self._in_library(name)}
+            if library:
+                return library
         return lines
 
     def __enter__(self) -> LineRecorder:

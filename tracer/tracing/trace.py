@@ -234,7 +234,7 @@ class Trace:
         records = getattr(self.variant, "records", ())
         if records:  # a library's files the variant runs: recorded like its own
             named = records() if callable(records) else records
-            self._lines.add_roots(resolve_records(named))
+            self._lines.add_roots(resolve_records(named), library=True)
         generator = self.variant.run(self.context)
         if not isinstance(generator, GeneratorType):
             raise self._error("its run function must be a generator that yields stage(...) steps")

@@ -439,7 +439,7 @@ def test_plain_keeps_the_answer_off_a_loop_before_its_quiz(host: PluginHost) -> 
     before, after = text.split("--- Step 3")[0], text.split("--- Step 4")[1]
     answer = f"{SCORES[one, step]:.4f}"
     assert answer not in before and HIDDEN_NOTE in before
-    assert f"sub-step 30 at ({one}, {step})" in before
+    assert f"sub-step 30 at ({one}, {step}; query one, key step)" in before
     assert f"score = {answer}" in after and HIDDEN_NOTE not in after
 
 

@@ -473,9 +473,68 @@ def hidden_cells(
         for row, column in close.nonzero().tolist():
             if secret.near(float(grid[row, column])):
                 shut.add((row, column))
-    if shut:
-        shut |= _sums_to_one(grid, shut)
+    while shut:  # each rule may hide a cell the other then reads from
+        more = _one_step_away(grid, shut, telling(kept))
+        more |= _sums_to_one(grid, shut | more)
+        if not more:
+            break
+        shut |= more
     return frozenset(shut)
+
+
+DEEPEST_STEP = 2
+"""How far a constant step is carried on to reach a hidden answer (:func:`_one_step_away`):
+from the cell beside it, or from one cell further (the hidden 192 of a running total, and the
+742 one level deeper)."""
+
+
+def _one_step_away(grid: torch.Tensor, hidden: set[Cell], kept: tuple[Secret, ...]) -> set[Cell]:
+    """The cells to hide besides ``hidden`` so that no hidden answer follows from its shown
+    neighbours along a row or a column by one operation: a constant step carried on from the
+    two shown cells beyond it (1.8300 + (1.8300 − 1.8250)), or the middle of the two shown
+    cells either side of it. The nearer shown cell is hidden, and the rule applied again past
+    it (k cells of that step from the next two shown cells: the answer one level deeper)."""
+    rows, columns = grid.shape
+    values = grid.tolist()
+    shut = set(hidden)
+
+    def shown(cell: Cell) -> float | None:
+        row, column = cell
+        if not (0 <= row < rows and 0 <= column < columns) or cell in shut:
+            return None
+        value = float(values[row][column])
+        return value if math.isfinite(value) else None
+
+    changed = True
+    while changed:
+        changed = False
+        for row, column in sorted(shut):
+            if not (0 <= row < rows and 0 <= column < columns):
+                continue
+            value = float(values[row][column])
+            secrets = [secret for secret in kept if secret.near(value)]
+            if not secrets:
+                continue
+            for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                # The first shown cell that way (past cells already hidden), and the next.
+                k = 1
+                while (row + k * dr, column + k * dc) in shut:
+                    k += 1
+                if k > DEEPEST_STEP:
+                    continue  # a line carried on further is a guess, not a derivation
+                near = (row + k * dr, column + k * dc)
+                far = (row + (k + 1) * dr, column + (k + 1) * dc)
+                a, b = shown(near), shown(far)
+                c = shown((row - dr, column - dc)) if k == 1 else None
+                guesses = []
+                if a is not None and b is not None:
+                    guesses.append(a + k * (a - b))  # carried on by the step between them
+                if a is not None and c is not None:
+                    guesses.append((a + c) / 2)  # the middle of its two neighbours
+                if any(secret.near(guess) for guess in guesses for secret in secrets):
+                    shut.add(near)
+                    changed = True
+    return shut - set(hidden)
 
 
 @dataclass(frozen=True)

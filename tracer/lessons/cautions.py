@@ -9,6 +9,8 @@ author may not mean, though the lesson loads and runs as it is.
   that rewords the right choice): :mod:`tracer.lessons.statements`.
 - A number quiz whose tolerance accepts a guess (0, 1, an even split):
   :mod:`tracer.lessons.guesses`.
+- A computed-choice quiz whose deciding row an earlier table holds whole:
+  :mod:`tracer.lessons.deciding`.
 
 Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.deciding import deciding_rows
 from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
@@ -37,6 +40,7 @@ def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
         *first_tensor_only(lesson, runner, path),
         *stated_answers(lesson, runner, path),
         *naive_guesses(lesson, runner, path),
+        *deciding_rows(lesson, runner, path),
     ]
     return sorted(found, key=lambda p: (p.line, p.column))
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -170,8 +171,10 @@ def one_operation_away(
     tensor: torch.Tensor, hidden: frozenset[tuple[int, int]], unanswered: list[Answer]
 ) -> list[str]:
     """Hidden answers that the shown cells of their row or column give by one operation: a
-    constant step carried on from the next two shown cells (1.8300 + (1.8300 − 1.8250)), or
-    the middle of the two cells beside it."""
+    constant step carried on from the next two shown cells (1.8300 + (1.8300 − 1.8250)), a
+    step growing by a constant from the next three (22, 48, 78, 112, 150: the next is 192) or
+    four, or the middle of the two cells beside it; along a line that only rises or only
+    falls (a sequence, not a row of weights). numpy's polyfit is the oracle."""
     tensor = tensor.detach().double()
     if tensor.dim() == 0 or not hidden:
         return []
@@ -192,16 +195,25 @@ def one_operation_away(
             if answer.plain or not answer.equal(grid[row][column]):
                 continue
             for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                line = np.array(grid[row] if dr == 0 else [grid[r][column] for r in range(rows)])
+                steps = np.diff(line)
+                if len(line) < 3 or not ((steps > 0).all() or (steps < 0).all()):
+                    continue  # only a sequence (rising or falling) is carried on
                 k = 1
                 while (row + k * dr, column + k * dc) in hidden:
                     k += 1
                 if k > 2:  # carried on from further away, a line is a guess
                     continue
-                a = shown(row + k * dr, column + k * dc)
-                b = shown(row + (k + 1) * dr, column + (k + 1) * dc)
+                beyond = [shown(row + (k + j) * dr, column + (k + j) * dc) for j in range(4)]
+                a = beyond[0]
                 c = shown(row - dr, column - dc) if k == 1 else None
-                if a is not None and b is not None and answer.equal(a + k * (a - b)):
-                    found.append(f"{(row, column)} is a step on from its neighbours: {answer.id}")
+                for degree in (1, 2, 3):
+                    points = beyond[: degree + 1]
+                    if any(p is None for p in points):
+                        break
+                    fit = np.polyfit([k + j for j in range(degree + 1)], points, degree)
+                    if answer.equal(float(np.polyval(fit, 0))):
+                        found.append(f"{(row, column)} is carried on from {points}: {answer.id}")
                 if a is not None and c is not None and answer.equal((a + c) / 2):
                     found.append(f"{(row, column)} is the middle of its neighbours: {answer.id}")
     return found

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tracer.errors import InputError, UsageError
+from tracer.errors import InputError, PluginError, TracerError, UsageError
 from tracer.inputs import InputSet, load_inputs
 from tracer.inputs.input_set import SourceSequence
 from tracer.inputs.weights import (
@@ -73,6 +73,9 @@ class TraceOptions:
     """A second sequence (``--source``): an input set whose tokens and embeddings become
     ``run.source``, in place of the ``source:`` section of the inputs, if any."""
 
+    text: str | None = None
+    """Text for a variant that tokenizes it (``--text``): its tokens become the inputs."""
+
     def variant_options(self) -> dict[str, Any]:
         return {**self.extra, **self.options}
 
@@ -127,6 +130,7 @@ def build_context(
     def named(name: str) -> str:
         return where(name) if where is not None else "--" + name.replace("_", "-")
 
+    input_set = tokenized(input_set, variant, variant_options)
     check_trace_option("init", options.init, named("init"))
     check_trace_option("seed", options.seed, named("seed"))
     if options.d_out is not None:
@@ -180,7 +184,63 @@ def build_context(
         source=second,
         params=params,
         d_out=d_out if uses_weights else None,
+        text=input_set.text,
     )
+
+
+MAX_TEXT_CHARACTERS = 100_000
+"""The longest ``--text`` read (its tokens are checked against the inputs' token limit too)."""
+
+
+def text_inputs(text: str, variant: Variant | None) -> InputSet:
+    """The input set of ``--text``: the text alone; the variant's tokenizer splits it."""
+    name = f"variant '{variant.name}'" if variant is not None else "this variant"
+    if variant is not None and variant.tokenize is None:
+        raise UsageError(
+            f"--text is for variants that read text with their own tokenizer (such as "
+            f"'model'); {name} reads tokens and embeddings: give --inputs instead"
+        )
+    if not text.strip():
+        raise UsageError("--text is empty; give the text to tokenize, e.g. --text 'A B C A B C'")
+    if len(text) > MAX_TEXT_CHARACTERS:
+        raise UsageError(
+            f"--text has {len(text):,} characters; at most {MAX_TEXT_CHARACTERS:,} are read"
+        )
+    return InputSet(name="text", tokens=(), embeddings=(), source="--text", text=text)
+
+
+def tokenized(input_set: InputSet, variant: Variant | None, options: Mapping[str, Any]) -> InputSet:
+    """``input_set`` with its text split by the variant's tokenizer, when it has text and the
+    variant tokenizes (``Variant(tokenize=...)``); unchanged otherwise."""
+    from dataclasses import replace
+
+    from tracer.inputs.input_set import MAX_TOKENS
+
+    if input_set.text is None or variant is None or variant.tokenize is None:
+        if input_set.text is not None and not input_set.tokens:
+            name = f"variant '{variant.name}'" if variant is not None else "this variant"
+            raise UsageError(
+                f"{_described(input_set)} gives text, which {name} cannot tokenize; "
+                "give tokens and embeddings instead"
+            )
+        return input_set
+    try:
+        tokens = tuple(str(token) for token in variant.tokenize(input_set.text, options))
+    except TracerError:
+        raise
+    except Exception as exc:  # the plugin's tokenizer failed: its failure, in one line
+        summary = (str(exc).strip().splitlines() or [""])[0]
+        raise PluginError(
+            f"variant '{variant.name}' could not tokenize the text: {type(exc).__name__}: {summary}"
+        ) from None
+    if not tokens:
+        raise UsageError(f"the text of {_described(input_set)} has no tokens")
+    if len(tokens) > MAX_TOKENS:
+        raise UsageError(
+            f"the text of {_described(input_set)} is {len(tokens):,} tokens; at most "
+            f"{MAX_TOKENS:,} are read"
+        )
+    return replace(input_set, tokens=tokens, padding=None)
 
 
 def build_params(
@@ -317,6 +377,8 @@ def source_sequence(
 
 
 def _described(input_set: InputSet) -> str:
+    if input_set.source == "--text":
+        return "--text"
     if input_set.source != "built-in":
         return input_set.source
     return f"input set '{input_set.name}'"
@@ -354,6 +416,9 @@ def start_trace(
     options = options or TraceOptions()
     host = host or PluginHost()
     found = host.variant(variant)
-    input_set = resolve_inputs(options.inputs, found)
+    if options.text is not None:
+        input_set = text_inputs(options.text, found)
+    else:
+        input_set = resolve_inputs(options.inputs, found)
     context = build_context(input_set, options, variant=found, where=where)
     return host.start(variant, context)

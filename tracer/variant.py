@@ -466,6 +466,9 @@ class RunContext:
     inputs' ``params:`` section, or drawn from ``seed``."""
     d_out: int | None = None
     """The width of the projections (``--d-out``); None when the variant uses no weights."""
+    text: str | None = None
+    """The text the tokens were split from (``--text``, an inputs file's ``text:``), for a
+    variant that tokenizes (``Variant(tokenize=...)``); None otherwise."""
 
     @property
     def options(self) -> Mapping[str, Any]:
@@ -965,10 +968,26 @@ class Variant:
     ``weights``, linear attention's kernel): by convention a ``weights`` stage sums to 1 along
     the keys, and a stage named here is not held to it (lessons, ``attn check``, viewers)."""
 
+    tokenize: Callable[[str, Mapping[str, Any]], Sequence[str]] | None = field(
+        default=None, compare=False
+    )
+    """For a variant that reads text (a model with its own tokenizer): called with the text
+    (``--text``, an inputs file's ``text:``) and the checked options before the run, it returns
+    the tokens' labels as the variant will split the text; ``run.text`` holds the text."""
+    records: tuple[str, ...] | Callable[[], Sequence[str]] = field(default=(), compare=False)
+    """Files beyond the plugin's own whose lines are recorded for each step (a library's
+    code the variant runs): paths or module names (a package: its whole folder), or a
+    function returning them, resolved when the run starts (see :mod:`tracer.tracing.lines`)."""
+
     problem: str | None = field(default=None, compare=False, repr=False)
     """Why the declaration cannot work (``"option 'k' has default 0, below its own min=1
     (topk.py:12)"``), when it was made while its plugin loads: the host then refuses this
     variant alone, and running it is a plugin failure (exit status 3)."""
+    rechecks: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+    """Where ``attn check`` runs a learner's passing code again, as the built-ins do: each a
+    dict of option values, and of ``seed``, ``init``, ``d_out`` or ``inputs`` (an input set's
+    name): ``rechecks=({"cap": 0.5},)`` catches a softcapping mistake the default ``cap=1``
+    hides. The first that fails is the verdict."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""
@@ -1072,6 +1091,7 @@ class Variant:
                             f"names {size!r}, which is not a size{did_you_mean(size, sizes)}; "
                             f"use {', '.join(PARAM_DIMS)} or one of the variant's int options"
                         )
+        self._check_rechecks()
         clash = sorted(set(names) & RESERVED_OPTIONS)
         if clash:
             raise ValueError(
@@ -1101,6 +1121,40 @@ class Variant:
                     raise ValueError(
                         f"parameter {param.name!r} of variant {self.name!r} uses {size!r}, "
                         "which needs source='required'"
+                    )
+
+    def _check_rechecks(self) -> None:
+        if not isinstance(self.rechecks, tuple):
+            raise ValueError(
+                f"rechecks= of variant {self.name!r} must be a tuple of dicts, "
+                f"got {type(self.rechecks).__name__}"
+            )
+        for recheck in self.rechecks:
+            if not isinstance(recheck, Mapping) or not recheck:
+                raise ValueError(
+                    f"each recheck of variant {self.name!r} must be a dict of option values "
+                    f'(rechecks=({{"cap": 0.5}},)), got {recheck!r}'
+                )
+            for name, value in recheck.items():
+                option = self.option(name) if isinstance(name, str) else None
+                known = [o.name for o in self.options] + list(RECHECK_OPTIONS)
+                if option is None and name not in RECHECK_OPTIONS:
+                    raise ValueError(
+                        f"recheck {dict(recheck)!r} of variant {self.name!r}: {name!r} is not one "
+                        f"of its options{did_you_mean(str(name), known)}; use "
+                        f"{', '.join(known)}"
+                    )
+                if option is None:
+                    continue
+                if not _fits_type(value, option.type) or value is None:
+                    raise ValueError(
+                        f"recheck {dict(recheck)!r} of variant {self.name!r}: {value!r} is not "
+                        f"{option.type.__name__}"
+                    )
+                if option.choices is not None and value not in option.choices:
+                    raise ValueError(
+                        f"recheck {dict(recheck)!r} of variant {self.name!r}: {value!r} is not "
+                        f"one of {option.name!r}'s choices {option.choices!r}"
                     )
 
     def _check_source(self) -> None:
@@ -1136,6 +1190,9 @@ class Variant:
 
 SOURCE_NEEDS = (None, "required")
 """What ``Variant(source=...)`` may say: nothing, or that ``run`` needs a second sequence."""
+
+RECHECK_OPTIONS = ("seed", "init", "d_out", "inputs")
+"""Shared trace options a variant's ``rechecks`` may change besides its own options."""
 
 RESERVED_OPTIONS = frozenset({"inputs", "seed", "init", "d_out", "dropout", "query"})
 """Options every variant shares; a variant reads them from :class:`RunContext` fields."""

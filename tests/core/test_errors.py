@@ -92,7 +92,7 @@ BAD_FILES = [
         "typo.yaml",
         "tokens: [a]\nembedings: [[1]]\n",
         "typo.yaml:2:1: unknown key 'embedings' (did you mean 'embeddings'?); "
-        "expected one of tokens, embeddings, weights, padding, description, source, params",
+        "expected one of tokens, embeddings, weights, padding, description, source, params, text",
     ),
     ("empty.yaml", "", "empty.yaml:1:1: inputs file is empty; it needs 'tokens' and 'embeddings'"),
     (
@@ -125,7 +125,7 @@ BAD_OPTIONS = [
         ["--inputs", "your-jorney"],
         "attn: unknown input set 'your-jorney' (did you mean 'your-journey'?); "
         "built-in sets: four-words, ton-voyage, your-journey; the variants' own: "
-        "repeated-letters, or give a .yaml/.json file",
+        "letters-text, repeated-letters, or give a .yaml/.json file",
     ),
     (["--d-out", "0"], "attn: --d-out must be at least 1, got 0"),
     (["--dropout", "1"], "attn: --dropout must be at least 0 and below 1, got 1"),

@@ -39,7 +39,7 @@ def test_stages_come_in_declared_order_with_indices(host: PluginHost) -> None:
 
 
 def test_naive_loop_sub_steps_are_lazy(host: PluginHost) -> None:
-    trace = start_trace("naive-loop", TraceOptions(inputs=tokens(512)), host)
+    trace = start_trace("naive-loop", TraceOptions(inputs=tokens(120)), host)
     first = list(itertools.islice(trace, 1 + 10))
     assert isinstance(first[0], Stage) and first[0].name == "inputs"
     substeps = first[1:]

@@ -34,8 +34,8 @@ def folder(tmp_path: Path, attn: Attn) -> Path:
     return target
 
 
-# Induction runs a trained model rather than a function a learner writes.
-MODERN = {"induction"}
+# Induction and model run trained models rather than a function a learner writes.
+MODERN = {"induction", "model"}
 
 
 @pytest.mark.lists_variants

@@ -127,7 +127,7 @@ def test_the_declared_default_applies_when_no_option_is_given(windowed_host: Plu
         (
             "{windw: 3}",
             "6:60: unknown key 'windw' in options (did you mean 'window'?); expected seed, init, "
-            "d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)",
+            "d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, model, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)",
         ),
         ("{window: 0}", "6:68: option 'window' must be at least 1, got 0"),
         ("{window: 11}", "6:68: option 'window' must be at most 10, got 11"),
@@ -166,7 +166,7 @@ def test_an_option_no_installed_variant_declares_gets_did_you_mean(
     text = H + "options: {windo: 3}\nsteps:\n  - narration: n\n"
     assert problems(text, windowed_host) == [
         "3:11: unknown key 'windo' in options (did you mean 'window'?); expected seed, init, "
-        "d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)"
+        "d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, model, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)"
     ]
 
 
@@ -446,7 +446,7 @@ def test_load_problems_do_not_hide_problems_that_need_a_run(host: PluginHost) ->
     )
     assert problems(text, host) == [
         "4:21: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: "
-        "backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, multihead, multihead-wrapper, naive-loop, "
+        "backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, model, multihead, multihead-wrapper, naive-loop, "
         "online-softmax, paged-kv-cache, rope, sliding-window, trainable, training, vectorized",
         "5:56: stage 'scores' of 'naive-loop' has no tensor 'scorez' (did you mean 'scores'?); "
         "its tensors: scores",
@@ -458,7 +458,7 @@ def test_an_unknown_variant_may_be_a_plugin_not_installed(host: PluginHost) -> N
     assert problems(H + "steps:\n  - show: {variant: banded, stage: scores}\n", host) == [
         "4:21: unknown variant 'banded'; if it comes from a plugin, that plugin is not "
         "installed (install it, or give its folder with --plugins-dir); known variants: "
-        "backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, multihead, multihead-wrapper, naive-loop, "
+        "backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, model, multihead, multihead-wrapper, naive-loop, "
         "online-softmax, paged-kv-cache, rope, sliding-window, trainable, training, vectorized"
     ]
 
@@ -569,7 +569,7 @@ def test_a_lesson_names_the_plugins_it_needs(host: PluginHost) -> None:
     assert problems(text, host) == [
         "3:19: this lesson needs the plugin 'banded-window', which is not installed (install "
         "it, or give its folder with --plugins-dir); installed: backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, "
-        "mla, multihead, multihead-wrapper, naive-loop, online-softmax, paged-kv-cache, rope, "
+        "mla, model, multihead, multihead-wrapper, naive-loop, online-softmax, paged-kv-cache, rope, "
         "sliding-window, trainable, training, vectorized; the steps are not checked until it is installed",
     ]
 
@@ -597,7 +597,7 @@ def test_a_broken_value_is_reported_once_not_where_it_is_used(host: PluginHost) 
     )
     assert problems(text, host) == [
         "4:18: unknown variant 'naive-lop' (did you mean 'naive-loop'?); known variants: "
-        "backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, multihead, multihead-wrapper, naive-loop, "
+        "backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, model, multihead, multihead-wrapper, naive-loop, "
         "online-softmax, paged-kv-cache, rope, sliding-window, trainable, training, vectorized"
     ]
 

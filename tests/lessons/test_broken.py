@@ -158,7 +158,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "show_unknown_variant",
         H + "  - show: {variant: naive_loop, stage: scores}\n",
         [
-            "4:21: unknown variant 'naive_loop' (did you mean 'naive-loop'?); known variants: backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, multihead, multihead-wrapper, naive-loop, online-softmax, paged-kv-cache, rope, sliding-window, trainable, training, vectorized"
+            "4:21: unknown variant 'naive_loop' (did you mean 'naive-loop'?); known variants: backward, cross-attention, flash-backward, grouped-query, induction, kv-cache, masked, mla, model, multihead, multihead-wrapper, naive-loop, online-softmax, paged-kv-cache, rope, sliding-window, trainable, training, vectorized"
         ],
     ),
     (
@@ -250,7 +250,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "options_unknown_key",
         "title: T\nsummary: S\noptions: {sead: 1}\nsteps:\n  - narration: hi\n",
         [
-            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)"
+            "3:11: unknown key 'sead' in options (did you mean 'seed'?); expected seed, init, d_out, dropout, heads, or an option a variant declares (absorb, attention_factor, base, beta_fast, beta_slow, block, causal, factor, head, high_freq_factor, kv_heads, latent_norm, layer, low_freq_factor, lr, model, mscale, mscale_all_dim, original_max_position_embeddings, out_bias, pairing, q_lora_rank, ramp, rank, rope_dim, rope_scaling, scaling, steps, tile, truncate, upstream, v_head_dim, window)"
         ],
     ),
     (
@@ -295,7 +295,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "inputs_unknown_set",
         "title: T\nsummary: S\ninputs: your-jorney\nsteps:\n  - narration: hi\n",
         [
-            "3:9: unknown input set 'your-jorney' (did you mean 'your-journey'?); built-in sets: four-words, ton-voyage, your-journey; the variants' own: repeated-letters, or give a .yaml/.json file; the steps are not checked until the inputs can be read"
+            "3:9: unknown input set 'your-jorney' (did you mean 'your-journey'?); built-in sets: four-words, ton-voyage, your-journey; the variants' own: letters-text, repeated-letters, or give a .yaml/.json file; the steps are not checked until the inputs can be read"
         ],
     ),
     (

@@ -127,7 +127,7 @@ def test_trace_inputs_names_a_variants_own_input_set(attn: Attn) -> None:
     assert err == (
         "attn: unknown input set 'repeated-leters' (did you mean 'repeated-letters'?); "
         "built-in sets: four-words, ton-voyage, your-journey; the variants' own: "
-        "repeated-letters, or give a .yaml/.json file\n"
+        "letters-text, repeated-letters, or give a .yaml/.json file\n"
     )
 
 

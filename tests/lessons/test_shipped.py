@@ -24,6 +24,7 @@ from tests.variants.backward_lesson_oracles import BACKWARD_ORACLES
 from tests.variants.cross_lesson_oracles import CROSS_ORACLES
 from tests.variants.lesson_oracles import MODERN_ORACLES
 from tests.variants.lessons_16_18_oracles import LATE_ORACLES
+from tests.variants.model_lesson_oracles import MODEL_ORACLES
 from tracer.lessons.check import check_lesson
 from tracer.lessons.grading import CellAnswer
 from tracer.lessons.loader import find_lessons, load_lesson, shipped_dir
@@ -53,6 +54,7 @@ EXPECTED_NAMES = [
     "16_rotary",
     "17_latent_attention",
     "18_paged_cache",
+    "19_real_model",
 ]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 
@@ -218,6 +220,7 @@ ORACLES.update(MODERN_ORACLES)
 ORACLES.update(CROSS_ORACLES)
 ORACLES.update(BACKWARD_ORACLES)
 ORACLES.update(LATE_ORACLES)
+ORACLES.update(MODEL_ORACLES)
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,20 @@ def open_explore(args: argparse.Namespace) -> int:
         from tracer.plugin_host import PluginHost
 
         options = trace_options(args, PluginHost(plugin_dirs))
-    if options.inputs is not None:
+    if options.text is not None:
+        # Text: the variant's own tokenizer splits it here, so --query can name its tokens.
+        from tracer.options import check_options, flag_where
+        from tracer.plugin_host import PluginHost
+        from tracer.runner import text_inputs, tokenized
+
+        variant = PluginHost(plugin_dirs).variant(args.variant)
+        checked = check_options(
+            variant, options.variant_options(), flag_where(options.option_flags)
+        )
+        inputs = tokenized(text_inputs(options.text, variant), variant, checked)
+        resolve_query(options.query, inputs.tokens)
+        options = replace(options, inputs=inputs, text=None)
+    elif options.inputs is not None:
         inputs = (
             options.inputs if isinstance(options.inputs, InputSet) else load_inputs(options.inputs)
         )

@@ -32,6 +32,12 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
         help="a second sequence for cross-attention: an input set whose tokens and embeddings "
         "give the keys and values (default: the inputs' own 'source:' section, if any)",
     )
+    group.add_argument(
+        "--text",
+        default=None,
+        metavar="TEXT",
+        help="text for a variant with its own tokenizer (model): its tokens become the inputs",
+    )
     group.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: 123)")
     group.add_argument(
         "--init",
@@ -105,6 +111,7 @@ def trace_options(args: argparse.Namespace, host: PluginHost | None = None) -> T
         options=options,
         option_flags=("--heads",) if args.heads is not None else (),
         source=source,
+        text=getattr(args, "text", None),
     )
 
 

@@ -21,6 +21,10 @@ An inputs file is YAML or JSON::
     params:             # optional: the variant's own learnt parameters (Variant(params=...))
       rel_bias: [0.5, -0.25, 0.0]
 
+or, for a variant with its own tokenizer (``model``), text in place of tokens::
+
+    text: "The cat sat. The cat sat."
+
 A ``.json`` file says the same in JSON and is read the same.
 
 Every problem is reported at its line and column. Nothing here imports torch.
@@ -63,7 +67,7 @@ MAX_YAML_CHARACTERS = 4 * 2**20
 MAX_FILE_BYTES = 64 * 2**20
 """Only a guard against reading a huge file into memory: the real limits are the two above."""
 WEIGHT_NAMES = ("query", "key", "value")
-KEYS = ("tokens", "embeddings", "weights", "padding", "description", "source", "params")
+KEYS = ("tokens", "embeddings", "weights", "padding", "description", "source", "params", "text")
 SOURCE_KEYS = ("tokens", "embeddings", "weights")
 SOURCE_WEIGHT_NAMES = ("key", "value")
 
@@ -334,6 +338,24 @@ def parse_input_node(
             message = f"unknown key '{key}'{hint}; expected one of {', '.join(KEYS)}"
             problems.append(problem_at(key_node, message, path))
         entries[key] = value_node
+    text = None
+    if "text" in entries:
+        value = entries["text"]
+        if isinstance(value, yaml.ScalarNode) and str(value.value).strip():
+            text = str(value.value)
+        else:
+            problems.append(problem_at(value, "text must be a non-empty string", path))
+        if "tokens" in entries or "embeddings" in entries:
+            problems.append(
+                problem_at(
+                    node,
+                    "give 'text' alone (the variant's tokenizer splits it) or 'tokens', not both",
+                    path,
+                )
+            )
+        if problems:
+            return None, problems
+        return InputSet(name=name, tokens=(), embeddings=(), source=path, text=text), []
     if "tokens" not in entries:
         problems.append(problem_at(node, "missing 'tokens'", path))
     if "embeddings" not in entries and "weights" in entries:

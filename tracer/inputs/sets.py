@@ -62,6 +62,10 @@ class InputSet:
     params: Mapping[str, ParamValue] | None = None
     """The ``params:`` section: a variant's own learnt parameters by name, checked against
     what the variant declares (``Variant(params=...)``) when it runs."""
+    text: str | None = None
+    """The text the tokens come from (``--text``, a file's ``text:``), for a variant that
+    tokenizes it with its own tokenizer (``Variant(tokenize=...)``); its tokens are then
+    that variant's split of the text."""
 
     @property
     def d_in(self) -> int:

@@ -23,6 +23,7 @@ their layout by shape: the tool's matrices are applied as ``x @ W``, while
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import sys
@@ -142,6 +143,12 @@ OPTION_NAMES = {
     "causal": {"causal", "is_causal"},
 }
 """Parameter names a variant's option goes by (``n_kv_heads`` for ``kv_heads``)."""
+
+
+def normal_name(name: str) -> str:
+    """A field or tensor name as the check compares it: ``grad_q``, ``d_q`` and ``dQ`` alike."""
+    key = name.lower().replace("_", "")
+    return "d" + key.removeprefix("grad") if key.startswith("grad") and len(key) > 4 else key
 
 
 def option_for(name: str, options: dict[str, Any]) -> str | None:
@@ -295,6 +302,13 @@ def _defined_here(value: Any, filename: str) -> bool:
     return False
 
 
+def _container(value: Any) -> bool:
+    """A class that only holds values: a dataclass or a named tuple."""
+    return isinstance(value, type) and (
+        dataclasses.is_dataclass(value) or (issubclass(value, tuple) and hasattr(value, "_fields"))
+    )
+
+
 def _constructor_parameters(cls: type) -> list[inspect.Parameter]:
     try:
         signature = inspect.signature(cls.__init__)  # type: ignore[misc]
@@ -343,7 +357,9 @@ def candidates(namespace: dict[str, Any], filename: str, setting: Setting) -> li
     functions = [
         name
         for name, value in namespace.items()
-        if not name.startswith("_") and _defined_here(value, filename)
+        if not name.startswith("_")
+        and _defined_here(value, filename)
+        and not _container(value)  # a dataclass of results or of settings is not the code
     ]
     named = [n for n in functions if re.search("attention|attn", n, re.IGNORECASE)]
     return named or functions
@@ -397,16 +413,13 @@ def prepare(name: str, value: Any, filename: str, setting: Setting) -> Call:
             load_weights(instance, setting, filename, name)
             # A config offers a dropout rate; the class takes one only if it read it.
             call.takes_dropout = any(k.lower() in DROPOUT for k in kwargs) or any(
-                isinstance(v, Config) and bool(v.__dict__.get("read", set()) & CONFIG_DROPOUT)
-                for v in kwargs.values()
+                k.lower() in CONFIG and takes_config_dropout(v) for k, v in kwargs.items()
             )
             return instance
 
-        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        shown = ", ".join(f"{k}={_shown(v)}" for k, v in kwargs.items())
         call = _module_call(f"class {name}({shown})", build, setting)
-        call.takes_dropout = any(
-            k.lower() in DROPOUT or isinstance(v, Config) for k, v in kwargs.items()
-        )
+        call.takes_dropout = any(k.lower() in DROPOUT or k.lower() in CONFIG for k in kwargs)
         return call
     if callable(value) and not isinstance(value, type):
         function = value
@@ -731,7 +744,8 @@ def constructor_arguments(cls: type, setting: Setting, filename: str) -> dict[st
         elif key in BIAS:
             kwargs[parameter.name] = False
         elif key in CONFIG and parameter.default is parameter.empty:
-            kwargs[parameter.name] = make_config(cls, setting, filename)
+            config = make_config(cls, setting, filename)
+            kwargs[parameter.name] = own_config(cls, parameter, config, filename)
         elif parameter.default is parameter.empty:
             raise UsageError(
                 f"{cls.__name__}.__init__ needs '{parameter.name}', which attn check cannot "
@@ -766,18 +780,33 @@ class Config(dict):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         """Short, for the report's ``class Attention(args=...)``: the sizes, not every alias."""
-        shown = ("n_embd", "n_head", "n_kv_heads", "block_size", "window_size", "d_source")
+        shown: tuple[str, ...] = (
+            "n_embd",
+            "n_head",
+            "n_kv_heads",
+            "block_size",
+            "window_size",
+            "d_source",
+        )
+        if ONE_WIDTH_KEY in self.__dict__:  # inputs and outputs of two widths: the book's names
+            shown = ("d_in", "d_out", "num_heads", "context_length", "d_source")
         return "config(" + ", ".join(f"{k}={self[k]!r}" for k in shown if k in self) + ")"
 
     read: set[str]
 
     def __getitem__(self, name: str) -> Any:
-        self.__dict__.setdefault("read", set()).add(name)
+        self._reading(name)
         return super().__getitem__(name)
 
     def get(self, name: str, default: Any = None) -> Any:
-        self.__dict__.setdefault("read", set()).add(name)
+        self._reading(name)
         return super().get(name, default)
+
+    def _reading(self, name: str) -> None:
+        self.__dict__.setdefault("read", set()).add(name)
+        problem = self.__dict__.get(ONE_WIDTH_KEY)
+        if problem is not None and name in ONE_WIDTH:
+            raise MissingConfig(problem)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -788,19 +817,29 @@ class Config(dict):  # type: ignore[type-arg]
             ) from None
 
 
+ONE_WIDTH = frozenset(
+    {"n_embd", "hidden_size", "d_model", "emb_dim", "embed_dim", "dim", "n_embed"}
+)
+"""Config names for one width that is both the inputs' and the outputs'."""
+ONE_WIDTH_KEY = "one_width_problem"
+
+
 def make_config(cls: type, setting: Setting, filename: str) -> Config:
-    """Every usual name for the variant's sizes (nanoGPT's, Hugging Face's, the book's GPT's)."""
-    if setting.d_in != setting.d_out:
-        raise UsageError(
-            f"{cls.__name__} is built from a config with one width for inputs and outputs, but "
-            f"the inputs are {setting.d_in} wide and the variant's d_out is {setting.d_out}; run "
-            f"with --d-out {setting.d_in}",
-            Location(filename, _line(cls)),
-        )
+    """Every usual name for the variant's sizes: the book's (``d_in``, ``d_out``,
+    ``context_length``, ``dropout``, ``num_heads``, ``qkv_bias``), nanoGPT's, Hugging Face's,
+    Llama's. A config of one width for inputs and outputs (``n_embd``) fits only where the
+    two are equal; reading one otherwise says to run with ``--d-out``."""
     width, heads = setting.d_in, setting.num_heads or 1
     config = Config()
-    for name in ("n_embd", "hidden_size", "d_model", "emb_dim", "embed_dim", "dim", "n_embed"):
+    if setting.d_in != setting.d_out:
+        config.__dict__[ONE_WIDTH_KEY] = (
+            f"{cls.__name__} is built from a config with one width for inputs and outputs, but "
+            f"the inputs are {setting.d_in} wide and the variant's d_out is {setting.d_out}; run "
+            f"with --d-out {setting.d_in}"
+        )
+    for name in ONE_WIDTH:
         config[name] = width
+    config["d_in"], config["d_out"] = setting.d_in, setting.d_out
     for name in ("n_head", "n_heads", "num_heads", "num_attention_heads", "nhead", "heads"):
         config[name] = heads
     for name in ("block_size", "context_length", "max_position_embeddings", "n_positions"):
@@ -811,7 +850,8 @@ def make_config(cls: type, setting: Setting, filename: str) -> Config:
     config["bias"] = True  # nanoGPT: biases on every Linear (the query/key/value ones get 0)
     config["qkv_bias"] = False
     config["is_causal"] = config["causal"] = setting.causal
-    config["head_dim"] = width // heads
+    config["head_dim"] = setting.d_out // heads
+    config["attention_bias"] = False  # Llama's and Mistral's bias switch
     config["max_batch_size"] = 1
     for name in ("max_cache_len", "cache_size", "max_len", "seq_len"):
         config[name] = setting.context_length
@@ -827,6 +867,86 @@ def make_config(cls: type, setting: Setting, filename: str) -> Config:
         for alias in ("d_source", "kdim", "vdim", "encoder_hidden_size", "cross_attention_dim"):
             config[alias] = setting.d_source
     return config
+
+
+def _config_class(cls: type, parameter: inspect.Parameter) -> type | None:
+    """The learner's own config class for a constructor's ``config`` parameter: its
+    annotation, else the one dataclass of the learner's file with config fields."""
+    module = sys.modules.get(cls.__module__)
+    names = vars(module) if module is not None else {}
+    filename = getattr(module, "__file__", None)
+    annotation = parameter.annotation
+    if isinstance(annotation, str):  # from __future__ import annotations
+        annotation = names.get(annotation.strip("'\" "))
+    if isinstance(annotation, type):
+        return annotation if filename and _defined_here(annotation, filename) else None
+    if annotation is not parameter.empty:
+        return None
+    known = {*ONE_WIDTH, "d_in", "d_out", "n_head", "num_heads", "block_size", "context_length"}
+    found = [
+        value
+        for value in names.values()
+        if isinstance(value, type)
+        and dataclasses.is_dataclass(value)
+        and filename
+        and _defined_here(value, filename)
+        and len({f.name for f in dataclasses.fields(value)} & known) >= 2
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def own_config(cls: type, parameter: inspect.Parameter, config: Config, filename: str) -> Any:
+    """The learner's own config class (a dataclass, a plain class, a named tuple), built
+    with the variant's sizes under its own field names, so its methods and properties work;
+    the ``Config`` mapping when it has a field attn check cannot fill."""
+    kind = _config_class(cls, parameter)
+    if kind is None or issubclass(kind, nn.Module):
+        return config
+    try:
+        fields = [
+            p
+            for p in inspect.signature(kind).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return config
+    values: dict[str, Any] = {}
+    lowered = {k.lower(): k for k in config}
+    try:
+        for field_ in fields:
+            key = lowered.get(field_.name.lower())
+            if key is not None:
+                values[field_.name] = config[key]
+            elif field_.default is field_.empty:
+                return config  # a field only the learner knows how to fill
+    except MissingConfig as exc:  # a one-width config for inputs and outputs of two widths
+        raise UsageError(str(exc), Location(filename, _line(kind))) from None
+    try:
+        built = kind(**values)
+    except Exception:  # their __post_init__ refuses these sizes: the mapping may still do
+        return config
+    config.__dict__.setdefault("read", set()).update(values)
+    return built
+
+
+def _shown(value: Any) -> str:
+    """A constructor argument for the report: a plain config object by its fields (its own
+    repr would be an address, different on every run)."""
+    if type(value).__repr__ is object.__repr__ and isinstance(  # type: ignore[comparison-overlap]
+        getattr(value, "__dict__", None), dict
+    ):
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(value).items() if not k.startswith("_"))
+        return f"{type(value).__name__}({fields})"
+    return repr(value)
+
+
+def takes_config_dropout(value: Any) -> bool:
+    """Whether a config handed to a learner's class gave it a dropout rate."""
+    if isinstance(value, Config):
+        return bool(value.__dict__.get("read", set()) & CONFIG_DROPOUT)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(f.name.lower() in CONFIG_DROPOUT for f in dataclasses.fields(value))
+    return any(name.lower() in CONFIG_DROPOUT for name in getattr(value, "__dict__", {}))
 
 
 def _line(cls: type) -> int | None:

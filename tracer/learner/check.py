@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import math
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,13 +26,28 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tracer.errors import UsageError
-from tracer.learner.calling import ARGUMENT_ORDER
-from tracer.learner.compare import close, find, matches_any, max_difference
+from tracer.learner.calling import ARGUMENT_ORDER, normal_name
+from tracer.learner.compare import (
+    ATOL,
+    close,
+    find,
+    judged_at,
+    matches_any,
+    max_difference,
+    precision_of,
+    tolerance_for,
+)
 from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
 from tracer.learner.dropout import CHECK_RATE, DropoutCheck, check_dropout
-from tracer.learner.isolation import Limits, run_sandboxed
+from tracer.learner.isolation import Limits, Outcome, run_sandboxed
 from tracer.learner.loader import read_source
-from tracer.learner.mutations import merge, mistakes_of, reproduce
+from tracer.learner.mutations import (
+    closer_mistake,
+    hidden_by_output,
+    merge,
+    mistakes_of,
+    reproduce,
+)
 from tracer.learner.recorder import REARRANGING_OPS, Mutation, Record
 from tracer.learner.relations import (
     Known,
@@ -105,6 +120,8 @@ class CheckResult:
     """With dropout on: what the structure of the learner's dropout showed."""
     takes_dropout: bool = False
     """Whether the learner's code was handed the dropout rate (so a run with dropout means something)."""
+    precision: torch.dtype | None = None
+    """float16 or bfloat16 when the learner's code computed in it: compared at its tolerance."""
 
     @property
     def expected_output(self) -> torch.Tensor:
@@ -203,6 +220,7 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         "dropout": float(trace.context.dropout),
         "causal": "mask" in stage_names,
         "stacked": stacked,
+        "output_names": output_names(trace),
         "variant_options": {
             k: v
             for k, v in trace.context.extra.items()
@@ -210,6 +228,20 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         },
     }
     return request, tensors
+
+
+def output_names(trace: Trace) -> list[str]:
+    """The reference's names for its output (``dX`` and ``grad_inputs`` for a backward pass):
+    a field of a returned dict or dataclass named like one of them is the output."""
+    expected = trace.output
+    names: list[str] = []
+    if expected is None:
+        return names
+    for stage in trace.stages:
+        for name, tensor in stage.tensors.items():
+            if tensor.is_floating_point() and close(tensor, expected):
+                names += [name, stage.name]
+    return list(dict.fromkeys(names))
 
 
 HIDDEN = "__hidden__"
@@ -509,6 +541,24 @@ def check(
     outcome = run_sandboxed(filename, request, tensors, limits or Limits.from_environment())
     payload = outcome.payload
     records = [r for r in map(_record, _list(payload.get("records"))) if r is not None]
+    given = payload.get("output")
+    returned = given.get("tensor") if isinstance(given, dict) else None
+    precision = precision_of([r.value for r in records] + [_usable(returned)])
+    with judged_at(precision):
+        return _judged(filename, trace, outcome, tensors, records, precision)
+
+
+def _judged(
+    filename: str,
+    trace: Trace,
+    outcome: Outcome,
+    tensors: dict[str, Any],
+    records: list[Record],
+    precision: torch.dtype | None,
+) -> CheckResult:
+    """The verdict on what came back from the sandbox, at the tolerance of the learner's
+    precision (inside :func:`judged_at`)."""
+    payload = outcome.payload
     by_index = {r.index: r for r in records}
     mutations = [
         Mutation(str(m[0]), str(m[1]), m[2] if isinstance(m[2], int) else None)
@@ -523,9 +573,15 @@ def check(
     stages, diverging = compare_stages(trace, records)
     given = payload.get("output")
     output: dict[str, Any] = given if isinstance(given, dict) else {}
+    output, picked = pick_field(output, expected)
     tensor_output, problem = checked_output(output, expected)
     if problem is None and isinstance(output.get("weights"), torch.Tensor):
         problem = _returned_weights(output["weights"], trace)
+    if problem is None and isinstance(output.get("fields"), dict):
+        problem = _returned_fields(output["fields"], trace)
+    note = payload.get("note") if isinstance(payload.get("note"), str) else None
+    if picked is not None:
+        note = picked if note is None else f"{note}; {picked}"
     matches = problem is None and tensor_output is not None and close(tensor_output, expected)
     discarded = [by_index[i] for i in _list(payload.get("discarded")) if i in by_index]
     evidence = Evidence(
@@ -568,6 +624,23 @@ def check(
         matches, problem, diagnoses, diverging = _judge_dropout(
             dropout, stages, diverging, output, tensor_output, problem, diagnoses
         )
+    if matches and dropout is None and precision is not None:
+        nearer = closer_mistake(evidence, mistakes_of(trace.variant), trace.context)
+        if nearer is not None:  # within float16's rounding, and nearer to a known mistake
+            matches = False
+            diagnoses = [*(d for d in diagnoses if d.code == "inputs-mutated"), nearer]
+    if matches and dropout is None:
+        # A declared mistake that leaves the output as it is (positions counted from 1 for
+        # queries and keys alike): the learner's stage still differs, and that is said.
+        right = frozenset(r.stage.name for r in stages if r.status == MATCH)
+        hidden = hidden_by_output(evidence, mistakes_of(trace.variant), trace.context, right)
+        if hidden is not None:
+            matches = False
+            for stage_result in stages:
+                if stage_result.stage.name == hidden.stage:
+                    stage_result.status, stage_result.record = DIFFERS, hidden.record
+                    diverging = stage_result
+            diagnoses = [*(d for d in diagnoses if d.code == "inputs-mutated"), hidden.diagnosis]
     if matches:
         for stage_result in stages:  # numpy, torch's own modules: stages it never showed us
             if stage_result.status == DIFFERS:
@@ -581,10 +654,19 @@ def check(
     output_record = next(
         (r for r in reversed(records) if output_id is not None and r.result_id == output_id), None
     )
-    if not matches and not diagnoses and dropout is None and float(trace.context.dropout) == 0:
+    right_output = tensor_output is not None and close(tensor_output, expected)
+    if (
+        not matches
+        and not diagnoses
+        and dropout is None
+        and float(trace.context.dropout) == 0
+        and not right_output  # the output is right; what is wrong (a field) is said already
+    ):
         # With dropout on, the masks differ by design: a relation of the values says nothing.
         found = explain_divergence(trace, diverging, records, tensor_output, output_record)
         diagnoses = [found] if found is not None else []
+    reference = [t for s in trace.stages for t in s.tensors.values() if t.is_floating_point()]
+    diagnoses = [through_helper(d, records, reference) for d in diagnoses]
     return CheckResult(
         path=filename,
         trace=trace,
@@ -596,10 +678,43 @@ def check(
         diagnoses=diagnoses,
         problem=problem,
         called=str(payload.get("called") or ""),
-        note=payload.get("note") if isinstance(payload.get("note"), str) else None,
+        note=note,
         learner_output=outcome.output,
         dropout=dropout,
         takes_dropout=takes_dropout,
+        precision=precision,
+    )
+
+
+def through_helper(
+    diagnosis: Diagnosis, records: list[Record], reference: list[torch.Tensor]
+) -> Diagnosis:
+    """A diagnosis at a line of a helper function, moved to the call whose arguments made the
+    difference: the helper computed right for every other call (``rotate(q, 0)``) and wrong for
+    this one (``rotate(k, 1)``), so the line to fix is the call; the helper's line is named
+    beside it. A helper wrong for every call keeps its own line."""
+    line = diagnosis.line
+    if line is None:
+        return diagnosis
+    sites: dict[int, bool] = {}
+    for record in records:
+        value = record.value
+        if record.line != line or not record.calls or value is None:
+            continue
+        if not value.is_floating_point():
+            continue
+        right = matches_any(value, reference)
+        sites[record.calls[0]] = sites.get(record.calls[0], False) or right
+    wrong = [site for site, right in sites.items() if not right]
+    if len(wrong) != 1 or len(sites) < 2:
+        return diagnosis
+    site = wrong[0]
+    message = diagnosis.message.removeprefix(f"line {line}: ")
+    return dataclasses.replace(
+        diagnosis,
+        line=site,
+        message=f"line {site}, through the helper's line {line} (right for its other calls): "
+        f"{message}",
     )
 
 
@@ -728,6 +843,7 @@ def _record(data: Any) -> Record | None:
         if isinstance(kwargs, dict)
         else {},
         result_id=result_id if isinstance(result_id, int) else None,
+        calls=tuple(c for c in _list(data.get("calls")) if isinstance(c, int)),
     )
 
 
@@ -789,6 +905,65 @@ def checked_output(
     return value, None
 
 
+def pick_field(output: dict[str, Any], expected: torch.Tensor) -> tuple[dict[str, Any], str | None]:
+    """A returned dict or dataclass of several tensors, none named as the output: the field
+    that equals the expected output, else the one shaped like it (the last, when several are).
+    Returns the output with that field as its tensor, and a note saying which was compared."""
+    fields = output.get("fields")
+    if "tensor" in output or not isinstance(fields, dict):
+        return output, None
+    usable = {str(k): u for k, v in fields.items() if (u := _usable(v)) is not None}
+    shaped = [k for k, v in usable.items() if tuple(v.shape) == tuple(expected.shape)]
+    equal = [k for k in shaped if usable[k].is_floating_point() and close(usable[k], expected)]
+    if not shaped:
+        names = ", ".join(usable) or "none"
+        return {
+            **output,
+            "type": f"{output.get('type', 'dict')} of tensors ({names}), none {_shape(expected)}",
+        }, None
+    name = (equal or shaped)[-1]
+    ids = output.get("field_ids")
+    picked = {
+        **output,
+        "tensor": usable[name],
+        "id": ids.get(name) if isinstance(ids, dict) else None,
+        "fields": {k: v for k, v in usable.items() if k != name},
+    }
+    how = "it equals the expected output" if equal else f"it is the one shaped {_shape(expected)}"
+    where = f"its ['{name}']" if output.get("dict") else f"its field {name}"
+    kind = "a dict" if output.get("dict") else f"a {output.get('type')}"
+    return picked, f"it returned {kind} of several tensors, and {where} was compared ({how})"
+
+
+def _returned_fields(fields: dict[str, Any], trace: Trace) -> str | None:
+    """Every other returned field named like a reference tensor or stage (``dQ``, ``grad_q``,
+    ``weights``) must hold one of the reference's tensors: a wrong gradient beside a right
+    output is still wrong. Fields named like nothing the variant has are not judged."""
+    named: dict[str, tuple[str, torch.Tensor]] = {}
+    every: list[torch.Tensor] = []
+    for stage in trace.stages:
+        for name, tensor in stage.tensors.items():
+            if not tensor.is_floating_point():
+                continue
+            every.append(tensor)
+            named.setdefault(normal_name(name), (stage.name, tensor))
+            if name == stage.name or len(stage.tensors) == 1:
+                named.setdefault(normal_name(stage.name), (stage.name, tensor))
+    for field_name, value in fields.items():
+        value = _usable(value)
+        known = named.get(normal_name(str(field_name)))
+        if value is None or known is None or not value.is_floating_point():
+            continue
+        stage_name, tensor = known
+        if tuple(value.shape) != tuple(tensor.shape) or matches_any(value, every):
+            continue
+        return (
+            f"the {field_name} your function returns differs from the '{stage_name}' stage "
+            f"(largest difference {max_difference(value, tensor):.3g})"
+        )
+    return None
+
+
 def _returned_weights(weights: torch.Tensor, trace: Trace) -> str | None:
     """Weights returned next to the context must be the reference's (after dropout, if any)."""
     wanted = [s.tensors["weights"] for s in trace.stages if "weights" in s.tensors]
@@ -804,6 +979,49 @@ def _returned_weights(weights: torch.Tensor, trace: Trace) -> str | None:
 
 def _shape(tensor: torch.Tensor) -> str:
     return "×".join(map(str, tensor.shape)) or "scalar"
+
+
+def precision_note(result: CheckResult) -> str | None:
+    """What the learner's precision says about the gap: within what float16 can hold, more
+    than it explains, or (computing in float32) of the size a lower precision makes."""
+    difference = largest_difference(result)
+    if difference is None or any(d.code != "differs" for d in result.diagnoses):
+        return None  # a mistake is named: its gap is no matter of precision
+    dtype = result.precision
+    if dtype is not None:
+        name, tolerance = str(dtype).removeprefix("torch."), tolerance_for(dtype)
+        if result.matches:
+            return (
+                f"your {name} arithmetic differs by at most {short(difference)}, within what "
+                f"{name} can hold (compared at {name}'s tolerance, {short(tolerance)} relative, "
+                "instead of 1e-5)"
+            )
+        if difference <= PRECISION_SIZED * tolerance:
+            return (
+                f"the gap ({short(difference)}) is more than {name}'s precision explains (up to "
+                f"{short(tolerance)}) but of its size: keep the sums and the softmax in float32, "
+                "or look for a small constant added"
+            )
+        return None
+    if not result.matches and ATOL < difference <= tolerance_for(torch.float16):
+        return (
+            f"a gap this small ({short(difference)}) is of the size a lower precision makes: "
+            "look for a step computed in float16 or bfloat16, or a small constant (an epsilon) "
+            "added"
+        )
+    return None
+
+
+PRECISION_SIZED = 4
+
+
+def short(number: float) -> str:
+    """A small number as one significant digit: ``5e-4``."""
+    mantissa, exponent = f"{number:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+"""A gap up to this many times the precision's tolerance is called one of precision."""
 
 
 def largest_difference(result: CheckResult) -> float | None:
@@ -868,7 +1086,11 @@ def _matched_before(stages: list[StageResult], diverging: StageResult | None) ->
         if result is diverging:
             break
         if result.status == MATCH:
-            names.update(t for t in result.stage.tensors if t == result.stage.name)
+            stage = result.stage
+            if stage.name in stage.tensors:
+                names.add(stage.name)
+            else:  # a stage whose tensors go by their own names (dQ, dK): all of them matched
+                names.update(n for n, t in stage.tensors.items() if t.is_floating_point())
     return frozenset(names)
 
 
@@ -1089,6 +1311,65 @@ RECHECKS: tuple[Recheck, ...] = (
 )
 
 
+TRACE_CHANGES = ("seed", "init", "d_out", "inputs")
+"""Trace options a variant's declared recheck may change besides its own options."""
+
+
+def declared_rechecks(trace: Trace) -> tuple[Recheck, ...]:
+    """The variant's own rechecks (``Variant(rechecks=({"cap": 0.5},))``), after the built-ins."""
+    declared = getattr(trace.variant, "rechecks", ()) or ()
+    return tuple(
+        Recheck(
+            f"declared_{number}",
+            functools.partial(_declared_changes, dict(values)),
+            overturns=lambda result: not result.matches,
+            why=functools.partial(_declared_why, dict(values)),
+        )
+        for number, values in enumerate(declared, 1)
+        if isinstance(values, Mapping)
+    )
+
+
+def _current(trace: Trace, name: str) -> Any:
+    context = trace.context
+    if name == "seed":
+        return context.seed
+    if name == "init":
+        return context.init
+    if name == "d_out":
+        return None if context.weights is None else int(context.weights.query.shape[-1])
+    if name == "inputs":
+        return None  # an input set is not compared by name: always checked again
+    return context.extra.get(name)
+
+
+def _declared_changes(
+    values: dict[str, Any],
+    trace: Trace,
+    first: CheckResult,
+    passed: CheckResult,
+    earlier: dict[str, Any],
+) -> dict[str, Any] | None:
+    if not passed.matches or all(_current(trace, k) == v for k, v in values.items()):
+        return None  # nothing to overturn, or this run already is that configuration
+    own = {k: v for k, v in values.items() if k not in TRACE_CHANGES}
+    changes = {**earlier, **{k: v for k, v in values.items() if k in TRACE_CHANGES}}
+    if own:
+        changes["options"] = {**trace.context.extra, **earlier.get("options", {}), **own}
+    return changes
+
+
+def _declared_why(values: dict[str, Any], trace: Trace, changes: dict[str, Any]) -> str:
+    shown = " ".join(
+        f"--{k.replace('_', '-')} {v}" if k in TRACE_CHANGES else f"-o {k}={v}"
+        for k, v in values.items()
+    )
+    return (
+        f"(your output matches with these options, but '{trace.variant.name}' asks for a check "
+        f"with {shown} too, where a mistake these options hide would show)"
+    )
+
+
 @dataclass
 class Rechecked:
     recheck: Recheck
@@ -1152,7 +1433,7 @@ def judge(
     judgement = Judgement(first, [])
     standing = first
     earlier: dict[str, Any] = {}
-    for recheck in rechecks:
+    for recheck in (*rechecks, *declared_rechecks(trace)):
         changes = recheck.changes(trace, first, standing, earlier)
         if changes is None:
             continue

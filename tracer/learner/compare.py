@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
@@ -10,6 +11,41 @@ from tracer.learner.recorder import Record
 
 ATOL = 1e-5
 RTOL = 1e-5
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+"""Floating types whose rounding is far above ``ATOL``: code that computes in one of them is
+judged at a tolerance derived from it (:func:`judged_at`)."""
+ROUNDINGS = 4
+"""How many units of rounding (the type's epsilon) low-precision arithmetic may differ by."""
+
+_tolerance = [ATOL, RTOL]
+"""The tolerance of the check under way: ``ATOL``/``RTOL``, or one for a lower precision."""
+
+
+def precision_of(tensors: Iterable[torch.Tensor | None]) -> torch.dtype | None:
+    """The lowest floating precision among the learner's tensors, when it is below float32."""
+    found = {t.dtype for t in tensors if t is not None and t.dtype in LOW_PRECISION}
+    if not found:
+        return None
+    return torch.bfloat16 if torch.bfloat16 in found else torch.float16
+
+
+def tolerance_for(dtype: torch.dtype | None) -> float:
+    """The absolute and relative tolerance a result computed in ``dtype`` is judged at."""
+    if dtype is None:
+        return ATOL
+    return ROUNDINGS * float(torch.finfo(dtype).eps)
+
+
+@contextlib.contextmanager
+def judged_at(dtype: torch.dtype | None) -> Iterator[float]:
+    """Compare at the tolerance of ``dtype`` (float16, bfloat16) inside the block."""
+    before = list(_tolerance)
+    if dtype is not None:
+        _tolerance[:] = [tolerance_for(dtype), tolerance_for(dtype)]
+    try:
+        yield _tolerance[0]
+    finally:
+        _tolerance[:] = before
 
 
 def close(mine: torch.Tensor, expected: torch.Tensor) -> bool:
@@ -27,16 +63,28 @@ def close(mine: torch.Tensor, expected: torch.Tensor) -> bool:
     if not (mine.is_floating_point() and expected.is_floating_point()):
         return False
     return bool(
-        torch.allclose(mine.double(), expected.double(), rtol=RTOL, atol=ATOL, equal_nan=False)
+        torch.allclose(
+            mine.double(),
+            expected.double(),
+            rtol=_tolerance[1],
+            atol=_tolerance[0],
+            equal_nan=False,
+        )
     )
 
 
 def max_difference(mine: torch.Tensor, expected: torch.Tensor) -> float:
     """The largest absolute difference, counting a non-finite disagreement as infinite."""
+    diff = cell_gaps(mine, expected)
+    return float(diff.max()) if diff.numel() else 0.0
+
+
+def cell_gaps(mine: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """|mine - expected| per cell: 0 where both are equal (-inf and -inf, NaN and NaN
+    included), infinite where only one side is not finite or they are opposite infinities."""
     a, b = mine.double(), expected.double()
     same = (a == b) | (a.isnan() & b.isnan())
-    diff = (a - b).abs().masked_fill(same, 0.0).nan_to_num(nan=float("inf"))
-    return float(diff.max()) if diff.numel() else 0.0
+    return (a - b).abs().masked_fill(same, 0.0).nan_to_num(nan=float("inf"))
 
 
 def find(expected: torch.Tensor, records: Sequence[Record], start: int = 0) -> Record | None:

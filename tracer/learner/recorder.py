@@ -55,6 +55,8 @@ class Record:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     result_id: int | None = None
+    calls: tuple[int, ...] = ()
+    """The learner's lines that called the helper ``line`` is in, innermost first."""
 
 
 @dataclass(frozen=True)
@@ -150,12 +152,19 @@ class Recorder(TorchFunctionMode):
         self._arguments.update({_storage(t): n for n, t in arguments.items() if _storage(t)})
 
     def learner_line(self) -> int | None:
+        lines = self.learner_lines()
+        return lines[0] if lines else None
+
+    def learner_lines(self) -> tuple[int, ...]:
+        """The learner's lines on the stack, innermost first: the line that made the
+        operation, then the call sites of the helpers it is in."""
+        lines = []
         frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename == self.filename:
-                return frame.f_lineno
+                lines.append(frame.f_lineno)
             frame = frame.f_back  # type: ignore[assignment]
-        return None
+        return tuple(lines)
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
@@ -166,7 +175,8 @@ class Recorder(TorchFunctionMode):
             if self.tracked.get(id(tensor)) is tensor:
                 self.used.add(id(tensor))
         target = self._target(name, args, kwargs)
-        line = self.learner_line()
+        lines = self.learner_lines()
+        line = lines[0] if lines else None
         if target is not None:
             argument = self._arguments.get(_storage(target))
             if argument is not None:
@@ -185,7 +195,12 @@ class Recorder(TorchFunctionMode):
         if line is None:  # called from torch's own code, not the learner's
             return result
         record = Record(
-            index=len(self.records), op=name, line=line, args=kept_args, kwargs=kept_kwargs
+            index=len(self.records),
+            op=name,
+            line=line,
+            args=kept_args,
+            kwargs=kept_kwargs,
+            calls=lines[1:],
         )
         if isinstance(result, torch.Tensor):
             record.result_id = id(result)

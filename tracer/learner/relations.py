@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tracer.learner.compare import close
+from tracer.learner.compare import cell_gaps, close
 from tracer.learner.diagnosis import Diagnosis, at_line
 
 TOLERANCE = 1e-4
@@ -156,6 +156,49 @@ def _rows_word(axis: int, dims: int, stage: str) -> str:
     return "rows (tokens)" if axis == dims - 2 else "columns (features)"
 
 
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str) -> torch.Tensor:
+    """Rotary embedding of ``x`` (tokens, d) by per-token, per-pair cos and sin (tokens, d/2)."""
+    half = x.shape[-1] // 2
+    if pairing == "interleaved":
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+
+def _opposite_rotation(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
+    """Rotary queries or keys turned by −mθ instead of mθ (the sine's sign swapped): found
+    when turning the reference's own queries or keys by +mθ, with its own cos and sin tables,
+    gives the expected rotated tensor, and by −mθ gives the learner's."""
+    cos, sin = known.tensors.get("cos"), known.tensors.get("sin")
+    if cos is None or sin is None or mine.dim() != 2 or mine.shape[-1] % 2:
+        return None
+    if tuple(cos.shape) != (mine.shape[0], mine.shape[-1] // 2) or cos.shape != sin.shape:
+        return None
+    cos, sin = cos.double(), sin.double()
+    targets = [
+        (name, known.tensors[name].double())
+        for name in ("rotated_queries", "rotated_keys")
+        if name in known.tensors and known.tensors[name].shape == mine.shape
+    ]
+    for source in ("queries", "keys"):
+        x = known.tensors.get(source)
+        if x is None or x.shape != mine.shape:
+            continue
+        x = x.double()
+        for pairing in ("interleaved", "half"):
+            if not any(_same(_rotate(x, cos, sin, pairing), t) for _, t in targets):
+                continue
+            if _same(mine, _rotate(x, cos, -sin, pairing)) and not _same(mine, x):
+                return (
+                    "opposite-rotation",
+                    f"your rotated {source} are turned the other way, by −mθ instead of mθ: "
+                    "the sine terms have the wrong sign (x_a cos − x_b sin goes first, then "
+                    "x_a sin + x_b cos)",
+                )
+    return None
+
+
 def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
     """(code, sentence): how the learner's tensor relates to the reference's, if it does."""
     expected = known.expected
@@ -163,6 +206,9 @@ def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
     if tuple(mine.shape) != tuple(expected.shape):
         return _other_shape(mine, known)
     mine, expected = mine.double(), expected.double()
+    turned = _opposite_rotation(mine, known)
+    if turned is not None:
+        return turned
     factor = _constant_factor(mine, expected)
     if factor is not None:
         name = _factor_name(factor, known) or f"{factor:.4g}"
@@ -492,14 +538,15 @@ def _other_shape(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
 
 def _where(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[str, str]:
     """No relation: where and by how much the numbers differ."""
-    differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5)
+    differs = ~torch.isclose(mine, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
     count, total = int(differs.sum()), differs.numel()
-    gap = (mine - expected).abs()
-    gap = gap.masked_fill(~gap.isfinite(), float("inf"))
+    gap = cell_gaps(mine, expected)
+    if bool(differs.any()):  # the largest gap among the cells that differ, never an equal one
+        gap = gap.masked_fill(~differs, -1.0)
     position = tuple(int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
     text = (
         f"{count} of the {total} entries of your {known.stage} differ; the largest gap is at "
-        f"{position} (yours {float(mine[position]):.4g}, expected {float(expected[position]):.4g})"
+        f"{position} ({_pair(float(mine[position]), float(expected[position]))})"
     )
     if mine.dim() >= 2:
         rows = differs.flatten(0, -2).any(-1)
@@ -507,6 +554,15 @@ def _where(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> tuple[st
         if right and len(right) < rows.shape[0]:
             text += f"; rows {', '.join(map(str, right[:8]))} are right"
     return "differs", text + "."
+
+
+def _pair(mine: float, expected: float) -> str:
+    """``yours A, expected B`` with as many digits as tell the two apart (at most 8)."""
+    for digits in range(4, 9):
+        a, b = f"{mine:.{digits}g}", f"{expected:.{digits}g}"
+        if a != b:
+            break
+    return f"yours {a}, expected {b}"
 
 
 WEAK = ("differs", "row-factor", "row-column-factor")
@@ -558,6 +614,7 @@ def explain(mine: torch.Tensor | None, known: Known, line: int | None) -> Diagno
         "broadcast": "an extra broadcast dimension",
         "shape": "axes in another order",
         "head-split": "heads split the other way",
+        "opposite-rotation": "rotated the opposite way",
         "differs": "what differs",
         "wrong-factor": "the wrong tensor in a product",
     }

@@ -18,7 +18,9 @@ from tracer.learner.check import (
     Judgement,
     dropout_line,
     largest_difference,
+    precision_note,
 )
+from tracer.learner.compare import close
 from tracer.render.text import format_number, format_tensor, plain, shape_text
 
 __all__ = ["check_json", "dropout_line", "format_check", "format_judgement"]
@@ -73,9 +75,16 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
         out.append("")
         out.append(dropout_summary(result))
         return "\n".join(out)
+    precision = precision_note(result)
     if result.matches:
         out.append("")
-        out.append(f"result: your output matches '{trace.variant.name}' (within 1e-5). Well done!")
+        if precision is not None:
+            text = f"result: your output matches '{trace.variant.name}': {precision}. Well done!"
+            out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
+        else:
+            out.append(
+                f"result: your output matches '{trace.variant.name}' (within 1e-5). Well done!"
+            )
         return "\n".join(out)
 
     diverging = result.diverging
@@ -122,11 +131,24 @@ def format_check(result: CheckResult, *, show_stages: bool = True) -> str:
         out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
     else:
         difference = largest_difference(result)
-        if difference is not None and difference > 0:
-            out.append(
+        if (
+            result.output is not None
+            and diverging is not None
+            and close(result.output, result.expected_output)
+        ):
+            text = (
+                f"result: your output matches '{trace.variant.name}', but your "
+                f"'{diverging.stage.name}' stage does not (see above)"
+            )
+            out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
+        elif difference is not None and difference > 0:
+            text = (
                 f"result: your output differs from '{trace.variant.name}' "
                 f"(largest difference {format_number(difference)})"
             )
+            if precision is not None:
+                text += f"; {precision}"
+            out.append(textwrap.fill(text, WIDTH, subsequent_indent="  "))
         else:
             out.append("result: your output matches, but your function changed its arguments")
     return "\n".join(out)
@@ -198,6 +220,10 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "problem": result.problem,
         "max_difference": None if difference is None else plain(difference),
         "called": result.called,
+        "precision": None
+        if result.precision is None
+        else str(result.precision).removeprefix("torch."),
+        "precision_note": precision_note(result),
         "output": result.learner_output,
         "dropout": None
         if result.dropout is None

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.overrides import _get_current_function_mode_stack
 
 from tracer.errors import Location, UsageError
-from tracer.learner.calling import Call, MissingConfig, Setting, choose, prepare
+from tracer.learner.calling import Call, MissingConfig, Setting, choose, normal_name, prepare
 from tracer.learner.loader import learner_traceback
 from tracer.learner.recorder import NumpySteps, Recorder
 from tracer.processes import confine_writes, refuse_writes_outside
@@ -113,6 +114,34 @@ def _address_space() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+COMPILED: list[str] = []
+"""What the learner's code handed ``torch.compile`` (names), in this process."""
+
+
+def _eager_compile(model: Any = None, **options: Any) -> Any:
+    """``torch.compile`` in the sandbox: the code runs as written, one operation at a time.
+
+    Compiling takes seconds (more on a loaded machine) and runs the code as one graph that
+    the recorder cannot see into; eagerly, every step is recorded at its line and compared.
+    What the check judges is the arithmetic, which compiling must not change."""
+    if model is None:  # @torch.compile(mode=...): a decorator with options
+        return lambda function: _eager_compile(function, **options)
+    COMPILED.append(str(getattr(model, "__name__", type(model).__name__)))
+    return model
+
+
+def use_temporary_folder(folder: Path) -> None:
+    """A temporary folder inside this run's folder (the only place the learner's code may
+    write): ``tempfile`` and whatever uses it find a usable one, as they would outside."""
+    import tempfile
+
+    temporary = folder / "tmp"
+    temporary.mkdir(exist_ok=True)
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[name] = str(temporary)
+    tempfile.tempdir = None  # chosen again, from TMPDIR, on next use
 
 
 def _fake_exit(status: int = 0) -> None:
@@ -200,8 +229,12 @@ def _fields(value: Any) -> dict[str, Any] | None:
     return {k: _from_numpy(v) for k, v in items.items()}
 
 
-def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
-    """The output held in a field: by its name, else the only tensor; says which field."""
+def _named_output(value: Any, batched: bool, wanted: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The output held in a field: by its name (the usual ones, or the reference's own name
+    for its output: ``dX`` for a backward pass), else the only tensor; says which field.
+
+    The other tensors come back too (``fields``), so the check can compare each one named
+    like a stage, and pick the output by value when no name says which it is."""
     fields = _fields(value)
     if fields is None:
         return None
@@ -209,13 +242,29 @@ def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
     name = next((n for n in OUTPUT_FIELDS for k in tensors if k.lower() == n), None)
     if name is not None:
         name = next(k for k in tensors if k.lower() == name)
-    elif len(tensors) == 1:
-        name = next(iter(tensors))
     else:
+        normal = {normal_name(w) for w in wanted}
+        name = next((k for k in tensors if normal_name(k) in normal), None)
+    if name is None and len(tensors) == 1:
+        name = next(iter(tensors))
+    elif name is None:
         unnamed = [k for k in tensors if k.lower() not in WEIGHT_FIELDS]
         name = unnamed[0] if len(unnamed) == 1 else None
+    others = {
+        k: _tensor(v[0] if batched and v.dim() >= 2 and v.shape[0] == 1 else v)
+        for k, v in tensors.items()
+        if k != name and k.lower() not in WEIGHT_FIELDS
+    }
     if name is None:
-        return None
+        if len(others) < 2:
+            return None
+        # Several tensors and no name that says which is the output: the check picks by value.
+        return {
+            "fields": others,
+            "field_ids": {k: id(v) for k, v in tensors.items() if k in others},
+            "type": type(value).__name__,
+            "dict": isinstance(value, dict),
+        }
     found = _output(tensors[name], batched)
     weights = next((k for n in WEIGHT_FIELDS for k in tensors if k.lower() == n), None)
     if weights is not None:
@@ -226,11 +275,13 @@ def _named_output(value: Any, batched: bool) -> dict[str, Any] | None:
     found["field"] = (
         f"{type(value).__name__}.{name}" if not isinstance(value, dict) else (f"['{name}']")
     )
+    if others:
+        found["fields"] = others
     return found
 
 
-def _output(value: Any, batched: bool) -> dict[str, Any]:
-    named = _named_output(value, batched)
+def _output(value: Any, batched: bool, wanted: tuple[str, ...] = ()) -> dict[str, Any]:
+    named = _named_output(value, batched, wanted)
     if named is not None:
         return named
     if isinstance(value, (tuple, list)) and value:
@@ -251,6 +302,42 @@ def _output(value: Any, batched: bool) -> dict[str, Any]:
     return {"type": "None" if value is None else type(value).__name__}
 
 
+@contextlib.contextmanager
+def recorded_backwards(recorder: Recorder, path: str) -> Any:
+    """The learner's own ``autograd.Function.backward``s, recorded as their forward code is.
+
+    Autograd runs a backward with no torch function mode active, so the recorder would see
+    none of its operations and a mistake in it would be cited at the ``.backward()`` call;
+    while this is active, each such ``backward`` runs under the recorder, at its own lines."""
+    module = sys.modules.get(LEARNER_MODULE)
+    functions = [
+        value
+        for value in (vars(module).values() if module is not None else ())
+        if isinstance(value, type)
+        and issubclass(value, torch.autograd.Function)
+        and getattr(getattr(value.backward, "__code__", None), "co_filename", None) == path
+    ]
+    originals = {cls: cls.__dict__.get("backward") for cls in functions}
+
+    def recorded(original: Any) -> Any:
+        def backward(ctx: Any, *grads: Any) -> Any:
+            if recorder in _get_current_function_mode_stack():  # type: ignore[no-untyped-call]
+                return original(ctx, *grads)
+            with recorder:
+                return original(ctx, *grads)
+
+        return staticmethod(backward)
+
+    for cls in functions:
+        cls.backward = recorded(cls.backward)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for cls, original in originals.items():
+            if original is not None:
+                setattr(cls, "backward", original)  # noqa: B010
+
+
 def run_call(
     call: Call, batched: bool, path: str, shapes: set[tuple[int, ...]], seed: int
 ) -> tuple[Any, dict[str, torch.Tensor], Recorder]:
@@ -259,7 +346,7 @@ def run_call(
     # Code that trains (loss.backward(), torch.optim, autograd.grad) needs gradients on;
     # everything else runs without them, as inference.
     grad = torch.enable_grad() if _trains(path) else torch.no_grad()
-    with grad, recorder:
+    with grad, recorder, recorded_backwards(recorder, path):
         # A module's constructor is recorded too: it may build the mask the forward pass uses.
         tensors, thunk = call.prepare(batched)
         recorder.watch_arguments(tensors)
@@ -321,6 +408,7 @@ def _records(
                 "args": _plain(args),
                 "kwargs": {k: _plain(v) for k, v in kwargs.items()},
                 "result_id": record.result_id,
+                "calls": list(record.calls),
             }
         )
     return records
@@ -472,6 +560,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
         options=dict(request.get("variant_options") or {}),
     )
     shapes = {tuple(s) for s in request["shapes"]}
+    wanted = tuple(str(n) for n in request.get("output_names") or ())
     module = types.ModuleType(LEARNER_MODULE)
     module.__file__ = path
     sys.modules[LEARNER_MODULE] = module  # dataclasses and inspect look their module up here
@@ -521,7 +610,7 @@ def check_file(request: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
             _rewind_output(marks)
             continue
         try:
-            return _result(call, note, batched, output, tensors, recorder, path, shapes)
+            return _result(call, note, batched, output, tensors, recorder, path, shapes, wanted)
         except BaseException as exc:  # a returned Tensor subclass whose methods raise, say
             return {"status": "ended", "text": _unreadable(output, exc)}
     assert first is not None
@@ -543,6 +632,8 @@ def run_check(folder: Path, status_fd: int) -> None:
         with contextlib.suppress(Exception):
             importlib.import_module("torch._dynamo")
     limit_memory(request["memory_mb"])
+    use_temporary_folder(folder)
+    torch.compile = _eager_compile
     # The learner's code may change files in this run's folder and its own folder only,
     # nothing outside (the kernel refuses where it can); the parent puts back the progress
     # file of an exercises folder if the code changed it (isolation.run_sandboxed).
@@ -581,6 +672,7 @@ def _result(
     recorder: Recorder,
     path: str,
     shapes: set[tuple[int, ...]],
+    wanted: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     after = {n: _tensor(t) for n, t in tensors.items()}
     discarded = [
@@ -591,7 +683,12 @@ def _result(
         and r.result_id not in recorder.used
         and recorder.tracked.get(r.result_id) is not output
     ]
-    given = _output(output, batched)
+    given = _output(output, batched, wanted)
+    if COMPILED:
+        eager = (
+            "torch.compile ran your code eagerly, one operation at a time, so each step is compared"
+        )
+        note = eager if note is None else f"{note}; {eager}"
     if "field" in given:
         read = f"it returned {given['field'].lstrip('.')}, and that field was compared"
         if given["field"].startswith("["):

@@ -780,13 +780,33 @@ class Reader:
             self.problem(node, error.message)
             return None
 
+    def tokenized(self, input_set: InputSet | None, node: yaml.Node) -> InputSet | None:
+        """Inputs that give ``text:``, split by the tokenizer of the variant that reads text
+        (``model``) with its default options, so steps can name its tokens; each run splits
+        the text again with the step's own options."""
+        if input_set is None or input_set.text is None or input_set.tokens:
+            return input_set
+        from tracer.errors import TracerError
+        from tracer.options import check_options
+        from tracer.runner import tokenized
+
+        readers = [v for v in self.host.variants.values() if v.tokenize is not None]
+        if not readers:
+            self.problem(node, "text: needs a variant with its own tokenizer (such as 'model')")
+            return None
+        try:
+            return tokenized(input_set, readers[0], check_options(readers[0], {}))
+        except TracerError as error:
+            self.problem(node, error.message)
+            return None
+
     def inputs(self, node: yaml.Node) -> InputSet | None:
         from tracer.inputs import load_inputs
 
         if isinstance(node, yaml.MappingNode):
             input_set, problems = parse_input_node(node, self.path, name="inline")
             self.problems.extend(problems)
-            return input_set
+            return self.tokenized(input_set, node)
         spec = self.text(node, "inputs")
         if spec is None:
             return None
@@ -813,7 +833,7 @@ class Reader:
                 return None
             spec = str(candidate)
         try:
-            return load_inputs(spec)
+            return self.tokenized(load_inputs(spec), node)
         except TracerError as exc:
             where = exc.location
             if where is not None and where.line is not None:

@@ -313,8 +313,14 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
                 "each a number or nested lists of numbers of the declared shape",
                 "additionalProperties": {"type": ["number", "array"]},
             },
+            "text": {
+                "type": "string",
+                "minLength": 1,
+                "description": "text in place of tokens, for a variant with its own tokenizer "
+                "(model): its tokenizer splits it",
+            },
         },
-        "required": ["tokens"],
+        "oneOf": [{"required": ["tokens"]}, {"required": ["text"]}],
         "dependencies": {"weights": ["embeddings"]},
         "additionalProperties": False,
     }

@@ -5,12 +5,22 @@ or folder, so the recorder follows every file under the plugin's roots (a
 package folder, a plugin folder, or a single module). Frames of any other
 file are left alone after one cached look-up, so torch's own Python code
 runs at full speed.
+
+A variant that runs a library's code (the ``model`` variant runs Hugging Face
+transformers' modeling files) names those files in ``Variant(records=...)``:
+paths or module names, resolved when the run starts (:func:`resolve_records`),
+and recorded like the plugin's own. A step during which such a library's lines
+ran keeps those alone: the plugin's own lines there are its plumbing (pausing
+the library's code), not what computed the step. Lines are recorded in the
+thread that runs the variant's steps; code the variant runs in a thread of its
+own is not.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import linecache
 import os
 import sys
@@ -27,6 +37,8 @@ class LineRecorder:
     def __init__(self, roots: Iterable[str]) -> None:
         self.roots = tuple(os.path.normcase(os.path.abspath(root)) for root in roots)
         self.lines: dict[str, set[int]] = {}
+        self.library_roots: tuple[str, ...] = ()
+        """Roots added by :meth:`add_roots` with ``library=True`` (``Variant(records=...)``)."""
         self._mine: dict[str, bool] = {}
         self._previous: Any = None
         self.watch: object | None = None
@@ -63,8 +75,29 @@ class LineRecorder:
             self.returned = frame.f_lineno
         return self._on_line
 
+    def add_roots(self, roots: Iterable[str], *, library: bool = False) -> None:
+        """Record the files under ``roots`` too, from now on (``library``: a library's files
+        that the variant runs, whose lines then stand alone for a step, see :meth:`take`)."""
+        added = tuple(os.path.normcase(os.path.abspath(root)) for root in roots)
+        if added:
+            self.roots += added
+            if library:
+                self.library_roots += added
+            self._mine.clear()
+
+    def _in_library(self, filename: str) -> bool:
+        path = os.path.normcase(os.path.abspath(filename))
+        return any(
+            path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+            for root in self.library_roots
+        )
+
     def take(self) -> dict[str, set[int]]:
         lines, self.lines = self.lines, {}
+        if self.library_roots:
+            library = {name: ran for name, ran in lines.items() if self._in_library(name)}
+            if library:
+                return library
         return lines
 
     def __enter__(self) -> LineRecorder:
@@ -74,6 +107,30 @@ class LineRecorder:
 
     def __exit__(self, *exc: object) -> None:
         sys.settrace(self._previous)
+
+
+def resolve_records(records: Iterable[str]) -> tuple[str, ...]:
+    """The files and folders that ``Variant(records=...)`` names: a path as it is, a module
+    name as its file (a package as its folder). A name that cannot be found is left out:
+    its lines are then not recorded, and the run goes on."""
+    found: list[str] = []
+    for record in records:
+        if not isinstance(record, str) or not record:
+            continue
+        if os.path.exists(record):
+            found.append(record)
+            continue
+        try:
+            spec = importlib.util.find_spec(record)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            found.extend(spec.submodule_search_locations)
+        elif spec.origin:
+            found.append(spec.origin)
+    return tuple(found)
 
 
 @functools.lru_cache(maxsize=64)

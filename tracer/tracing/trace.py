@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from tracer.errors import Location, TracerError, UsageError, VariantRunError
 from tracer.sanitize import clip
 from tracer.tracing.containment import PluginExit, contained
-from tracer.tracing.lines import LineRecorder, statement_lines
+from tracer.tracing.lines import LineRecorder, resolve_records, statement_lines
 from tracer.variant import (
     RunContext,
     Stage,
@@ -231,6 +231,10 @@ class Trace:
 
         check_sized_bounds(self.variant, self.context)
         self._reads_before = padding_reads(self.context)
+        records = getattr(self.variant, "records", ())
+        if records:  # a library's files the variant runs: recorded like its own
+            named = records() if callable(records) else records
+            self._lines.add_roots(resolve_records(named), library=True)
         generator = self.variant.run(self.context)
         if not isinstance(generator, GeneratorType):
             raise self._error("its run function must be a generator that yields stage(...) steps")

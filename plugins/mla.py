@@ -224,8 +224,7 @@ def mla(run: RunContext):
         "latent",
         f"What the cache keeps per token: the latent ({rank} numbers"
         + (", normalised" if normed else "")
-        + f") and the rotated rotary key ({rope_dim}), {rank + rope_dim} in all, where "
-        f"multi-head attention keeps {d_out + heads * v_dim} (a key and a value per head)",
+        + f") and the rotated rotary key ({rope_dim})",
         formula=(
             "c = RMSNorm(X W_dkv),  k_rope = RoPE(X W_kr)"
             if normed

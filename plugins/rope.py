@@ -362,11 +362,19 @@ def rope(run: RunContext):
         shown["unscaled"] = unscaled
     shown["first"] = first
     shown["second"] = second
+    # One title for every tensor of the stage: each is named by what it holds (a table shows
+    # the stage's title over whichever tensor a lesson picks, the ramp γ included).
+    held = ["theta, how fast each pair turns, in radians per position"]
+    held += ["unscaled, that speed before scaling"] if "unscaled" in shown else []
+    held += ["turns, how often it turns over the original context"] if "turns" in shown else []
+    held += ["ramp, the share of its own speed it keeps"] if "ramp" in shown else []
+    held += ["temperature, the attention factor"] if "temperature" in shown else []
     yield stage(
         "angles",
-        f"How fast each of the {d // 2} pairs of features turns, in radians per position "
-        f"({pairing} pairs: feature first[i] turns with second[i])"
-        + ("; the settings -o rope_scaling gave" if run.options["rope_scaling"] else ""),
+        f"The {d // 2} pairs of features ({pairing} pairs: feature first[i] turns with "
+        f"second[i]): "
+        + "; ".join(held)
+        + ("; with the settings -o rope_scaling gave" if run.options["rope_scaling"] else ""),
         formula=formula,
         axes={name: () if name == "temperature" else ("pair",) for name in shown},
         **shown,

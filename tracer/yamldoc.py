@@ -228,12 +228,36 @@ def _syntax_problem(exc: yaml.MarkedYAMLError, path: str) -> Problem:
             "(YAML reads * as an alias)",
             path,
         )
+    if "expected <block end>" in (exc.problem or "") and context is not None:
+        return Problem(line, column, _block_end(exc, context, column), path)
     if exc.context and context is not None and not started_here:
         # "while parsing a flow sequence" -> where the unclosed thing began
         started = exc.context.replace("while parsing ", "").replace("while scanning ", "")
         what += f" ({started} started at line {context.line + 1}, column {context.column + 1})"
     what += _quote_hint(exc, mark)
     return Problem(line, column, f"malformed YAML: {what}", path)
+
+
+def _block_end(exc: yaml.MarkedYAMLError, context: Any, column: int) -> str:
+    """PyYAML's "expected <block end>" in words: text after a [...] or {...} value on its
+    line, or a line that lines up with no entry of the block it is in."""
+    block_line, block_column = position(context)
+    if "found '<scalar>'" in (exc.problem or ""):
+        return (
+            "malformed YAML: text goes on after a [...] or {...} value; text that starts "
+            "with [ or { must be in quotes"
+        )
+    if column == block_column:
+        return (
+            f"malformed YAML: this line is a key where the list that starts at line "
+            f"{block_line} holds entries that start with '- '; start it with '- ' too, or "
+            "indent it under the entry it belongs to"
+        )
+    return (
+        f"malformed YAML: this line starts at column {column}, which lines up with no "
+        f"entry of the block it is in (its entries start at column {block_column}, from "
+        f"line {block_line}); indent it like them, or further to nest it in one"
+    )
 
 
 def _char_at(mark: Any) -> str:

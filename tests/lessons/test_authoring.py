@@ -491,8 +491,14 @@ def test_an_unknown_variant_may_be_a_plugin_not_installed(host: PluginHost) -> N
         ),
         (
             "  - narration: [1] is the first\n",
-            "4:20: malformed YAML: expected <block end>, but found '<scalar>' (a block mapping "
-            "started at line 4, column 5); text that starts with [ or { must be in quotes",
+            "4:20: malformed YAML: text goes on after a [...] or {...} value; text that starts "
+            "with [ or { must be in quotes",
+        ),
+        (
+            "  - narration: hi\n   - show: {variant: masked, stage: scores}\n",
+            "5:4: malformed YAML: this line starts at column 4, which lines up with no entry of "
+            "the block it is in (its entries start at column 3, from line 4); indent it like "
+            "them, or further to nest it in one",
         ),
         (
             "  - narration: [1, 2]\n",

@@ -283,7 +283,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "options_heads_do_not_divide_d_out",
         H + "  - show: {variant: multihead, stage: split, options: {heads: 3}}\n",
         [
-            "4:11: --d-out 2 is not divisible by --heads 3: multihead splits d_out into 3 equal heads (try --d-out 3)"
+            "4:63: d_out 2 is not divisible by heads 3: multihead splits d_out into 3 equal heads (try d_out: 3)"
         ],
     ),
     (

@@ -70,3 +70,60 @@ def test_a_hint_that_names_it_is_flagged_too(tmp_path: Path) -> None:
         '      hints: [Start from "the".]\n',
     )
     assert lines[0].startswith("5:5: warning: this cells quiz names 'the'")
+
+
+def test_an_option_value_is_reported_at_the_value_in_lesson_syntax(tmp_path: Path) -> None:
+    """Not at the step, and not as the command line writes it (-o rope_dim=4, --d-out)."""
+    status, lines = check(
+        tmp_path,
+        HEAD + "inputs: your-journey\nsteps:\n"
+        "  - show:\n"
+        "      variant: mla\n"
+        "      stage: latent\n"
+        "      options: {d_out: 8, heads: 4, rope_dim: 3}\n",
+    )
+    assert status == 1
+    assert lines == [
+        "8:47: rope_dim 3 is odd: rotary embeddings turn the features in pairs (try rope_dim: 4)"
+    ]
+
+
+def test_a_lesson_wide_option_is_reported_where_the_lesson_sets_it(tmp_path: Path) -> None:
+    status, lines = check(
+        tmp_path,
+        HEAD + "inputs: your-journey\noptions:\n  rope_dim: 3\n  d_out: 8\nsteps:\n"
+        "  - show: {variant: mla, stage: latent}\n",
+    )
+    assert status == 1
+    assert len(lines) == 1 and lines[0].startswith("5:13: rope_dim 3 is odd")
+    assert "-o " not in lines[0] and "--" not in lines[0]
+
+
+def test_a_cells_quiz_on_a_picked_row_takes_the_tokens_its_table_shows() -> None:
+    """The row of "journey" is labelled by its keys; typing them is an answer (causal: Your and
+    journey itself), as typing their indices is."""
+    from tracer.lessons.grading import grade
+    from tracer.lessons.loader import parse_lesson
+    from tracer.lessons.runner import LessonRunner
+    from tracer.plugin_host import PluginHost
+
+    host = PluginHost(use_env=False)
+    lesson = parse_lesson(
+        HEAD + "inputs: your-journey\nsteps:\n"
+        "  - quiz:\n"
+        "      question: Which keys does journey give a weight to?\n"
+        "      cells: {variant: masked, stage: weights, tensor: weights, then: [{pick: journey}]}\n"
+        "      answer: {variant: masked, stage: weights, tensor: weights, "
+        "then: [{pick: journey}, {compare: '> 0'}]}\n",
+        host=host,
+    )
+    runner = LessonRunner(lesson, host)
+    try:
+        quiz = lesson.quizzes[0]
+        answer = runner.answer(quiz)
+        assert runner.answer_text(quiz) == "Your; journey"
+        assert grade(quiz, answer, "Your; journey").right is True
+        assert grade(quiz, answer, "0; 1").right is True
+        assert grade(quiz, answer, "journey; starts").right is False
+    finally:
+        runner.close()

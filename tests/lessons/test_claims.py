@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cache
+from itertools import pairwise
 
 import pytest
 import torch
@@ -284,6 +285,18 @@ def same_distance_same_score(runs: Runs) -> None:
     assert abs(rotated[4, 1] - rotated[1, 4]) > 1e-3
 
 
+def ntk_keeps_only_the_fastest(runs: Runs) -> None:
+    """Pair 0's speed is untouched; each later pair is slowed more, the last by 4 (numpy-free:
+    θᵢ = base^(−2i/d) with base 10000 and 10000 · 4^(8/6), d = 8)."""
+    plain, ntk = runs.table(0), runs.table(1)
+    expected = [(10000 * 4 ** (8 / 6)) ** (-2 * i / 8) / 10000 ** (-2 * i / 8) for i in range(4)]
+    ratios = (ntk / plain).tolist()
+    assert ntk[0] == plain[0]
+    assert ratios == pytest.approx(expected, rel=1e-5)
+    assert all(later < earlier for earlier, later in pairwise(ratios))
+    assert ratios[-1] == pytest.approx(0.25, rel=1e-5)
+
+
 def conceptual(reason: str) -> str:
     return reason
 
@@ -530,6 +543,11 @@ CLAIMS = (
     ),
     Claim("16_rotary", "all 36 scores would be equal", unrotated_copies_score_alike),
     Claim("16_rotary", "for key p1 is equal to which of these?", same_distance_same_score),
+    Claim(
+        "16_rotary",
+        "NTK-aware scaling leaves pair 0, the fastest, exactly",
+        ntk_keeps_only_the_fastest,
+    ),
     Claim(
         "16_rotary",
         "is the same distance the other way",

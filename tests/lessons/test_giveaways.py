@@ -131,6 +131,28 @@ steps:
     ]
 
 
+def test_check_reports_the_words_that_state_it_where_they_are_written(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    """Read from a file, the problem is at the hint's words, which the teacher rewords, not
+    at '- quiz:'."""
+    path = tmp_path / "lesson.yaml"
+    path.write_text(
+        "title: T\nsummary: S\nsteps:\n"
+        "  - quiz:\n"
+        "      question: What is the score of one with with?\n"
+        "      hints:\n"
+        "        - Think of the row of one.\n"
+        "        - It is close to 0.35.\n"
+        "      answer: {variant: naive-loop, stage: scores, cell: [one, with]}\n"
+        "      tolerance: 0.005\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(LessonError) as raised:
+        open_checked(path, host)
+    assert str(raised.value).startswith(f"{path}:8:11: the quiz's hint 2 states its answer")
+
+
 def test_check_reports_an_answer_that_many_cells_read(host: PluginHost) -> None:
     """The causal weights of (Your, journey) is 0, as are the 14 other weights above the
     diagonal: hidden, the 15 "?" say "0" all the same."""
@@ -439,7 +461,7 @@ def test_plain_keeps_the_answer_off_a_loop_before_its_quiz(host: PluginHost) -> 
     before, after = text.split("--- Step 3")[0], text.split("--- Step 4")[1]
     answer = f"{SCORES[one, step]:.4f}"
     assert answer not in before and HIDDEN_NOTE in before
-    assert f"sub-step 30 at ({one}, {step})" in before
+    assert f"sub-step 30 at ({one}, {step}; query one, key step)" in before
     assert f"score = {answer}" in after and HIDDEN_NOTE not in after
 
 

@@ -6,7 +6,8 @@ Whatever the step shows (prose, a quiz's question, choices and hints, each table
 title, formula, range and every cell not hidden) must hold no number within a quiz's
 tolerance of its answer while that quiz is unanswered, no hidden cell may be 1 minus the
 shown rest of a row or column that adds up to 1, and the answer box's example (if any)
-is no right answer. The answers here are recomputed from the tables the variant produced
+is no right answer; and no sentence states a quiz's answer in words before it is answered
+(:mod:`tracer.lessons.statements`). The answers here are recomputed from the tables the variant produced
 (``Resolved.tensor`` at the answer's cell), not taken from the walk that hides them.
 """
 
@@ -17,11 +18,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pytest
 import torch
 
 from tracer.lessons.loader import find_lessons, load_lesson
-from tracer.lessons.model import Quiz, TensorRef
+from tracer.lessons.model import Checkpoint, Quiz, TensorRef
+from tracer.lessons.statements import sentences, statement
 from tracer.lessons.walk import Table, quiz_id
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import (
@@ -164,6 +167,58 @@ def derivable_cells(
     return found
 
 
+def one_operation_away(
+    tensor: torch.Tensor, hidden: frozenset[tuple[int, int]], unanswered: list[Answer]
+) -> list[str]:
+    """Hidden answers that the shown cells of their row or column give by one operation: a
+    constant step carried on from the next two shown cells (1.8300 + (1.8300 − 1.8250)), a
+    step growing by a constant from the next three (22, 48, 78, 112, 150: the next is 192) or
+    four, or the middle of the two cells beside it; along a line that only rises or only
+    falls (a sequence, not a row of weights). numpy's polyfit is the oracle."""
+    tensor = tensor.detach().double()
+    if tensor.dim() == 0 or not hidden:
+        return []
+    grid = tensor.reshape(-1, tensor.shape[-1]).tolist()
+    rows, columns = len(grid), len(grid[0])
+
+    def shown(row: int, column: int) -> float | None:
+        if not (0 <= row < rows and 0 <= column < columns) or (row, column) in hidden:
+            return None
+        value = grid[row][column]
+        return value if math.isfinite(value) else None
+
+    found = []
+    for row, column in sorted(hidden):
+        if not (0 <= row < rows and 0 <= column < columns):
+            continue
+        for answer in unanswered:
+            if answer.plain or not answer.equal(grid[row][column]):
+                continue
+            for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                line = np.array(grid[row] if dr == 0 else [grid[r][column] for r in range(rows)])
+                steps = np.diff(line)
+                if len(line) < 3 or not ((steps > 0).all() or (steps < 0).all()):
+                    continue  # only a sequence (rising or falling) is carried on
+                k = 1
+                while (row + k * dr, column + k * dc) in hidden:
+                    k += 1
+                if k > 2:  # carried on from further away, a line is a guess
+                    continue
+                beyond = [shown(row + (k + j) * dr, column + (k + j) * dc) for j in range(4)]
+                a = beyond[0]
+                c = shown(row - dr, column - dc) if k == 1 else None
+                for degree in (1, 2, 3):
+                    points = beyond[: degree + 1]
+                    if any(p is None for p in points):
+                        break
+                    fit = np.polyfit([k + j for j in range(degree + 1)], points, degree)
+                    if answer.equal(float(np.polyval(fit, 0))):
+                        found.append(f"{(row, column)} is carried on from {points}: {answer.id}")
+                if a is not None and c is not None and answer.equal((a + c) / 2):
+                    found.append(f"{(row, column)} is the middle of its neighbours: {answer.id}")
+    return found
+
+
 def grid_cells(tensor: torch.Tensor) -> Iterator[tuple[tuple[int, int], float]]:
     """Each value of ``tensor`` with its cell as drawn (folded to two dimensions)."""
     tensor = tensor.detach().double()
@@ -186,6 +241,7 @@ def loop_leaks(loop: LoopView, unanswered: list[Answer]) -> list[str]:
                 found += [f"{name} {cell}: {a.id}" for a in unanswered if a.near(value)]
         if tensor.dim():
             found += [f"{name} {c} is 1 minus its row" for c in derivable_cells(tensor, hidden)]
+            found += [f"{name} {leak}" for leak in one_operation_away(tensor, hidden, unanswered)]
     canvas = loop.state.stepper.canvases.get(sub.stage)
     if canvas is not None:
         for row in range(canvas.rows):
@@ -250,6 +306,10 @@ def leaks(view: LessonView, unanswered: list[Answer]) -> list[str]:
         for end in table.legend or ():
             found += [f"{table.name} legend {end}: {a.id}" for a in unanswered if a.near(end)]
         found += [f"{table.name} {cell} is 1 minus its row" for cell in derivable(table)]
+        found += [
+            f"{table.name} {leak}"
+            for leak in one_operation_away(table.resolved.tensor, table.hidden, unanswered)
+        ]
     return found
 
 
@@ -319,3 +379,46 @@ def test_the_apps_answer_box_gives_no_example_number() -> None:
     from tracer.tui.quiz_view import PLACEHOLDERS
 
     assert all(not re.search(r"\d", text) for text in PLACEHOLDERS.values())
+
+
+def test_no_sentence_states_a_quiz_alone_unanswered_in_words(
+    sessions: list[LessonSession],
+) -> None:
+    """Each quiz alone unanswered: no sentence a learner reads before answering it (the
+    lesson's summary, every step before it with its tables' titles, its own hints) and no
+    checkpoint anywhere (a summary read after skipping it) states its right choice reworded
+    or the fact its number asks for ("each row of dS sums to zero")."""
+    found = []
+    for session in sessions:
+        quizzes = [
+            (number, step) for number, step in enumerate(session.steps) if isinstance(step, Quiz)
+        ]
+        for number, quiz in quizzes:
+            said = statement(quiz, number, session.runner)
+            if said is None:
+                continue
+            session.progress.answers.clear()
+            for other_number, other in quizzes:
+                if other is not quiz:
+                    session.progress.answers[quiz_id(other_number, other)] = _Right()  # type: ignore[assignment]
+            read = [("summary", session.lesson.summary)]
+            for seen in range(len(session.steps)):
+                if seen > number and not isinstance(session.steps[seen], Checkpoint):
+                    continue
+                session.go_to(seen)
+                view = session.view()
+                where = f"step {seen + 1}"
+                pieces = [view.step.text, *view.step.points, *(t.title for t in view.tables)]
+                if view.quiz is not None and seen < number:
+                    pieces += [*view.quiz.choices, *view.step.hints]
+                elif seen == number:
+                    pieces += list(view.step.hints)
+                read += [(where, piece) for piece in pieces]
+            found += [
+                f"{session.lesson.name} {where}: {sentence!r} states quiz {quiz_id(number, quiz)}"
+                for where, text in read
+                for sentence in sentences(text)
+                if said.stated_by(sentence)
+            ]
+        session.progress.answers.clear()
+    assert found == []

@@ -16,7 +16,7 @@ from tracer.tui.app import TracerApp
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen, loop_position
 from tracer.tui.source_view import SourceView
-from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.variant import SubStep
 
@@ -187,9 +187,13 @@ async def test_a_counted_loop_holds_the_height_of_its_tallest_position() -> None
             where = screen.query_one("#loop-position", TextPane)
             state = screen.loops[2]
             tokens = state.stepper.tokens
+            assert screen.session is not None
+            shown = screen.session.view().loop
+            assert shown is not None
+            axes = loop_axes(shown.stage)  # the loop's matrix: its positions name tokens
             wrap = where.content_region.width
             tallest = max(
-                len(loop_position(sub, n, 8, tokens).wrap(app.console, wrap))
+                len(loop_position(sub, n, 8, tokens, axes).wrap(app.console, wrap))
                 for n, sub in enumerate(state.stepper.get(state.first + k) for k in range(8))
                 if isinstance(sub, SubStep)
             )

@@ -119,3 +119,28 @@ def test_a_failing_variant_ends_the_steps_and_keeps_its_error() -> None:
     assert isinstance(stepper.error, VariantRunError)
     assert "fails on purpose [at stage two]" in str(stepper.error)
     assert stepper.total == 1
+
+
+def test_a_canvas_is_named_by_the_number_its_sub_steps_write(host: PluginHost) -> None:
+    """Lesson 14's grad_scores loop writes D per query (its first declared Dot's result), not
+    dS: its matrix is titled by that name, never 'grad_scores so far'."""
+    from tracer.lessons.loader import load_lesson, shipped_dir
+    from tracer.lessons.model import Loop
+
+    lesson = load_lesson(shipped_dir() / "14_backward.yaml", host)
+    loop = next(s for s in lesson.steps if isinstance(s, Loop) and s.stage == "grad_scores")
+    from tracer.lessons.runner import LessonRunner
+
+    runner = LessonRunner(lesson, host)
+    try:
+        stepper = Stepper(lambda: runner.start(loop.variant, loop.options, loop.query))
+        number = 0
+        while "grad_scores" not in stepper.canvases and stepper.get(number) is not None:
+            number += 1
+        canvas = stepper.canvases["grad_scores"]
+        assert (canvas.stage, canvas.result) == ("grad_scores", "D_from_dP")
+    finally:
+        runner.close()
+    naive = naive_stepper(host)
+    naive.get(8)
+    assert naive.canvases["scores"].result == "score"  # naive-loop's Dot("query", "key", "score")

@@ -111,7 +111,10 @@ def trained(steps: int = 50, lr: float = 2.0) -> tuple[list[float], torch.Tensor
 
 
 MODERN_ORACLES: dict[tuple[str, str], Callable[[], float | str | frozenset[tuple[int, ...]]]] = {
-    ("08_windows_and_groups", "keys-seen-step"): lambda: float((band_weights(3)[5] > 0).sum()),
+    # The earliest key "step" (position 5) gives a weight to through the window of 3.
+    ("08_windows_and_groups", "first-key-step"): lambda: TOKENS[
+        int((band_weights(3)[5] > 0).nonzero()[0])
+    ],
     ("08_windows_and_groups", "step-with"): lambda: float(band_weights(3)[5, 3]),
     # One key and one value head of 8 / 4 columns, against one per query head.
     ("08_windows_and_groups", "cache-per-token"): lambda: 2 * 1 * (8 // 4),

@@ -57,6 +57,7 @@ from tracer.lessons.plain import (
     view_lines,
 )
 from tracer.lessons.walk import HIDDEN_NOTE
+from tracer.render.labels import loop_matrix_axes
 from tracer.sanitize import message, visible
 from tracer.session.lesson import Position
 
@@ -466,7 +467,10 @@ class Interactive:
             said = ("?" if number is None else str(number), "?" if count is None else str(count))
             lines.append(f"Sub-step {said[0]} of {said[1]}:")
             query = getattr(view.step.step, "query", None)
-            lines.extend(substep_lines(loop.sub, loop.tokens, query, loop.shown))
+            built = loop.stage
+            first = next(iter(built.tensors), None) if built is not None else None
+            axes = loop_matrix_axes(built.axes.get(first)) if built is not None and first else None
+            lines.extend(substep_lines(loop.sub, loop.tokens, query, loop.shown, axes))
             if loop.shown is not None and loop.shown.concealed_in_text:
                 lines.append(HIDDEN_NOTE)
             return lines

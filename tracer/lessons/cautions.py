@@ -5,6 +5,12 @@ author may not mean, though the lesson loads and runs as it is.
   the answer of a quiz not answered yet, so the walk hides it ("and by ? with a base of 100").
 - A table named by its stage alone, with ``then``, where the stage has several tensors: the
   operations apply to the first tensor, the only one shown, so the warning names it.
+- A sentence that states a quiz's answer in words before it is answered (a summary, narration
+  that rewords the right choice): :mod:`tracer.lessons.statements`.
+- A number quiz whose tolerance accepts a guess (0, 1, an even split):
+  :mod:`tracer.lessons.guesses`.
+- A computed-choice quiz whose deciding row an earlier table holds whole:
+  :mod:`tracer.lessons.deciding`.
 
 Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
 """
@@ -14,8 +20,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.deciding import deciding_rows
+from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
+from tracer.lessons.statements import stated_answers
 from tracer.lessons.walk import Secret, live, numbers_in, own_screen, secrets, step_view
 from tracer.yamldoc import Problem
 
@@ -26,7 +35,13 @@ if TYPE_CHECKING:
 def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
     """Every warning of this module for ``lesson``, in file order."""
     path = str(lesson.path) if lesson.path is not None else "<lesson>"
-    found = [*hidden_live_values(lesson, runner, path), *first_tensor_only(lesson, runner, path)]
+    found = [
+        *hidden_live_values(lesson, runner, path),
+        *first_tensor_only(lesson, runner, path),
+        *stated_answers(lesson, runner, path),
+        *naive_guesses(lesson, runner, path),
+        *deciding_rows(lesson, runner, path),
+    ]
     return sorted(found, key=lambda p: (p.line, p.column))
 
 

@@ -34,6 +34,8 @@ from tracer.lessons.model import (
     Lesson,
     LessonStep,
     Loop,
+    Options,
+    OptionValue,
     Quiz,
     Show,
     TensorRef,
@@ -169,7 +171,9 @@ def check_lesson(
             if where is not None:
                 line, column = where.line, where.column
                 line, column = _index_at(exc, where) or (line, column)
-            message = exc.message
+            message, option = in_lesson_words(exc.message, step)
+            if option is not None and option.line:
+                line, column = option.line, option.column  # the value the teacher wrote
             if exc.location is not None and not exc.location.path and exc.location.line:
                 line, column = exc.location.line, exc.location.column or 1
             elif exc.location is not None and exc.location.path:
@@ -265,6 +269,35 @@ def _index_at(exc: TracerError, ref: TensorRef) -> tuple[int, int] | None:
     if found is None or int(found.group(1)) >= len(ref.cell_at):
         return None
     return ref.cell_at[int(found.group(1))]
+
+
+_OPTION_FLAG = re.compile(r"-o ([A-Za-z_][\w]*)=([^\s),;]+)")
+_TRY_FLAG = re.compile(r"\btry --(d-out|heads|seed|init|dropout) ([^\s),;]+)")
+_COMMAND_FLAG = re.compile(r"--(d-out|heads|seed|init|dropout)\b")
+
+
+def in_lesson_words(message: str, step: object) -> tuple[str, OptionValue | None]:
+    """``message`` as a lesson's author writes options (``rope_dim: 4``, not ``-o rope_dim=4``
+    or ``--d-out``), and the option value the step (or the lesson) wrote that it names first,
+    to report it there."""
+    said = _OPTION_FLAG.sub(lambda m: f"{m.group(1)}: {m.group(2)}", message)
+    said = _TRY_FLAG.sub(lambda m: f"try {m.group(1).replace('-', '_')}: {m.group(2)}", said)
+    said = _COMMAND_FLAG.sub(lambda m: m.group(1).replace("-", "_"), said)
+    written: dict[str, OptionValue] = {}
+    refs = [*getattr(step, "tables", lambda: ())()]
+    options = [ref.options for ref in refs]
+    own = getattr(step, "options", None)
+    if isinstance(own, Options):
+        options.append(own)
+    for chosen in options:
+        for value in chosen.values:
+            written.setdefault(value.name, value)
+    first = None
+    for name, value in written.items():
+        at = re.search(rf"\b{re.escape(name)}\b", said)
+        if at is not None and (first is None or at.start() < first[0]):
+            first = (at.start(), value)
+    return said, first[1] if first is not None else None
 
 
 def _problem(exc: Exception, ref: TensorRef, line: int, column: int, path: str) -> Problem:

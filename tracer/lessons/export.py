@@ -357,7 +357,7 @@ def _quiz(step_view: StepView, context: Exporting) -> Iterator[Block]:
             yield from _tensor_block(table, "", code=False, context=context)
         if view.hidden:
             lines.append(
-                escape("(? = a cell that shows the answer, under Answer below)")
+                escape("(? = a number that would give the answer away, under Answer below)")
                 if view.own
                 else escape(HIDDEN_NOTE)
             )

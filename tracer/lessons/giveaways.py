@@ -4,7 +4,8 @@ The walk (:mod:`tracer.lessons.walk`) decides what every step hides while a quiz
 is not answered: each number within the quiz's tolerance of its answer, on any
 table, title or piece of prose, and the rest of a row that adds up to 1. What
 hiding cannot mend is the author's to change, and is reported here, at the quiz's
-line and column::
+line and column (a question, choice or hint that states it: where those words are
+written)::
 
     from tracer.lessons.giveaways import giveaways
     problems = giveaways(lesson, runner, path)   # [] when no quiz gives its answer away
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 from tracer.errors import TracerError
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
+from tracer.lessons.statements import locate, source_lines
 from tracer.lessons.walk import (
     MAX_COPIES,
     Secret,
@@ -44,14 +46,19 @@ def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
     quizzes = ((n, quiz_at(lesson, n)) for n in range(len(lesson.steps)))
     every = frozenset(quiz_id(n, quiz) for n, quiz in quizzes if quiz is not None)
     problems = []
+    source = source_lines(lesson)
     for secret in lesson_secrets(lesson, runner):
         quiz = secret.quiz
-        said = _stated(secret, runner)
+        said, text = _stated(secret, runner)
         if said:
+            # Where the words are written, which the teacher rewords, not the '- quiz:'.
+            line, column = locate(source, " ".join(text.split()), quiz.line)
+            if (line, column) == (quiz.line, 1):
+                line, column = quiz.line, quiz.column
             problems.append(
                 Problem(
-                    quiz.line,
-                    quiz.column,
+                    line,
+                    column,
                     f"the quiz's {said} states its answer ({format_number(secret.value)}); "
                     "word it without the number, so the answer is not on the quiz's screen",
                     path,
@@ -80,8 +87,8 @@ def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
     return problems
 
 
-def _stated(secret: Secret, runner: LessonRunner) -> str:
-    """Which of the quiz's own prose states its answer ("" when none does)."""
+def _stated(secret: Secret, runner: LessonRunner) -> tuple[str, str]:
+    """Which of the quiz's own prose states its answer, and its text (("", "") when none)."""
     quiz = secret.quiz
     kept = (secret,)
     texts = [("question", quiz.question)]
@@ -91,5 +98,5 @@ def _stated(secret: Secret, runner: LessonRunner) -> str:
         if any(placeholder.name == ANSWER for placeholder in placeholders(text)):
             continue  # the loader reports {{answer}} outside an explanation
         if live(runner, text, quiz, kept) != live(runner, text, quiz):
-            return what
-    return ""
+            return what, text
+    return "", ""

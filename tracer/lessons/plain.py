@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz
+from tracer.errors import TracerError
+from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz, TensorRef
 from tracer.lessons.walk import (
     HIDDEN_NOTE,
     TABLE_WIDTH,
@@ -27,8 +28,9 @@ from tracer.lessons.walk import (
     step_heading,
     step_view,
 )
-from tracer.render.labels import axis_labels, label_axes
+from tracer.render.labels import axis_labels, label_axes, loop_matrix_axes, position_tokens
 from tracer.render.text import format_number, format_scalar, format_tensor, is_whole, shape_text
+from tracer.variant import source_tokens
 
 if TYPE_CHECKING:
     from tracer.lessons.runner import LessonRunner, Resolved
@@ -238,12 +240,13 @@ def loop_lines(view: StepView, runner: LessonRunner) -> list[str]:
     # The run's tokens, as the app and 'attn trace --substeps' label them: they carry a
     # second sequence's (a source's keys are labelled with the source's tokens).
     tokens = runner.trace(step.variant, step.options, step.query).tokens
+    axes = _loop_axes(step, runner)
     count, count_shown, concealed = 0, True, False
     for said in loop_substeps(runner.lesson, runner, view.number):
         count += 1
         count_shown = said.count_shown
         concealed = concealed or said.concealed_in_text
-        lines.extend(substep_lines(said.sub, tokens, step.query, said))
+        lines.extend(substep_lines(said.sub, tokens, step.query, said, axes))
     if count_shown:
         lines.append(f"({count} sub-step{'s' if count != 1 else ''} shown)")
     if concealed:
@@ -251,14 +254,42 @@ def loop_lines(view: StepView, runner: LessonRunner) -> list[str]:
     return lines
 
 
+def _loop_axes(step: Loop, runner: LessonRunner) -> tuple[str, ...] | None:
+    """The axes of the matrix ``step``'s loop fills: those of the stage it builds (None if the
+    run cannot say: then its positions are given by index alone)."""
+    built = TensorRef(step.variant, step.stage, query=step.query, options=step.options)
+    try:
+        resolved = runner.tensor(built)
+    except TracerError:
+        return None
+    return loop_matrix_axes(resolved.axes)
+
+
 def substep_lines(
-    sub: SubStep, tokens: tuple[str, ...], query: int | None, said: SubStepView | None = None
+    sub: SubStep,
+    tokens: tuple[str, ...],
+    query: int | None,
+    said: SubStepView | None = None,
+    axes: tuple[str, ...] | None = None,
 ) -> list[str]:
     """One sub-step of a loop: where it is, its formula, and the values it computed.
 
-    ``said``: what of it may be shown (the walk's): its hidden cells read "?".
+    ``said``: what of it may be shown (the walk's): its hidden cells read "?". ``axes``: the
+    loop's matrix axes; the tokens its position names are said with it ("at (1, 3): query
+    journey, key with"), a source's token as the source's.
     """
     where = ", ".join(str(i) for i in sub.position)
+    names = position_tokens(sub.position, axes, tokens)
+    source = source_tokens(tokens)
+    parts = []
+    kinds = axes if axes is not None and len(axes) == len(names) else ("",) * len(names)
+    for name, axis in zip(names, kinds, strict=True):
+        kind = axis.partition(":")[0]
+        if name:
+            mark = " of the source" if source is not None and kind in ("source", "key") else ""
+            parts.append(f"{kind} {name}{mark}")
+    if parts:
+        where += "; " + ", ".join(parts)
     formula = said.formula if said is not None else (sub.formula or "")
     ordinal = f"sub-step {sub.index + 1}" if said is None or said.count_shown else "sub-step"
     lines = [f"{ordinal} at ({where}): {formula}".rstrip()]
@@ -318,7 +349,9 @@ def quiz_lines(
     lines.extend(quiz_table_lines(step_view))
     if any(table.hidden for table in step_view.tables):
         lines.append(
-            f"(? = a cell that shows the answer, shown once {until})" if view.own else HIDDEN_NOTE
+            f"(? = a number that would give the answer away, shown once {until})"
+            if view.own
+            else HIDDEN_NOTE
         )
     written = choices if choices is not None else step_view.choices
     lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(written))

@@ -122,7 +122,9 @@ def format_value(
         return format_number(value)
     if integral and math.isfinite(value) and value == int(value):
         return str(int(value))
-    return format_number(value)
+    # A value that came out whole (a sum made with scale and add) reads as the quiz's answer
+    # box and explanation read it: "6", not "6.0000".
+    return format_number(value, whole=True)
 
 
 def live_text(text: str, runner: LiveValues, *, quiz: Quiz | None = None) -> str:

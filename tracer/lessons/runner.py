@@ -312,11 +312,9 @@ class LessonRunner:
         cells = frozenset(
             tuple(int(i) for i in index) for index in torch.nonzero(mask.tensor).tolist()
         )
-        axes = (
-            None
-            if shown.then
-            else table.stage.axes.get(shown.tensor or next(iter(table.stage.tensors)))
-        )
+        # A derived table (a row picked, a transpose) keeps the labels its operations keep,
+        # as it is drawn: the tokens its own table shows are what the learner types.
+        axes = table.axes
         labels = label_axes(tuple(table.tensor.shape), axes, table.tokens, table.query)
         return CellAnswer(cells, tuple(table.tensor.shape), tuple(a.labels for a in labels))
 

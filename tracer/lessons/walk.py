@@ -28,6 +28,7 @@ import re
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tracer.errors import TracerError
@@ -473,9 +474,99 @@ def hidden_cells(
         for row, column in close.nonzero().tolist():
             if secret.near(float(grid[row, column])):
                 shut.add((row, column))
-    if shut:
-        shut |= _sums_to_one(grid, shut)
+    while shut:  # each rule may hide a cell the other then reads from
+        more = _one_step_away(grid, shut, telling(kept))
+        more |= _sums_to_one(grid, shut | more)
+        if not more:
+            break
+        shut |= more
     return frozenset(shut)
+
+
+DEEPEST_STEP = 2
+"""How far a constant step is carried on to reach a hidden answer (:func:`_one_step_away`):
+from the cell beside it, or from one cell further (the hidden 192 of a running total, and the
+742 one level deeper)."""
+
+
+def _monotone(line: list[float]) -> bool:
+    """Whether ``line`` (three values or more, all finite) only rises or only falls: a
+    sequence (a loss curve, a running total), which a learner may carry on."""
+    if len(line) < 3 or not all(math.isfinite(v) for v in line):
+        return False
+    steps = [b - a for a, b in pairwise(line)]
+    return all(s > 0 for s in steps) or all(s < 0 for s in steps)
+
+
+def _carried(values: list[float], k: int) -> float:
+    """The value at 0 of the polynomial through ``values`` at k, k + 1, ...: a sequence whose
+    step is constant (two values), or grows by a constant (three: a running total whose every
+    step costs a little more), carried on back to the hidden cell."""
+    xs = [k + j for j in range(len(values))]
+    total = 0.0
+    for j, value in enumerate(values):
+        weight = 1.0
+        for m, x in enumerate(xs):
+            if m != j:
+                weight *= (0 - x) / (xs[j] - x)
+        total += value * weight
+    return total
+
+
+def _one_step_away(grid: torch.Tensor, hidden: set[Cell], kept: tuple[Secret, ...]) -> set[Cell]:
+    """The cells to hide besides ``hidden`` so that no hidden answer follows from its shown
+    neighbours along a row or a column by one operation: a constant step carried on from the
+    two shown cells beyond it (1.8300 + (1.8300 − 1.8250)), a step that grows by a constant
+    (or whose growth does) carried on from three (four) of them (a running total whose every
+    step costs a little more), or the middle of the two shown cells either side of it. Only
+    along a line that only rises or only falls (a sequence); a row of weights is not one. The nearer shown cell is hidden, and the rule applied again past
+    it (k cells of that step from the next two shown cells: the answer one level deeper)."""
+    rows, columns = grid.shape
+    values = grid.tolist()
+    shut = set(hidden)
+
+    def shown(cell: Cell) -> float | None:
+        row, column = cell
+        if not (0 <= row < rows and 0 <= column < columns) or cell in shut:
+            return None
+        value = float(values[row][column])
+        return value if math.isfinite(value) else None
+
+    changed = True
+    while changed:
+        changed = False
+        for row, column in sorted(shut):
+            if not (0 <= row < rows and 0 <= column < columns):
+                continue
+            value = float(values[row][column])
+            secrets = [secret for secret in kept if secret.near(value)]
+            if not secrets:
+                continue
+            for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                line = values[row] if dr == 0 else [values[r][column] for r in range(rows)]
+                if not _monotone(line):
+                    continue  # a row of weights is no sequence a learner carries on
+                # The first shown cell that way (past cells already hidden), and the next.
+                k = 1
+                while (row + k * dr, column + k * dc) in shut:
+                    k += 1
+                if k > DEEPEST_STEP:
+                    continue  # a line carried on further is a guess, not a derivation
+                near = (row + k * dr, column + k * dc)
+                beyond = [shown((row + (k + j) * dr, column + (k + j) * dc)) for j in range(4)]
+                a = beyond[0]
+                c = shown((row - dr, column - dc)) if k == 1 else None
+                guesses = []
+                for degree in (1, 2, 3):  # a constant step, a step that grows by a constant...
+                    points = beyond[: degree + 1]
+                    if all(value is not None for value in points):
+                        guesses.append(_carried(points, k))  # type: ignore[arg-type]
+                if a is not None and c is not None:
+                    guesses.append((a + c) / 2)  # the middle of its two neighbours
+                if any(secret.near(guess) for guess in guesses for secret in secrets):
+                    shut.add(near)
+                    changed = True
+    return shut - set(hidden)
 
 
 @dataclass(frozen=True)

@@ -144,3 +144,41 @@ def axis_labels(
     if len(named) == 1:
         return Labels(rows=(row,), columns=named[0].labels)
     return Labels(rows=named[-2].labels, columns=named[-1].labels)
+
+
+def loop_matrix_axes(axes: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Axis names of the matrix a loop fills, from the axes of the stage it builds (its first
+    tensor's): a stage focused on one query is one row of the (query, key) table."""
+    if axes is None:
+        return None
+    if len(axes) == 2:
+        return tuple(axes)
+    if tuple(axes) == ("key",):
+        return ("query", "key")
+    return None
+
+
+def position_tokens(
+    position: Sequence[int], axes: Sequence[str] | None, tokens: Sequence[str]
+) -> tuple[str, ...]:
+    """The token each index of a loop sub-step's position names ("" where none does).
+
+    ``axes``: the loop's matrix axes (:func:`loop_matrix_axes`). An index names a token only
+    along a token axis; along a ``source`` axis, or a ``key`` axis of a run with a second
+    sequence (cross-attention), it names a token of the source, never the target's token at
+    that index. Unknown axes, or a position that does not index them, name nothing: an index
+    alone is never false.
+    """
+    if axes is None or len(axes) != len(position):
+        return ("",) * len(position)
+    source = source_tokens(tokens)
+    named = []
+    for index, spec in zip(position, axes, strict=True):
+        name, start = parse_axis(spec)
+        if name not in TOKEN_AXES:
+            named.append("")
+            continue
+        sequence = source if name == "source" or (name == "key" and source) else tokens
+        at = index + start
+        named.append(sequence[at] if sequence is not None and 0 <= at < len(sequence) else "")
+    return tuple(named)

@@ -56,8 +56,12 @@ class LoopCanvas:
     (``UNFILLED`` if none has), so the same canvas draws any moment of the loop.
     """
 
-    def __init__(self, stage: str, rows: int, cols: int) -> None:
+    def __init__(self, stage: str, rows: int, cols: int, result: str = "") -> None:
         self.stage = stage
+        self.result = result
+        """The name of the number each sub-step writes (its ``Dot`` equation's result): what
+        the canvas holds, which need not be the stage's tensor (a loop may write D while it
+        builds dS)."""
         self.rows = rows
         self.cols = cols
         self.values = array("d", [math.nan]) * (rows * cols)
@@ -440,5 +444,6 @@ class Stepper:
         if canvas is None:
             size = max(len(self.tokens), 1)
             rows = 1 if len(step.position) == 1 else size
-            canvas = self.canvases[step.stage] = LoopCanvas(step.stage, rows, size)
+            canvas = LoopCanvas(step.stage, rows, size, scalar[0])
+            self.canvases[step.stage] = canvas
         canvas.record(cell[0], cell[1], step.index, scalar[1])

@@ -20,6 +20,7 @@ from textual.widgets import ContentSwitcher
 
 from tracer.lessons.model import Focus, LessonStep, Quiz
 from tracer.lessons.walk import LoopState, Table
+from tracer.render.labels import position_tokens
 from tracer.session.lesson import LessonSession, LessonView, Position
 from tracer.tui.grid import Highlight
 from tracer.tui.loop_count import loop_noun
@@ -28,7 +29,7 @@ from tracer.tui.source_view import SourceView
 from tracer.tui.steady import Column
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import ProsePane, TextPane
-from tracer.variant import Stage, SubStep
+from tracer.variant import Stage, SubStep, source_tokens
 
 GiveLeft = Callable[..., int]
 """The screen's ``give_left(left, need, code, share=...)``: the left column's width, set."""
@@ -78,6 +79,8 @@ class LessonDrawing:
         that width (a resize measures anew)."""
         self._reserves: dict[tuple[int, int], int] = {}
         """(loop step, width) -> lines held for its position text (``position_reserve``)."""
+        self._loop_axes: tuple[str, ...] | None = None
+        """The axes of the matrix the loop on screen fills (its positions' tokens)."""
 
     def forget(self) -> None:
         """The lesson was reloaded: heights measured for its loops no longer apply."""
@@ -211,7 +214,7 @@ class LessonDrawing:
         def lines(sub: object, number: int) -> int:
             if not isinstance(sub, SubStep):
                 return 0
-            text = loop_position(sub, number + 1, count, stepper.tokens)
+            text = loop_position(sub, number + 1, count, stepper.tokens, self._loop_axes)
             return len(text.wrap(self.screen.app.console, width))
 
         key = (self.position.step, width)
@@ -276,7 +279,8 @@ class LessonDrawing:
             arithmetic=said.arithmetic if said is not None else True,
         )
         number, count = loop.place
-        self.position_text.show(loop_position(sub, number, count, loop.tokens))
+        self._loop_axes = loop_axes(loop.stage)
+        self.position_text.show(loop_position(sub, number, count, loop.tokens, self._loop_axes))
         self.source.show_file(sub.source_file, sub.lines, files=sub.files)
 
     def _draw_compare(self, view: LessonView) -> None:
@@ -463,25 +467,38 @@ def focus_highlight(focus: Focus | None, rows: int) -> Highlight:
 
 
 def loop_position(
-    step: SubStep, number: int | None, count: int | None, tokens: Sequence[str]
+    step: SubStep,
+    number: int | None,
+    count: int | None,
+    tokens: Sequence[str],
+    axes: Sequence[str] | None = None,
 ) -> Text:
     """Where a loop is: ``pair 8 of 36``, and which tokens, numbered as here and as in the course.
 
     ``number``: the sub-step's, from 1; it and ``count`` read "?" where None (unknown, or
     an unanswered quiz's answer). The tracer numbers tokens from 0 (``x[1]``); the
     course's notebooks write x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said
-    where it matters.
+    where it matters. ``axes``: the loop's matrix axes; an index is named as a token only
+    along a token axis (a source's token on a cross-attention key axis), never a pair or a
+    feature (:func:`~tracer.render.labels.position_tokens`).
     """
     kind = loop_noun(step)
     said = "?" if number is None else f"{number:,}"
     text = Text(f"{kind} {said} of {'?' if count is None else f'{count:,}'}", style="bold")
     position = ", ".join(str(p) for p in step.position)
     text.append(f" · position ({position}), counted from 0")
-    named = [
-        f"{tokens[p]} = x[{p}] here, x_{p + 1} in the course"
-        for p in dict.fromkeys(step.position)
-        if 0 <= p < len(tokens)
-    ]
+    names = position_tokens(step.position, axes, tokens)
+    source = source_tokens(tokens)
+    named = []
+    kinds = axes if axes is not None and len(axes) == len(names) else ("",) * len(names)
+    for p, name, axis in zip(step.position, names, kinds, strict=True):
+        if not name:
+            continue
+        on_source = source is not None and axis.partition(":")[0] in ("source", "key")
+        said = f"{name} = source[{p}]" if on_source else f"{name} = x[{p}] here"
+        said += "" if on_source else f", x_{p + 1} in the course"
+        if said not in named:
+            named.append(said)
     if len(step.position) == 2 and named:
         text.append("\n" + "; ".join(named), style="dim")
     return text

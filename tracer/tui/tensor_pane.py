@@ -21,6 +21,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.widgets import Static
 
+from tracer.render.labels import loop_matrix_axes
 from tracer.render.text import shorten
 from tracer.session.explore import LoopCanvas, cell_of
 from tracer.tui import textual_hooks as hooks
@@ -55,14 +56,7 @@ def loop_axes(stage: Stage | None) -> tuple[str, ...] | None:
     """
     if stage is None or not stage.tensors:
         return None
-    axes = stage.axes.get(next(iter(stage.tensors)))
-    if axes is None:
-        return None
-    if len(axes) == 2:
-        return axes
-    if axes == ("key",):
-        return ("query", "key")
-    return None
+    return loop_matrix_axes(stage.axes.get(next(iter(stage.tensors))))
 
 
 class TensorPane(Vertical, SteadySize, Kept, Backdrop):
@@ -224,7 +218,11 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
                 hidden=canvas_hidden,
             )
             matrix = CanvasGrid(step.stage, canvas, step.index, tokens, highlight, canvas_axes)
-            shown.append(Shown(f"{step.stage} so far · {matrix.shape}", matrix))
+            # Named by what its cells hold (the sub-steps' result), never the stage's tensor,
+            # and said to be written cell by cell: unwritten cells are blank, not zero.
+            held = canvas.result or step.stage
+            title = f"{held}, each cell as its sub-step wrote it · {matrix.shape}"
+            shown.append(Shown(title, matrix))
         for name, tensor in step.tensors.items():
             highlight = Highlight(hidden=hidden.get(name, frozenset()) if hidden else frozenset())
             grid = TensorGrid(name, tensor, tokens, query, highlight, axes=step.axes.get(name))

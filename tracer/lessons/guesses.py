@@ -1,0 +1,97 @@
+"""Number quizzes whose tolerance lets a guess through, as ``attn lesson check`` warns about them.
+
+A learner who has not worked anything out still types something: 0, 1, or an even split of
+the weight over the tokens (1/n). A quiz whose tolerance accepts such a guess, when the answer
+is not that number, grades a guess right ("a score quiz with ``tolerance: 10`` accepts 9, and
+0 too"). The warning is at the tolerance, where the teacher wrote it::
+
+    from tracer.lessons.guesses import naive_guesses
+    warnings = naive_guesses(lesson, runner, path)   # [] when every tolerance is tight enough
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from tracer.lessons.model import Lesson
+from tracer.lessons.walk import Secret, lesson_secrets
+from tracer.render.text import format_number
+from tracer.yamldoc import Problem
+
+if TYPE_CHECKING:
+    from tracer.lessons.runner import LessonRunner
+
+
+def guesses(tokens: int) -> tuple[tuple[float, str], ...]:
+    """(guess, what it is) for a lesson of ``tokens`` tokens."""
+    found = [(0.0, "0"), (1.0, "1")]
+    if tokens > 1:
+        found.append((1 / tokens, f"an even split, 1/{tokens}"))
+    return tuple(found)
+
+
+def accepted(secret: Secret, tokens: int) -> str:
+    """The first naive guess ``secret``'s quiz grades right though it is not the answer ("")."""
+    for guess, what in guesses(tokens):
+        if format_number(guess, whole=True) == format_number(secret.value, whole=True):
+            continue  # the answer is the guess itself: knowing it is the point
+        if math.isclose(guess, secret.value, rel_tol=1e-3, abs_tol=1e-4):
+            continue
+        if abs(guess - secret.value) <= secret.tolerance:
+            return what
+    return ""
+
+
+def naive_guesses(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
+    """A warning at the tolerance of each number quiz that accepts a guess."""
+    source = _source(lesson)
+    tokens = len(lesson.inputs.tokens)
+    found = []
+    for secret in lesson_secrets(lesson, runner):
+        what = accepted(secret, tokens)
+        if not what:
+            continue
+        quiz = secret.quiz
+        line, column = _tolerance_at(source, quiz.line, quiz.column)
+        found.append(
+            Problem(
+                line,
+                column,
+                f"warning: this tolerance accepts a guess, {what}, though the answer is "
+                f"{format_number(secret.value, whole=True)}; make it smaller than the answer's "
+                f"distance to the guess ({format_number(abs(secret.value - _value(what, tokens)), whole=True)})",
+                path,
+            )
+        )
+    return found
+
+
+def _value(what: str, tokens: int) -> float:
+    return next(guess for guess, said in guesses(tokens) if said == what)
+
+
+def _source(lesson: Lesson) -> list[str]:
+    if lesson.path is None:
+        return []
+    try:
+        return lesson.path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _tolerance_at(source: list[str], line: int, column: int) -> tuple[int, int]:
+    """Where the quiz's ``tolerance:`` is written: the first after its ``- quiz:`` line and
+    before the next step (the quiz's own line if none is found)."""
+    for index in range(max(line - 1, 0), len(source)):
+        text = source[index]
+        if index >= line and text.lstrip().startswith("- ") and _indent(text) < column:
+            break  # the next step
+        at = text.find("tolerance:")
+        if at >= 0:
+            return index + 1, at + 1
+    return line, column
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip()) + 1

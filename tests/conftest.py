@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -18,6 +20,10 @@ from tracer.cli.main import main
 from tracer.plugin_host import PluginHost
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Progress and settings never go to the developer's own data folder, even from an app that
+# saves after a test's own ATTN_DATA_DIR was undone (a fixture's app closing at teardown).
+os.environ["ATTN_DATA_DIR"] = tempfile.mkdtemp(prefix="attn-test-data-")
 
 # Hypothesis draws the same examples every run, so whether a change lands never depends on
 # luck (CI sets no variable we could key on). To look for new failing inputs, run

@@ -218,10 +218,14 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
                 hidden=canvas_hidden,
             )
             matrix = CanvasGrid(step.stage, canvas, step.index, tokens, highlight, canvas_axes)
-            # Named by what its cells hold (the sub-steps' result), never the stage's tensor,
-            # and said to be written cell by cell: unwritten cells are blank, not zero.
+            # Named by what its cells hold: "so far" only where the sub-steps write the
+            # stage's own tensor (naive-loop's score of scores); another number (lesson 14's
+            # D in the grad_scores loop) is named as what each sub-step wrote.
             held = canvas.result or step.stage
-            title = f"{held}, each cell as its sub-step wrote it · {matrix.shape}"
+            if held in (step.stage, f"{step.stage}s") or f"{held}s" == step.stage:
+                title = f"{step.stage} so far · {matrix.shape}"
+            else:
+                title = f"{held}, each cell as its sub-step wrote it · {matrix.shape}"
             shown.append(Shown(title, matrix))
         for name, tensor in step.tensors.items():
             highlight = Highlight(hidden=hidden.get(name, frozenset()) if hidden else frozenset())

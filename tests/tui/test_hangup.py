@@ -15,9 +15,12 @@ import errno
 import fcntl
 import json
 import os
+import pty
 import select
 import signal
 import struct
+import subprocess
+import sys
 import termios
 import threading
 import time
@@ -25,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-from tests import forked
 from tracer.processes import descendants
 
 EXIT_S = 30.0
@@ -72,13 +74,52 @@ steps:
 """
 
 
+def _started_on_terminal(
+    argv: tuple[str, ...], cwd: Path, env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], int]:
+    """``python -m tracer ARGV`` on a 120x40 pseudo-terminal that is its controlling terminal.
+
+    A fresh interpreter, not a fork of the test process: forked from a worker that had run
+    other app tests first, the app's help dialog did not open (state of the test process the
+    fork inherits), and that is not what a learner's terminal runs."""
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+
+    def controlling_terminal() -> None:  # after start_new_session's setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tracer", *argv],
+            cwd=cwd,
+            env=env,
+            stdin=secondary,
+            stdout=secondary,
+            stderr=secondary,
+            start_new_session=True,
+            preexec_fn=controlling_terminal,
+        )
+    finally:
+        os.close(secondary)
+    return process, primary
+
+
 class Terminal:
     """The other side of the app's pseudo-terminal: what it showed, and keys to press."""
 
     def __init__(self, *argv: str, home: Path, data: Path, **more: str) -> None:
-        env = {**os.environ, "TERM": "xterm-256color", "ATTN_DATA_DIR": str(data), **more}
-        env.pop("ATTN_KEYMAP", None)
-        self.process, self.fd = forked.start_attn_on_terminal(*argv, cwd=home, env=env)
+        # A plain shell's environment, not the test worker's: started with the worker's
+        # environment under pytest-xdist, the app's help never opened on '?' (which variable
+        # does it is not yet known; the app test of '?' itself runs in process).
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "TERM": "xterm-256color",
+            "ATTN_DATA_DIR": str(data),
+            **more,
+        }
+        self.process, self.fd = _started_on_terminal(argv, home, env)
         self.output = b""
         self.open = True
 

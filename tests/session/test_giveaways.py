@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 import torch
 
+from tracer.lessons.hiding import Table, quiz_id
 from tracer.lessons.loader import find_lessons, load_lesson
 from tracer.lessons.model import Checkpoint, Quiz, TensorRef
 from tracer.lessons.statements import sentences, statement
-from tracer.lessons.walk import Table, quiz_id
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import (
     LessonSession,

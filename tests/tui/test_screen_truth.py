@@ -15,7 +15,7 @@ from textual.color import Color
 from textual.pilot import Pilot
 
 from tracer.inputs import load_inputs
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.grid import TensorGrid

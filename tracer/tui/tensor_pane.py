@@ -204,7 +204,7 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         """The sub-step's tensors, below the loop's matrix filled up to it (Dot loops only).
 
         What a lesson keeps off screen while a quiz is unanswered (the walk's
-        :class:`~tracer.lessons.walk.SubStepView`): ``hidden`` cells per tensor and
+        :class:`~tracer.lessons.hiding.SubStepView`): ``hidden`` cells per tensor and
         ``canvas_hidden`` cells of the matrix read "?", ``formula_text`` replaces the
         sub-step's formula, and without ``arithmetic`` the equations are not written out.
         """

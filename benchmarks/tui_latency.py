@@ -12,6 +12,12 @@ Each app runs in a pseudo-terminal (120 × 40). We time
   with the floor: a bare Textual app whose key press rewrites two texts
   (about a screenful), measured the same way in the same run.
 
+A third table times each kind of step: a lesson with one step of each kind (a show, a
+show of tables derived with ``then``, a loop with six sub-steps, a compare, a quiz, a
+checkpoint; written to the temporary folder) is stepped through and back twice, and each
+press is counted for the kind of step it lands on; each kind's 90th percentile (settled)
+is compared with the floor's, measured in the same run (target: within 2.5×).
+
 An app is ready for key presses once its footer is drawn and the terminal has
 then been quiet for two seconds (the loading indicator moves until torch is in);
 text markers are not waited for, because a partial repaint may write a line
@@ -34,6 +40,9 @@ presses: one run's median moves with the machine about as much as the targets di
 from the results, and twelve presses of a lesson make a coarse median::
 
     .venv/bin/python benchmarks/tui_latency.py --only "naive-loop, 6,lesson" --rounds 4
+
+(``lesson`` also selects the step-kinds case; ``--only "every step kind"`` runs it alone,
+with the floor.)
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import math
 import os
 import pty
 import random
@@ -103,6 +113,55 @@ BARE_KEYS_APP = textwrap.dedent(
     BareKeys().run()
     """
 )
+EVERY_KIND = textwrap.dedent(
+    """
+    title: Every step kind
+    summary: One step of each kind, to time the key presses that reach them.
+    steps:
+      - narration: The steps that follow are one of each kind.
+      - show:
+          variant: vectorized
+          stage: scores
+          caption: The scores.
+      - show:
+          variant: vectorized
+          stage: scores
+          then: [{pick: journey}]
+          caption: One row of the scores, derived from the table.
+      - loop:
+          variant: naive-loop
+          stage: scores
+          query: journey
+          caption: One dot product per sub-step.
+      - compare:
+          stage: scores
+          left: {variant: naive-loop, label: nested loops}
+          right: {variant: vectorized, label: one matrix product}
+          caption: The same scores, two ways.
+      - quiz:
+          id: biggest
+          question: Which token is best aligned with journey?
+          show: {variant: naive-loop, stage: inputs}
+          choices: [Your, journey, starts, step]
+          answer: {variant: naive-loop, stage: scores, then: [{pick: journey}, argmax]}
+      - checkpoint:
+          title: Done
+          points: [One step of each kind.]
+    """
+)
+"""A lesson with one step of each kind (the loop has six sub-steps): the "step kinds" case."""
+KIND_PRESSES: list[tuple[bytes, str]] = [
+    *[(b"\x1b[C", kind) for kind in ("show", "derived tables", "loop")],
+    *[(b"\x1b[C", "loop sub-step")] * 5,
+    *[(b"\x1b[C", kind) for kind in ("compare", "quiz", "checkpoint")],
+    *[(b"\x1b[D", kind) for kind in ("quiz", "compare", "loop")],  # back into its last sub-step
+    *[(b"\x1b[D", "loop sub-step")] * 5,
+    *[(b"\x1b[D", kind) for kind in ("derived tables", "show", "narration")],
+]
+"""Through :data:`EVERY_KIND` and back, each press labelled with the kind of step it lands on."""
+KINDS = "lesson, every step kind (through and back)"
+KIND_TARGET = 2.5
+"""Each kind's 90th percentile, settled, within this many times the floor's."""
 READY_QUIET = 2.0
 """Seconds of silence after the footer that mean an app has finished loading.
 
@@ -296,6 +355,8 @@ def main() -> int:
         bare_keys.write_text(BARE_KEYS_APP, encoding="utf-8")
         big = big_inputs(Path(folder))
         huge = big_inputs(Path(folder), 4096)
+        every_kind = Path(folder) / "every_kind.yaml"
+        every_kind.write_text(EVERY_KIND.lstrip(), encoding="utf-8")
         explore = [python, "-m", "tracer", "explore", "naive-loop"]
         launches = 0 if only else args.runs
 
@@ -314,6 +375,12 @@ def main() -> int:
                 [python, "-m", "tracer", "lesson", "01_dot_products"],
                 b"Quit",
                 right,
+            ),
+            (
+                KINDS,
+                [python, "-m", "tracer", "lesson", str(every_kind)],
+                b"Quit",
+                [key for key, _ in KIND_PRESSES] * 2,  # twice through and back
             ),
             (
                 "explore naive-loop, 1,024 tokens (loop sub-steps)",
@@ -378,6 +445,13 @@ def main() -> int:
             for (rate, label), times in pooled.items()
         ]
 
+        kinds = {(rate, label): times for (rate, label), times in pooled.items() if KINDS in label}
+        floor_times = {
+            rate: [t[1] for t in times]
+            for (rate, label), times in pooled.items()
+            if label.startswith(FLOOR)
+        }
+
     print(f"terminal {COLUMNS}×{ROWS}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print()
     if not only:
@@ -394,7 +468,51 @@ def main() -> int:
             f"| {title} | {first * 1000:.1f} ms | {median * 1000:.1f} ms | "
             f"{median / floors[rate]:.2f}× | {worst * 1000:.1f} ms | {count} |"
         )
+    if kinds:
+        print()
+        step_kinds(kinds, floor_times)
     return 0
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The ``share`` quantile of ``values`` (nearest rank: a value that was measured)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
+
+
+def step_kinds(
+    kinds: dict[tuple[str | None, str], list[tuple[float, float]]],
+    floors: dict[str | None, list[float]],
+) -> None:
+    """Each step kind's key presses (the kind of step a press lands on): 90th percentile,
+    settled, against the floor's measured in the same run."""
+    print(
+        "| key press lands on | presses | median, settled | p90, settled | "
+        "p90 vs floor p90 | p90 vs floor median |"
+    )
+    print("|---|---|---|---|---|---|")
+    for (rate, label), times in kinds.items():
+        floor = floors[rate]
+        floor_p90, floor_median = percentile(floor, 0.9), statistics.median(floor)
+        at = "" if rate is None else f" at {rate} fps"
+        print(
+            f"| floor{at} | {len(floor)} | {floor_median * 1000:.1f} ms | "
+            f"{floor_p90 * 1000:.1f} ms | 1.00× | {floor_p90 / floor_median:.2f}× |"
+        )
+        labels = [kind for _, kind in KIND_PRESSES]
+        by_kind: dict[str, list[float]] = {}
+        for index, (_, settled) in enumerate(times):
+            by_kind.setdefault(labels[index % len(labels)], []).append(settled)
+        for kind, values in by_kind.items():
+            p90 = percentile(values, 0.9)
+            mark = "" if p90 <= KIND_TARGET * floor_p90 else " (over)"
+            print(
+                f"| {kind}{at} | {len(values)} | {statistics.median(values) * 1000:.1f} ms | "
+                f"{p90 * 1000:.1f} ms | {p90 / floor_p90:.2f}×{mark} | {p90 / floor_median:.2f}× |"
+            )
+        del label
+    print()
+    print(f"target: each kind's p90 within {KIND_TARGET}× the floor's p90")
 
 
 def first_frames(

@@ -39,7 +39,7 @@ turn (the app's own default is 240), so the two are compared in one run.
 presses: one run's median moves with the machine about as much as the targets differ
 from the results, and twelve presses of a lesson make a coarse median::
 
-    .venv/bin/python benchmarks/tui_latency.py --only "naive-loop, 6,lesson" --rounds 4
+    .venv/bin/python benchmarks/tui_latency.py --only "naive-loop, 6|lesson" --rounds 4
 
 (``lesson`` also selects the step-kinds case; ``--only "every step kind"`` runs it alone,
 with the floor.)
@@ -65,6 +65,8 @@ import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from tracer.lessons.loader import shipped_dir
 
 COLUMNS, ROWS = 120, 40
 FLOOR = "floor: bare Textual app, a key rewrites two texts"
@@ -240,7 +242,7 @@ class Terminal:
             first = first if first is not None else got
             last = got
         if first is None or last is None:
-            raise TimeoutError("no repaint after a key press")
+            raise NoRepaint("no repaint after a key press")
         return first - sent, last - sent
 
     def close(self) -> None:
@@ -290,13 +292,34 @@ def loaded(argv: Sequence[str], marker: bytes, env: dict[str, str]) -> float:
         terminal.close()
 
 
+class NoRepaint(TimeoutError):
+    """A key press that drew nothing within five seconds."""
+
+
 def key_latency(
     argv: Sequence[str], footer: bytes, keys: Sequence[bytes], env: dict[str, str]
 ) -> list[tuple[float, float]]:
     terminal = Terminal(argv, fresh(env))
     try:
         terminal.ready(footer)
-        return [terminal.press(key) for key in keys]
+        times = []
+        for attempt in range(3):
+            try:
+                times.append(terminal.press(keys[0]))
+                break
+            except NoRepaint:
+                if os.environ.get("TUI_LATENCY_DEBUG"):
+                    tail = bytes(terminal.output[-3000:]).decode("utf-8", "replace")
+                    print(
+                        f"--- {argv}: no repaint; the terminal's last output:\n{tail}",
+                        file=sys.stderr,
+                    )
+                # On a loaded machine the app can fall silent for READY_QUIET while torch
+                # is still loading: its first key then finds no step to move. Not counted.
+                if attempt == 2:
+                    raise
+                terminal.ready(footer)
+        return times + [terminal.press(key) for key in keys[1:]]
     finally:
         terminal.close()
 
@@ -329,7 +352,10 @@ def main() -> int:
         help="run the key-press cases this many times over, alternately, pooling their presses",
     )
     parser.add_argument(
-        "--only", default="", help="only the key-press cases whose title has one of these (a,b)"
+        "--only",
+        default="",
+        help="only the key-press cases whose title has one of these (a,b, or a|b where a title "
+        "has a comma)",
     )
     parser.add_argument(
         "--fps",
@@ -343,7 +369,8 @@ def main() -> int:
         "path (e.g. `git archive main tracer | tar -x -C DIR`), before ours: before/after side by side",
     )
     args = parser.parse_args()
-    only = [text for text in args.only.split(",") if text]
+    # "|" separates where a title's own comma would split ("lesson|naive-loop, 6").
+    only = [text for text in args.only.split("|" if "|" in args.only else ",") if text]
     rates = [rate.strip() for rate in args.fps.split(",") if rate.strip()] or [None]
     python = sys.executable
     right, left = b"\x1b[C", b"\x1b[D"
@@ -372,7 +399,8 @@ def main() -> int:
             ("explore naive-loop, 6 tokens", explore, b"Quit", right),
             (
                 "lesson 01_dot_products, 6 tokens",
-                [python, "-m", "tracer", "lesson", "01_dot_products"],
+                # By path: a --baseline tree has no shipped lessons of its own to name.
+                [python, "-m", "tracer", "lesson", str(shipped_dir() / "01_dot_products.yaml")],
                 b"Quit",
                 right,
             ),
@@ -495,6 +523,7 @@ def step_kinds(
         floor = floors[rate]
         floor_p90, floor_median = percentile(floor, 0.9), statistics.median(floor)
         at = "" if rate is None else f" at {rate} fps"
+        before = "before: " if label.startswith("before: ") else ""
         print(
             f"| floor{at} | {len(floor)} | {floor_median * 1000:.1f} ms | "
             f"{floor_p90 * 1000:.1f} ms | 1.00× | {floor_p90 / floor_median:.2f}× |"
@@ -507,10 +536,9 @@ def step_kinds(
             p90 = percentile(values, 0.9)
             mark = "" if p90 <= KIND_TARGET * floor_p90 else " (over)"
             print(
-                f"| {kind}{at} | {len(values)} | {statistics.median(values) * 1000:.1f} ms | "
+                f"| {before}{kind}{at} | {len(values)} | {statistics.median(values) * 1000:.1f} ms | "
                 f"{p90 * 1000:.1f} ms | {p90 / floor_p90:.2f}×{mark} | {p90 / floor_median:.2f}× |"
             )
-        del label
     print()
     print(f"target: each kind's p90 within {KIND_TARGET}× the floor's p90")
 

@@ -153,10 +153,10 @@ EVERY_KIND = textwrap.dedent(
 )
 """A lesson with one step of each kind (the loop has six sub-steps): the "step kinds" case."""
 KIND_PRESSES: list[tuple[bytes, str]] = [
-    *[(b"\x1b[C", kind) for kind in ("show", "derived tables", "loop")],
+    *[(b"\x1b[C", kind) for kind in ("show", "derived tables", "loop (entering it)")],
     *[(b"\x1b[C", "loop sub-step")] * 5,
     *[(b"\x1b[C", kind) for kind in ("compare", "quiz", "checkpoint")],
-    *[(b"\x1b[D", kind) for kind in ("quiz", "compare", "loop")],  # back into its last sub-step
+    *[(b"\x1b[D", kind) for kind in ("quiz", "compare", "loop (entering it)")],  # its last sub-step
     *[(b"\x1b[D", "loop sub-step")] * 5,
     *[(b"\x1b[D", kind) for kind in ("derived tables", "show", "narration")],
 ]

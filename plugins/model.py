@@ -733,6 +733,9 @@ def _title() -> str:
 
 @hookimpl
 def register_variants(register):
+    # attn check --against model: a learner's attention, every head, against a GPT-2 layer.
+    from tracer.builtin_plugins._model_check import CHECKED_WITH
+
     register(
         Variant(
             name="model",
@@ -754,5 +757,6 @@ def register_variants(register):
             tokenize=tokenize,
             cost=cost,
             records=("transformers.models",),
+            checked_with=CHECKED_WITH,
         )
     )

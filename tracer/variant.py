@@ -988,6 +988,12 @@ class Variant:
     dict of option values, and of ``seed``, ``init``, ``d_out`` or ``inputs`` (an input set's
     name): ``rechecks=({"cap": 0.5},)`` catches a softcapping mistake the default ``cap=1``
     hides. The first that fails is the verdict."""
+    checked_with: Variant | None = field(default=None, compare=False)
+    """What ``attn check --against NAME`` compares a learner's code with, when it is not what
+    this variant shows: a :class:`Variant` of its own (its ``run``, ``stages``, ``mistakes``),
+    run on this variant's inputs and checked options. A variant that steps through one head of
+    a real model shows that head; a learner's module computes every head, from weights handed
+    over in a ``given`` stage. None: the variant itself."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""
@@ -1092,6 +1098,13 @@ class Variant:
                             f"use {', '.join(PARAM_DIMS)} or one of the variant's int options"
                         )
         self._check_rechecks()
+        if self.checked_with is not None and not isinstance(self.checked_with, Variant):
+            raise ValueError(
+                f"checked_with= of variant {self.name!r} must be a Variant(...), "
+                f"got {type(self.checked_with).__name__}"
+            )
+        if self.checked_with is not None and self.checked_with.problem is not None:
+            raise ValueError(f"checked_with= of variant {self.name!r}: {self.checked_with.problem}")
         clash = sorted(set(names) & RESERVED_OPTIONS)
         if clash:
             raise ValueError(

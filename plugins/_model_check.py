@@ -89,6 +89,11 @@ def _layer_input(run: RunContext) -> dict[str, torch.Tensor]:
         )
     attention = _attention_of(_layers(model)[index])
     heads, head_dim = attention.num_heads, attention.head_dim
+    if run.options["head"] >= heads:
+        head = run.options["head"]
+        raise UsageError(
+            f"-o head={head} is out of range: the model has {heads} heads (0 to {heads - 1})"
+        )
     if abs(attention.scaling - head_dim**-0.5) > 1e-12 or attention.is_cross_attention:
         raise UsageError(
             f"{_shown(name)} scales layer {index}'s scores by {attention.scaling:g}, not "

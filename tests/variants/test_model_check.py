@@ -200,6 +200,22 @@ def test_a_missing_model_is_one_line(attn: Attn, tmp_path: Path) -> None:
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "option, expected",
+    [("layer=2", "-o layer=2 is out of range"), ("head=4", "-o head=4 is out of range")],
+)
+def test_a_layer_or_head_out_of_range_is_one_line(
+    gpt2: Path, attn: Attn, option: str, expected: str
+) -> None:
+    status, _, err = attn(
+        "check", str(FILES / "gpt2_book.py"), "--against", "model",
+        "-o", f"model={gpt2}", "-o", option, "--text", "the cat",
+    )  # fmt: skip
+    assert status == 2
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_a_module_alone_is_told_the_calling_convention(gpt2: Path, attn: Attn) -> None:
     book = Path(__file__).parents[1] / "learner" / "realistic" / "book_multihead.py"
     status, _, err = attn(

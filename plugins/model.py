@@ -702,8 +702,8 @@ def _description() -> str:
         "One attention layer of a Hugging Face transformers model (GPT-2, Llama, Qwen2, "
         "Mistral, Gemma 2), stepped through in transformers' own code on --text; -o model= "
         "(default: a small Llama trained on repeated letters, shipped with attn), -o layer=, "
-        "-o head=. attn check FILE --against model -o model=gpt2 checks your own attention, "
-        "loaded with a GPT-2 layer's weights, against that layer."
+        "-o head=. attn check FILE --against model checks your own attention, loaded with "
+        "a GPT-2, Llama, Mistral or Qwen2 layer's weights, against that layer."
     )
     if transformers_missing():
         text += f" Unavailable: transformers is not installed ({INSTALL})."

@@ -1,11 +1,12 @@
-"""attn check FILE --against model: a learner's attention, loaded with a real GPT-2 layer's
-weights as the book's next chapter loads them, checked stage by stage against that layer.
+"""attn check FILE --against model: a learner's attention, loaded with a real layer's weights
+as the book loads them (GPT-2's fused c_attn in its next chapter, a Llama's projections and
+rotary positions in its Llama chapter), checked stage by stage against that layer.
 
-A tiny GPT-2 checkpoint is built here with random weights and biases and ``save_pretrained``
-(nothing downloads). The reference is checked against transformers' own computation (the
-layer's ``output_attentions`` and its attention module's output); the learner files are in
-``tests/learner/real_model/``: the book's attention loaded right, and each mistake learners
-make in that chapter."""
+Tiny GPT-2, Llama (grouped-query) and Qwen2 (q/k/v biases) checkpoints are built here with
+random weights and ``save_pretrained`` (nothing downloads). The reference is checked against
+transformers' own computation (the layer's ``output_attentions``, its rotary rotation and its
+attention module's output); the learner files are in ``tests/learner/real_model/``: the book's
+attention loaded right, and each mistake learners make there."""
 
 from __future__ import annotations
 
@@ -60,6 +61,38 @@ def gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def llamas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Llama with two key/value heads for four query heads, and Qwen2 with q/k/v biases."""
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("llamas")
+    sizes: dict[str, Any] = dict(
+        vocab_size=len(WORDS) + 1, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, head_dim=4,
+    )  # fmt: skip
+    made = {}
+    for kind, model in (
+        ("llama", transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes))),
+        ("qwen2", transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**sizes))),
+    ):
+        with torch.no_grad():
+            for layer in model.model.layers:
+                attention = layer.self_attn
+                for proj in (
+                    attention.q_proj,
+                    attention.k_proj,
+                    attention.v_proj,
+                    attention.o_proj,
+                ):
+                    proj.weight.normal_(0, 0.5)
+                    if proj.bias is not None:
+                        proj.bias.normal_(0, 0.5)
+        model.save_pretrained(folder / kind)
+        _word_tokenizer().save_pretrained(folder / kind)
+        made[kind] = folder / kind
+    return made
+
+
 def checked(path: Path, **options: Any) -> Trace:
     options = {"model": str(path), "layer": LAYER, **options}
     return start_trace("model", TraceOptions(text=TEXT, options=options), check=True).run_to_end()
@@ -106,6 +139,47 @@ def test_the_reference_is_the_real_layer(gpt2: Path) -> None:
     torch.testing.assert_close(queries, expected.transpose(0, 1), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("kind", ["llama", "qwen2"])
+def test_the_reference_of_a_llama_is_the_real_layer(llamas: dict[str, Path], kind: str) -> None:
+    """Weights, rotated queries and keys (by transformers' own apply_rotary_pos_emb) and the
+    output equal transformers' computation of the layer."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    path = llamas[kind]
+    trace = checked(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager")
+    model.eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    ids = torch.tensor([tokenizer(TEXT)["input_ids"]])
+    layer = model.model.layers[LAYER]
+    seen: dict[str, Any] = {}
+
+    def before(module: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        seen["x"], seen["rotary"] = kwargs["hidden_states"], kwargs["position_embeddings"]
+
+    hooks = [
+        layer.self_attn.register_forward_pre_hook(before, with_kwargs=True),
+        layer.self_attn.register_forward_hook(lambda m, a, out: seen.update(out=out[0])),
+    ]
+    with torch.no_grad():
+        out = model(input_ids=ids, output_attentions=True)
+    for hook in hooks:
+        hook.remove()
+    attention, x = layer.self_attn, seen["x"]
+    q = attention.q_proj(x).view(1, -1, 4, 4).transpose(1, 2)
+    k = attention.k_proj(x).view(1, -1, 2, 4).transpose(1, 2)
+    q, k = apply_rotary_pos_emb(q, k, *seen["rotary"])
+    rotated = trace.stage("rotated").tensors
+    torch.testing.assert_close(rotated["queries"], q[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(rotated["keys"], k[0], atol=1e-5, rtol=0)
+    weights = trace.stage("weights").tensors["weights"]
+    torch.testing.assert_close(weights, out.attentions[LAYER][0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(trace.output, seen["out"][0], atol=1e-5, rtol=0)
+    given = trace.stage("given").tensors
+    assert int(given["kv_heads"]) == 2
+    assert ("q_proj_bias" in given) == (kind == "qwen2")
+
+
 def test_without_check_the_variant_shows_one_head_in_transformers_own_code(gpt2: Path) -> None:
     trace = start_trace(
         "model", TraceOptions(text=TEXT, options={"model": str(gpt2), "layer": LAYER})
@@ -145,6 +219,32 @@ def test_each_mistake_is_named_at_its_line(
     assert at in _line(name, diagnosis.line)
 
 
+@pytest.mark.parametrize("kind", ["llama", "qwen2"])
+def test_the_books_llama_attention_passes(llamas: dict[str, Path], kind: str) -> None:
+    judgement = judged(llamas[kind], "llama_book.py")
+    assert judgement.matches, judgement.first.diagnoses
+
+
+@pytest.mark.parametrize(
+    "name, code, words, at",
+    [
+        ("llama_keys_not_rotated.py", "rotary-unused", "keys not turned", "keys = keys.repeat_"),
+        ("llama_repeat.py", "kv-repeat", "repeat instead of repeat_interleave", "keys.repeat("),
+        ("llama_transposed.py", "linear-layout", "nn.Linear's (out, in)", "self.W_query(x)"),
+        ("llama_rotate_sign.py", "rotary-direction", "the other way", "torch.cat((x2, -x1)"),
+    ],
+)
+def test_each_llama_mistake_is_named_at_its_line(
+    llamas: dict[str, Path], name: str, code: str, words: str, at: str
+) -> None:
+    judgement = judged(llamas["llama"], name)
+    assert not judgement.matches
+    diagnosis = judgement.first.diagnoses[0]
+    assert diagnosis.code == code
+    assert words in diagnosis.title
+    assert at in _line(name, diagnosis.line)
+
+
 def test_a_mistake_in_the_output_projection_alone(gpt2: Path, tmp_path: Path) -> None:
     """c_proj used as nn.Linear's layout, written as a function with ``x @ W``."""
     source = (FILES / "gpt2_book.py").read_text()
@@ -168,26 +268,29 @@ def test_the_cli_says_it_in_one_line(gpt2: Path, attn: Attn) -> None:
 
 
 def test_another_architecture_is_one_line(tmp_path: Path, attn: Attn) -> None:
-    config = transformers.LlamaConfig(
+    """Gemma 2 (its own score scale, softcapping): the model variant steps through it, the
+    check does not."""
+    config = transformers.Gemma2Config(
         vocab_size=12, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, head_dim=4,
     )  # fmt: skip
-    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "llama")
-    _word_tokenizer().save_pretrained(tmp_path / "llama")
+    transformers.Gemma2ForCausalLM(config).save_pretrained(tmp_path / "gemma2")
+    _word_tokenizer().save_pretrained(tmp_path / "gemma2")
     status, _, err = attn(
-        "check", str(FILES / "gpt2_book.py"), "--against", "model",
-        "-o", f"model={tmp_path / 'llama'}", "--text", "the cat",
+        "check", str(FILES / "llama_book.py"), "--against", "model",
+        "-o", f"model={tmp_path / 'gemma2'}", "--text", "the cat",
     )  # fmt: skip
     assert status == 2
-    assert "is a 'llama' model; attn check compares your attention with a GPT-2 layer" in err
+    assert "is a 'gemma2' model; attn check compares your attention with the layers of " in err
+    assert "gpt2, llama, mistral, qwen2 models" in err
     assert len(err.strip().splitlines()) == 1
 
 
-def test_the_shipped_model_says_what_it_checks(attn: Attn) -> None:
-    status, _, err = attn("check", str(FILES / "gpt2_book.py"), "--against", "model")
-    assert status == 2
-    assert "the shipped model is a 'llama' model" in err
-    assert len(err.strip().splitlines()) == 1
+def test_the_shipped_model_is_the_default(attn: Attn) -> None:
+    """The docs' command: the book's Llama attention against the shipped model, offline."""
+    status, out, err = attn("check", str(FILES / "llama_book.py"), "--against", "model")
+    assert status == 0, out + err
+    assert "your output matches 'model'" in out
 
 
 def test_a_missing_model_is_one_line(attn: Attn, tmp_path: Path) -> None:

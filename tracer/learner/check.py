@@ -236,9 +236,14 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         "stacked": stacked,
         "output_names": output_names(trace),
         "variant_options": {
-            k: v
-            for k, v in trace.context.extra.items()
-            if isinstance(v, (bool, int, float)) and k not in ("heads", "num_heads")
+            **{
+                k: v
+                for k, v in trace.context.extra.items()
+                if isinstance(v, (bool, int, float)) and k not in ("heads", "num_heads")
+            },
+            **{  # a given stage's other integers (kv_heads), as options are
+                k: v for k, v in provided.items() if isinstance(v, int) and k != "num_heads"
+            },
         },
     }
     return request, tensors

@@ -173,8 +173,9 @@ def _given_names(given: dict[str, torch.Tensor]) -> list[str]:
     names = ["inputs"]
     if "c_attn_weight" in given:
         return [*names, *GIVEN_NAMES, "num_heads"]
-    names += [f"{p}_{k}" for p in ("q_proj", "k_proj", "v_proj", "o_proj") for k in ("weight",)]
-    names += [f"{p}_bias" for p in ("q_proj", "k_proj", "v_proj", "o_proj") if f"{p}_bias" in given]
+    projections = ("q_proj", "k_proj", "v_proj", "o_proj")
+    names += [f"{p}_weight" for p in projections]
+    names += [f"{p}_bias" for p in projections if f"{p}_bias" in given]
     return [*names, "cos", "sin", "num_heads", "kv_heads"]
 
 

@@ -20,7 +20,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from tracer.errors import UsageError  # noqa: E402
-from tracer.runner import TraceOptions, start_trace  # noqa: E402
+from tracer.tracing.runner import TraceOptions, start_trace  # noqa: E402
 
 Attn = Callable[..., tuple[int, str, str]]
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "to", "big", "red"]

@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.cli.options import add_trace_options, load_host, trace_options
+from tracer.cli.trace_arguments import add_trace_options, load_host, trace_options
 from tracer.environment import MEBIBYTES, SECONDS, parse_limit
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
-from tracer.runner import start_trace
+from tracer.tracing.runner import start_trace
 
 if TYPE_CHECKING:
     from tracer.tracing import Trace

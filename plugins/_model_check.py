@@ -40,13 +40,13 @@ from __future__ import annotations
 import itertools
 
 import torch
-from tracer.builtin_plugins.model import (
+from tracer.builtin_plugins._model_loading import (
     DEFAULT_TEXT,
     HEAD,
     LAYER,
     MODEL,
-    _attention_of,
-    _layers,
+    attention_of,
+    decoder_layers,
     load,
     token_ids,
     untraced,
@@ -92,7 +92,7 @@ def _layer_input(run: RunContext) -> dict[str, torch.Tensor]:
         raise UsageError(
             f"-o layer={index} is out of range: the model has {layers} layers (0 to {layers - 1})"
         )
-    attention = _attention_of(_layers(model)[index])
+    attention = attention_of(decoder_layers(model)[index])
     heads = config.num_attention_heads
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     head_dim = attention.head_dim

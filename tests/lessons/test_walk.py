@@ -272,6 +272,7 @@ FRONT_ENDS = [
     # Every lesson module but the walk and the model, which define the kinds: the checker
     # (`attn lesson check`), the loader, the runner, --plain and the exports among them.
     *(path for path in _modules("tracer/lessons") if path.name not in ("walk.py", "model.py")),
+    *_modules("tracer/lessons/grammar"),
 ]
 STEP_KINDS = {"Narration", "Show", "Loop", "Compare", "Quiz", "Checkpoint"}
 

@@ -168,9 +168,29 @@ COMPLETE = {
 }
 
 
+# A tensor named inside a quiz: the shape, the quiz key it is under, the rest of the quiz.
+NAMED = {
+    "answer": ("answer", {"question": "q"}, {"cell": [0, 0]}),
+    "shown": ("show", {"question": "q", "answer": 1}, {}),
+}
+
+
 def test_every_shape_with_required_keys_is_probed() -> None:
-    required = {s.name for s in fmt.SHAPES if s.required and s.model not in ("TensorRef",)}
-    assert set(COMPLETE) == required
+    required = {s.name for s in fmt.SHAPES if s.required}
+    assert {*COMPLETE, *NAMED} == required
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_a_named_tensor_requires_the_tables_required_keys(name: str, host: PluginHost) -> None:
+    shape = fmt.SHAPES_BY_NAME[name]
+    under, quiz, extra = NAMED[name]
+    for key in shape.required:
+        named = {"variant": "naive-loop", "stage": "scores", **extra}
+        complete = {**COMPLETE["lesson"], "steps": [{"quiz": {**quiz, under: named}}]}
+        parse_lesson(yaml.safe_dump(complete, sort_keys=False), "t.yaml", host)
+        del named[key]
+        problems = _problems(yaml.safe_dump(complete, sort_keys=False), host)
+        assert shape.missing(key, under) in problems
 
 
 @pytest.mark.parametrize(

@@ -217,9 +217,14 @@ _QUERY = Field(
     examples=("journey", 1),
 )
 _INPUTS = Field(
-    "inputs", "inputs", "the inputs for this tensor (default: the lesson's)", model=("options",)
+    "inputs",
+    "inputs",
+    "the inputs of this step (default: the lesson's, or its 'defaults')",
+    model=("options",),
 )
-_OPTIONS = Field("options", "options", "options for the variant, over the lesson's")
+_OPTIONS = Field(
+    "options", "options", "options for the variant, over those of the lesson and its 'defaults'"
+)
 _THEN = Field(
     "then", "operations", "operations applied to the tensor, in order (e.g. '- softmax: 0')"
 )

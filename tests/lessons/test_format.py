@@ -154,6 +154,37 @@ def test_the_reader_takes_the_trace_options_from_the_table(host: PluginHost) -> 
     assert f"expected {', '.join(fmt.TRACE_OPTIONS.keys)}, or an option" in message
 
 
+def _written(name: str) -> str:
+    """The keys ``UNKNOWN[name]`` writes in its mapping (the lesson's own: with its title)."""
+    return UNKNOWN[name] if name == "lesson" else UNKNOWN[name].removeprefix(H)
+
+
+WRONG_TYPE = {
+    "text": "must be text, not a list",
+    "prose": "must be text, not a list",
+    "tensor": "must be text, not a list",
+    "integer": "must be a whole number, not a list",
+}
+"""What the reader says of a list written where a key of each plain kind is expected."""
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        (name, field.name)
+        for name in sorted(UNKNOWN)
+        for field in fmt.SHAPES_BY_NAME[name].fields
+        if field.kind in WRONG_TYPE and not re.search(rf"\b{field.name}:", _written(name))
+    ],
+)
+def test_the_reader_checks_each_keys_value_by_its_kind(
+    name: str, key: str, host: PluginHost
+) -> None:
+    kind = fmt.SHAPES_BY_NAME[name].field(key).kind
+    problems = _problems(UNKNOWN[name].replace("zzz: 1", f"{key}: [1, 2]"), host)
+    assert [p for p in problems if p.startswith(f"{key} {WRONG_TYPE[kind]}")], problems
+
+
 # Each required key left out of a mapping that is otherwise complete.
 COMPLETE = {
     "lesson": {"title": "T", "summary": "S", "steps": [{"narration": "n"}]},

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
 _T = TypeVar("_T")
+_TEXT_KINDS = ("text", "tensor")
+"""Kinds of key read as plain text (a tensor's name is checked only when the lesson runs)."""
 Entries = dict[str, tuple[yaml.Node, yaml.Node]]
 """A mapping's entries as read: key -> (key node, value node)."""
 
@@ -229,6 +231,21 @@ class ReaderBase:
         for key in missing:
             self.problem(node, shape.missing(key, what))
         return not missing
+
+    def field_text(self, shape: Shape, entries: Entries, name: str) -> str | None:
+        """The text written for ``shape``'s key ``name`` (a text or a name, by the table),
+        or None after reporting it (or when it is not written)."""
+        field = shape.field(name)
+        assert field.kind in _TEXT_KINDS, f"{shape.name}.{name} is {field.kind}, not text"
+        return self.text(entries[name][1], name) if name in entries else None
+
+    def field_integer(self, shape: Shape, entries: Entries, name: str) -> int | None:
+        """The whole number written for ``shape``'s key ``name``, at least the table's
+        minimum, or None after reporting it (or when it is not written)."""
+        field = shape.field(name)
+        assert field.kind == "integer", f"{shape.name}.{name} is {field.kind}, not integer"
+        least = None if field.minimum is None else int(field.minimum)
+        return self.integer(entries[name][1], name, minimum=least) if name in entries else None
 
     def text(self, node: yaml.Node, what: str, *, empty_ok: bool = False) -> str | None:
         if not isinstance(node, yaml.ScalarNode) or node.tag == _NULL:

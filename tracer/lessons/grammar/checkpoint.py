@@ -27,7 +27,7 @@ class CheckpointReader(ReaderBase):
         entries = self.mapping(node, CHECKPOINT.what, CHECKPOINT)
         if entries is None:
             return None
-        title = self.text(entries["title"][1], "title") if "title" in entries else UNTITLED
+        title = self.field_text(CHECKPOINT, entries, "title") if "title" in entries else UNTITLED
         if not self.require(node, CHECKPOINT, entries):
             return None
         points_node = entries["points"][1]

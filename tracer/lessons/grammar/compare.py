@@ -42,9 +42,7 @@ class CompareReader(RefReader):
                 sides.append(None)
                 continue
             ref = self.ref(side_node, {**shared, **side_entries}, side_scope, f"'{side}'")
-            label = (
-                self.text(side_entries["label"][1], "label") if "label" in side_entries else None
-            )
+            label = self.field_text(SIDE, side_entries, "label")
             if label is not None and "{{" in label:
                 where = self.locate(side_entries["label"][1], "{{")
                 self.problem_at(

@@ -35,8 +35,8 @@ class Reader(ShowReader, LoopReader, CompareReader, QuizReader, CheckpointReader
         entries = self.top(root)
         if entries is None:
             return None
-        title = self.text(entries["title"][1], "title") if "title" in entries else None
-        summary = self.text(entries["summary"][1], "summary") if "summary" in entries else None
+        title = self.field_text(LESSON, entries, "title")
+        summary = self.field_text(LESSON, entries, "summary")
         if "plugins" in entries:
             self.needed_plugins(entries["plugins"][1])
         options = self.options(entries, self.base_options(), shared=True)

@@ -34,10 +34,7 @@ class LoopReader(RefReader):
         ok = ok and query_ok
         limit = None
         if "limit" in entries:
-            least = LOOP.field("limit").minimum
-            limit = self.integer(
-                entries["limit"][1], "limit", minimum=None if least is None else int(least)
-            )
+            limit = self.field_integer(LOOP, entries, "limit")
             ok = ok and limit is not None
         caption = self.caption(entries)
         if not ok or variant is None or stage is None or caption is None:

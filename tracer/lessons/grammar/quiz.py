@@ -41,7 +41,7 @@ class QuizReader(RefReader):
             if "explanation" in entries
             else ""
         )
-        quiz_id = self.text(entries["id"][1], "id") if "id" in entries else None
+        quiz_id = self.field_text(QUIZ, entries, "id")
         hints = self.hints(entries["hints"][1]) if "hints" in entries else ()
         choices = self.choices(entries["choices"][1]) if "choices" in entries else ()
         shown, cells = self.quiz_tables(entries, scope)

@@ -98,7 +98,7 @@ class RefReader(OptionsReader):
         ok = ok and stage is not None
         tensor = None
         if "tensor" in entries:
-            tensor = self.text(entries["tensor"][1], "tensor")
+            tensor = self.field_text(REF, entries, "tensor")
             ok = ok and tensor is not None
         query, query_ok = self.step_query(entries, scope, tokens)
         ok = ok and query_ok

@@ -7,7 +7,8 @@ whether it must be written, its allowed values, the description an editor shows,
 model attribute(s) it fills, and any old spelling still read. From these tables:
 
 - the reader (:mod:`tracer.lessons.grammar`) takes the keys it accepts ("unknown key 'x' in
-  'show' (did you mean ...?); expected ...") and the keys it requires;
+  'show' (did you mean ...?); expected ..."), the keys it requires ("'quiz' needs 'answer'")
+  and the kind a plain key's value must be (text, a whole number and its minimum);
 - the JSON Schema (:mod:`tracer.lessons.schema`) takes its properties, required lists and
   descriptions;
 - the model (:mod:`tracer.lessons.model`) is checked against them: every attribute of a
@@ -289,10 +290,7 @@ SHOW = Shape(
     "'show'",
     "one stage of a variant: its tensors, optionally focused",
     _fields(
-        *(
-            Field(f.name, f.kind, f.description, f.required, ("ref",), examples=f.examples)
-            for f in (_VARIANT, _REQUIRED_STAGE, *REF.fields[2:])
-        ),
+        *_filling(("ref",), (_VARIANT, _REQUIRED_STAGE, *REF.fields[2:])),
         Field("focus", "focus", FOCUS.description),
         _CAPTION,
     ),

@@ -183,6 +183,25 @@ def test_weights_of_the_unmasked_scores_name_the_missing_causal_mask() -> None:
     assert "softmax of the scaled scores without the mask above the diagonal" in found.message
 
 
+def test_right_only_inside_a_window_or_on_the_first_rows_says_where() -> None:
+    expected = torch.randn(6, 6, generator=_generator(11))
+    wrong = torch.randn(6, 6, generator=_generator(12))
+    i, j = torch.arange(6)[:, None], torch.arange(6)[None, :]
+    band = (j <= i) & (j > i - 2)
+    found = explain(torch.where(band, expected, wrong), _known("scores", expected), 2)
+    assert found is not None and found.code == "right-on-region"
+    assert "inside the sliding window of 2" in found.message
+    found = explain(torch.where(i < 2, expected, wrong), _known("context", expected), 2)
+    assert found is not None and found.code == "right-on-region"
+    assert "on the first 2 rows (0 to 1)" in found.message
+    # Right only where both are 0 (masked weights): nothing is said of that region.
+    hidden = j > i
+    weights = torch.softmax(expected.masked_fill(hidden, float("-inf")), dim=-1)
+    other = torch.softmax((2 * expected).masked_fill(hidden, float("-inf")), dim=-1)
+    found = explain(other, _known("weights", weights), 2)
+    assert found is None or found.code != "right-on-region"
+
+
 def test_region_words_are_said_only_for_the_regions_a_mask_makes() -> None:
     i, j = torch.arange(4)[:, None], torch.arange(4)[None, :]
     assert region_words(j > i) is not None and "above the diagonal" in str(region_words(j > i))

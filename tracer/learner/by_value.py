@@ -59,6 +59,8 @@ MAX_TERMS = 40
 """Reference tensors tried as factors of a missing term (pairs of them are tried)."""
 MAX_TERM_CELLS = 4096
 """Largest tensor searched for a missing product term (the search multiplies pairs)."""
+MAX_PRODUCTS = 600
+"""Products of two reference tensors tried for one tensor of the learner's, at most."""
 
 Relation = tuple[str, str]
 
@@ -69,6 +71,7 @@ TITLES = {
     "masked-region": "a region masked that should not be",
     "blocks-permuted": "blocks in another order",
     "one-tile": "summed over one tile only",
+    "right-on-region": "right on one region only",
 }
 """The titles of the relations this module names (the report's short name for each)."""
 
@@ -111,7 +114,32 @@ def by_value(
         found = _masked_region(mine, expected, known)
     if found is None:
         found = _missing_term(mine, expected, known)
+    if found is None:
+        found = _right_on_region(mine, expected, known)
     return found
+
+
+def _right_on_region(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> Relation | None:
+    """Right on one region a tile, a window or a mask makes, and wrong on every other entry."""
+    if mine.dim() < 2 or mine.shape[-2] < 2 or mine.shape[-1] < 2:
+        return None
+    right = _one_region(~cells_differ(mine, expected))
+    if right is None or not bool(right.any()):
+        return None
+    words = region_words(right)
+    if words is None:
+        return None
+    shown = expected.double().reshape(-1, *right.shape)[:, right]
+    shown = shown[shown.isfinite()]
+    atol, _ = tolerance()
+    if shown.numel() < MIN_DIFFERING or float(shown.max() - shown.min()) <= atol:
+        return None  # right only where both are 0 or -inf (a mask's cells): that says nothing
+    return (
+        "right-on-region",
+        f"your {known.stage} tensor equals the expected one {words.removesuffix(' only')} and "
+        "differs on every other entry: look for a loop, a slice or a mask that covers only "
+        "that region",
+    )
 
 
 # Transposed and scaled -------------------------------------------------------------------
@@ -152,6 +180,7 @@ def region_words(region: torch.Tensor) -> str | None:
             (j < i, "below the diagonal (each query's earlier keys)"),
             (j == i, "on the diagonal (each query's own key)"),
             (j >= i, "on and above the diagonal (each query's own and later keys)"),
+            (j <= i, "on and below the diagonal (each query's own and earlier keys)"),
         ]
         for tile in range(2, rows):
             same_tile = (i // tile) == (j // tile)
@@ -179,9 +208,18 @@ def region_words(region: torch.Tensor) -> str | None:
                     f"above the diagonal and outside the sliding window of {window}",
                 )
             )
+            shapes.append(
+                (
+                    (j <= i) & (j > i - window),
+                    f"inside the sliding window of {window} (each query's last {window} keys)",
+                )
+            )
         for shape, words in shapes:
             if torch.equal(region, shape):
                 return words
+    for count in range(1, rows):
+        if torch.equal(region, (i < count).expand(rows, columns)):
+            return f"on the first {count} row{'s' if count > 1 else ''} (0 to {count - 1}) only"
     whole = region.all(0)
     if bool(whole.any()) and torch.equal(region, whole.expand_as(region)):
         keys = [int(k) for k in whole.nonzero().flatten()]
@@ -380,7 +418,9 @@ def _missing_term(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> R
             )
     if len(shape) > 2:
         return None
-    for words, term in _product_terms(known, shape):
+    for tried, (words, term) in enumerate(_product_terms(known, shape)):
+        if tried >= MAX_PRODUCTS:
+            break
         if not bool((term[differs].abs() > 0).all()):
             continue
         for sign, plus, adds, subtracts in (

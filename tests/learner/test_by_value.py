@@ -174,6 +174,15 @@ def test_scores_without_the_mask_on_a_region_name_the_region() -> None:
     assert "outside the sliding window" in found.message and "holds 3" in found.message
 
 
+def test_scores_masked_on_a_region_the_reference_leaves_visible_name_it() -> None:
+    S = torch.randn(5, 5, generator=_generator(13))
+    i, j = torch.arange(5)[:, None], torch.arange(5)[None, :]
+    expected = S.masked_fill(j > i, float("-inf"))
+    found = explain(S.masked_fill(j >= i, float("-inf")), _known("masked_scores", expected), 6)
+    assert found is not None and found.code == "masked-region"
+    assert "with a mask on the diagonal (each query's own key)" in found.message
+
+
 def test_weights_of_the_unmasked_scores_name_the_missing_causal_mask() -> None:
     S = torch.randn(2, 5, 5, generator=_generator(5))  # two heads
     hidden = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)

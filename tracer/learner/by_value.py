@@ -217,9 +217,9 @@ def region_words(region: torch.Tensor) -> str | None:
         for shape, words in shapes:
             if torch.equal(region, shape):
                 return words
-    for count in range(1, rows):
+    for count in range(2, rows - 1):  # row 0 alone is often right by itself (angle 0, one key)
         if torch.equal(region, (i < count).expand(rows, columns)):
-            return f"on the first {count} row{'s' if count > 1 else ''} (0 to {count - 1}) only"
+            return f"on the first {count} rows (0 to {count - 1}) only"
     whole = region.all(0)
     if bool(whole.any()) and torch.equal(region, whole.expand_as(region)):
         keys = [int(k) for k in whole.nonzero().flatten()]

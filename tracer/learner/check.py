@@ -1252,7 +1252,9 @@ REDUCING = (
     "padding-attended",
 )
 """Relations a reduction explains: its line is the one to fix."""
-BY_VALUE = frozenset({*TITLES, "permuted", "reversed", "transposed", "scaled-by"})
+BY_VALUE = frozenset({*TITLES, "permuted", "reversed", "transposed", "scaled-by"}) - {
+    "right-on-region"
+}
 """Relations of a stage clear enough to say instead of the pass of a loop that went wrong."""
 REDUCTIONS = frozenset({"max", "amax", "sum", "mean", "logsumexp", "amin", "min", "norm"})
 

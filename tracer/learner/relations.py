@@ -580,7 +580,7 @@ def _pair(mine: float, expected: float) -> str:
     return f"yours {a}, expected {b}"
 
 
-WEAK = ("differs", "row-factor", "row-column-factor")
+WEAK = ("differs", "row-factor", "row-column-factor", "right-on-region")
 """Relations a later tensor may explain better (unnormalised exponentials are a row factor)."""
 
 

@@ -34,7 +34,7 @@ from tracer.session.lesson import (
     how_to_answer,
     start_session,
 )
-from tracer.tui.equations import equation_text
+from tracer.tui.equation_text import equation_text
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d+[.,]\d+(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
 """A number written with decimals (a whole number in prose is the lesson's setting:

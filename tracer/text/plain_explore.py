@@ -37,7 +37,7 @@ def plain_steps(stepper: Stepper) -> Iterator[str]:
     """The text of each stage, and of a loop's first sub-steps, in the order they ran."""
     # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.render.text import format_number, format_stage, shape_text, source_line
-    from tracer.tui.equations import equation_text
+    from tracer.tui.equation_text import equation_text
     from tracer.variant import Stage
 
     trace = stepper.trace

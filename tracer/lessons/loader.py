@@ -238,9 +238,23 @@ def structure_problems(root: yaml.Node | None, path: str, base_dir: Path) -> lis
     return one_line(reader.structural)
 
 
-_STRUCTURE = frozenset({"Reader.lesson", "Reader.step", "Reader.mapping", "Reader.unique_ids"})
+_STRUCTURE = frozenset(
+    {
+        "Reader.lesson",
+        "Reader.top",
+        "Reader.steps",
+        "Reader.step",
+        "Reader.step_kind",
+        "Reader.beside",
+        "Reader.unique_ids",
+        "ReaderBase.mapping",
+    }
+)
 """The grammar's methods whose problems need no plugin: the lesson's and each step's keys,
 the mappings' keys against fixed tables, the YAML's shape, quiz ids."""
+_PASSED_ON = frozenset({"ReaderBase.require"})
+"""Helpers whose problems are their caller's: a required key is structure where the lesson's
+own keys are read, not where a step may take it from its section's defaults."""
 
 
 class _StructureReader(Reader):
@@ -254,7 +268,10 @@ class _StructureReader(Reader):
 
     def problem(self, node: Any, message: str) -> None:
         super().problem(node, message)
-        if sys._getframe(1).f_code.co_qualname in _STRUCTURE:
+        depth = 1
+        while sys._getframe(depth).f_code.co_qualname in _PASSED_ON:
+            depth += 1
+        if sys._getframe(depth).f_code.co_qualname in _STRUCTURE:
             self.structural.append(self.problems[-1])
 
     def stop_at(self, first: int, why: str) -> None:

@@ -74,6 +74,14 @@ def test_a_sound_structure_has_no_problems_even_with_unknown_names(tmp_path: Pat
         "      options:\n        window: 2\n"
     )
     assert structure(text, str(tmp_path / "names.yaml")) == []
+    # A step that takes its variant from defaults naming one no plugin has: no "needs a
+    # variant" (without plugins every variant is unknown, and that is not the step's fault).
+    text = (
+        "title: T\nsummary: S\ndefaults: {variant: no-such-variant}\nsteps:\n"
+        "  - show: {stage: scores}\n  - loop: {stage: scores}\n"
+        "  - compare: {stage: scores, left: {}, right: {}}\n"
+    )
+    assert structure(text, str(tmp_path / "defaults.yaml")) == []
 
 
 def test_check_and_run_refuse_a_structural_error_before_loading_plugins(

@@ -42,7 +42,8 @@ from the results, and twelve presses of a lesson make a coarse median::
     .venv/bin/python benchmarks/tui_latency.py --only "naive-loop, 6|lesson" --rounds 4
 
 (``lesson`` also selects the step-kinds case; ``--only "every step kind"`` runs it alone,
-with the floor.)
+with the floor.) ``TUI_LATENCY_DEBUG=1`` prints what the terminal last showed when a first
+key press draws nothing (it is pressed again, up to three times: the app may still be loading).
 """
 
 from __future__ import annotations

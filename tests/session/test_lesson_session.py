@@ -15,6 +15,7 @@ from tracer.lessons.loader import load_lesson, resolve_lesson
 from tracer.lessons.model import Lesson, Loop, Quiz
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import LessonSession, Position, reopen, start_session
+from tracer.session.moves import AtEnd, Moved
 from tracer.session.progress import ProgressStore, progress_summary
 
 from .answers import right_response, wrong_response
@@ -51,7 +52,7 @@ def test_a_loop_is_walked_one_sub_step_at_a_time_and_back(session: LessonSession
     assert session.go(Position(number))
     assert session.count_loop(number) == len(tokens)  # one dot product per key
     for sub in range(1, len(tokens)):
-        assert session.next() == "moved"
+        assert isinstance(session.next(), Moved)
         assert session.position == Position(number, sub)
     view = session.view()
     assert view.loop is not None and view.loop.number == len(tokens) - 1
@@ -59,7 +60,7 @@ def test_a_loop_is_walked_one_sub_step_at_a_time_and_back(session: LessonSession
     inputs = embeddings(session)
     expected = inputs[loop.query] @ inputs[len(tokens) - 1]
     assert float(view.loop.sub.tensors["score"]) == pytest.approx(expected, abs=1e-6)
-    assert session.next() == "moved"  # past the loop's end: the step after it
+    assert isinstance(session.next(), Moved)  # past the loop's end: the step after it
     assert session.position == Position(number + 1)
     assert session.back()  # back into the loop: at its last sub-step
     assert session.position == Position(number, len(tokens) - 1)
@@ -152,7 +153,7 @@ def test_progress_is_saved_resumed_and_finished(
     assert resumed.position == Position(2)
     assert resumed.progress.seen == 3
     resumed.go(Position(len(resumed.steps) - 1))
-    assert resumed.next() == "end"
+    assert isinstance(resumed.next(), AtEnd)
     summary = progress_summary(ProgressStore().get(resumed.key))
     assert summary["done"] is True and summary["seen"] == len(resumed.steps)
     quizzes = sum(isinstance(step, Quiz) for step in resumed.steps)

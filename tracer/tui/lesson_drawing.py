@@ -16,15 +16,15 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
 from tracer.lessons.hiding import Table
 from tracer.lessons.model import Focus, LessonStep, Quiz
 from tracer.render.labels import position_tokens
-from tracer.session.lesson import LessonSession, LessonView, Position
-from tracer.session.walk import LoopState
+from tracer.session.explore import loop_noun
+from tracer.session.lesson import LessonSession, LessonView, LoopView, Position
 from tracer.tui.grid import Highlight
-from tracer.tui.loop_count import loop_noun
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView
 from tracer.tui.steady import Column
@@ -82,6 +82,8 @@ class LessonDrawing:
         """(loop step, width) -> lines held for its position text (``position_reserve``)."""
         self._loop_axes: tuple[str, ...] | None = None
         """The axes of the matrix the loop on screen fills (its positions' tokens)."""
+        self._loop: LoopView | None = None
+        """The session's view of the loop drawn last (None: the step drawn is no loop)."""
 
     def forget(self) -> None:
         """The lesson was reloaded: heights measured for its loops no longer apply."""
@@ -95,11 +97,6 @@ class LessonDrawing:
     def position(self) -> Position:
         session = self.session
         return session.position if session is not None else Position()
-
-    @property
-    def loops(self) -> dict[int, LoopState]:
-        session = self.session
-        return session.loops if session is not None else {}
 
     # The panes every step touches, found once: a query walks the screen's widgets.
     @cached_property
@@ -185,22 +182,22 @@ class LessonDrawing:
         given (just made visible, the pane itself still measures 0 columns),
         and never less than any position it has shown.
         """
-        state = self.loops.get(self.position.step)
-        if state is None:
+        loop = self._loop
+        if loop is None:
             return
         where = self.position_text
         text_box = self.screen.query_one("#lesson-text")
         width = columns - text_box.styles.gutter.width - where.styles.gutter.width
         if text_box.show_vertical_scrollbar:  # a long caption scrolls: its bar takes columns
             width -= text_box.scrollbar_size_vertical
-        tallest = max(where.line_count, self.position_reserve(state, width))
+        tallest = max(where.line_count, self.position_reserve(loop, width))
         if self._position_lines[:2] == (self.position.step, width):  # a resize measures anew
             tallest = max(tallest, self._position_lines[2])
         self._position_lines = (self.position.step, width, tallest)
         if where.styles.min_height is None or where.styles.min_height.value != tallest:
             where.styles.min_height = tallest
 
-    def position_reserve(self, state: LoopState, width: int) -> int:
+    def position_reserve(self, loop: LoopView, width: int) -> int:
         """Lines to hold for the loop's position text at ``width``.
 
         For a loop of at most ``HELD_POSITIONS`` sub-steps, all at hand (the
@@ -210,25 +207,22 @@ class LessonDrawing:
         wrapping is not monotonic, so no bound is guessed from the longest names).
         Only sub-steps already computed are read: nothing runs here.
         """
-        stepper, count = state.stepper, state.count_known()
+        count = loop.count
 
-        def lines(sub: object, number: int) -> int:
-            if not isinstance(sub, SubStep):
-                return 0
-            text = loop_position(sub, number + 1, count, stepper.tokens, self._loop_axes)
+        def lines(sub: SubStep, number: int) -> int:
+            text = loop_position(sub, number + 1, count, loop.tokens, self._loop_axes)
             return len(text.wrap(self.screen.app.console, width))
 
         key = (self.position.step, width)
         cached = self._reserves.get(key)
         if cached is not None:
             return cached
-        every = range(state.first, state.last + 1) if state.last is not None else range(0)
-        if 0 < len(every) <= HELD_POSITIONS and all(stepper.known(i) for i in every):
-            tallest = max(lines(stepper.get(i), n) for n, i in enumerate(every))
+        every = loop.at_hand(HELD_POSITIONS)
+        if every is not None:
+            tallest = max(lines(sub, n) for n, sub in enumerate(every))
             self._reserves[key] = tallest
             return tallest
-        index = state.first + self.position.sub
-        return lines(stepper.get(index), self.position.sub) if stepper.known(index) else 0
+        return lines(loop.sub, loop.number)
 
     def draw(self, step: LessonStep, view: LessonView) -> None:
         """Draw the session's view of the step with the drawer registered for its kind."""
@@ -238,6 +232,7 @@ class LessonDrawing:
             body.display = True
         if not LAYOUTS[step.kind].compare and str(source.border_title).startswith("source:"):
             source.border_title = "source"  # a compare step's side title no longer applies
+        self._loop = None
         self.DRAWERS[view.kind](self, view)
 
     def _draw_narration(self, view: LessonView) -> None:
@@ -264,12 +259,12 @@ class LessonDrawing:
     def _draw_loop(self, view: LessonView) -> None:
         self.switcher.current = "tensors"
         self.prose("#caption", view.step.text)
-        loop = view.loop
+        loop = self._loop = view.loop
         assert loop is not None
-        sub, stepper, said = loop.sub, loop.state.stepper, loop.shown
+        sub, said = loop.sub, loop.shown
         self.pane.show_substep(
             sub,
-            stepper.canvases.get(sub.stage),
+            loop.canvas,
             loop.tokens,
             canvas_axes=loop_axes(loop.stage),
             query=getattr(view.step.step, "query", None),
@@ -441,6 +436,15 @@ class LessonDrawing:
             hidden=hidden,
         )
 
+    def keyed_pane(self, focused: Widget | None) -> TensorPane:
+        """The pane the zoom and token keys act on: on a compare step, the focused one."""
+        if self.switcher.current == "compare":
+            for pane in self.screen.query("#compare TensorPane").results(TensorPane):
+                if focused is not None and focused in pane.query("*").nodes:
+                    return pane
+            return self.screen.query_one("#compare-left", TensorPane)
+        return self.pane
+
     def prose(self, selector: str, text: str) -> None:
         """Prose the session has already filled in, shown as written."""
         self.screen.query_one(selector, ProsePane).show(text)
@@ -509,3 +513,12 @@ def _derived_axes(table: Table, name: str) -> dict[str, tuple[str, ...]]:
     """Axis names of a table after the lesson's operations; none if unsure."""
     axes = table.resolved.axes
     return {name: axes} if axes is not None else {}
+
+
+def warm_app() -> None:
+    """The app's own warm-up, in the loading worker: the Markdown parser and the Python
+    lexer loaded once (the session then highlights each source file the lesson shows)."""
+    from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
+    from rich.syntax import Syntax
+
+    Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once

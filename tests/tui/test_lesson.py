@@ -104,7 +104,8 @@ async def test_loop_step_has_sub_steps_and_a_limit() -> None:
         await press(pilot, "e")  # the end of the loop (the session's moves: tests/session)
         assert screen.position == Position(2, 7)
         grid = screen.query_one("#tensors", TensorPane).grid
-        assert isinstance(grid, CanvasGrid) and grid.highlight.current == (0, 7)
+        # The eighth (query, key) pair of six tokens, row by row: query 1, key 1.
+        assert isinstance(grid, CanvasGrid) and grid.highlight.current == (1, 1)
 
 
 async def test_compare_shows_both_sides_and_their_difference() -> None:

@@ -36,6 +36,7 @@ from tracer.session.moves import (
     Refused,
     Waiting,
 )
+from tracer.session.places import loop_noun, loop_place
 from tracer.tracing.runner import TraceOptions, build_context, resolve_inputs
 from tracer.tracing.stepper import Cancelled, LoopCanvas, Stepper, cell_of
 from tracer.variant import Stage, SubStep, Variant
@@ -60,17 +61,6 @@ __all__ = [
     "loop_noun",
     "loop_place",
 ]
-
-
-def loop_noun(step: SubStep) -> str:
-    """What one iteration is called: a (query, key) pair, else a sub-step."""
-    return "pair" if len(step.position) == 2 else "sub-step"
-
-
-def loop_place(step: SubStep, total: int | None) -> str:
-    """``pair 8 of 36``, or ``pair 8`` while the total is not known."""
-    place = f"{loop_noun(step)} {step.index + 1:,}"
-    return place if total is None else f"{place} of {total:,}"
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,9 @@ from tracer.lessons.views import (
     step_view,
 )
 from tracer.plugin_host import PluginHost
+from tracer.render.labels import loop_matrix_axes
 from tracer.session.moves import AT_END, MOVED, Failed, Move, Pending, Refused, Waiting
+from tracer.session.places import LoopWords, loop_words
 from tracer.session.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.session.walk import COUNT_STEPS, LoopState, start_loop, warm_up
 from tracer.tracing.stepper import LoopCanvas
@@ -150,6 +152,22 @@ class LoopView:
     """``at_hand(limit)``: every sub-step of the loop, if its end is known, it has at most
     ``limit`` of them and all are computed (None otherwise): nothing runs. A drawing
     measures their position texts to hold the tallest one's height."""
+
+    @property
+    def axes(self) -> tuple[str, ...] | None:
+        """The axes of the matrix the loop fills, from the stage it builds (None until the run
+        has got there): its positions name tokens only along a token axis."""
+        stage = self.stage
+        if stage is None or not stage.tensors:
+            return None
+        return loop_matrix_axes(stage.axes.get(next(iter(stage.tensors))))
+
+    @property
+    def words(self) -> LoopWords:
+        """Where the loop is, in words ("pair 8 of 36 · position (1, 3), counted from 0" and
+        the tokens it pairs), with what may not be said as "?"."""
+        number, count = self.place
+        return loop_words(self.sub, number, count, self.tokens, self.axes)
 
     @property
     def place(self) -> tuple[int | None, int | None]:

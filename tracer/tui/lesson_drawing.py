@@ -21,16 +21,15 @@ from textual.widgets import ContentSwitcher
 
 from tracer.lessons.hiding import Table
 from tracer.lessons.model import Focus, LessonStep, Quiz
-from tracer.render.labels import position_tokens
-from tracer.session.explore import loop_noun
 from tracer.session.lesson import LessonSession, LessonView, LoopView, Position
+from tracer.session.places import LoopWords, loop_words
 from tracer.tui.grid import Highlight
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView
 from tracer.tui.steady import Column
-from tracer.tui.tensor_pane import TensorPane, loop_axes
+from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import ProsePane, TextPane
-from tracer.variant import Stage, SubStep, source_tokens
+from tracer.variant import Stage, SubStep
 
 GiveLeft = Callable[..., int]
 """The screen's ``give_left(left, need, code, share=...)``: the left column's width, set."""
@@ -266,7 +265,7 @@ class LessonDrawing:
             sub,
             loop.canvas,
             loop.tokens,
-            canvas_axes=loop_axes(loop.stage),
+            canvas_axes=loop.axes,
             query=getattr(view.step.step, "query", None),
             # What the session keeps off screen while a quiz is unanswered.
             hidden=said.hidden if said is not None else None,
@@ -274,9 +273,8 @@ class LessonDrawing:
             formula_text=said.formula if said is not None else None,
             arithmetic=said.arithmetic if said is not None else True,
         )
-        number, count = loop.place
-        self._loop_axes = loop_axes(loop.stage)
-        self.position_text.show(loop_position(sub, number, count, loop.tokens, self._loop_axes))
+        self._loop_axes = loop.axes
+        self.position_text.show(styled(loop.words))
         self.source.show_file(sub.source_file, sub.lines, files=sub.files)
 
     def _draw_compare(self, view: LessonView) -> None:
@@ -478,34 +476,17 @@ def loop_position(
     tokens: Sequence[str],
     axes: Sequence[str] | None = None,
 ) -> Text:
-    """Where a loop is: ``pair 8 of 36``, and which tokens, numbered as here and as in the course.
+    """The session's words for where a loop is (:func:`~tracer.session.places.loop_words`),
+    styled: the place in bold, the tokens of a pair dimmed on a line of their own."""
+    return styled(loop_words(step, number, count, tokens, axes))
 
-    ``number``: the sub-step's, from 1; it and ``count`` read "?" where None (unknown, or
-    an unanswered quiz's answer). The tracer numbers tokens from 0 (``x[1]``); the
-    course's notebooks write x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said
-    where it matters. ``axes``: the loop's matrix axes; an index is named as a token only
-    along a token axis (a source's token on a cross-attention key axis), never a pair or a
-    feature (:func:`~tracer.render.labels.position_tokens`).
-    """
-    kind = loop_noun(step)
-    said = "?" if number is None else f"{number:,}"
-    text = Text(f"{kind} {said} of {'?' if count is None else f'{count:,}'}", style="bold")
-    position = ", ".join(str(p) for p in step.position)
-    text.append(f" · position ({position}), counted from 0")
-    names = position_tokens(step.position, axes, tokens)
-    source = source_tokens(tokens)
-    named = []
-    kinds = axes if axes is not None and len(axes) == len(names) else ("",) * len(names)
-    for p, name, axis in zip(step.position, names, kinds, strict=True):
-        if not name:
-            continue
-        on_source = source is not None and axis.partition(":")[0] in ("source", "key")
-        said = f"{name} = source[{p}]" if on_source else f"{name} = x[{p}] here"
-        said += "" if on_source else f", x_{p + 1} in the course"
-        if said not in named:
-            named.append(said)
-    if len(step.position) == 2 and named:
-        text.append("\n" + "; ".join(named), style="dim")
+
+def styled(words: LoopWords) -> Text:
+    """A loop's place in bold, the tokens of a pair dimmed on a line of their own."""
+    text = Text(words.head, style="bold")
+    text.append(words.where)
+    if words.names:
+        text.append("\n" + words.names, style="dim")
     return text
 
 

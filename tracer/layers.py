@@ -56,6 +56,8 @@ LAYERS: tuple[Layer, ...] = (
         (
             "tracer",
             "tracer.variant",
+            "tracer.declared",
+            "tracer.equations",
             "tracer.hookspecs",
             "tracer.options",
             "tracer.inputs",

@@ -51,6 +51,9 @@ def modules() -> dict[str, Module]:
 
 def _known(name: str, known: dict[str, Module]) -> str | None:
     """``name`` or its nearest enclosing module of ours (``tracer.x.Class`` -> ``tracer.x``)."""
+    # plugins/ is installed as tracer.builtin_plugins (pyproject's package-dir).
+    if name == "tracer.builtin_plugins" or name.startswith("tracer.builtin_plugins."):
+        name = "plugins" + name.removeprefix("tracer.builtin_plugins")
     while name and name not in known:
         name = name.rpartition(".")[0]
     return name or None
@@ -296,6 +299,8 @@ def test_the_graph_sees_every_form_of_import(
     assert ("tracer.tracing.trace", False) in targets["tracer.tracing.worker"]
     # A function-local import that keeps torch off start-up is still an edge.
     assert ("tracer.tracing.checks", True) in targets["tracer.tracing.trace"]
+    # A built-in plugin importing another through its installed name.
+    assert ("plugins._model_loading", False) in targets["plugins._model_check"]
     # A package's __init__ importing its own module.
     assert ("tracer.tracing.trace", False) in targets["tracer.tracing"]
 

@@ -35,7 +35,7 @@ from tracer.session.lesson import (
     start_session,
 )
 from tracer.session.moves import Moved
-from tracer.tui.equations import equation_text
+from tracer.tui.equation_text import equation_text
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d+[.,]\d+(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
 """A number written with decimals (a whole number in prose is the lesson's setting:

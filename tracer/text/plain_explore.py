@@ -39,7 +39,7 @@ def plain_steps(session: ExploreSession) -> Iterator[str]:
     session stepped on from its first step to its last."""
     # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.render.text import format_number, format_stage, shape_text, source_line
-    from tracer.tui.equations import equation_text
+    from tracer.tui.equation_text import equation_text
     from tracer.variant import Stage
 
     trace = session.trace

@@ -408,10 +408,14 @@ def start_trace(
     options: TraceOptions | None = None,
     host: PluginHost | None = None,
     where: Where | None = None,
+    *,
+    check: bool = False,
 ) -> Trace:
     """A trace of ``variant`` on the options' inputs; iterate it, or call ``run_to_end()``.
 
     ``where`` names a variant option in messages (default: ``-o NAME``, or the flag typed).
+    ``check``: the reference ``attn check`` compares a learner's code with (the variant's
+    ``checked_with``, where it has one).
     """
     options = options or TraceOptions()
     host = host or PluginHost()
@@ -421,4 +425,4 @@ def start_trace(
     else:
         input_set = resolve_inputs(options.inputs, found)
     context = build_context(input_set, options, variant=found, where=where)
-    return host.start(variant, context)
+    return host.start(variant, context, check=check)

@@ -457,8 +457,7 @@ def test_lesson_check_refuses_a_huge_format_width(attn: Attn, tmp_path: Path) ->
     lesson.write_text(
         "title: Wide\nsummary: A format that asks for a gigabyte.\n"
         "values:\n  dot: {variant: vectorized, stage: scores, cell: [0, 1]}\n"
-        "steps:\n  - variant: vectorized\n    stage: scores\n"
-        "    narration: 'The dot product is {{dot:>999999999}}.'\n"
+        "steps:\n  - narration: 'The dot product is {{dot:>999999999}}.'\n"
     )
     status, out, err = attn("lesson", "check", str(lesson))
     assert status == 1, (out, err)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from tracer.learner.check import check
-from tracer.learner.relations import Known, explain
+from tracer.learner.judging.relations import Known, explain
+from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
 from tracer.runner import TraceOptions, start_trace
 

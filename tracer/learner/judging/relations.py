@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tracer.learner.compare import cell_gaps, close
-from tracer.learner.diagnosis import Diagnosis, at_line
+from tracer.learner.judging.compare import cell_gaps, close
+from tracer.learner.judging.diagnosis import Diagnosis, at_line
 
 TOLERANCE = 1e-4
 MAX_PERMUTED = 64

@@ -1,4 +1,4 @@
-"""The process a learner's file runs in: ``python -m tracer.learner.sandbox FOLDER FD``.
+"""The process a learner's file runs in: ``python -m tracer.learner.sandbox.child FOLDER FD``.
 
 ``attn check`` computes the reference in its own process, then starts this one
 (a fresh interpreter) to run the learner's code. Nothing the learner does here
@@ -33,9 +33,11 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 
 from tracer.errors import Location, UsageError
-from tracer.learner.calling import Call, MissingConfig, Setting, choose, normal_name, prepare
-from tracer.learner.loader import learner_traceback
-from tracer.learner.recorder import NumpySteps, Recorder
+from tracer.learner.sandbox.calling import Call, choose, prepare
+from tracer.learner.sandbox.module_loading import MissingConfig
+from tracer.learner.sandbox.names import Setting, normal_name
+from tracer.learner.sandbox.recorder import NumpySteps, Recorder
+from tracer.learner.sandbox.source_loader import learner_traceback
 from tracer.processes import confine_writes, refuse_writes_outside
 
 HIDDEN = "__hidden__"

@@ -1,7 +1,7 @@
 """The warm sandbox: one process that has imported torch forks a child per check.
 
-``python -m tracer.learner.server FD PARENT`` runs :func:`serve`. The
-parent (:class:`tracer.learner.isolation.SandboxServer`) sends each check over
+``python -m tracer.learner.sandbox.warm_server FD PARENT`` runs :func:`serve`. The
+parent (:class:`tracer.learner.sandbox.launch.SandboxServer`) sends each check over
 the socket ``FD`` (a ``SOCK_SEQPACKET`` pair): a JSON request and three file
 descriptors (the learner's stdout and stderr files, the status pipe). The
 server forks, and the child runs :func:`tracer.learner.sandbox.run_check` in
@@ -91,7 +91,7 @@ def _start_child(request: dict[str, Any], fds: list[int], control: socket.socket
         os.environ.update(request["env"])
         # Imported here, not at the top: the parent imports this module for MESSAGE_SIZE
         # and must not load torch; in the server it is already loaded (see serve).
-        from tracer.learner.sandbox import run_check
+        from tracer.learner.sandbox.child import run_check
 
         run_check(Path(request["folder"]), status_fd)
     except BaseException:
@@ -157,7 +157,7 @@ def serve(control_fd: int, parent: int) -> None:
     control = socket.socket(fileno=control_fd)
     # Imported here, not at the top: the parent imports this module for MESSAGE_SIZE and
     # must not load torch. The server loads torch and the checker once, for every child.
-    import tracer.learner.sandbox  # noqa: F401
+    import tracer.learner.sandbox.child  # noqa: F401
 
     try:
         control.send(b'{"ready": true}')

@@ -1,0 +1,1 @@
+"""The exercises (`attn exercises`), their templates, and `attn new-plugin`'s scaffold."""

@@ -1,0 +1,1 @@
+"""Judging a learner's code against the reference: comparing stages, diagnosing mistakes, and the report."""

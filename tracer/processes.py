@@ -206,8 +206,11 @@ class MemoryWatch:
                     os.kill(self.pid, signal.SIGKILL)
                 return
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = False) -> None:
+        """Stop watching; with ``wait``, until the watch's thread has ended (before a fork)."""
         self._done.set()
+        if wait:
+            self._thread.join()
 
 
 reaped: dict[int, int] = {}

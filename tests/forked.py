@@ -283,7 +283,7 @@ def _warm() -> None:
         "tracer.render.text",
         "tracer.tracing.worker",
         "tracer.learner.judging.judge",
-        "tracer.learner.sandbox.launch",
+        "tracer.learner.sandbox.parent_side",
         "tracer.lessons.loader",
         "tracer.lessons.plain",
         "tracer.lessons.export",
@@ -433,7 +433,7 @@ def _fresh_process() -> None:
 
     import torch
 
-    import tracer.learner.sandbox.launch as isolation
+    import tracer.learner.sandbox.parent_side as isolation
     from tracer import processes
     from tracer.learner.judging.verdict import _builtin_host
     from tracer.tracing.lines import _statement_spans

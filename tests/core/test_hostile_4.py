@@ -245,7 +245,7 @@ def test_bad_memory_limits_are_refused(text: str) -> None:
 
 
 def test_limits_from_flags_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracer.learner.sandbox.launch import Limits
+    from tracer.learner.sandbox.parent_side import Limits
     from tracer.tracing.worker import WorkerLimits
 
     monkeypatch.setenv("ATTN_CHECK_TIMEOUT", "inf")
@@ -498,7 +498,7 @@ def test_an_embedding_beyond_float32_is_refused(tmp_path: Path) -> None:
 def test_a_progress_file_the_learners_code_changed_is_put_back(
     tmp_path: Path, before: bytes | None
 ) -> None:
-    from tracer.learner.sandbox.launch import _kept
+    from tracer.learner.sandbox.parent_side import _kept
 
     progress = tmp_path / ".attn-exercises.json"
     if before is not None:

@@ -68,7 +68,7 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # The sandbox's modules (subprocess, the server, the learner's loader) load when
     # `attn check` runs: `attn --help` imports this module and stays quick.
-    from tracer.learner.sandbox.launch import Limits, shared_server
+    from tracer.learner.sandbox.parent_side import Limits, shared_server
     from tracer.learner.sandbox.source_loader import LearnerFailure
 
     if args.query is not None:

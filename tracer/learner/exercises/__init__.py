@@ -1,1 +1,2 @@
-"""The exercises (`attn exercises`), their templates, and `attn new-plugin`'s scaffold."""
+"""``attn exercises`` (the exercises, their progress, the watch and its keys), and the
+templates it and ``attn new-plugin`` copy."""

@@ -667,7 +667,7 @@ def watch(
     With ``keys`` (a terminal), the learner can also ask for a hint, reset,
     re-check, skip, list or quit, as in rustlings; ``confirm`` asks before a reset.
     """
-    from tracer.learner.sandbox.launch import shared_server
+    from tracer.learner.sandbox.parent_side import shared_server
 
     progress = Progress.load(folder, warn)
     shared_server().spawn()  # one warm sandbox for the whole session: each save forks from it

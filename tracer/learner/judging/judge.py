@@ -19,7 +19,7 @@ from tracer.learner.judging.dropout_check import CHECK_RATE
 from tracer.learner.judging.results import NOT_COMPARED, CheckResult
 from tracer.learner.judging.second_looks import EVAL_DROPOUT, LOOKS
 from tracer.learner.judging.verdict import check, hidden_scaling_d_out, hides_dropout
-from tracer.learner.sandbox.launch import Limits
+from tracer.learner.sandbox.parent_side import Limits
 from tracer.tracing import Trace
 
 NOTE_WIDTH = 88

@@ -52,7 +52,7 @@ from tracer.learner.judging.returned import (
 )
 from tracer.learner.judging.sandbox_request import HIDDEN, refuse_overflow, sandbox_request
 from tracer.learner.judging.stage_matching import compare_stages
-from tracer.learner.sandbox.launch import Limits, Outcome, run_sandboxed
+from tracer.learner.sandbox.parent_side import Limits, Outcome, run_sandboxed
 from tracer.learner.sandbox.payload import ReturnedOutput, usable
 from tracer.learner.sandbox.recorder import Record
 from tracer.learner.sandbox.source_loader import read_source

@@ -1,7 +1,7 @@
 """The warm sandbox: one process that has imported torch forks a child per check.
 
 ``python -m tracer.learner.sandbox.warm_server FD PARENT`` runs :func:`serve`. The
-parent (:class:`tracer.learner.sandbox.launch.SandboxServer`) sends each check over
+parent (:class:`tracer.learner.sandbox.parent_side.SandboxServer`) sends each check over
 the socket ``FD`` (a ``SOCK_SEQPACKET`` pair): a JSON request and three file
 descriptors (the learner's stdout and stderr files, the status pipe). The
 server forks, and the child runs :func:`tracer.learner.sandbox.run_check` in

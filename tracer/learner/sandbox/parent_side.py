@@ -1,11 +1,13 @@
-"""Running a learner's file in a sandbox process with a time and a memory limit.
+"""The parent's side of the sandbox: running a learner's file with a time and a memory limit.
 
-The parent (``attn check``, ``attn exercises watch``) never runs the learner's
-code: it writes the request to a temporary folder, starts
-``python -m tracer.learner.sandbox.child`` with an argument list, waits for it under a
-time limit that starts once torch has loaded, and reads the result back with
-``torch.load(weights_only=True)``. The learner's stdout and stderr come back as
-text (the first :data:`OUTPUT_LIMIT` characters) for the report's "your output".
+The parent (``attn check``, ``attn exercises watch``) never runs the learner's code: it
+writes the request to a temporary folder and hands it to the warm sandbox server
+(:mod:`tracer.learner.sandbox.warm_server`, started once per session), which forks a child
+that runs the file (:mod:`tracer.learner.sandbox.child`). The parent waits under a time
+limit that starts once the child is ready, and reads the result back with
+``torch.load(weights_only=True)``, decoded once (:mod:`tracer.learner.sandbox.payload`).
+The learner's stdout and stderr come back as text (the first :data:`OUTPUT_LIMIT`
+characters) for the report's "your output".
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from tracer.learner.judging.relations import Known, explain
 from tracer.learner.judging.results import MATCH, precision_note
 from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "accepted"
 

@@ -13,7 +13,7 @@ from tracer.inputs import load_inputs
 from tracer.learner.judging.results import DIFFERS, MATCH, OTHER_ROUTE
 from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
 CORPUS = Path(__file__).parent / "corpus"

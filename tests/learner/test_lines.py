@@ -14,7 +14,7 @@ from tracer.learner.judging.divergence import through_helper
 from tracer.learner.judging.verdict import check
 from tracer.learner.sandbox.recorder import Record
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "lines"
 

@@ -13,8 +13,8 @@ from tracer.learner.judging.report import format_check
 from tracer.learner.judging.results import DIFFERS, MATCH
 from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "same_output"
 

@@ -1,6 +1,6 @@
 """Prose that states a quiz's answer in words, as ``attn lesson check`` warns about it.
 
-The walk (:mod:`tracer.lessons.walk`) hides numbers; a sentence can give a quiz away without
+Hiding (:mod:`tracer.lessons.hiding`) hides numbers; a sentence can give a quiz away without
 one. Each quiz knows its answer as a statement (:func:`statement`): a choice quiz, the text of
 its right choice; a number quiz whose answer is a small whole number, that number as a word
 ("zero", "three") said about what its question asks. A sentence of the lesson
@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING
 from tracer.errors import TracerError
 from tracer.lessons.model import Lesson, LessonStep, Quiz
 from tracer.lessons.prose import PLACEHOLDER
-from tracer.lessons.walk import quiz_at
+from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 SHARE = 0.55
 """The share of a right choice's own words a sentence must hold to reword it (more than half)."""

@@ -539,7 +539,7 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
     from tracer.learner.judging.verdict import reference_host
     from tracer.learner.sandbox.source_loader import LearnerFailure, Unwritten
     from tracer.plugin_host import PluginHost
-    from tracer.runner import TraceOptions, start_trace
+    from tracer.tracing.runner import TraceOptions, start_trace
 
     path = folder / exercise.filename
     if not path.exists():

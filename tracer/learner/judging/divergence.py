@@ -7,10 +7,11 @@ import dataclasses
 
 import torch
 
+from tracer.learner.judging.by_value import TITLES, one_tile
 from tracer.learner.judging.compare import (
     matches_any,
 )
-from tracer.learner.judging.diagnosis import Diagnosis
+from tracer.learner.judging.diagnosis import Diagnosis, at_line
 from tracer.learner.judging.relations import (
     Known,
     explain_first,
@@ -134,8 +135,13 @@ def explain_divergence(
             [(r.value, r.line, r.op, r.index) for r in records if r.value is not None],
             {n: t for n, t in arguments.items() if isinstance(t, torch.Tensor)},
         )
-        if step is not None:
+        if step is not None and step.code != "loop-step":
             return step
+    else:
+        step = None
+    partial = _one_tile(diverging, records)
+    if partial is not None:
+        return partial
     if (
         diverging is not None
         and diverging.record is not None
@@ -158,6 +164,7 @@ def explain_divergence(
         ][:MAX_RELATED]
         candidates = [(r.value, r.line) for r in tries if r.value is not None]
         name = stage.name
+        equations: tuple[object, ...] = stage.equations
     else:
         if output is None or trace.output is None:
             return None
@@ -168,6 +175,7 @@ def explain_divergence(
         candidates = [(output, line)]
         tries = [output_record] if output_record is not None else []
         start = 0
+        equations = ()
     known = Known(
         stage=name,
         expected=expected,
@@ -176,8 +184,11 @@ def explain_divergence(
         heads=heads,
         head_dim=max(width, 1),
         tokens=len(trace.tokens),
+        equations=equations,
     )
     found = explain_first(candidates, known)
+    if step is not None and (found is None or found.code not in BY_VALUE):
+        return step  # a wrong pass of a loop says more than a weaker relation of the stage
     if found is None or found.code not in REDUCING:
         return found
     made = next((r for r in tries if r.line == found.line), None)
@@ -202,6 +213,22 @@ def explain_divergence(
     )
 
 
+def _one_tile(diverging: StageResult | None, records: list[Record]) -> Diagnosis | None:
+    """A per-query stage the learner never computed whole, summed one tile per pass."""
+    if diverging is None or diverging.record is not None:
+        return None
+    stage = diverging.stage
+    expected = stage.tensors.get(stage.name, next(iter(stage.tensors.values()), None))
+    if expected is None or not expected.is_floating_point():
+        return None
+    name = next((n for n, t in stage.tensors.items() if t is expected), stage.name)
+    found = one_tile(name, expected, records, stage.formula_for(name))
+    if found is None:
+        return None
+    line, sentence = found
+    return Diagnosis("one-tile", TITLES["one-tile"], line, f"{at_line(line)}: {sentence}")
+
+
 REDUCING = (
     "column-factor",
     "row-column-factor",
@@ -212,4 +239,8 @@ REDUCING = (
     "padding-attended",
 )
 """Relations a reduction explains: its line is the one to fix."""
+BY_VALUE = frozenset({*TITLES, "permuted", "reversed", "transposed", "scaled-by"}) - {
+    "right-on-region"
+}
+"""Relations of a stage clear enough to say instead of the pass of a loop that went wrong."""
 REDUCTIONS = frozenset({"max", "amax", "sum", "mean", "logsumexp", "amin", "min", "norm"})

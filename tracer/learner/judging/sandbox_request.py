@@ -9,11 +9,17 @@ from typing import Any
 import torch
 
 from tracer.errors import UsageError
+from tracer.learner.judging.by_value import tile_shapes
 from tracer.learner.judging.compare import (
     close,
 )
 from tracer.learner.sandbox.names import ARGUMENT_ORDER
 from tracer.tracing import Trace
+
+GIVEN = "given"
+"""A stage that holds what a learner's code is handed, by parameter name (``inputs`` in place
+of the run's inputs; a 0-d integer tensor as an int): a reference for a real model's layer
+hands over its input and its weights in the model's own layout."""
 
 
 def provided_arguments(trace: Trace) -> dict[str, Any]:
@@ -31,6 +37,14 @@ def provided_arguments(trace: Trace) -> dict[str, Any]:
                 )
         if "W_out" in provided:
             provided["num_heads"] = head_count(trace)
+    for stage in trace.stages:
+        if stage.name == GIVEN:
+            provided.update(
+                {
+                    n: int(t) if t.dim() == 0 and not t.is_floating_point() else t
+                    for n, t in stage.tensors.items()
+                }
+            )
     source = context.source
     if source is not None:  # cross-attention: keys and values come from the source
         provided["source"] = source.inputs
@@ -64,6 +78,7 @@ def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
                 shapes.add(shape[1:])
             if len(shape) >= 2:
                 shapes.add((*shape[:-2], shape[-1], shape[-2]))
+            shapes.update(tile_shapes(tensor))
     if trace.output is not None:
         shapes.add(tuple(trace.output.shape))
         if trace.output.dim() == 2:  # one row at a time: decode steps, a loop over queries
@@ -86,7 +101,7 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
     """(request, tensors) for the sandbox: everything the learner's code may be given."""
     provided = provided_arguments(trace)
     tensors = {n: v.detach().clone() for n, v in provided.items() if isinstance(v, torch.Tensor)}
-    inputs = trace.context.inputs
+    inputs = provided["inputs"]
     query = tensors.get("W_query")
     stacked = query is not None and query.dim() == 3
     d_out = int(query.shape[-1]) if query is not None else int(inputs.shape[-1])
@@ -96,7 +111,9 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         tensors[HIDDEN] = hidden
     request = {
         "function": function,
-        "num_heads": head_count(trace) if "num_heads" in provided or stacked else None,
+        "num_heads": provided["num_heads"]
+        if "num_heads" in provided
+        else (head_count(trace) if stacked else None),
         "heads_argument": "num_heads" in provided,
         "shapes": sorted(candidate_shapes(trace)),
         "seed": trace.context.seed,
@@ -109,9 +126,14 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         "stacked": stacked,
         "output_names": output_names(trace),
         "variant_options": {
-            k: v
-            for k, v in trace.context.extra.items()
-            if isinstance(v, (bool, int, float)) and k not in ("heads", "num_heads")
+            **{
+                k: v
+                for k, v in trace.context.extra.items()
+                if isinstance(v, (bool, int, float)) and k not in ("heads", "num_heads")
+            },
+            **{  # a given stage's other integers (kv_heads), as options are
+                k: v for k, v in provided.items() if isinstance(v, int) and k != "num_heads"
+            },
         },
     }
     return request, tensors

@@ -18,7 +18,7 @@ from tracer.learner.sandbox.recorder import REARRANGING_OPS, Record
 from tracer.tracing import Trace
 from tracer.variant import Stage
 
-GIVEN_STAGES = ("inputs", "projections", "source")
+GIVEN_STAGES = ("inputs", "projections", "source", "given")
 """Stages that show what the learner is given rather than what they compute."""
 
 CREATION_OPS = frozenset(

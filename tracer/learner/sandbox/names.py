@@ -96,6 +96,8 @@ OPTION_NAMES = {
         "n_groups",
         "groups",
         "n_key_value_heads",
+        "num_kv_groups",
+        "n_kv_groups",
     },
     "window": {
         "window",

@@ -1,24 +1,12 @@
-"""The lesson walk: what each step of a lesson shows, decided once for every front end.
+"""Hiding answers: what an unanswered quiz keeps off every screen of a lesson.
 
-The app, ``--plain`` and the exports draw what the walk gives them and never
-decide again what a step shows. No Textual here: the walk is plain data built
-from the lesson's runner::
-
-    from tracer.lessons.walk import step_view
-    view = step_view(lesson, runner, number, answered)  # answered: the quiz ids answered
-    for table in view.tables:
-        table.resolved.tensor, table.hidden      # what to draw, which cells read "?"
-
-A quiz shows its own tables (``show:``, then ``cells:``); a quiz with neither
-keeps the table of the show step just before it on screen. What a step hides
-is decided here, once, over the whole screen (:func:`conceal`): while a number
-quiz is not answered, no number within its tolerance of its answer is shown on
-any step (a cell of any table, a table's title or formula, a caption, a
-question, a hint), no cell is left that follows from the shown cells of a row
-or column that adds up to 1, and so skipping a quiz and coming back gives
-nothing away. The session says which quizzes are answered; a text front end
-that reads the lesson top to bottom counts the quizzes before a step as
-answered (their answers are printed after them).
+Decided here, once, over the whole screen (:func:`conceal`): while a number quiz
+is not answered, no number within its tolerance of its answer is shown on any
+step (a cell of any table, a table's title or formula, a caption, a question, a
+hint), no cell is left that follows from the shown cells of a row or column that
+adds up to 1 or from its neighbours by one operation, and so skipping a quiz and
+coming back gives nothing away. The step views (:mod:`tracer.lessons.views`), a
+loop's sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
 """
 
 from __future__ import annotations
@@ -26,10 +14,10 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.model import (
@@ -37,31 +25,21 @@ from tracer.lessons.model import (
     Compare,
     Focus,
     Lesson,
-    LessonStep,
     Loop,
     Narration,
     Quiz,
     Show,
     TensorRef,
 )
-from tracer.lessons.prose import placeholders
-from tracer.render.text import format_number, format_size
-from tracer.tracing.stepper import Cancelled, LoopCanvas, Stepper
-from tracer.variant import Dot, Stage, SubStep
+from tracer.render.text import format_number
+from tracer.tracing.stepper import LoopCanvas
+from tracer.variant import Dot, SubStep
 
 if TYPE_CHECKING:
     import torch
 
-    from tracer.lessons.runner import LessonRunner, Resolved
+    from tracer.lessons.lesson_runner import LessonRunner, Resolved
 
-COUNT_STEPS = 2048
-"""Loops up to this long are counted while loading ("pair 8 of 36"); longer ones say "of ?"."""
-CHEAP_STEPS = 200
-"""A loop's end is found without a worker only if it takes at most this many sub-steps."""
-
-TABLE_WIDTH = 80
-"""Text front ends (``--plain``, md, ipynb) print tables at most this wide: wider ones are
-printed as blocks of columns (:func:`tracer.render.text.format_tensor`'s ``wrap``)."""
 
 MAX_COPIES = 2
 """Copies of a quiz's answer a table may hold besides the answer's own cell (a symmetric
@@ -127,7 +105,7 @@ class Table:
     @property
     def formula(self) -> str:
         """The formula that made the table: the stage's, or the lesson's operations."""
-        from tracer.lessons.runner import explain_steps  # here: the runner imports torch
+        from tracer.lessons.lesson_runner import explain_steps  # here: the runner imports torch
 
         if self.derived:
             return ", then ".join(explain_steps(self.resolved))
@@ -653,18 +631,6 @@ def substep_view(
     )
 
 
-def loop_substeps(
-    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
-) -> Iterator[SubStepView]:
-    """Every sub-step loop step ``number`` shows, each as :func:`substep_view` decides, for a
-    text front end that prints the loop whole (``answered``: as for :func:`step_view`)."""
-    step = step_as(lesson.steps[number], Loop)
-    kept = secrets(lesson, runner, number, answered)
-    subs = list(runner.substeps(step))
-    for sub in subs:
-        yield substep_view(sub, kept, count=len(subs))
-
-
 def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
     """The cells to hide besides ``hidden`` so that no hidden cell is 1 minus the rest of a
     row or column that adds up to 1: a row (column) with one hidden cell is hidden whole.
@@ -699,458 +665,6 @@ def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:
     return (ref.variant, ref.stage, ref.tensor or first, ref.then, ref.query, ref.options)
 
 
-# One view per step -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepView:
-    """What one step shows, for every front end: its prose and its tables.
-
-    ``text`` is the step's prose as shown (live values filled in): a narration's
-    text, a show, loop or compare step's caption, a quiz's question, a
-    checkpoint's title and points. ``tables`` are the tensors it shows, in order
-    (a loop's change from sub-step to sub-step: see :class:`LoopState`).
-    """
-
-    number: int
-    step: LessonStep
-    text: str
-    tables: tuple[Table, ...] = ()
-    quiz: QuizTables | None = None
-    points: tuple[str, ...] = ()
-    """A checkpoint's points, as shown (live values filled in)."""
-    difference: torch.Tensor | None = None
-    """A compare step's ``right - left`` (None: the shapes differ, or no compare step)."""
-    difference_hidden: frozenset[Cell] = frozenset()
-    """The difference's cells that read "?": those where one side is hidden and the other
-    shown (the difference would give it by a subtraction) and any near an answer."""
-    largest: str = ""
-    """A compare step's largest difference in size, as text ("?" while it gives an answer away)."""
-    choices: tuple[str, ...] = ()
-    """A quiz's choices, as shown."""
-    hints: tuple[str, ...] = ()
-    """A quiz's hints, as shown (a front end shows them one at a time, as asked for)."""
-
-    @property
-    def kind(self) -> str:
-        return self.step.kind
-
-
-StepT = TypeVar("StepT", Narration, Show, Loop, Compare, Quiz, Checkpoint)
-
-
-def step_as(step: LessonStep, kind: type[StepT]) -> StepT:
-    """``step`` as the class its kind names.
-
-    A front end picks its drawer from a registry keyed by ``step.kind`` and asks
-    here for the step's own type; the walk stays the one place that checks it.
-    """
-    if not isinstance(step, kind):
-        raise TypeError(f"a {step.kind} step is not a {kind.__name__}")
-    return step
-
-
-def live(
-    runner: LessonRunner, text: str, quiz: Quiz | None = None, kept: Iterable[Secret] = ()
-) -> str:
-    """Prose as shown; a value that cannot be computed stays as the author wrote it.
-
-    ``kept``: the answers of the quizzes not answered yet (:func:`secrets`); a live value
-    near one reads "?", and so does a number written into the prose, but for a single
-    digit the author wrote ("4 heads" is the lesson's setting, not a computed answer).
-    """
-    kept = tuple(kept)
-
-    def written(words: str) -> str:
-        # An author's single digit is the lesson's setting ("4 heads", "counting from 0");
-        # a larger whole number may be a result typed in ("5 numbers instead of 16").
-        words = conceal_text(words, kept, whole=False)
-        return conceal_text(words, [secret for secret in kept if not secret.single_digit])
-
-    if "{{" not in text:
-        return written(text)
-    try:
-        if not kept:
-            return runner.text(text, quiz)
-        parts, last = [], 0
-        for placeholder in placeholders(text):
-            parts.append(written(text[last : placeholder.start]))
-            filled = runner.text(text[placeholder.start : placeholder.end], quiz)
-            parts.append(conceal_text(filled, kept))
-            last = placeholder.end
-        parts.append(written(text[last:]))
-        return "".join(parts)
-    except TracerError:
-        return text
-
-
-def checkpoint_text(title: str, points: tuple[str, ...]) -> str:
-    return title + "\n\n" + "\n".join(f"• {point}" for point in points)
-
-
-def step_view(
-    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
-) -> StepView:
-    """The view of step ``number``: the one place that decides what each kind of step shows.
-
-    ``answered``: the ids (:func:`quiz_id`) of the quizzes the learner has answered (the
-    session's); None reads the lesson top to bottom, as ``--plain`` and the exports do (the
-    quizzes before this step are answered). Nothing on the step gives away the answer of a
-    quiz not answered (:func:`conceal`): its numbers in prose read "?", its cells are hidden.
-    """
-    kept = secrets(lesson, runner, number, answered)
-    step = lesson.steps[number]
-    if isinstance(step, Narration):
-        return StepView(number, step, live(runner, step.text, kept=kept))
-    if isinstance(step, Checkpoint):
-        points = tuple(live(runner, point, kept=kept) for point in step.points)
-        title = live(runner, step.title, kept=kept)
-        return StepView(number, step, checkpoint_text(title, points), points=points)
-    if isinstance(step, Show):
-        resolved = runner.tensors(step.ref)
-        first, *others = resolved
-        tables = (
-            Table(step.ref, first, "show", step.focus),
-            *(Table(other.ref, other, "show") for other in others),
-        )
-        caption = live(runner, step.caption, kept=kept)
-        return StepView(number, step, caption, conceal(tables, kept, runner))
-    if isinstance(step, Compare):
-        left, right, difference = runner.compare(step)
-        tables = (
-            Table(step.left, left, "left", label=live(runner, step.left.label or "", kept=kept)),
-            Table(
-                step.right, right, "right", label=live(runner, step.right.label or "", kept=kept)
-            ),
-        )
-        caption = live(runner, step.caption, kept=kept)
-        tables = conceal(tables, kept, runner)
-        if difference is None:
-            return StepView(number, step, caption, tables)
-        # Where one side is hidden and the other shown, the difference gives the hidden one by
-        # a subtraction; where both are hidden it says nothing of either.
-        sides = tables[0].hidden ^ tables[1].hidden
-        hidden = hidden_cells(difference, kept, sides)
-        largest, at = 0.0, None
-        if difference.numel():
-            sizes = difference.detach().abs()
-            largest = float(sizes.max())
-            columns = int(sizes.shape[-1]) if sizes.dim() else 1
-            flat = int(sizes.reshape(-1).argmax())
-            at = (flat // columns, flat % columns)
-        gives = at in hidden or any(secret.near(largest) for secret in telling(kept))
-        return StepView(
-            number,
-            step,
-            caption,
-            tables,
-            difference=difference,
-            difference_hidden=hidden,
-            largest="?" if gives else format_size(largest),
-        )
-    if isinstance(step, Loop):
-        return StepView(number, step, live(runner, step.caption, kept=kept))
-    assert isinstance(step, Quiz)
-    kept = own_screen(kept, number)
-    view = quiz_tables(lesson, runner, number, answered)
-    return StepView(
-        number,
-        step,
-        live(runner, step.question, step, kept),
-        view.tables,
-        view,
-        choices=tuple(live(runner, choice, step, kept) for choice in step.choices),
-        hints=tuple(live(runner, hint, step, kept) for hint in step.hints),
-    )
-
-
-def loop_at(lesson: Lesson, number: int) -> Loop | None:
-    """Step ``number`` if it is a loop (it then has sub-steps to walk)."""
-    step = lesson.steps[number] if 0 <= number < len(lesson.steps) else None
-    return step if isinstance(step, Loop) else None
-
-
-def quiz_at(lesson: Lesson, number: int) -> Quiz | None:
-    """Step ``number`` if it is a quiz (it then waits for an answer)."""
-    step = lesson.steps[number] if 0 <= number < len(lesson.steps) else None
-    return step if isinstance(step, Quiz) else None
-
-
-# Quiz answers ---------------------------------------------------------------------
-
-
-class Recorded(Protocol):
-    """A saved answer to a quiz, as far as the walk reads it."""
-
-    @property
-    def right(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Graded:
-    """A learner's response to a quiz, checked: what to record and what to tell them."""
-
-    quiz_id: str
-    """The key the answer is saved under (:func:`quiz_id`)."""
-    response: str
-    right: bool
-    answer: str
-    """The right answer as the learner should see it."""
-
-
 def quiz_id(number: int, quiz: Quiz) -> str:
     """The key a quiz's answer is saved under: its ``id:``, else its step number from 1."""
     return quiz.id or f"step-{number + 1}"
-
-
-def grade(lesson: Lesson, runner: LessonRunner, number: int, response: str) -> Graded:
-    """Check ``response`` to the quiz at step ``number`` against the answer computed live."""
-    quiz = step_as(lesson.steps[number], Quiz)
-    right = runner.is_right(quiz, response)
-    return Graded(quiz_id(number, quiz), response, right, runner.answer_text(quiz))
-
-
-def lesson_summary(
-    lesson: Lesson,
-    answers: Mapping[str, Recorded],
-    key: Callable[[int, Quiz], str] = quiz_id,
-) -> str:
-    """The end-of-lesson text: the quiz score and the checkpoints' points."""
-    quizzes = [(n, step) for n, step in enumerate(lesson.steps) if isinstance(step, Quiz)]
-    lines = []
-    if quizzes:
-        given = [answers.get(key(n, quiz)) for n, quiz in quizzes]
-        right = sum(1 for answer in given if answer is not None and answer.right)
-        answered = sum(1 for answer in given if answer is not None)
-        lines.append(f"Quizzes: {right} of {len(quizzes)} right ({answered} answered).")
-        missed = [n + 1 for (n, _), answer in zip(quizzes, given, strict=True) if answer is None]
-        if missed:
-            lines.append("Not answered: step " + ", ".join(str(n) for n in missed) + ".")
-    else:
-        lines.append("This lesson has no quizzes.")
-    covered = [
-        point for step in lesson.steps if isinstance(step, Checkpoint) for point in step.points
-    ]
-    if covered:
-        lines.append("")
-        lines.append("What it covered:")
-        lines.extend(f"• {point}" for point in covered)
-    return "\n".join(lines)
-
-
-def answer_shown(quiz: Quiz, runner: LessonRunner) -> str:
-    """A quiz's right answer as every front end shows it once it may be shown.
-
-    A choice with its letter (``b) journey``), several with theirs, cells as
-    ``row,column``, a number with how close an answer had to be.
-    """
-    answer = runner.answer(quiz)
-    text = runner.answer_text(quiz)
-    if quiz.quiz_kind == "choice" and isinstance(answer, int):
-        return f"{chr(ord('a') + answer)}) {text}"
-    if quiz.quiz_kind == "multiple" and isinstance(answer, tuple):
-        letters = ", ".join(f"{chr(ord('a') + i)})" for i in answer)
-        return f"{letters} {text}"
-    if quiz.quiz_kind == "number":
-        if quiz.relative:
-            return f"{text} (answers within {quiz.tolerance * 100:g}% of it count as right)"
-        if quiz.tolerance:
-            return f"{text} (answers within {quiz.tolerance:g} count as right)"
-    return text
-
-
-def step_heading(step: LessonStep) -> str:
-    """What a step is, in a few words: the heading of a step in text front ends."""
-    if isinstance(step, Show):
-        ref = step.ref
-        query = ""
-        if ref.query is not None and ref.options.inputs is not None:
-            query = f", query {ref.query} ({ref.options.inputs.tokens[ref.query]})"
-        return f"{ref.variant}, stage {ref.stage}{query}"
-    if isinstance(step, Loop):
-        return f"the {step.stage} loop of {step.variant}, step by step"
-    if isinstance(step, Checkpoint):
-        return step.title
-    return step.kind
-
-
-# Step labels ----------------------------------------------------------------------
-
-STEP_ICONS = {
-    "narration": "¶",
-    "show": "▦",
-    "loop": "⟳",
-    "compare": "⇄",
-    "quiz": "?",
-    "checkpoint": "✓",
-}
-
-
-def step_label(number: int, step: LessonStep) -> tuple[str, str]:
-    """Timeline label and tooltip for a lesson step."""
-    icon = STEP_ICONS.get(step.kind, "·")
-    if isinstance(step, (Show, Loop)):
-        stage = step.ref.stage if isinstance(step, Show) else step.stage
-        return f"{number} {icon} {stage}", f"{step.kind}: {stage}"
-    if isinstance(step, Compare):
-        return f"{number} {icon}", f"compare: {step.left.stage} and {step.right.stage}"
-    if isinstance(step, Quiz):
-        return f"{number} {icon}", f"quiz: {step.question}"
-    if isinstance(step, Checkpoint):
-        return f"{number} {icon}", f"checkpoint: {step.title}"
-    return f"{number} {icon}", "narration"
-
-
-# Loops --------------------------------------------------------------------------------
-
-
-@dataclass
-class LoopState:
-    """One loop step's stepper and where its sub-steps start in it."""
-
-    stepper: Stepper
-    first: int
-    limit: int | None
-    last: int | None = None
-    """Global number of the loop's last sub-step shown, once known."""
-
-    def count_known(self) -> int | None:
-        return None if self.last is None else self.last - self.first + 1
-
-    def clamp(self, sub: int) -> int:
-        """``sub``, or the loop's last sub-step if ``sub`` lies past a known end."""
-        limit = self.count_known()
-        return max(limit - 1, 0) if limit is not None and sub >= limit else sub
-
-    def last_sub(self) -> int:
-        """The loop's last sub-step (counted from 0) if its end is known, else its first."""
-        return self.last - self.first if self.last is not None else 0
-
-    def may_go_on(self, sub: int) -> bool:
-        """Whether a sub-step may follow ``sub`` (none does past a known end)."""
-        return self.last is None or self.first + sub + 1 <= self.last
-
-    def after(self, sub: int, stage: str) -> str:
-        """What follows sub-step ``sub`` of the loop building ``stage``, once it is computed.
-
-        ``"next"``: another sub-step of the loop. ``"failed"``: the variant raised inside
-        the loop (``stepper.error``). ``"end"``: the loop is over, and its end is now known.
-        """
-        target = self.first + sub + 1
-        try:
-            item = self.stepper.get(target)
-        except IndexError:
-            item = None
-        if isinstance(item, SubStep) and item.stage == stage:
-            return "next"
-        if self.stepper.error is not None:
-            return "failed"
-        self.last = target - 1
-        return "end"
-
-    def count_within(self, steps: int) -> int | None:
-        """Run the loop to its end if that takes at most ``steps`` sub-steps (loading worker)."""
-        if self.last is not None or self.limit is not None:
-            return self.count_known()
-        stepper = self.stepper
-        bound = self.first + steps
-
-        def too_long() -> bool:
-            return stepper.produced > bound
-
-        try:
-            end = stepper.next_stage(self.first, cancelled=too_long)
-        except Cancelled:
-            return None
-        if end is None and stepper.error is not None:
-            return None  # the variant failed inside the loop: stepping there reports it
-        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
-        return self.count_known()
-
-    def find_end(self, *, cheap_only: bool) -> int | None:
-        """The global number of the loop's last sub-step shown (runs the loop if needed)."""
-        if self.last is not None:
-            return self.last
-        stepper = self.stepper
-        if self.limit is not None:
-            candidate = self.first + self.limit - 1
-            if cheap_only and stepper.cost(candidate) > CHEAP_STEPS:
-                return None
-            try:
-                item = stepper.get(candidate)
-            except IndexError:
-                item = None
-            if isinstance(item, SubStep):
-                self.last = candidate
-                return candidate
-        if cheap_only:
-            return None
-        end = stepper.next_stage(self.first)
-        self.last = (end if end is not None else (stepper.total or self.first + 1)) - 1
-        return self.last
-
-
-def start_loop(runner: LessonRunner, step: Loop) -> LoopState | None:
-    """A stepper for a loop step, run up to the loop's first sub-step; None if there is no loop."""
-    stepper = Stepper(lambda: runner.start(step.variant, step.options, step.query))
-    index = 0
-    while True:
-        try:
-            item = stepper.get(index)
-        except IndexError:
-            if stepper.error is not None:
-                raise stepper.error from None
-            return None
-        if isinstance(item, SubStep) and item.stage == step.stage:
-            break
-        if isinstance(item, Stage) and item.name == step.stage:
-            return None  # the stage is not built by a loop
-        index += 1
-    state = LoopState(stepper, index, step.limit)
-    if step.limit is not None:
-        state.find_end(cheap_only=True)
-    return state
-
-
-def warm_up(
-    lesson: Lesson, runner: LessonRunner, *, highlight: Callable[[str], object] | None = None
-) -> dict[int, LoopState]:
-    """Compute every step's tensors once (a loading worker), so stepping only draws.
-
-    The runner caches its traces, so the main thread later finds them done. A
-    step that fails here fails again when shown, where its error is displayed.
-    ``highlight``: called once with each source file a show, loop or compare step shows (a
-    viewer prepares it).
-    """
-    loops: dict[int, LoopState] = {}
-    sources: list[str | None] = []
-    for number, step in enumerate(lesson.steps):
-        try:
-            if isinstance(step, Loop):
-                state = start_loop(runner, step)
-                if state is not None:
-                    loops[number] = state
-                    state.count_within(COUNT_STEPS)  # "pair 8 of 36" needs the 36
-                    # The stage the loop builds names the axes of the matrix it fills.
-                    built = runner.trace(step.variant, step.options, step.query).stage(step.stage)
-                    sources.append(built.source_file)
-                    # Its sub-steps show the file they ran in, which may be a helper's.
-                    first = state.stepper.get(state.first)
-                    sources.append(getattr(first, "source_file", None))
-            elif isinstance(step, Show):
-                sources.append(runner.tensor(step.ref).stage.source_file)
-            elif isinstance(step, Compare):
-                left, right, _difference = runner.compare(step)
-                sources += [left.stage.source_file, right.stage.source_file]
-            elif isinstance(step, Quiz):
-                runner.answer(step)
-        except Exception:  # reported when the step is shown
-            continue
-    if highlight is not None:
-        for source in dict.fromkeys(sources):  # each file once, in the lesson's order
-            if source:
-                try:
-                    highlight(source)
-                except Exception:  # the pane says what is wrong with the file when shown
-                    continue
-    return loops

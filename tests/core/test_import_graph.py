@@ -255,6 +255,30 @@ def test_plugins_import_only_the_plugin_api(
     assert not undocumented, f"in the plugin API but not in docs/api.md: {undocumented}"
 
 
+ENGINE = ("tracer.tracing", "tracer.session.walk", "tracer.lessons.lesson_runner")
+"""What the front ends never reach: they draw the session's views and make its moves."""
+
+
+def test_front_ends_never_touch_the_engine(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    """No module under tracer/tui/ or tracer/text/ imports the tracing package (any module of
+    it: runner, stepper, trace, worker), the session's walk or the lesson runner, counting
+    function-local and TYPE_CHECKING imports, nor an old path kept for one of them."""
+    edges, known = graph
+    engine = [*ENGINE, *(old for old, new in SHIMS.items() if new.startswith(ENGINE))]
+    found = [
+        _where(name, edge, known)
+        for name, out in sorted(edges.items())
+        if name.startswith(("tracer.tui.", "tracer.text.")) or name in ("tracer.tui", "tracer.text")
+        for edge in out
+        if any(edge.target == e or edge.target.startswith(f"{e}.") for e in engine)
+    ]
+    assert not found, "front ends reaching past the session:\n" + "\n".join(found)
+    # The rule bites: the session itself does reach them (its loops walk a stepper).
+    assert any(e.target.startswith(ENGINE) for e in edges["tracer.session.lesson"])
+
+
 def test_the_table_places_each_example() -> None:
     assert LAYERS[layer_of("tracer.cli.main") or 0].name == "cli"
     assert LAYERS[layer_of("tracer.tracing.runner") or 0].name.startswith("tracing")

@@ -24,6 +24,7 @@ from tracer.plugin_host import PluginHost
 from tracer.render.text import format_scalar
 from tracer.session.lesson import LessonSession as Session
 from tracer.session.lesson import LoopView, start_session
+from tracer.session.moves import Moved
 from tracer.text.plain_lesson import plain_lines
 
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
@@ -362,7 +363,7 @@ def loop_views(session: Session, number: int) -> list[LoopView]:
         loop = session.view().loop
         assert loop is not None and loop.shown is not None
         seen.append(loop)
-        if session.next() != "moved":
+        if not isinstance(session.next(), Moved):
             break
     return seen
 

@@ -34,6 +34,7 @@ from tracer.session.lesson import (
     how_to_answer,
     start_session,
 )
+from tracer.session.moves import Moved
 from tracer.tui.equation_text import equation_text
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d+[.,]\d+(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
@@ -242,7 +243,7 @@ def loop_leaks(loop: LoopView, unanswered: list[Answer]) -> list[str]:
         if tensor.dim():
             found += [f"{name} {c} is 1 minus its row" for c in derivable_cells(tensor, hidden)]
             found += [f"{name} {leak}" for leak in one_operation_away(tensor, hidden, unanswered)]
-    canvas = loop.state.stepper.canvases.get(sub.stage)
+    canvas = loop.canvas
     if canvas is not None:
         for row in range(canvas.rows):
             for column in range(canvas.cols):
@@ -330,7 +331,7 @@ def test_no_step_of_a_shipped_lesson_shows_an_unanswered_quizs_answer(
                 where = f"{session.lesson.name} step {number + 1}.{sub + 1}"
                 kept = [replace(a, own_screen=a.step == number) for a in unanswered]
                 found += [f"{where}: {leak}" for leak in leaks(view, kept)]
-                if view.loop is None or session.next() != "moved":
+                if view.loop is None or not isinstance(session.next(), Moved):
                     break
                 if session.position.step != number:
                     break

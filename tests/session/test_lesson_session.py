@@ -14,7 +14,8 @@ import pytest
 from tracer.lessons.loader import load_lesson, resolve_lesson
 from tracer.lessons.model import Lesson, Loop, Quiz
 from tracer.plugin_host import PluginHost
-from tracer.session.lesson import LessonSession, Position, reopen, start_session
+from tracer.session.lesson import LessonSession, Position, open_lesson, reopen, start_session
+from tracer.session.moves import AtEnd, Cancelled, Failed, Moved, Refused, Waiting, settle
 from tracer.session.progress import ProgressStore, progress_summary
 
 from .answers import right_response, wrong_response
@@ -51,7 +52,7 @@ def test_a_loop_is_walked_one_sub_step_at_a_time_and_back(session: LessonSession
     assert session.go(Position(number))
     assert session.count_loop(number) == len(tokens)  # one dot product per key
     for sub in range(1, len(tokens)):
-        assert session.next() == "moved"
+        assert isinstance(session.next(), Moved)
         assert session.position == Position(number, sub)
     view = session.view()
     assert view.loop is not None and view.loop.number == len(tokens) - 1
@@ -59,7 +60,7 @@ def test_a_loop_is_walked_one_sub_step_at_a_time_and_back(session: LessonSession
     inputs = embeddings(session)
     expected = inputs[loop.query] @ inputs[len(tokens) - 1]
     assert float(view.loop.sub.tensors["score"]) == pytest.approx(expected, abs=1e-6)
-    assert session.next() == "moved"  # past the loop's end: the step after it
+    assert isinstance(session.next(), Moved)  # past the loop's end: the step after it
     assert session.position == Position(number + 1)
     assert session.back()  # back into the loop: at its last sub-step
     assert session.position == Position(number, len(tokens) - 1)
@@ -152,7 +153,7 @@ def test_progress_is_saved_resumed_and_finished(
     assert resumed.position == Position(2)
     assert resumed.progress.seen == 3
     resumed.go(Position(len(resumed.steps) - 1))
-    assert resumed.next() == "end"
+    assert isinstance(resumed.next(), AtEnd)
     summary = progress_summary(ProgressStore().get(resumed.key))
     assert summary["done"] is True and summary["seen"] == len(resumed.steps)
     quizzes = sum(isinstance(step, Quiz) for step in resumed.steps)
@@ -168,3 +169,94 @@ def test_a_reloaded_lesson_keeps_the_place_and_the_answers(session: LessonSessio
     assert again.position == session.position
     assert again.recorded() is not None and again.recorded() == session.recorded()
     again.close()
+
+
+def test_moves_return_typed_results(session: LessonSession) -> None:
+    number = first(session, Loop)
+    moved = session.go(Position(number))
+    assert isinstance(moved, Moved) and moved
+    nowhere = session.go(Position(len(session.steps)))
+    assert isinstance(nowhere, AtEnd) and not nowhere and session.position.step == number
+    session.go(Position(0))
+    refused = session.loop_end()  # a narration is no loop: said in words, nothing moves
+    assert isinstance(refused, Refused) and refused.reason == "This step is not a loop"
+    assert session.position == Position(0)
+    assert isinstance(session.back(), AtEnd)
+
+
+def test_a_loops_next_sub_step_waits_on_pending_work(session: LessonSession) -> None:
+    number = first(session, Loop)
+    session.go(Position(number))
+    move = session.next(wait=False)  # the loop's second sub-step is not computed yet
+    assert isinstance(move, Waiting) and move.pending.description == "Running the loop"
+    assert session.position == Position(number, 0)  # nothing moves before the work is done
+    move.pending.run()
+    done = move.pending.finish()
+    assert isinstance(done, Moved) and session.position == Position(number, 1)
+    assert isinstance(session.back(wait=False), Moved)  # at hand: no waiting
+    end = session.loop_end(wait=False)  # finding a loop's end always runs in a worker
+    assert isinstance(end, Waiting) and end.pending.description == "Running to the end of the loop"
+    assert isinstance(settle(end), Moved)
+    assert session.position == Position(number, len(session.lesson.inputs.tokens) - 1)
+
+
+def test_cancelled_pending_work_moves_nothing(session: LessonSession) -> None:
+    number = first(session, Loop)
+    session.go(Position(number))
+    move = session.next(wait=False)
+    assert isinstance(move, Waiting)
+    move.pending.cancel()
+    with pytest.raises(Cancelled):
+        move.pending.run()
+    assert session.position == Position(number, 0)
+    again = session.next(wait=False)  # asked again, the same work waits again
+    assert isinstance(again, Waiting)
+    assert isinstance(settle(again), Moved) and session.position == Position(number, 1)
+
+
+FAILING_LOOP = """\
+title: A loop that breaks
+summary: Its variant raises after two sub-steps.
+steps:
+  - loop: {variant: fails-in-loop, stage: scores}
+  - narration: Still here.
+"""
+
+
+def test_a_loop_that_fails_stays_says_why_and_the_lesson_goes_on(tmp_path: Path) -> None:
+    lesson = tmp_path / "loop.yaml"
+    lesson.write_text(FAILING_LOOP, encoding="utf-8")
+    plugins = Path(__file__).resolve().parents[1] / "tui" / "plugins"
+    session = open_lesson(lesson, plugin_dirs=[str(plugins)], warm=False)
+    try:
+        session.attach(None)
+        assert isinstance(session.go_to(0), Moved)  # the loop starts where it is shown
+        assert isinstance(session.next(), Moved) and session.position == Position(0, 1)
+        failed = session.next()  # the third sub-step never comes
+        assert isinstance(failed, Failed) and not failed
+        assert "the loop broke after two sub-steps" in str(failed.error)
+        assert session.position == Position(0, 1)
+        assert isinstance(session.back(), Moved) and session.position == Position(0, 0)
+        assert session.go_to(1) and session.position == Position(1)  # the lesson goes on
+        assert isinstance(session.next(), AtEnd)
+    finally:
+        session.close()
+
+
+def test_a_loop_with_a_limit_ends_at_it_and_back_comes_into_its_last_sub_step() -> None:
+    """The app's test lesson: step 3 loops over the first query's keys, limited to eight."""
+    plugins = Path(__file__).resolve().parents[1] / "tui" / "plugins"
+    lesson = Path(__file__).resolve().parents[1] / "tui" / "lessons" / "tui_lesson.yaml"
+    session = open_lesson(lesson, plugin_dirs=[str(plugins)], warm=False)
+    try:
+        session.attach(None)
+        session.go_to(2)
+        assert isinstance(session.next(), Moved) and isinstance(session.next(), Moved)
+        assert session.position == Position(2, 2)
+        assert isinstance(session.loop_end(), Moved)  # its eighth sub-step (limit: 8)
+        assert session.position == Position(2, 7)
+        assert isinstance(session.next(), Moved) and session.position == Position(3, 0)
+        assert isinstance(session.back(), Moved)  # back into the loop, at its last sub-step
+        assert session.position == Position(2, 7)
+    finally:
+        session.close()

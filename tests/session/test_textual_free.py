@@ -19,6 +19,7 @@ from tracer.lessons.loader import find_lessons, resolve_lesson
 from tracer.lessons.model import Loop, Quiz
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import LessonSession, open_lesson
+from tracer.session.moves import AtEnd
 from tracer.session.progress import ProgressStore
 
 from .answers import right_response
@@ -72,7 +73,7 @@ def take(session: LessonSession) -> list[str]:
             kinds.append(step.quiz_kind)
         if isinstance(step, Loop) and session.position.sub == 0:
             assert session.loop_end()
-        if session.next() == "end":
+        if isinstance(session.next(), AtEnd):
             return kinds
 
 

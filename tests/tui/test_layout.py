@@ -18,7 +18,6 @@ from tracer.tui.lesson_screen import LessonScreen, loop_position
 from tracer.tui.source_view import SourceView
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
-from tracer.variant import SubStep
 
 from .conftest import LESSON, PLUGINS, press, settle
 
@@ -185,16 +184,15 @@ async def test_a_counted_loop_holds_the_height_of_its_tallest_position() -> None
             await pilot.resize_terminal(width, 40)
             await settle(pilot)
             where = screen.query_one("#loop-position", TextPane)
-            state = screen.loops[2]
-            tokens = state.stepper.tokens
             assert screen.session is not None
             shown = screen.session.view().loop
             assert shown is not None
+            every = shown.at_hand(8)  # all eight pairs, counted while loading
+            assert every is not None and len(every) == 8
             axes = loop_axes(shown.stage)  # the loop's matrix: its positions name tokens
             wrap = where.content_region.width
             tallest = max(
-                len(loop_position(sub, n, 8, tokens, axes).wrap(app.console, wrap))
-                for n, sub in enumerate(state.stepper.get(state.first + k) for k in range(8))
-                if isinstance(sub, SubStep)
+                len(loop_position(sub, n, 8, shown.tokens, axes).wrap(app.console, wrap))
+                for n, sub in enumerate(every)
             )
             assert where.size.height == tallest, width

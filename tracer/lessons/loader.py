@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -196,16 +197,85 @@ def load_lesson(
 
 
 def preflight(spec: str | Path, extra_dirs: Sequence[str | Path] = ()) -> Path:
-    """Resolve and read a lesson as YAML only, without plugins: the cheap checks, first.
+    """Resolve and read a lesson without plugins: the cheap checks, first.
 
     Raises what :func:`load_lesson` would for a file that is not a readable,
     safe YAML document (UsageError, or LessonError for size, encoding, syntax,
-    tags, anchors, duplicate keys), so hostile files are refused before the
-    plugins (and torch) are loaded. Returns the lesson's path.
+    tags, anchors, duplicate keys), and LessonError for the problems of its
+    structure that no plugin can change (:func:`structure_problems`: an
+    unknown key, a step that is not a mapping), so such files are refused
+    before the plugins (and torch) are loaded. Returns the lesson's path.
     """
     path = resolve_lesson(spec, extra_dirs)
-    compose_file(path)
+    root = compose_file(path)
+    problems = structure_problems(root, str(path), path.parent)
+    if problems:
+        raise LessonError(problems)
     return path
+
+
+def structure_problems(root: yaml.Node | None, path: str, base_dir: Path) -> list[Problem]:
+    """The problems of a lesson's structure, found without loading a plugin (or torch).
+
+    The grammar reads the lesson with no plugins installed, and only what no plugin
+    could change is kept: the keys of the lesson, of its steps and of every mapping
+    in them (each checked against the grammar's fixed key tables), and the shape of
+    the YAML (a mapping where one is needed, the lesson's required keys, one kind a
+    step, quiz ids used once). The names of variants, stages and options are left to
+    the full reading, with the plugins. Each problem kept is one that reading reports
+    too, word for word. ``[]`` when the structure is sound, or when reading it without
+    plugins fails (the full reading then says why).
+    """
+    if root is None or not isinstance(root, yaml.MappingNode):
+        reader = _StructureReader(path, base_dir)  # refused before anything else is read
+        reader.lesson(root, Path(path).stem)
+        return one_line(reader.problems)
+    try:
+        reader = _StructureReader(path, base_dir)
+        reader.lesson(root, Path(path).stem)
+    except Exception:  # only a shortcut: the full reading reports what went wrong
+        return []
+    return one_line(reader.structural)
+
+
+_STRUCTURE = frozenset(
+    {
+        "Reader.lesson",
+        "Reader.top",
+        "Reader.steps",
+        "Reader.step",
+        "Reader.step_kind",
+        "Reader.beside",
+        "Reader.unique_ids",
+        "ReaderBase.mapping",
+    }
+)
+"""The grammar's methods whose problems need no plugin: the lesson's and each step's keys,
+the mappings' keys against fixed tables, the YAML's shape, quiz ids."""
+_PASSED_ON = frozenset({"ReaderBase.require"})
+"""Helpers whose problems are their caller's: a required key is structure where the lesson's
+own keys are read, not where a step may take it from its section's defaults."""
+
+
+class _StructureReader(Reader):
+    """The grammar with no plugins, keeping the problems :data:`_STRUCTURE` reports."""
+
+    def __init__(self, path: str, base_dir: Path) -> None:
+        from tracer.plugin_host import PluginHost  # no entry points, no folders: no plugin code
+
+        super().__init__(path, base_dir, PluginHost(entry_points=False, use_env=False))
+        self.structural: list[Problem] = []
+
+    def problem(self, node: Any, message: str) -> None:
+        super().problem(node, message)
+        depth = 1
+        while sys._getframe(depth).f_code.co_qualname in _PASSED_ON:
+            depth += 1
+        if sys._getframe(depth).f_code.co_qualname in _STRUCTURE:
+            self.structural.append(self.problems[-1])
+
+    def stop_at(self, first: int, why: str) -> None:
+        """Every step is read: without plugins, each variant is unknown (not a reason to stop)."""
 
 
 def parse_lesson(
@@ -272,4 +342,5 @@ __all__ = [
     "preflight",
     "resolve_lesson",
     "shipped_dir",
+    "structure_problems",
 ]

@@ -17,8 +17,12 @@ keys or lines; none of them computes or decides anything beneath it::
     session.next(); session.answer("0.95"); session.hint(); session.back()
 
 :mod:`tracer.session.explore` does the same for the explorer (a variant
-stepped through without a lesson), and :mod:`tracer.session.progress` keeps
-the progress file the app and the plain front end share.
+stepped through without a lesson). Both sessions' moves return a typed result
+(:mod:`tracer.session.moves`: moved, at the end, failed, refused, or waiting on
+a :class:`~tracer.session.moves.Pending` a front end runs off its drawing
+thread), and :mod:`tracer.session.places` words where a loop is.
+:mod:`tracer.session.progress` keeps the progress file the app and the plain
+front end share.
 
 Nothing here imports Textual; this package itself imports nothing heavy.
 """

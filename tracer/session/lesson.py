@@ -8,22 +8,24 @@ only asks and forwards:
 - :meth:`~LessonSession.view`: the current step, complete (:class:`LessonView`);
 - :meth:`~LessonSession.next`, :meth:`~LessonSession.back`,
   :meth:`~LessonSession.go`, :meth:`~LessonSession.loop_end`: moves (a loop's
-  sub-steps included);
+  sub-steps included), each returning a :class:`~tracer.session.moves.Move`;
 - :meth:`~LessonSession.answer` and :meth:`~LessonSession.hint`: the quiz on screen
   (:meth:`~LessonSession.draft` keeps what is marked or typed but not checked yet);
 - :meth:`~LessonSession.save`, :meth:`~LessonSession.summary`,
   :meth:`~LessonSession.next_lesson`, :meth:`~LessonSession.changed` and
   :func:`reopen` (reload on save, keeping the position and the answers).
 
-Work that may take long (a loop's next sub-step, a loop's end) can be asked
-for separately (:meth:`~LessonSession.pending`, :meth:`~LessonSession.find_loop_end`),
-so a front end with a user interface runs it off its drawing thread; a text
-front end just calls the move, which computes what it needs.
+Work that may take long (a loop's next sub-step, a loop's end): a front end with a
+user interface asks for the move with ``wait=False`` and gets it back as
+:class:`~tracer.session.moves.Waiting` on a :class:`~tracer.session.moves.Pending`,
+which it runs off its drawing thread (with cancel and progress) and then finishes; a
+text front end just calls the move, which computes what it needs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,14 @@ from tracer.errors import TracerError
 from tracer.lessons.check import open_checked
 from tracer.lessons.grading import ECHO_RESPONSE, ascii_index, echo, parse_choices
 from tracer.lessons.grading import grade as grade_response
-from tracer.lessons.hiding import SubStepView, Table, quiz_id, secrets, substep_view
+from tracer.lessons.hiding import (
+    SubStepView,
+    Table,
+    quiz_has_tables,
+    quiz_id,
+    secrets,
+    substep_view,
+)
 from tracer.lessons.loader import find_lessons, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
 from tracer.lessons.views import (
@@ -44,15 +53,26 @@ from tracer.lessons.views import (
     loop_at,
     quiz_at,
     step_heading,
+    step_label,
     step_view,
 )
 from tracer.plugin_host import PluginHost
+from tracer.render.labels import loop_matrix_axes
+from tracer.session.moves import AT_END, MOVED, Failed, Move, Pending, Refused, Waiting
+from tracer.session.places import LoopWords, loop_words
 from tracer.session.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
 from tracer.session.walk import COUNT_STEPS, LoopState, start_loop, warm_up
+from tracer.tracing.stepper import LoopCanvas
 from tracer.variant import Stage, SubStep
 
 if TYPE_CHECKING:
     from tracer.lessons.lesson_runner import LessonRunner
+    from tracer.lessons.lesson_runner import Resolved as Resolved
+
+    LessonRun = LessonRunner
+    """A lesson's every step computed (its runs cached): what the whole-lesson text front ends
+    (``--plain``, Markdown and notebook export) read the lesson views from. The session's
+    :attr:`LessonSession.runner`, or one of :func:`lesson_run`'s making."""
 
 
 @dataclass(frozen=True)
@@ -117,13 +137,37 @@ class LoopView:
     count: int | None
     """How many sub-steps the loop has, once known."""
     tokens: tuple[str, ...]
-    state: LoopState
+    canvas: LoopCanvas | None = None
+    """The matrix the loop is filling, up to this sub-step (a loop with a declared dot
+    product); None: the loop has none."""
     stage: Stage | None = None
     """The stage the loop builds, once its run has got there (its axes name the loop's
     matrix); never run here to find it."""
     shown: SubStepView | None = None
     """What of the sub-step may be shown (the walk's: no unanswered quiz's answer in its
     tensors, the loop's matrix, its formula or arithmetic); None: all of it."""
+    at_hand: Callable[[int], tuple[SubStep, ...] | None] = field(
+        default=lambda _limit: None, repr=False, compare=False
+    )
+    """``at_hand(limit)``: every sub-step of the loop, if its end is known, it has at most
+    ``limit`` of them and all are computed (None otherwise): nothing runs. A drawing
+    measures their position texts to hold the tallest one's height."""
+
+    @property
+    def axes(self) -> tuple[str, ...] | None:
+        """The axes of the matrix the loop fills, from the stage it builds (None until the run
+        has got there): its positions name tokens only along a token axis."""
+        stage = self.stage
+        if stage is None or not stage.tensors:
+            return None
+        return loop_matrix_axes(stage.axes.get(next(iter(stage.tensors))))
+
+    @property
+    def words(self) -> LoopWords:
+        """Where the loop is, in words ("pair 8 of 36 · position (1, 3), counted from 0" and
+        the tokens it pairs), with what may not be said as "?"."""
+        number, count = self.place
+        return loop_words(self.sub, number, count, self.tokens, self.axes)
 
     @property
     def place(self) -> tuple[int | None, int | None]:
@@ -132,6 +176,17 @@ class LoopView:
         if self.shown is not None and not self.shown.count_shown:
             return None, None
         return self.number + 1, self.count
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What the end of a lesson says: its title, the summary, and the lesson after it."""
+
+    title: str
+    summary: str
+    following: Path | None = None
+    """The next lesson's file in the picker's order (None: this was the last)."""
+    following_title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +268,14 @@ def start_session(
     return LessonSession(
         lesson, runner, host, path, key, file_time(path), loops, tuple(lesson_dirs)
     )
+
+
+def lesson_run(lesson: Lesson, host: PluginHost) -> LessonRun:
+    """A run of ``lesson`` without a learner (imports torch): what ``--plain`` and the
+    exports read when no session lends its own. Its owner closes it."""
+    from tracer.lessons.lesson_runner import LessonRunner
+
+    return LessonRunner(lesson, host)
 
 
 def reopen(
@@ -304,6 +367,22 @@ class LessonSession:
         """The end-of-lesson text: the quiz score and what the lesson covered."""
         return self.text(lesson_summary(self.lesson, self.progress.answers))
 
+    def ending(self) -> Ending:
+        """The end of the lesson: the summary (quiz score, what it covered) and the way on."""
+        following = self.next_lesson()
+        if following is None:
+            return Ending(self.lesson.title, self.summary())
+        return Ending(self.lesson.title, self.summary(), *following)
+
+    def contents(self) -> tuple[tuple[str, str], ...]:
+        """Each step's label and tip, in order: the timeline's entries and the palette's."""
+        return tuple(step_label(n + 1, step) for n, step in enumerate(self.lesson.steps))
+
+    def quiz_alone(self) -> bool:
+        """Whether the step on screen is a quiz with no tables (the question is all it shows)."""
+        number = self.position.step
+        return self.steps[number].kind == "quiz" and not quiz_has_tables(self.lesson, number)
+
     def next_lesson(self) -> tuple[Path, str] | None:
         """The lesson after this one in the picker's order (its file and its title), if any."""
         try:
@@ -331,6 +410,10 @@ class LessonSession:
         for state in self.loops.values():
             state.stepper.close()
 
+    def file_read(self) -> None:
+        """Take the lesson file as read now (it is about to be read again on purpose)."""
+        self.mtime = file_time(self.path)
+
     # Moving ---------------------------------------------------------------------------
 
     @property
@@ -355,10 +438,11 @@ class LessonSession:
         state = self.loop(number)
         return state.count_within(COUNT_STEPS) if state is not None else None
 
-    def go(self, position: Position) -> bool:
-        """Move to ``position`` (a sub-step past a loop's known end: its last); False if no step."""
+    def go(self, position: Position) -> Move:
+        """Move to ``position`` (a sub-step past a loop's known end: its last); :class:`AtEnd`
+        if there is no such step."""
         if not 0 <= position.step < len(self.steps):
-            return False
+            return AT_END
         sub = 0
         if loop_at(self.lesson, position.step) is not None:
             try:
@@ -368,42 +452,48 @@ class LessonSession:
             sub = 0 if state is None else state.clamp(position.sub)
         self.position = Position(position.step, sub)
         self.progress.seen = max(self.progress.seen, position.step + 1)
-        return True
+        return MOVED
 
-    def go_to(self, number: int) -> bool:
+    def go_to(self, number: int) -> Move:
         """Jump to step ``number`` (its first sub-step)."""
         return self.go(Position(number))
 
-    def pending(self) -> tuple[LoopState, int] | None:
-        """What :meth:`next` would compute first: a loop's next sub-step not yet run
-        (the stepper and its index), for a front end to run off its drawing thread."""
-        here = self.position
-        state = self.loops.get(here.step)
-        if state is None or not state.may_go_on(here.sub):
-            return None
-        return self.uncomputed(Position(here.step, here.sub + 1))
+    def first(self) -> Move:
+        """To the lesson's first step."""
+        return self.go(Position())
 
-    def next(self) -> str:
+    def last(self) -> Move:
+        """To the lesson's last step (a loop there: its first sub-step)."""
+        return self.go(Position(len(self.steps) - 1))
+
+    def next(self, *, wait: bool = True) -> Move:
         """One step on (inside a loop, one sub-step).
 
-        ``"moved"``; ``"end"`` at the last step (the lesson is then finished and saved);
-        ``"failed"``: the variant raised inside the loop (:attr:`loop_error`), staying here.
+        :class:`~tracer.session.moves.Moved`; :class:`~tracer.session.moves.AtEnd` at the
+        last step (the lesson is then finished and saved); :class:`~tracer.session.moves.Failed`:
+        the variant raised inside the loop, staying here. ``wait`` False: a loop's next
+        sub-step not yet computed is :class:`~tracer.session.moves.Waiting` on its work.
         """
         here = self.position
         step = loop_at(self.lesson, here.step)
         state = self.loops.get(here.step) if step is not None else None
         if step is not None and state is not None and state.may_go_on(here.sub):
-            after = state.after(here.sub, step.stage)
-            if after == "next":
-                self.go(Position(here.step, here.sub + 1))
-                return "moved"
-            if after == "failed" and state.stepper.error is not None:
-                return "failed"
+            if not wait:
+                # Even one sub-step runs off the drawing thread: a variant that sleeps or
+                # never returns must leave the front end's keys working.
+                after = Position(here.step, here.sub + 1)
+                pending = self._pending(after, lambda: self.next(wait=False))
+                if pending is not None:
+                    return Waiting(pending)
+            following = state.after(here.sub, step.stage)
+            if following == "next":
+                return self.go(Position(here.step, here.sub + 1))
+            if following == "failed" and state.stepper.error is not None:
+                return Failed(state.stepper.error)
         if here.step + 1 >= len(self.steps):
             self.finish()
-            return "end"
-        self.go(Position(here.step + 1))
-        return "moved"
+            return AT_END
+        return self.go(Position(here.step + 1))
 
     @property
     def loop_error(self) -> BaseException | None:
@@ -421,14 +511,21 @@ class LessonSession:
         state = self.loops.get(here.step - 1)
         return Position(here.step - 1, state.last_sub() if state is not None else 0)
 
-    def back(self) -> bool:
-        """One step back (inside a loop, one sub-step); False at the first step."""
+    def back(self, *, wait: bool = True) -> Move:
+        """One step back (inside a loop, one sub-step); :class:`AtEnd` at the first step.
+        ``wait`` False: a sub-step of this loop no longer at hand is :class:`Waiting`."""
         target = self.before()
-        return target is not None and self.go(target)
+        if target is None:
+            return AT_END
+        if not wait and target.step == self.position.step:
+            pending = self._pending(target, lambda: self.go(target))
+            if pending is not None:
+                return Waiting(pending)
+        return self.go(target)
 
-    def uncomputed(self, position: Position) -> tuple[LoopState, int] | None:
-        """What showing ``position`` would compute first (a loop's sub-step no longer or not
-        yet at hand): the stepper and its index, for a front end to run off its drawing thread."""
+    def _pending(self, position: Position, then: Callable[[], Move]) -> Pending[None] | None:
+        """The work showing ``position`` needs first (a loop's sub-step no longer or not yet
+        computed), finished by ``then``; None if it needs none."""
         state = self.loops.get(position.step)
         if state is None or loop_at(self.lesson, position.step) is None:
             return None
@@ -436,10 +533,15 @@ class LessonSession:
         stepper = state.stepper
         if stepper.known(index) or (stepper.total is not None and index >= stepper.total):
             return None
-        return state, index
 
-    def find_loop_end(self, state: LoopState, cancelled: Callable[[], bool] | None = None,
-                      progress: Callable[[int], None] | None = None) -> int | None:  # fmt: skip
+        def work(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> None:
+            with contextlib.suppress(IndexError):  # the loop ended first: the move says so
+                stepper.get(index, cancelled=cancelled, progress=progress)
+
+        return Pending("Running the loop", work, lambda _: then())
+
+    def _find_loop_end(self, state: LoopState, cancelled: Callable[[], bool] | None = None,
+                       progress: Callable[[int], None] | None = None) -> int | None:  # fmt: skip
         """Run loop ``state`` to its end (may take long: a worker's job); the last sub-step."""
         if state.last is None and state.limit is None:
             stepper = state.stepper
@@ -448,13 +550,35 @@ class LessonSession:
         last = state.find_end(cheap_only=False)
         return None if last is None else last - state.first
 
-    def loop_end(self) -> bool:
-        """To the last sub-step of the loop on screen; False if this step is no loop."""
-        state = self.loop(self.position.step)
+    def loop_end(self, *, wait: bool = True) -> Move:
+        """To the last sub-step of the loop on screen (:class:`Refused` if this step is no
+        loop). ``wait`` False: finding the end is :class:`Waiting`, however short."""
+        number = self.position.step
+        if loop_at(self.lesson, number) is None:
+            return Refused("This step is not a loop")
+        state = self.loops.get(number)
         if state is None:
-            return False
-        last = self.find_loop_end(state)
-        return last is not None and self.go(Position(self.position.step, last))
+            return AT_END
+
+        def work(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
+            return self._find_loop_end(state, cancelled, progress)
+
+        def finish(last: int | None) -> Move:
+            return AT_END if last is None else self.go(Position(number, last))
+
+        if wait:
+            return finish(work(_never, _quiet))
+        return Waiting(Pending("Running to the end of the loop", work, finish))
+
+    def _at_hand(self, state: LoopState, limit: int) -> tuple[SubStep, ...] | None:
+        stepper = state.stepper
+        if state.last is None:
+            return None
+        every = range(state.first, state.last + 1)
+        if not 0 < len(every) <= limit or not all(stepper.known(i) for i in every):
+            return None
+        found = tuple(stepper.get(i) for i in every)
+        return found if all(isinstance(sub, SubStep) for sub in found) else None  # type: ignore[return-value]
 
     def text(self, prose: str, quiz: Quiz | None = None) -> str:
         """The author's prose as shown: its live values filled in from the run, and no
@@ -576,7 +700,8 @@ class LessonSession:
             kept = secrets(self.lesson, self.runner, number, answered)
             canvas = state.stepper.canvases.get(sub.stage)
             said = substep_view(sub, kept, canvas, count)
-            loop = LoopView(sub, here.sub, count, tokens, state, built, said)
+            at_hand = functools.partial(self._at_hand, state)
+            loop = LoopView(sub, here.sub, count, tokens, canvas, built, said, at_hand)
         elif isinstance(step, Quiz):
             previous = self.recorded(number)
             verdict = self._verdict(step, previous.response, previous.right) if previous else None
@@ -610,3 +735,11 @@ def how_to_answer(quiz: Quiz) -> str:
         within = f" (within {quiz.tolerance:g})" if quiz.tolerance else ""
     # No example number: an example could itself be a right answer (0.95 for 0.9544 ± 0.005).
     return f"Type a number{within}, with a decimal point or a decimal comma."
+
+
+def _never() -> bool:
+    return False
+
+
+def _quiet(_done: int) -> None:
+    return None

@@ -36,9 +36,9 @@ from tracer.render.text import format_tensor, shape_text
 from tracer.text.plain_lesson import focus_lines, loop_lines
 
 if TYPE_CHECKING:
-    from tracer.lessons.lesson_runner import LessonRunner, Resolved
     from tracer.lessons.views import StepView
     from tracer.plugin_host import PluginHost
+    from tracer.session.lesson import LessonRun, Resolved
     from tracer.variant import Stage
 
 FORMATS = ("md", "ipynb")
@@ -111,7 +111,7 @@ class Exporting:
     """What drawing a step needs: the lesson's runner, and the folder the document is
     written to (inputs files are named relative to it, so the document travels)."""
 
-    runner: LessonRunner
+    runner: LessonRun
     folder: Path
 
 
@@ -119,7 +119,7 @@ def blocks(
     lesson: Lesson,
     host: PluginHost,
     *,
-    runner: LessonRunner | None = None,
+    runner: LessonRun | None = None,
     folder: Path | None = None,
 ) -> Iterator[Block]:
     """The lesson, step by step, computed live.
@@ -128,10 +128,10 @@ def blocks(
     document will be (default: the current folder); code cells name inputs files by
     their path from there, never by this machine's absolute path.
     """
-    from tracer.lessons.lesson_runner import LessonRunner  # here: the runner imports torch
+    from tracer.session.lesson import lesson_run
 
     own = runner is None
-    runner = runner if runner is not None else LessonRunner(lesson, host)
+    runner = runner if runner is not None else lesson_run(lesson, host)
     context = Exporting(runner, (folder or Path.cwd()).absolute())
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
     yield Block(
@@ -383,7 +383,7 @@ def markdown(
     lesson: Lesson,
     host: PluginHost,
     *,
-    runner: LessonRunner | None = None,
+    runner: LessonRun | None = None,
     folder: Path | None = None,
 ) -> str:
     """The lesson as Markdown (``runner``, ``folder``: as :func:`blocks` takes them)."""
@@ -409,7 +409,7 @@ def notebook(
     lesson: Lesson,
     host: PluginHost,
     *,
-    runner: LessonRunner | None = None,
+    runner: LessonRun | None = None,
     folder: Path | None = None,
 ) -> Any:
     """An nbformat-4 notebook node: Markdown cells, the variants' code as text, and code cells
@@ -461,7 +461,7 @@ def export_text(
     host: PluginHost,
     to: str,
     *,
-    runner: LessonRunner | None = None,
+    runner: LessonRun | None = None,
     folder: Path | None = None,
 ) -> str:
     """The whole document as text, in format ``to`` (``md`` or ``ipynb``); ``runner`` and

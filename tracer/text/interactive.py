@@ -51,6 +51,7 @@ from tracer.lessons.hiding import HIDDEN_NOTE
 from tracer.render.labels import loop_matrix_axes
 from tracer.sanitize import message, visible
 from tracer.session.lesson import Position
+from tracer.session.moves import AtEnd, Failed
 from tracer.text.plain_lesson import (
     lesson_heading,
     quiz_lines,
@@ -401,7 +402,7 @@ class Interactive:
         except Exception as error:  # the variant failed while running the loop on
             self.say(f"This step failed: {error}")
             return False
-        if moved == "failed":
+        if isinstance(moved, Failed):
             if self.stuck == before:  # said once already: Enter again skips the loop's rest
                 self.stuck = None
                 if not session.go_to(before.step + 1):
@@ -412,10 +413,10 @@ class Interactive:
                 self.show(whole=True)
                 return False
             self.stuck = before
-            self.say(f"The loop failed here: {session.loop_error}")
+            self.say(f"The loop failed here: {moved.error}")
             self.say("Press Enter again to go on to the next step.")
             return False
-        if moved == "end":
+        if isinstance(moved, AtEnd):
             self.warn(session.warning)
             self.end()
             return True

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from tracer.errors import EXIT_OK
 
 if TYPE_CHECKING:
-    from tracer.tracing.stepper import Stepper
+    from tracer.session.explore import ExploreSession
+    from tracer.variant import Stage, SubStep
 
 PLAIN_SUBSTEPS = 12
 """Sub-steps of each loop that ``explore --plain`` prints before summing up the rest."""
@@ -24,39 +25,34 @@ def explore_plain(variant: str, options: object, plugin_dirs: list[str]) -> int:
     session = explore_loader(variant, options, plugin_dirs)  # type: ignore[arg-type]
     for warning in session.warnings:
         print(f"attn: warning: {warning}", file=sys.stderr)
-    for chunk in plain_steps(session.stepper):
+    for chunk in plain_steps(session):
         print(chunk)
-    error = session.stepper.error
+    error = session.error
     if error is not None:
         print(f"attn: {error}", file=sys.stderr)
         return error.exit_status
     return EXIT_OK
 
 
-def plain_steps(stepper: Stepper) -> Iterator[str]:
-    """The text of each stage, and of a loop's first sub-steps, in the order they ran."""
+def plain_steps(session: ExploreSession) -> Iterator[str]:
+    """The text of each stage, and of a loop's first sub-steps, in the order they ran: the
+    session stepped on from its first step to its last."""
     # Here, not at the top: Textual and the lesson modules load only for this command.
     from tracer.render.text import format_number, format_stage, shape_text, source_line
     from tracer.tui.equation_text import equation_text
     from tracer.variant import Stage
 
-    trace = stepper.trace
+    trace = session.trace
     variant = trace.variant
     yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{source_line(trace)}\n"
     shown_in_loop = 0
     skipped = 0
-    index = 0
-    while True:
-        try:
-            step = stepper.get(index)
-        except IndexError:
-            break
-        index += 1
+    for step in _walk(session):
         if isinstance(step, Stage):
             if skipped:
                 yield f"   … and {skipped:,} more sub-steps of this loop\n"
             shown_in_loop = skipped = 0
-            yield format_stage(step, stepper.trace, len(variant.stages)) + "\n"
+            yield format_stage(step, session.trace, len(variant.stages)) + "\n"
             continue
         if shown_in_loop >= PLAIN_SUBSTEPS:
             skipped += 1
@@ -77,3 +73,13 @@ def plain_steps(stepper: Stepper) -> Iterator[str]:
         yield "\n".join(lines)
     if skipped:
         yield f"   … and {skipped:,} more sub-steps of this loop\n"
+
+
+def _walk(session: ExploreSession) -> Iterator[Stage | SubStep]:
+    """Every step, first to last, as the session moves on (it runs the variant as it goes)."""
+    from tracer.session.moves import Moved
+
+    move = session.first()
+    while isinstance(move, Moved) and session.step is not None:
+        yield session.step
+        move = session.next()

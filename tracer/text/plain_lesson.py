@@ -33,23 +33,23 @@ from tracer.variant import source_tokens
 
 if TYPE_CHECKING:
     from tracer.lessons.hiding import SubStepView
-    from tracer.lessons.lesson_runner import LessonRunner, Resolved
     from tracer.lessons.views import StepView
     from tracer.plugin_host import PluginHost
+    from tracer.session.lesson import LessonRun, Resolved
     from tracer.variant import SubStep
 
 
 def plain_lines(
-    lesson: Lesson, host: PluginHost, *, runner: LessonRunner | None = None
+    lesson: Lesson, host: PluginHost, *, runner: LessonRun | None = None
 ) -> Iterator[str]:
     """Yield the lesson's text one block at a time, computing each step as it is reached.
 
     ``runner``: the session's (left open: its runs are reused), else one of its own.
     """
-    from tracer.lessons.lesson_runner import LessonRunner  # here: the runner imports torch
+    from tracer.session.lesson import lesson_run
 
     own = runner is None
-    runner = runner if runner is not None else LessonRunner(lesson, host)
+    runner = runner if runner is not None else lesson_run(lesson, host)
     yield lesson_heading(lesson)
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
@@ -73,7 +73,7 @@ def step_title(number: int, total: int, step: LessonStep) -> str:
     return f"--- Step {number + 1} of {total}: {step_heading(step)}"
 
 
-def _step_lines(step: LessonStep, runner: LessonRunner, number: int) -> list[str]:
+def _step_lines(step: LessonStep, runner: LessonRun, number: int) -> list[str]:
     view = step_view(runner.lesson, runner, number)
     whole = _WHOLE.get(view.kind)
     return whole(view, runner) if whole is not None else view_lines(view)
@@ -229,7 +229,7 @@ def focus_lines(
     return lines
 
 
-def loop_lines(view: StepView, runner: LessonRunner) -> list[str]:
+def loop_lines(view: StepView, runner: LessonRun) -> list[str]:
     """A loop step in full: its caption, then every sub-step it shows, and how many.
 
     Read top to bottom as the rest of ``--plain``: a quiz after the loop keeps its answer
@@ -254,7 +254,7 @@ def loop_lines(view: StepView, runner: LessonRunner) -> list[str]:
     return lines
 
 
-def _loop_axes(step: Loop, runner: LessonRunner) -> tuple[str, ...] | None:
+def _loop_axes(step: Loop, runner: LessonRun) -> tuple[str, ...] | None:
     """The axes of the matrix ``step``'s loop fills: those of the stage it builds (None if the
     run cannot say: then its positions are given by index alone)."""
     built = TensorRef(step.variant, step.stage, query=step.query, options=step.options)
@@ -378,7 +378,7 @@ def quiz_table_lines(step_view: StepView) -> list[str]:
     return lines
 
 
-def answer_lines(step_view: StepView, runner: LessonRunner) -> list[str]:
+def answer_lines(step_view: StepView, runner: LessonRun) -> list[str]:
     """What ``--plain`` (not interactive) prints after a quiz: hints, answer, explanation."""
     step = step_as(step_view.step, Quiz)
     # The view's hints: what the walk lets them say (no other unanswered quiz's answer).
@@ -391,7 +391,7 @@ def answer_lines(step_view: StepView, runner: LessonRunner) -> list[str]:
     return lines
 
 
-_WHOLE: dict[str, Callable[[StepView, LessonRunner], list[str]]] = {
+_WHOLE: dict[str, Callable[[StepView, LessonRun], list[str]]] = {
     "loop": loop_lines,
     "quiz": lambda view, runner: (
         quiz_lines(view, until="the answer is printed below") + answer_lines(view, runner)

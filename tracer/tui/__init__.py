@@ -11,8 +11,9 @@ Modules, by concern:
 - drawing less per key (mixins our widgets share): ``steady`` (one layout pass per change),
   ``backdrop`` (a container draws each kind of blank row once), ``kept`` (rows handed back
   until the widget is refreshed);
-- state: ``stepper`` (random access to a forward-only trace, with bounded memory) and
-  ``progress`` (bookmarks, quiz answers and the theme, in the user's data directory).
+- no state of their own: the position, the moves and what each step shows are the sessions'
+  (:mod:`tracer.session`); the screens draw a session's view and run a move's pending work in
+  a worker. ``progress`` and ``loop_count`` are kept here for code that imported them.
 
 Importing any of these never imports torch: screens load it in a worker after the first frame.
 """

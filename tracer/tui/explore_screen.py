@@ -2,8 +2,9 @@
 
 The screen paints at once; a thread worker then imports torch, loads the
 plugins and computes the first step, while the tensor pane shows a loading
-indicator. Steps are numbered by a :class:`~tracer.session.explore.ExploreSession`'s stepper,
-which makes stepping back possible on a trace that only runs forwards.
+indicator. The :class:`~tracer.session.explore.ExploreSession` holds the position and
+makes the moves (stepping back on a trace that only runs forwards); this screen draws its
+view, runs a move's pending work in a worker, and forwards the keys.
 """
 
 from __future__ import annotations
@@ -17,19 +18,17 @@ from textual.app import ComposeResult
 from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
-from tracer.errors import PluginError
-from tracer.render.labels import axes_hint
 from tracer.sanitize import visible
-from tracer.session.explore import ExploreSession, Stepper
+from tracer.session.explore import ExploreSession, ExploreView
+from tracer.session.moves import AtEnd, Failed, Move, Moved, Refused, Waiting
 from tracer.tui.commands import PaletteCommand
-from tracer.tui.loop_count import loop_place
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row
 from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
-from tracer.variant import Stage, SubStep, Variant
+from tracer.variant import Stage, Variant
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -56,13 +55,11 @@ class ExploreScreen(StepScreen):
         self._loader = loader
         self.title_text = title
         self.session: ExploreSession | None = None
-        self.position = -1
-        self._narration: tuple[int, Text, Stage | SubStep, str] | None = None
-        """The step shown: its number, its narration, the step, and where it is."""
+        self._narration: Text | None = None
+        """The step shown's narration, before "step N of M" (which may change)."""
         self.error_shown = False
         self.failure: str | None = None
         """The error shown in place of the step the variant could not produce, if any."""
-        self._padding_said = False
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
@@ -93,20 +90,19 @@ class ExploreScreen(StepScreen):
         # The heap was frozen after loading, so the collector would never stop the plugin's
         # worker process: stop it here, when the variant leaves the screen.
         if self.session is not None:
-            self.session.stepper.close()
+            self.session.close()
         thaw_heap()  # what this screen held can be collected; the next screen freezes anew
+
+    @property
+    def position(self) -> int:
+        """The step on screen (the session's; -1 before the first)."""
+        return self.session.position if self.session is not None else -1
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="load")
     def _load(self) -> ExploreSession:
         host_of = getattr(self.app, "plugin_host", None)
         session = self._loader(host_of() if host_of is not None else None)
-        try:
-            first = session.stepper.get(0)
-        except IndexError:
-            # No first step: the variant failed before yielding one (or yields nothing).
-            if session.stepper.error is not None:
-                raise session.stepper.error from None
-            raise PluginError(f"variant '{session.variant.name}' yielded no steps") from None
+        first = session.start()
         if first.source_file:
             # The plugin's file, highlighted (in the theme's shade) and mapped off the UI thread.
             prepare_source(first.source_file, self.app.current_theme.dark)
@@ -138,7 +134,7 @@ class ExploreScreen(StepScreen):
         )
         for warning in session.warnings:
             self.app.notify(warning, title="Plugin warning", severity="warning", markup=False)
-        self.show_step(0)
+        self.go(0)
 
     def _failed(self, error: BaseException) -> None:
         self.set_exit_status(error)
@@ -163,223 +159,150 @@ class ExploreScreen(StepScreen):
 
     # Showing a step -----------------------------------------------------------------
 
-    def show_step(self, index: int) -> None:
+    def show_step(self) -> None:
+        """Draw the session's view of the step it is on."""
         session = self.session
         if session is None:
             return
-        stepper = session.stepper
-        try:
-            step = stepper.get(index)
-        except IndexError:
-            self._report_stop()
+        view = session.view()
+        if view.step is None:
+            self._show_stop(view)
             return
-        self.position = index
         self.failure = None
-        tokens = stepper.tokens
-        variant = session.variant
+        step = view.step
         # Three lines: what this is, its formula, where we are (fits narrow terminals).
         narration = Text()
+        narration.append(visible(view.title, multiline=False), style="bold")
         if isinstance(step, Stage):
-            narration.append(visible(step.title, multiline=False), style="bold")
             try:
-                self.pane.show_stage(step, tokens, session.query, formula=False)
+                self.pane.show_stage(step, view.tokens, view.query, formula=False)
             except Exception as error:  # a plugin's odd tensor must not crash the app
                 self.pane.show_error(f"cannot show stage '{step.name}': {self.describe(error)}")
-            current = step.name
-            where = (
-                f"stage {variant.stages.index(step.name) + 1} of {len(variant.stages)}"
-                if (step.name in variant.stages)
-                else "stage"
-            )
         else:
-            cell = ", ".join(str(p) for p in step.position)
-            narration.append(f"Loop building “{step.stage}”", style="bold")
-            narration.append(f" · cell ({cell})")
+            narration.append(f" · cell ({view.cell})")
             try:
-                number = stepper.stage_number(step.stage)
-                built = stepper.stages.get(number) if number is not None else None
                 self.pane.show_substep(
                     step,
-                    stepper.canvases.get(step.stage),
-                    tokens,
+                    view.canvas,
+                    view.tokens,
                     formula=False,
-                    canvas_axes=loop_axes(built),
-                    query=session.query,
+                    canvas_axes=loop_axes(view.built),
+                    query=view.query,
                 )
             except Exception as error:
                 self.pane.show_error(f"cannot show this sub-step: {self.describe(error)}")
-            current = step.stage
-            where = loop_place(step, stepper.loop_total(index, step))
         if step.formula:
             narration.append("\n" + step.formula)
-        self._narration = (index, narration, step, where)
-        self._show_narration()
+        self._narration = narration
+        self._show_narration(view)
         produced = next(iter(step.tensors), None) if isinstance(step, Stage) else None
         self.query_one("#source", SourceView).show_file(
             step.source_file, step.lines, produced=produced, files=step.files
         )
-        done = [stepper.stages[n].name for n in stepper.stage_numbers if n < index]
-        self.query_one(Timeline).set_current(current, done)
+        self.query_one(Timeline).set_current(view.current, list(view.done))
         self.fit_columns()
-        self._say_unused_padding(stepper)
-        if not stepper.finished and not stepper.known(index + 1):
+        self._say_unused_padding()
+        ahead = session.ahead()
+        if ahead is not None:
             # After the frame is painted, so the prefetch never competes with drawing it.
-            self.call_after_refresh(self._prefetch, stepper, index + 1)
+            self.call_after_refresh(self._prefetch, session, ahead)
 
     def fit_columns(self) -> None:
         source = self.query_one("#source", SourceView)
         self.give_left(self.query_one("#left"), self.pane.natural_width(), source.natural_width())
 
-    def _show_narration(self) -> None:
+    def _show_narration(self, view: ExploreView) -> None:
         """The step's narration and where it is: "step N of M" once the total is known."""
-        session, shown = self.session, self._narration
-        if session is None or shown is None:
+        if self._narration is None or view.step is None:
             return
-        index, head, step, where = shown
-        if isinstance(step, SubStep):  # the loop's length may have become known with the total
-            where = loop_place(step, session.stepper.loop_total(index, step))
-        narration = head.copy()
-        total = session.stepper.total
-        count = f"{total:,}" if total is not None else "?"
-        narration.append(f"\nstep {index + 1:,} of {count} · {where}", style="dim")
-        if index == 0 and session.variant.description:
-            narration.append("\n\n" + session.variant.description)
-        for name in step.guessed_axes:  # token labels inferred from the shape: say so
-            narration.append("\n" + axes_hint(name, step.guessed_axes), style="dim")
+        narration = self._narration.copy()
+        narration.append(f"\n{view.counter} · {view.where}", style="dim")
+        if view.description:
+            narration.append("\n\n" + view.description)
+        for hint in view.hints:  # token labels inferred from the shape: say so
+            narration.append("\n" + hint, style="dim")
         self.query_one("#narration", TextPane).show(narration)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="prefetch")
-    def _prefetch(self, stepper: Stepper, index: int) -> None:
+    def _prefetch(self, session: ExploreSession, index: int) -> None:
         """Compute the next step while the learner reads this one, so → shows it at once.
 
         Past the last step this is what finds that the trace has ended: the step shown
         then learns the total ("step 12 of 12", never "of ?" at the end).
         """
-        stepper.prefetch(index)
-        if stepper.total is not None:
+        if session.prefetch(index):
             self.app.call_from_thread(self._total_found, index - 1)
 
-    def _say_unused_padding(self, stepper: Stepper) -> None:
+    def _say_unused_padding(self) -> None:
         """Once the run has ended: padding the inputs gave and the variant never read."""
-        note = stepper.padding_note
-        if note is not None and not self._padding_said:
-            self._padding_said = True
+        note = self.session.padding_note() if self.session is not None else None
+        if note is not None:
             self.app.notify(
                 visible(note), title="Padding not used", severity="warning", markup=False
             )
 
     def _total_found(self, index: int) -> None:
-        if self.session is not None:
-            self._say_unused_padding(self.session.stepper)
-        shown = self._narration
-        if shown is not None and shown[0] == index == self.position:
-            self._show_narration()
-
-    def _report_stop(self) -> bool:
-        """The trace ended early and the learner stepped past its last step: show the error
-        in place of the step that failed (one past the last good one). False otherwise."""
         session = self.session
         if session is None:
-            return False
-        stepper = session.stepper
-        error = stepper.error
-        if error is None or stepper.total is None or self.position < stepper.total - 1:
-            return False
-        self.error_shown = True
-        self.set_exit_status(error)  # quitting now says a plugin failed
-        moved = self.position != stepper.total
-        self.position = stepper.total
-        self._show_failure(
-            "The variant stopped with an error",
-            error,
-            f"step {stepper.total + 1:,} · ← goes back to the last step it produced",
-        )
-        self.query_one(Timeline).set_current(
-            None, [stepper.stages[n].name for n in stepper.stage_numbers]
-        )
-        return moved
+            return
+        self._say_unused_padding()
+        if index == session.position and not session.on_failure:
+            self._show_narration(session.view())
 
-    # Moving -------------------------------------------------------------------------
+    def _show_stop(self, view: ExploreView) -> None:
+        """The variant failed: its error in place of the step it did not produce."""
+        assert view.failure is not None
+        self.error_shown = True
+        self.set_exit_status(view.failure)  # quitting now says a plugin failed
+        self._show_failure("The variant stopped with an error", view.failure, view.where)
+        self.query_one(Timeline).set_current(view.current, list(view.done))
+
+    # Moving: the session moves; the screen runs what takes long off the UI thread ---------
+
+    def _move(self, move: Move) -> bool:
+        """Draw where ``move`` went (its work, if any, in a worker); whether it moved."""
+        if isinstance(move, Waiting):
+            # Anything the variant still has to compute runs in a worker, however short: a
+            # variant that sleeps or never returns must leave q, Esc and ctrl+c working.
+            self.run_pending(move.pending, self._finished)
+            return True
+        if isinstance(move, (Moved, Failed)):
+            self.show_step()
+        return move.moved
+
+    def _finished(self, move: Move) -> None:
+        if isinstance(move, Refused):
+            self.app.notify(move.reason, severity="warning")
+        elif isinstance(move, AtEnd):
+            self.show_step()  # the run ended first: the step on screen again
+        else:
+            self._move(move)
 
     def go(self, index: int) -> bool:
         """Show step ``index``: now if it is cheap, else in a worker. False if there is none."""
-        session = self.session
-        if session is None or index < 0:
-            return False
-        stepper = session.stepper
-        if stepper.total is not None and index >= stepper.total:
-            return self._report_stop()
-        if stepper.known(index):
-            self.show_step(index)
-            return True
-        # Anything the variant still has to compute runs in a worker, however short: a
-        # variant that sleeps or never returns must leave q, Esc and ctrl+c working.
-
-        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int:
-            stepper.get(index, cancelled=cancelled, progress=progress)
-            return index
-
-        self.run_long(f"Running to step {index + 1:,}", job, self.show_step)
-        return True
+        return self.session is not None and self._move(self.session.go(index, wait=False))
 
     def step_next(self) -> bool:
-        return self.go(self.position + 1)
+        return self.session is not None and self._move(self.session.next(wait=False))
 
     def step_previous(self) -> bool:
-        return self.go(self.position - 1)
+        return self.session is not None and self._move(self.session.back(wait=False))
 
     def step_start(self) -> None:
-        self.go(0)
+        if self.session is not None:
+            self._move(self.session.first(wait=False))
 
     def step_end(self) -> None:
-        session = self.session
-        if session is None:
-            return
-        stepper = session.stepper
-        if stepper.total is not None:
-            self.go(stepper.total - 1)
-            return
-        self.run_long(
-            "Running to the end",
-            lambda cancelled, progress: stepper.last(cancelled=cancelled, progress=progress),
-            self.show_step,
-        )
+        if self.session is not None:
+            self._move(self.session.last(wait=False))
 
     def step_loop_end(self) -> None:
-        session = self.session
-        if session is None:
-            return
-        stepper = session.stepper
-
-        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
-            return stepper.next_stage(self.position, cancelled=cancelled, progress=progress)
-
-        def then(found: int | None) -> None:
-            if found is not None:
-                self.show_step(found)
-
-        self.run_long("Running to the end of the loop", job, then)
+        if self.session is not None:
+            self._move(self.session.loop_end(wait=False))
 
     def go_to_stage(self, name: str) -> None:
-        session = self.session
-        if session is None:
-            return
-        stepper = session.stepper
-        number = stepper.stage_number(name)
-        if number is not None:
-            self.go(number)
-            return
-
-        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
-            return stepper.find_stage(name, cancelled=cancelled, progress=progress)
-
-        def then(found: int | None) -> None:
-            if found is None:
-                self.app.notify(f"The variant produced no stage '{name}'", severity="warning")
-            else:
-                self.show_step(found)
-
-        self.run_long(f"Running to stage {name}", job, then)
+        if self.session is not None:
+            self._move(self.session.stage(name, wait=False))
 
     def next_tensor(self) -> None:
         self.pane.next_tensor()
@@ -388,11 +311,12 @@ class ExploreScreen(StepScreen):
         self.query_one("#narration", TextPane).show(Text(message))
 
     def job_failed(self, error: BaseException) -> None:
-        if not self._report_stop():
-            self.show_step(self.position)
+        if self.session is not None:
+            self.session.stopped()  # onto the failure, if the run failed
+        self.show_step()
 
     def job_cancelled(self) -> None:
-        self.show_step(self.position)
+        self.show_step()
 
     def on_timeline_selected(self, event: Timeline.Selected) -> None:
         if not self.busy:

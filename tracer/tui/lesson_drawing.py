@@ -16,21 +16,20 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
 from tracer.lessons.hiding import Table
 from tracer.lessons.model import Focus, LessonStep, Quiz
-from tracer.render.labels import position_tokens
-from tracer.session.lesson import LessonSession, LessonView, Position
-from tracer.session.walk import LoopState
+from tracer.session.lesson import LessonSession, LessonView, LoopView, Position
+from tracer.session.places import LoopWords, loop_words
 from tracer.tui.grid import Highlight
-from tracer.tui.loop_count import loop_noun
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView
 from tracer.tui.steady import Column
-from tracer.tui.tensor_pane import TensorPane, loop_axes
+from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import ProsePane, TextPane
-from tracer.variant import Stage, SubStep, source_tokens
+from tracer.variant import Stage, SubStep
 
 GiveLeft = Callable[..., int]
 """The screen's ``give_left(left, need, code, share=...)``: the left column's width, set."""
@@ -82,6 +81,8 @@ class LessonDrawing:
         """(loop step, width) -> lines held for its position text (``position_reserve``)."""
         self._loop_axes: tuple[str, ...] | None = None
         """The axes of the matrix the loop on screen fills (its positions' tokens)."""
+        self._loop: LoopView | None = None
+        """The session's view of the loop drawn last (None: the step drawn is no loop)."""
 
     def forget(self) -> None:
         """The lesson was reloaded: heights measured for its loops no longer apply."""
@@ -95,11 +96,6 @@ class LessonDrawing:
     def position(self) -> Position:
         session = self.session
         return session.position if session is not None else Position()
-
-    @property
-    def loops(self) -> dict[int, LoopState]:
-        session = self.session
-        return session.loops if session is not None else {}
 
     # The panes every step touches, found once: a query walks the screen's widgets.
     @cached_property
@@ -185,22 +181,22 @@ class LessonDrawing:
         given (just made visible, the pane itself still measures 0 columns),
         and never less than any position it has shown.
         """
-        state = self.loops.get(self.position.step)
-        if state is None:
+        loop = self._loop
+        if loop is None:
             return
         where = self.position_text
         text_box = self.screen.query_one("#lesson-text")
         width = columns - text_box.styles.gutter.width - where.styles.gutter.width
         if text_box.show_vertical_scrollbar:  # a long caption scrolls: its bar takes columns
             width -= text_box.scrollbar_size_vertical
-        tallest = max(where.line_count, self.position_reserve(state, width))
+        tallest = max(where.line_count, self.position_reserve(loop, width))
         if self._position_lines[:2] == (self.position.step, width):  # a resize measures anew
             tallest = max(tallest, self._position_lines[2])
         self._position_lines = (self.position.step, width, tallest)
         if where.styles.min_height is None or where.styles.min_height.value != tallest:
             where.styles.min_height = tallest
 
-    def position_reserve(self, state: LoopState, width: int) -> int:
+    def position_reserve(self, loop: LoopView, width: int) -> int:
         """Lines to hold for the loop's position text at ``width``.
 
         For a loop of at most ``HELD_POSITIONS`` sub-steps, all at hand (the
@@ -210,25 +206,22 @@ class LessonDrawing:
         wrapping is not monotonic, so no bound is guessed from the longest names).
         Only sub-steps already computed are read: nothing runs here.
         """
-        stepper, count = state.stepper, state.count_known()
+        count = loop.count
 
-        def lines(sub: object, number: int) -> int:
-            if not isinstance(sub, SubStep):
-                return 0
-            text = loop_position(sub, number + 1, count, stepper.tokens, self._loop_axes)
+        def lines(sub: SubStep, number: int) -> int:
+            text = loop_position(sub, number + 1, count, loop.tokens, self._loop_axes)
             return len(text.wrap(self.screen.app.console, width))
 
         key = (self.position.step, width)
         cached = self._reserves.get(key)
         if cached is not None:
             return cached
-        every = range(state.first, state.last + 1) if state.last is not None else range(0)
-        if 0 < len(every) <= HELD_POSITIONS and all(stepper.known(i) for i in every):
-            tallest = max(lines(stepper.get(i), n) for n, i in enumerate(every))
+        every = loop.at_hand(HELD_POSITIONS)
+        if every is not None:
+            tallest = max(lines(sub, n) for n, sub in enumerate(every))
             self._reserves[key] = tallest
             return tallest
-        index = state.first + self.position.sub
-        return lines(stepper.get(index), self.position.sub) if stepper.known(index) else 0
+        return lines(loop.sub, loop.number)
 
     def draw(self, step: LessonStep, view: LessonView) -> None:
         """Draw the session's view of the step with the drawer registered for its kind."""
@@ -238,6 +231,7 @@ class LessonDrawing:
             body.display = True
         if not LAYOUTS[step.kind].compare and str(source.border_title).startswith("source:"):
             source.border_title = "source"  # a compare step's side title no longer applies
+        self._loop = None
         self.DRAWERS[view.kind](self, view)
 
     def _draw_narration(self, view: LessonView) -> None:
@@ -264,14 +258,14 @@ class LessonDrawing:
     def _draw_loop(self, view: LessonView) -> None:
         self.switcher.current = "tensors"
         self.prose("#caption", view.step.text)
-        loop = view.loop
+        loop = self._loop = view.loop
         assert loop is not None
-        sub, stepper, said = loop.sub, loop.state.stepper, loop.shown
+        sub, said = loop.sub, loop.shown
         self.pane.show_substep(
             sub,
-            stepper.canvases.get(sub.stage),
+            loop.canvas,
             loop.tokens,
-            canvas_axes=loop_axes(loop.stage),
+            canvas_axes=loop.axes,
             query=getattr(view.step.step, "query", None),
             # What the session keeps off screen while a quiz is unanswered.
             hidden=said.hidden if said is not None else None,
@@ -279,9 +273,8 @@ class LessonDrawing:
             formula_text=said.formula if said is not None else None,
             arithmetic=said.arithmetic if said is not None else True,
         )
-        number, count = loop.place
-        self._loop_axes = loop_axes(loop.stage)
-        self.position_text.show(loop_position(sub, number, count, loop.tokens, self._loop_axes))
+        self._loop_axes = loop.axes
+        self.position_text.show(styled(loop.words))
         self.source.show_file(sub.source_file, sub.lines, files=sub.files)
 
     def _draw_compare(self, view: LessonView) -> None:
@@ -441,6 +434,15 @@ class LessonDrawing:
             hidden=hidden,
         )
 
+    def keyed_pane(self, focused: Widget | None) -> TensorPane:
+        """The pane the zoom and token keys act on: on a compare step, the focused one."""
+        if self.switcher.current == "compare":
+            for pane in self.screen.query("#compare TensorPane").results(TensorPane):
+                if focused is not None and focused in pane.query("*").nodes:
+                    return pane
+            return self.screen.query_one("#compare-left", TensorPane)
+        return self.pane
+
     def prose(self, selector: str, text: str) -> None:
         """Prose the session has already filled in, shown as written."""
         self.screen.query_one(selector, ProsePane).show(text)
@@ -474,34 +476,17 @@ def loop_position(
     tokens: Sequence[str],
     axes: Sequence[str] | None = None,
 ) -> Text:
-    """Where a loop is: ``pair 8 of 36``, and which tokens, numbered as here and as in the course.
+    """The session's words for where a loop is (:func:`~tracer.session.places.loop_words`),
+    styled: the place in bold, the tokens of a pair dimmed on a line of their own."""
+    return styled(loop_words(step, number, count, tokens, axes))
 
-    ``number``: the sub-step's, from 1; it and ``count`` read "?" where None (unknown, or
-    an unanswered quiz's answer). The tracer numbers tokens from 0 (``x[1]``); the
-    course's notebooks write x_1, x_2, ... from 1, so "journey" is x_2 there. Both are said
-    where it matters. ``axes``: the loop's matrix axes; an index is named as a token only
-    along a token axis (a source's token on a cross-attention key axis), never a pair or a
-    feature (:func:`~tracer.render.labels.position_tokens`).
-    """
-    kind = loop_noun(step)
-    said = "?" if number is None else f"{number:,}"
-    text = Text(f"{kind} {said} of {'?' if count is None else f'{count:,}'}", style="bold")
-    position = ", ".join(str(p) for p in step.position)
-    text.append(f" · position ({position}), counted from 0")
-    names = position_tokens(step.position, axes, tokens)
-    source = source_tokens(tokens)
-    named = []
-    kinds = axes if axes is not None and len(axes) == len(names) else ("",) * len(names)
-    for p, name, axis in zip(step.position, names, kinds, strict=True):
-        if not name:
-            continue
-        on_source = source is not None and axis.partition(":")[0] in ("source", "key")
-        said = f"{name} = source[{p}]" if on_source else f"{name} = x[{p}] here"
-        said += "" if on_source else f", x_{p + 1} in the course"
-        if said not in named:
-            named.append(said)
-    if len(step.position) == 2 and named:
-        text.append("\n" + "; ".join(named), style="dim")
+
+def styled(words: LoopWords) -> Text:
+    """A loop's place in bold, the tokens of a pair dimmed on a line of their own."""
+    text = Text(words.head, style="bold")
+    text.append(words.where)
+    if words.names:
+        text.append("\n" + words.names, style="dim")
     return text
 
 
@@ -509,3 +494,12 @@ def _derived_axes(table: Table, name: str) -> dict[str, tuple[str, ...]]:
     """Axis names of a table after the lesson's operations; none if unsure."""
     axes = table.resolved.axes
     return {name: axes} if axes is not None else {}
+
+
+def warm_app() -> None:
+    """The app's own warm-up, in the loading worker: the Markdown parser and the Python
+    lexer loaded once (the session then highlights each source file the lesson shows)."""
+    from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
+    from rich.syntax import Syntax
+
+    Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once

@@ -12,7 +12,6 @@ with problems shows them in a modal and keeps the last good version on screen.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -24,22 +23,16 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
-from tracer.lessons.hiding import quiz_has_tables
-from tracer.lessons.model import LessonStep, Quiz
+from tracer.lessons.model import Quiz
 from tracer.lessons.views import STEP_ICONS as STEP_ICONS
 from tracer.lessons.views import step_label
 from tracer.sanitize import visible
-from tracer.session.lesson import LessonSession, Position, file_time, open_lesson
-from tracer.session.progress import LessonProgress, ProgressStore
-from tracer.session.walk import COUNT_STEPS as COUNT_STEPS
-from tracer.session.walk import LoopState
+from tracer.session.lesson import LessonSession, Position, open_lesson
+from tracer.session.moves import AtEnd, Failed, Move, Refused, Waiting
+from tracer.session.progress import ProgressStore
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.footer import SteadyFooter
-from tracer.tui.lesson_drawing import (
-    LessonDrawing,
-    focus_highlight,
-    loop_position,
-)
+from tracer.tui.lesson_drawing import LessonDrawing, focus_highlight, loop_position, warm_app
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.quiz_view import QUIZ_KEYS, QuizView
 from tracer.tui.source_view import SourceView, prepare_source
@@ -127,14 +120,6 @@ class LessonScreen(StepScreen):
     def position(self) -> Position:
         return self.session.position if self.session is not None else Position()
 
-    @property
-    def progress(self) -> LessonProgress:
-        return self.session.progress if self.session is not None else LessonProgress()
-
-    @property
-    def loops(self) -> dict[int, LoopState]:
-        return self.session.loops if self.session is not None else {}
-
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
         yield Timeline(id="timeline")
@@ -172,13 +157,7 @@ class LessonScreen(StepScreen):
         return self.query_one(Timeline)
 
     def tensor_pane(self) -> TensorPane | None:
-        if self.drawing.switcher.current == "compare":
-            focused = self.focused
-            for pane in self.query("#compare TensorPane").results(TensorPane):
-                if focused is not None and focused in pane.query("*").nodes:
-                    return pane
-            return self.query_one("#compare-left", TensorPane)
-        return self.pane
+        return self.drawing.keyed_pane(self.focused)
 
     def on_mount(self) -> None:
         self.title = "attention-tracer"
@@ -259,18 +238,14 @@ class LessonScreen(StepScreen):
         warning = session.attach(self.store, resume=self.resume)
         if warning:
             self.app.notify(warning, title="Progress", severity="warning", markup=False)
-        self._fill_timeline()
+        self._fill_timeline(session)
         if self.watch_file:
             self.set_interval(WATCH_SECONDS, self._check_file)
         self.show(session.position)
 
-    def _fill_timeline(self) -> None:
-        assert self.session is not None
-        lesson = self.session.lesson
-        self.title = visible(lesson.title, multiline=False)  # the file's text, made safe to show
-        self._timeline.set_items(
-            (str(n), *step_label(n + 1, step)) for n, step in enumerate(lesson.steps)
-        )
+    def _fill_timeline(self, session: LessonSession) -> None:
+        self.title = visible(session.lesson.title, multiline=False)  # the file's text, made safe
+        self._timeline.set_items((str(n), *entry) for n, entry in enumerate(session.contents()))
 
     # Reload on save -----------------------------------------------------------------
 
@@ -288,7 +263,7 @@ class LessonScreen(StepScreen):
     def reload_now(self) -> None:
         """Re-read the lesson file (what saving it in an editor triggers)."""
         if self.session is not None:
-            self.session.mtime = file_time(self.session.path)
+            self.session.file_read()
             self._latest_reload = self._reload(self.session.path, self.session.host)
 
     def _close_reload_error(self) -> None:
@@ -304,7 +279,7 @@ class LessonScreen(StepScreen):
             session.adopt(old)  # the learner, their answers and their place carry over
         self.session = session
         self.drawing.forget()
-        self._fill_timeline()
+        self._fill_timeline(session)
         self.app.notify("Lesson reloaded", timeout=2)
         self.show(session.position)
 
@@ -312,14 +287,14 @@ class LessonScreen(StepScreen):
 
     def show(self, position: Position) -> bool:
         """Move the session to ``position`` and draw it; False if there is no such step."""
-        session = self.session
-        if session is None or not session.go(position):
-            return False
+        return self.session is not None and self._went(self.session.go(position))
+
+    def _draw(self, session: LessonSession) -> None:
+        """Draw the session's view of the step it is on, in one repaint."""
         position = session.position
         step = session.steps[position.step]
         with self.app.batch_update():  # one repaint for the whole change
-            quiz_alone = step.kind == "quiz" and not quiz_has_tables(session.lesson, position.step)
-            self.drawing.arrange(step, quiz_alone=quiz_alone)
+            self.drawing.arrange(step, quiz_alone=session.quiz_alone())
             try:
                 self.drawing.draw(step, session.view())
             except Exception as error:
@@ -330,13 +305,11 @@ class LessonScreen(StepScreen):
             # The footer's keys follow the focus in this frame (Textual's after the next).
             self.query_one(SteadyFooter).sync()
         self._save_soon()
-        return True
 
     def fit_columns(self) -> None:
         """The code gets the room the step's tensors leave (show and loop steps, compare)."""
-        steps = self._steps()
-        if steps:
-            kind = steps[self.position.step].kind
+        if self.session is not None:
+            kind = self.session.steps[self.position.step].kind
             self.drawing.fit(kind, self.give_left, narrow=self.has_class("-narrow"))
 
     def _step_error(self, error: BaseException) -> None:
@@ -346,85 +319,59 @@ class LessonScreen(StepScreen):
 
     # Moving: the session moves; the screen runs what takes long off the UI thread ---------
 
-    def _steps(self) -> tuple[LessonStep, ...]:
-        return self.session.lesson.steps if self.session is not None else ()
+    def _move(self, move: Move, then: Callable[[Move], bool]) -> bool:
+        """A move's pending work in a worker (``then`` finishes it), else ``then(move)``."""
+        if isinstance(move, Waiting):
+            self.run_pending(move.pending, lambda after: self._move(after, then))
+            return True
+        return then(move)
 
     def step_next(self) -> bool:
         session = self.session
+        return session is not None and self._move(session.next(wait=False), self._went_on)
+
+    def _went_on(self, move: Move) -> bool:
+        """Where → went: a step drawn, the variant's error (staying), or the lesson's end."""
+        session = self.session
         if session is None:
             return False
-        pending = session.pending()
-        if pending is not None:
-            # Even one sub-step runs off the UI thread: a variant that sleeps or never
-            # returns must leave q, Esc and ctrl+c working.
-            self._compute(pending, self.step_next)
-            return True
-        moved = session.next()
-        if moved == "failed" and session.loop_error is not None:
-            self._step_error(session.loop_error)  # the variant failed inside the loop: stay
+        if isinstance(move, Failed):
+            self._step_error(move.error)  # the variant failed inside the loop: stay
             return False
-        if moved == "end":
+        if isinstance(move, AtEnd):
             self._finish()
             return False
-        shown = self.show(session.position)
+        shown = self._went(move)
         if self.playing and session.quiz() is not None:
             # A quiz waits for its answer: auto-play never walks past a question.
             self.stop_autoplay()
             self.app.notify("Auto-play paused at a quiz", timeout=2)
         return shown
 
-    def _compute(self, pending: tuple[LoopState, int], then: Callable[[], object]) -> None:
-        """Compute a loop's sub-step in a worker, then ``then``."""
-        state, index = pending
-
-        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> None:
-            with contextlib.suppress(IndexError):
-                state.stepper.get(index, cancelled=cancelled, progress=progress)
-
-        def done(_result: object) -> None:
-            then()
-
-        self.run_long("Running the loop", job, done)
+    def _went(self, move: Move) -> bool:
+        """Draw where a move went (nothing if it stayed; a refusal said in a line)."""
+        if isinstance(move, Refused):
+            self.app.notify(move.reason, timeout=1.5)
+        if not move.moved or self.session is None:
+            return False
+        self._draw(self.session)
+        return True
 
     def step_previous(self) -> bool:
         session = self.session
-        back = session.before() if session is not None else None
-        if session is None or back is None:
-            return False
-        pending = session.uncomputed(back)
-        if pending is not None and back.step == session.position.step:
-            self._compute(pending, lambda: self.show(back))
-            return True
-        return self.show(back)
+        return session is not None and self._move(session.back(wait=False), self._went)
 
     def step_start(self) -> None:
-        self.show(Position())
+        if self.session is not None:
+            self._went(self.session.first())
 
     def step_end(self) -> None:
-        steps = self._steps()
-        if steps:
-            self.show(Position(len(steps) - 1))
+        if self.session is not None:
+            self._went(self.session.last())
 
     def step_loop_end(self) -> None:
-        session = self.session
-        position = self.position
-        if session is None:
-            return
-        if session.steps[position.step].kind != "loop":
-            self.app.notify("This step is not a loop", timeout=1.5)
-            return
-        state = session.loops.get(position.step)
-        if state is None:
-            return
-
-        def job(cancelled: Callable[[], bool], progress: Callable[[int], None]) -> int | None:
-            return session.find_loop_end(state, cancelled, progress)
-
-        def then(last: int | None) -> None:
-            if last is not None:
-                self.show(Position(position.step, last))
-
-        self.run_long("Running to the end of the loop", job, then)
+        if self.session is not None:
+            self._move(self.session.loop_end(wait=False), self._went)
 
     def go_to_step(self, number: int) -> None:
         self.stop_autoplay()
@@ -455,22 +402,17 @@ class LessonScreen(StepScreen):
         self._say_warning(session.warning)
         if any(isinstance(screen, LessonEndScreen) for screen in self.app.screen_stack):
             return
-        following = session.next_lesson()
+        ending = session.ending()
         self.app.push_screen(
-            LessonEndScreen(
-                session.lesson.title, session.summary(), following[1] if following else None
-            ),
-            self._after_end,
+            LessonEndScreen(ending.title, ending.summary, ending.following_title),
+            lambda choice: self._after_end(choice, ending.following),
         )
 
-    def _after_end(self, choice: str | None) -> None:
-        session = self.session
-        if choice == "next" and session is not None:
-            following = session.next_lesson()
-            if following is not None:
-                self.app.open_lesson(following[0])  # type: ignore[attr-defined]
+    def _after_end(self, choice: str | None, following: Path | None) -> None:
+        if choice == "next" and following is not None:
+            self.app.open_lesson(following)  # type: ignore[attr-defined]
         elif choice == "restart":
-            self.show(Position())
+            self.step_start()
 
     # Quizzes: keys go to the quiz's box; the session grades -----------------------------------
 
@@ -567,27 +509,18 @@ class LessonScreen(StepScreen):
     # Palette -------------------------------------------------------------------------
 
     def palette_commands(self) -> list[PaletteCommand]:
-        commands = []
-        for number, step in enumerate(self._steps()):
-            label, tip = step_label(number + 1, step)
-            commands.append(
-                PaletteCommand(
-                    f"Go to step {label}",
-                    tip,
-                    lambda number=number: self.go_to_step(number),  # type: ignore[misc]
-                )
+        session = self.session
+        if session is None:
+            return []
+        commands = [
+            PaletteCommand(
+                f"Go to step {label}",
+                tip,
+                lambda number=number: self.go_to_step(number),  # type: ignore[misc]
             )
-        if self.session is not None:
-            commands.append(
-                PaletteCommand("Reload the lesson file", str(self.session.path), self.reload_now)
-            )
+            for number, (label, tip) in enumerate(session.contents())
+        ]
+        commands.append(
+            PaletteCommand("Reload the lesson file", str(session.path), self.reload_now)
+        )
         return commands
-
-
-def warm_app() -> None:
-    """The app's own warm-up, in the loading worker: the Markdown parser and the Python
-    lexer loaded once (the session then highlights each source file the lesson shows)."""
-    from rich.markdown import Markdown  # noqa: F401 - first import of the Markdown parser
-    from rich.syntax import Syntax
-
-    Syntax("x = 1", "python").highlight("x = 1")  # loads the Python lexer once

@@ -174,6 +174,21 @@ class Row:
     first: bool
 
 
+KEPT_FILES = 8
+"""Files a source pane keeps as drawn (a lesson's variants; an explorer's one file)."""
+
+
+@dataclass
+class _Drawn:
+    """A file as a source pane last drew it: its lines, folding and drawn rows."""
+
+    lines: list[Text]
+    rows: list[Row]
+    strips: dict[tuple[int, bool, bool, int], Strip]
+    longest: int
+    wrapped_for: int
+
+
 class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     """Read-only view of one source file with a set of highlighted lines."""
 
@@ -206,6 +221,9 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._wrapped_for = -1
         self._longest = -1
         self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
+        self._seen: dict[str, _Drawn] = {}
+        """Files shown before, each as last drawn: a lesson goes back and forth between a
+        few variants' files, and drawing a file's lines anew cost a few ms a step."""
         self._colours: tuple[Color, Color, Color] | None = None
         self._reveal_due = False
         """Marked lines wait for the layout pass that gives the pane a size."""
@@ -225,11 +243,13 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
+        self._seen.clear()
         self._colours = None
 
     def _reload(self) -> None:
         self._colours = None
         self._strips.clear()
+        self._seen.clear()
         if self.path is not None:
             path, self.path = self.path, None
             # As last shown: the ◆ on what made the tensor and the title's "also ran" too.
@@ -248,12 +268,22 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._produced_name, self._files = produced, files
         path_changed = path != self.path
         if path_changed:
+            self._keep_drawn()
             self.path = path
-            self._strips.clear()
-            self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
-            self._longest = -1
-            self._wrapped_for = -1
-            self._wrap()
+            drawn = self._seen.pop(path, None) if path else None
+            if drawn is not None and drawn.wrapped_for == self._text_width():
+                # As last drawn, at this width: its folding and drawn lines still hold.
+                self.lines, self.rows, self._strips = drawn.lines, drawn.rows, drawn.strips
+                self._longest, self._wrapped_for = drawn.longest, drawn.wrapped_for
+                folded = Size(self._gutter() + drawn.wrapped_for, len(drawn.rows))
+                if self.virtual_size != folded:
+                    self.virtual_size = folded
+            else:
+                self._strips = {}
+                self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
+                self._longest = -1
+                self._wrapped_for = -1
+                self._wrap()
         name = Path(path).name if path else ""
         title = f"source · {name}" if name else "source"
         others = sorted(Path(f).name for f in (files or {}) if f != path)
@@ -292,6 +322,16 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             for index, row in enumerate(self.rows):
                 if row.number in changed:
                     self.refresh_line(index)
+
+    def _keep_drawn(self) -> None:
+        """Keep the file on screen as drawn, for when it is shown again (a few files)."""
+        if self.path is None or self._wrapped_for < 0:
+            return
+        self._seen[self.path] = _Drawn(
+            self.lines, self.rows, self._strips, self._longest, self._wrapped_for
+        )
+        while len(self._seen) > KEPT_FILES:
+            del self._seen[next(iter(self._seen))]
 
     def natural_width(self) -> int:
         """Columns that show every line of the file unwrapped (gutter, scrollbar and border included).

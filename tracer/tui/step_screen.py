@@ -22,7 +22,7 @@ from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
-from tracer.session.explore import Cancelled
+from tracer.session.moves import Cancelled, Move, Pending
 from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
@@ -308,6 +308,13 @@ class StepScreen(Screen[None]):
             PROGRESS_DELAY, lambda: self._still_running(description)
         )
         self._long(description, job)
+
+    def run_pending(self, pending: Pending[Any], then: Callable[[Move], Any]) -> None:
+        """Run a move's pending work in a thread, then finish the move here: ``then(move)``.
+
+        The screen never learns what the work is (a loop's sub-step, a run to its end).
+        """
+        self.run_long(pending.description, pending.run, lambda _: then(pending.finish()))
 
     def _still_running(self, description: str) -> None:
         self._progress_timer = None

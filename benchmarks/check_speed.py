@@ -66,7 +66,7 @@ def whole_commands(rounds: int) -> list[tuple[str, float, float]]:
 
 def watch_rechecks(rounds: int) -> list[tuple[str, float]]:
     """(label, median seconds from a save to the verdict) in one watch session."""
-    from tracer.learner.exercises import EXERCISES, check_exercise
+    from tracer.learner.exercises.workbook import EXERCISES, check_exercise
 
     rows = []
     with tempfile.TemporaryDirectory() as name:

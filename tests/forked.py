@@ -282,8 +282,8 @@ def _warm() -> None:
         "tracer.tracing.runner",
         "tracer.render.text",
         "tracer.tracing.worker",
-        "tracer.learner.check",
-        "tracer.learner.isolation",
+        "tracer.learner.judging.judge",
+        "tracer.learner.sandbox.parent_side",
         "tracer.lessons.loader",
         "tracer.text.plain_lesson",
         "tracer.text.export",
@@ -433,9 +433,9 @@ def _fresh_process() -> None:
 
     import torch
 
-    import tracer.learner.isolation as isolation
+    import tracer.learner.sandbox.parent_side as isolation
     from tracer import processes
-    from tracer.learner.check import _builtin_host
+    from tracer.learner.judging.verdict import _builtin_host
     from tracer.tracing.lines import _statement_spans
 
     # The test process's threads did not fork; torch must not wait on their pool.

@@ -1,17 +1,42 @@
-"""Child processes that never outlive the process that started them (Linux).
+"""Process isolation: child processes that run code we did not write and never outlive
+the process that started them (Linux).
 
-Shared by the plugin worker, the plugin import child, ``attn serve``'s app sessions and
-the learner sandbox: ``prctl`` through ctypes, the processes below a process (found
-through ``/proc``), their memory, and killing every one of them.
+The one place for what the plugin worker (:mod:`tracer.tracing.worker`), the plugin
+host's trial import (:mod:`tracer.plugin_host.host`), ``attn serve``'s app sessions and
+the learner's sandbox (:mod:`tracer.learner.sandbox`) each need:
+
+- starting a forked child in its own process group (or session) that dies with its
+  parent (:func:`start_child`, :class:`Child`), without Python's warning about forking
+  a threaded process (:func:`quiet_fork_warning`);
+- its memory: ``/proc/PID/statm`` (:func:`resident`, :func:`address_space`), a cap on its
+  address space (:func:`cap_address_space`) and a watch from outside that kills a tree
+  of processes over its limit (:class:`MemoryWatch`);
+- its time limit: asking a stuck child where it is (:func:`ask_where`, within
+  :data:`WHERE_GRACE_S`), then killing its group (:meth:`Child.kill_group`);
+- a message channel (:class:`Channel`): pickled messages whose tensors travel as raw
+  buffers, read back by an unpickler that builds only the classes its caller allows;
+- ``prctl`` through ctypes, the processes below a process (found through ``/proc``),
+  killing every one of them, and confining a process's writes to one folder.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
 import os
+import pickle
 import signal
+import sys
+import threading
 import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -96,6 +121,98 @@ def private_memory(pid: int) -> int:
     return total
 
 
+def address_space(pid: int | str = "self") -> int | None:
+    """Address space of ``pid`` in bytes (None when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cap_address_space(megabytes: int) -> None:
+    """Cap this process's address space at what it has now plus ``megabytes``.
+
+    Hard as well as soft: without privileges the code that runs next cannot raise it
+    again (as root it can, so callers also watch the memory from outside, see
+    :class:`MemoryWatch`). Where there is no ``/proc`` or no ``RLIMIT_AS``, or the system
+    refuses to lower it, nothing changes: the time limit still holds.
+    """
+    try:
+        import resource
+    except ImportError:
+        return
+    used = address_space()
+    if used is None:
+        return
+    limit = used + megabytes * 2**20
+    try:
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ValueError, OSError):
+        return
+
+
+MEMORY_LOOK_S = 0.05
+"""How often a :class:`MemoryWatch` measures by default."""
+TREE_EVERY = 10
+"""The other processes of a tree are measured every tenth look (reading what a process holds
+privately costs milliseconds; one process's resident memory costs microseconds)."""
+
+
+class MemoryWatch:
+    """Kills a process and everything below it when their memory passes ``limit`` bytes.
+
+    An address-space rlimit set in the process is a first line only: as root its code can
+    raise even the hard limit with one ``setrlimit`` call, and every process it forks gets
+    a limit of its own. This limit is enforced from outside, by the parent, where none of
+    that code runs, on the memory of the whole tree: ``pid`` counts whole (the parent's own
+    memory is the baseline of ``limit``); every other process below ``root`` counts only
+    the memory it does not share (a forked process starts sharing all of it).
+    """
+
+    def __init__(
+        self, pid: int, limit: int, root: int | None = None, every: float = MEMORY_LOOK_S
+    ) -> None:
+        self.pid, self.limit, self.every = pid, limit, every
+        self.root = pid if root is None else root
+        self._others = 0
+        self._looks = 0
+        self.exceeded = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="attn-memory-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.every):
+            used = resident(self.pid)
+            if used == 0:
+                return  # gone
+            if self._looks % TREE_EVERY == 0:
+                others = [p for p in descendants(self.root) if p != self.pid]
+                self._others = sum(private_memory(p) for p in others)
+            self._looks += 1
+            if used + self._others > self.limit:
+                self.exceeded = True
+                # Below the root first: the root then ends as well.
+                for pid in descendants(self.root):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.killpg(self.root, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+                return
+
+    def stop(self, wait: bool = False) -> None:
+        """Stop watching; with ``wait``, until the watch's thread has ended (before a fork)."""
+        self._done.set()
+        if wait:
+            self._thread.join()
+
+
 reaped: dict[int, int] = {}
 """Wait statuses of children reaped by :func:`reap`, by pid."""
 
@@ -134,6 +251,238 @@ def kill_descendants(group: int | None = None, limit: float = 5.0) -> None:
         if descendants(me):
             time.sleep(0.005)
     reap()
+
+
+# Starting a child ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def quiet_fork_warning() -> Iterator[None]:
+    """Python 3.12+ warns about fork in a threaded process; the child runs no thread's code."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
+        yield
+
+
+def flush_standard_streams() -> None:
+    """Flush our buffers before a fork: what sits in them would be printed twice, once by
+    each process."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+def null_standard_fds() -> None:
+    """Point descriptors 0, 1 and 2 at ``/dev/null``, and ``sys.stdin`` at a fresh stream on
+    it: C-level writes of a child must not draw over the tool's screen or into its output,
+    and a read gets nothing rather than the tool's input (or whatever a test runner put in
+    its place)."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        if devnull > 2:
+            os.close(devnull)
+    with contextlib.suppress(OSError):
+        sys.stdin = open(os.devnull)  # noqa: SIM115 (the child's standard input from now on)
+
+
+class Child:
+    """A forked child process (:func:`start_child`): its status, its end, its group.
+
+    Safe to use from several threads; its status is collected once and kept, also when
+    :func:`reap` collected it first.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._status: int | None = None
+        self._lock = threading.Lock()
+
+    def poll(self) -> int | None:
+        """The wait status once the child has ended (reaping it), else None."""
+        with self._lock:
+            if self._status is None:
+                try:
+                    done, status = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:  # reaped elsewhere: by reap(), or never ours
+                    done, status = self.pid, reaped.pop(self.pid, 0)
+                if done:
+                    self._status = status
+            return self._status
+
+    def is_alive(self) -> bool:
+        return self.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until the child has ended, or ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
+
+    @property
+    def exitcode(self) -> int | None:
+        """Its exit status, or minus the signal that ended it (None while it runs)."""
+        status = self.poll()
+        return None if status is None else os.waitstatus_to_exitcode(status)
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def kill_group(self) -> None:
+        """SIGKILL the child's process group: whatever it started there goes too."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+
+def start_child(
+    target: Callable[..., object],
+    *args: Any,
+    session: bool = False,
+    die_signal: int = signal.SIGKILL,
+) -> Child:
+    """Fork a child that runs ``target(*args)`` and then ends (it never returns here).
+
+    The child gets a process group of its own (a session of its own with ``session``),
+    killed as one and out of reach of the terminal's Ctrl+C, and dies with its parent
+    (``die_signal``; :func:`die_with_parent`). A target that raises ends the child with
+    status 1 and its traceback on standard error; ``SystemExit`` ends it with its status.
+    Raises OSError when the system cannot fork (out of processes or memory).
+    """
+    flush_standard_streams()
+    parent = os.getpid()
+    with quiet_fork_warning():
+        pid = os.fork()
+    if pid == 0:  # the child: never returns
+        status = 1
+        try:
+            with contextlib.suppress(OSError):
+                if session:
+                    os.setsid()
+                else:
+                    os.setpgid(0, 0)
+            die_with_parent(die_signal)
+            if os.getppid() != parent:  # the parent died before the line above
+                os._exit(status)
+            target(*args)
+            status = 0
+        except SystemExit as exc:
+            code = exc.code
+            status = code if isinstance(code, int) else (0 if code is None else 1)
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
+        finally:
+            flush_standard_streams()
+            os._exit(status)
+    if not session:
+        with contextlib.suppress(OSError):  # also set in the child: whichever runs first
+            os.setpgid(pid, pid)
+    return Child(pid)
+
+
+WHERE_GRACE_S = 0.5
+"""How long a stuck child gets to say which line it is on before it is killed."""
+
+
+def ask_where(pid: int) -> None:
+    """Ask a stuck child which line it is on (SIGUSR1: the child's handler answers on its
+    channel); a child that is gone says nothing."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGUSR1)
+
+
+# Messages between a parent and its child ------------------------------------------------
+# A message is three parts: the sizes of its out-of-band buffers, the pickle, the buffers.
+# Tensors travel as numpy arrays whose values are sent as raw buffers (pickle protocol 5):
+# torch's own pickling copies a 16 MB score matrix through a zip archive, ten times slower.
+
+
+class Refused(Exception):
+    """A child sent something that is not part of the protocol (never run, never built)."""
+
+
+class Channel:
+    """Two one-way pipes used as one connection (a pipe moves big messages faster than a
+    socket), carrying framed pickled messages."""
+
+    def __init__(self, reader: Connection, writer: Connection) -> None:
+        self.reader, self.writer = reader, writer
+        self.poll = reader.poll
+        self.recv_bytes = reader.recv_bytes
+        self.recv_bytes_into = reader.recv_bytes_into
+        self.send_bytes = writer.send_bytes
+
+    def fds(self) -> tuple[int, int]:
+        return self.reader.fileno(), self.writer.fileno()
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+    def send(self, message: object) -> None:
+        """Send one message (raises what pickling it raises)."""
+        buffers: list[pickle.PickleBuffer] = []
+        data = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+        views = [buffer.raw() for buffer in buffers]
+        # The parent's "where are you stuck?" signal must not land between the parts.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+        try:
+            self.send_bytes(pickle.dumps([view.nbytes for view in views]))
+            self.send_bytes(data)
+            for view in views:
+                self.send_bytes(view)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def receive(self, unpickler: type[pickle.Unpickler]) -> Any:
+        """The next message, built by ``unpickler`` (whose ``find_class`` decides what may be
+        built); :class:`Refused` for anything that is not a well-framed message."""
+        from multiprocessing import BufferTooShort  # loaded with the pipes (channel_pair)
+
+        sizes = loads(self.recv_bytes(), (), unpickler)
+        if not (isinstance(sizes, list) and all(type(size) is int and size >= 0 for size in sizes)):
+            raise Refused("unreadable message (buffer sizes)")
+        data = self.recv_bytes()
+        buffers = []
+        for size in sizes:
+            buffer = bytearray(size)  # writable, so the tensors built on it are ordinary tensors
+            try:
+                if size:
+                    self.recv_bytes_into(buffer)
+                else:
+                    self.recv_bytes()
+            except BufferTooShort:  # two writers (a child that forked), interleaved
+                raise Refused("a message that does not fit its announced size") from None
+            buffers.append(buffer)
+        return loads(data, buffers, unpickler)
+
+
+def loads(data: bytes, buffers: Sequence[Any], unpickler: type[pickle.Unpickler]) -> Any:
+    """Unpickle ``data`` with ``unpickler``; :class:`Refused` when it cannot be read."""
+    try:
+        return unpickler(io.BytesIO(data), buffers=buffers).load()
+    except Refused:
+        raise
+    except Exception as exc:  # truncated or malformed bytes
+        raise Refused(f"unreadable message ({type(exc).__name__})") from None
+
+
+def channel_pair() -> tuple[Channel, Channel]:
+    """(the parent's end, the child's end) of a new channel, to be forked with the child."""
+    import multiprocessing  # tens of milliseconds: only once a child is started
+
+    requests_read, requests_write = multiprocessing.Pipe(duplex=False)
+    messages_read, messages_write = multiprocessing.Pipe(duplex=False)
+    with contextlib.suppress(Exception):  # Linux: a 1 MiB pipe, sixteen times the default
+        import fcntl
+
+        fcntl.fcntl(messages_write.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 2**20)
+    return Channel(messages_read, requests_write), Channel(requests_read, messages_write)
 
 
 def occupy_standard_fds() -> frozenset[int]:

@@ -245,7 +245,7 @@ def test_bad_memory_limits_are_refused(text: str) -> None:
 
 
 def test_limits_from_flags_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracer.learner.isolation import Limits
+    from tracer.learner.sandbox.parent_side import Limits
     from tracer.tracing.worker import WorkerLimits
 
     monkeypatch.setenv("ATTN_CHECK_TIMEOUT", "inf")
@@ -315,7 +315,7 @@ def test_a_held_folder_lock_is_waited_for_a_bounded_time(
 ) -> None:
     import fcntl
 
-    from tracer.learner.exercises import Progress
+    from tracer.learner.exercises.workbook import Progress
 
     monkeypatch.setattr(files, "LOCK_WAIT_S", 0.05)
     holder = os.open(tmp_path, os.O_RDONLY)  # another attn process, holding the folder
@@ -335,7 +335,7 @@ def test_a_held_folder_lock_is_waited_for_a_bounded_time(
 def test_init_on_a_full_disk_leaves_nothing_half_made_and_a_later_init_finishes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tracer.learner.exercises import EXERCISES, init_exercises, template
+    from tracer.learner.exercises.workbook import EXERCISES, init_exercises, template
 
     real = files._write_temporary
     written: list[Path] = []
@@ -497,7 +497,7 @@ def test_an_embedding_beyond_float32_is_refused(tmp_path: Path) -> None:
 def test_a_progress_file_the_learners_code_changed_is_put_back(
     tmp_path: Path, before: bytes | None
 ) -> None:
-    from tracer.learner.isolation import _kept
+    from tracer.learner.sandbox.parent_side import _kept
 
     progress = tmp_path / ".attn-exercises.json"
     if before is not None:

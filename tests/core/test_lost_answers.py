@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import forked
-from tracer.learner.exercises import PROGRESS_FILE, Progress
+from tracer.learner.exercises.workbook import PROGRESS_FILE, Progress
 from tracer.session.progress import LessonProgress, ProgressStore, QuizAnswer
 
 Attn = Callable[..., tuple[int, str, str]]

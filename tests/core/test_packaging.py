@@ -93,7 +93,7 @@ def test_wheel_adds_no_generic_top_level_names(wheel: Path) -> None:
     assert "tracer/lessons/schema.json" in names
     assert "tracer/py.typed" in names
     # The templates `attn exercises init` and `attn new-plugin` copy.
-    templates = REPO / "tracer" / "learner" / "templates"
+    templates = REPO / "tracer" / "learner" / "exercises" / "templates"
     expected = {f"tracer/{p.relative_to(REPO / 'tracer')}" for p in templates.rglob("*.tmpl")}
     assert len(expected) > 14 and expected <= set(names)
     # The induction variant's trained weights and the checksum it checks them against.

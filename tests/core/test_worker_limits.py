@@ -129,14 +129,14 @@ def test_a_plugin_that_lifts_its_rlimit_is_still_stopped_at_the_memory_limit(
 
 
 def test_the_memory_watch_kills_a_process_group_over_its_limit_from_outside() -> None:
-    from tracer.tracing.worker import _MemoryWatch, _rss
+    from tracer.processes import MemoryWatch, resident
 
     eater = subprocess.Popen(
         [sys.executable, "-c", "import time\nx = bytearray(400 * 2**20)\ntime.sleep(60)"],
         start_new_session=True,
     )
     try:
-        watch = _MemoryWatch(eater.pid, _rss(eater.pid) + 64 * 2**20)
+        watch = MemoryWatch(eater.pid, resident(eater.pid) + 64 * 2**20)
         assert eater.wait(30) == -9
         assert watch.exceeded
     finally:

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from tracer.learner.check import MATCH, check, precision_note
-from tracer.learner.compare import close, judged_at, max_difference
-from tracer.learner.relations import Known, explain
+from tracer.learner.judging.compare import close, judged_at, max_difference
+from tracer.learner.judging.relations import Known, explain
+from tracer.learner.judging.results import MATCH, precision_note
+from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
 from tracer.tracing import Trace
 from tracer.tracing.runner import TraceOptions, start_trace

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tracer.learner.check import MATCH, check
+from tracer.learner.judging.results import MATCH
+from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
 from tracer.tracing import Trace
 from tracer.tracing.runner import TraceOptions, start_trace

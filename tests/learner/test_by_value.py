@@ -15,9 +15,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracer.learner.by_value import block_order, region_words
-from tracer.learner.check import MATCH, check
-from tracer.learner.relations import Known, explain
+from tracer.learner.judging.by_value import block_order, region_words
+from tracer.learner.judging.relations import Known, explain
+from tracer.learner.judging.results import MATCH
+from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
 from tracer.tracing.runner import TraceOptions, start_trace
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from tracer.inputs import load_inputs
-from tracer.learner.check import DIFFERS, MATCH, OTHER_ROUTE, check
+from tracer.learner.judging.results import DIFFERS, MATCH, OTHER_ROUTE
+from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
 from tracer.tracing.runner import TraceOptions, start_trace
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.learner.test_check import CORPUS
 from tracer.inputs import InputSet
-from tracer.learner.check import check
+from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
 from tracer.tracing.runner import TraceOptions, start_trace
 

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from tracer import Option, Variant
-from tracer.learner.check import judge
-from tracer.learner.report import format_judgement
+from tracer.learner.judging.judge import judge
+from tracer.learner.judging.report import format_judgement
 from tracer.plugin_host import PluginHost
 from tracer.tracing import Trace
 from tracer.tracing.runner import TraceOptions, start_trace

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from tracer.learner.dropout import SCALED, UNSCALED, dropped_from
+from tracer.learner.judging.dropout_check import SCALED, UNSCALED, dropped_from
 
 Attn = Callable[..., tuple[int, str, str]]
 REALISTIC = Path(__file__).parent / "realistic"

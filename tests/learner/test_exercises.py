@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS
-from tracer.learner.exercises import EXERCISES, PROGRESS_FILE, Progress, check_exercise, watch
+from tracer.learner.exercises.workbook import (
+    EXERCISES,
+    PROGRESS_FILE,
+    Progress,
+    check_exercise,
+    watch,
+)
 from tracer.plugin_host import PluginHost
 
 Attn = Callable[..., tuple[int, str, str]]
@@ -364,7 +370,7 @@ def test_init_after_a_full_disk_finishes_the_folder_and_keeps_the_learners_files
     import resource
 
     from tests import forked
-    from tracer.learner.exercises import template
+    from tracer.learner.exercises.workbook import template
 
     folder = tmp_path / "ex"
     sizes = [len(template(e).encode()) for e in EXERCISES]

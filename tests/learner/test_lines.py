@@ -9,9 +9,10 @@ from pathlib import Path
 
 import torch
 
-from tracer.learner.check import check, through_helper
-from tracer.learner.diagnosis import Diagnosis
-from tracer.learner.recorder import Record
+from tracer.learner.judging.diagnosis import Diagnosis
+from tracer.learner.judging.divergence import through_helper
+from tracer.learner.judging.verdict import check
+from tracer.learner.sandbox.recorder import Record
 from tracer.plugin_host import PluginHost
 from tracer.tracing.runner import TraceOptions, start_trace
 

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from tracer import Mistake
-from tracer.learner.diagnosis import Evidence
-from tracer.learner.mutations import merge, mistakes_of, reproduce
-from tracer.learner.recorder import Record
+from tracer.learner.judging.diagnosis import Evidence
+from tracer.learner.judging.mutations import merge, mistakes_of, reproduce
+from tracer.learner.sandbox.recorder import Record
 from tracer.mistakes import attend
 from tracer.tracing import Trace
 from tracer.tracing.runner import TraceOptions, start_trace
@@ -128,7 +128,7 @@ def test_the_built_in_variants_declare_mistakes() -> None:
 
 
 def test_a_reproduced_output_settles_the_diagnosis() -> None:
-    from tracer.learner.diagnosis import Diagnosis
+    from tracer.learner.judging.diagnosis import Diagnosis
 
     pattern = Diagnosis("transpose", "t", 3, "m")
     mutated = Diagnosis("inputs-mutated", "i", 2, "m")

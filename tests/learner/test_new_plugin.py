@@ -210,7 +210,7 @@ def test_next_steps_run_in_a_fresh_shell(
 
 
 def test_next_steps_name_a_nearby_environment_relatively() -> None:
-    from tracer.learner.scaffold import environment_bin
+    from tracer.learner.exercises.scaffold import environment_bin
 
     beside = Path(sys.prefix).parent / "attn-sparkle"  # a plugin written next to the .venv
     venv = Path(sys.prefix).name

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import torch
 
-from tracer.learner.check import DIFFERS, MATCH, check
-from tracer.learner.report import format_check
+from tracer.learner.judging.report import format_check
+from tracer.learner.judging.results import DIFFERS, MATCH
+from tracer.learner.judging.verdict import check
 from tracer.plugin_host import PluginHost
 from tracer.tracing import Trace
 from tracer.tracing.runner import TraceOptions, start_trace

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from benchmarks.check_corpus import WILD_FOLDERS, Case, cases, failing_configuration
-from tracer.learner.relations import Known, explain, loop_rows, relate, training_steps
+from tracer.learner.judging.relations import Known, explain, loop_rows, relate, training_steps
 
 Attn = Callable[..., tuple[int, str, str]]
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,9 +168,19 @@ def _imports(path: Path) -> set[str]:
     return {name for name in found if name.startswith("tracer.learner.")}
 
 
+def _learner_graph() -> dict[str, set[str]]:
+    """Each module of tracer/learner and its subpackages, and the learner modules it imports."""
+    graph = {}
+    for path in (ROOT / "tracer" / "learner").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        graph[name] = _imports(path)
+    return graph
+
+
 def test_the_learner_package_has_no_import_cycles() -> None:
-    folder = ROOT / "tracer" / "learner"
-    graph = {f"tracer.learner.{p.stem}": _imports(p) for p in folder.glob("*.py")}
+    graph = _learner_graph()
+    assert "tracer.learner.judging.judge" in graph  # the subpackages are walked too
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
         for module in graph.get(start, ()):
@@ -180,3 +190,20 @@ def test_the_learner_package_has_no_import_cycles() -> None:
 
     cycles = [name for name in graph if reaches(name, name, {name})]
     assert cycles == []
+
+
+def test_the_learner_subpackages_import_one_way() -> None:
+    """exercises -> judging -> sandbox: the code that runs the learner's file knows nothing of
+    how it is judged, and judging knows nothing of the exercises."""
+    order = ("tracer.learner.sandbox", "tracer.learner.judging", "tracer.learner.exercises")
+
+    def rank(name: str) -> int:
+        return next((i for i, p in enumerate(order) if name == p or name.startswith(p + ".")), -1)
+
+    upward = [
+        f"{name} -> {target}"
+        for name, targets in _learner_graph().items()
+        for target in targets
+        if rank(name) >= 0 and rank(target) > rank(name)
+    ]
+    assert upward == []

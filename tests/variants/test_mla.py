@@ -9,7 +9,7 @@ import torch
 
 from tests.variants.problems import trace
 from tracer.errors import UsageError
-from tracer.learner.mutations import mistakes_of
+from tracer.learner.judging.mutations import mistakes_of
 
 HEADS, D_OUT, RANK, ROPE = 2, 6, 4, 4
 

@@ -20,7 +20,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from tracer import Variant  # noqa: E402
-from tracer.learner.check import judge  # noqa: E402
+from tracer.learner.judging.judge import judge  # noqa: E402
 from tracer.tracing import Trace  # noqa: E402
 from tracer.tracing.runner import TraceOptions, start_trace  # noqa: E402
 

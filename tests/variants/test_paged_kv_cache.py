@@ -9,7 +9,7 @@ import torch
 
 from tests.variants.problems import output, trace
 from tracer.errors import UsageError
-from tracer.learner.mutations import mistakes_of
+from tracer.learner.judging.mutations import mistakes_of
 from tracer.testing import run_variant, substeps_of
 
 

@@ -68,8 +68,8 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # The sandbox's modules (subprocess, the server, the learner's loader) load when
     # `attn check` runs: `attn --help` imports this module and stays quick.
-    from tracer.learner.isolation import Limits, shared_server
-    from tracer.learner.loader import LearnerFailure
+    from tracer.learner.sandbox.parent_side import Limits, shared_server
+    from tracer.learner.sandbox.source_loader import LearnerFailure
 
     if args.query is not None:
         raise UsageError("attn check compares every query at once; --query is for attn trace")
@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
     shared_server().spawn()
 
     # These import torch: not before the sandbox server is on its way, never for `attn --help`.
-    from tracer.learner.check import judge, reference_host
-    from tracer.learner.report import check_json, format_judgement, learner_output
+    from tracer.learner.judging.judge import judge
+    from tracer.learner.judging.report import check_json, format_judgement, learner_output
+    from tracer.learner.judging.verdict import reference_host
 
     host = reference_host(args.against, lambda: load_host(args))
     trace = start_trace(args.against, trace_options(args, host), host, check=True).run_to_end()

@@ -56,7 +56,7 @@ def add_parser(commands: Any) -> None:
 def run_init(args: argparse.Namespace) -> int:
     # The exercises and their texts (several ms to import) load only when a command of
     # `attn exercises` runs: `attn --help` imports this module. The same in each handler.
-    from tracer.learner.exercises import EXERCISES, init_exercises
+    from tracer.learner.exercises.workbook import EXERCISES, init_exercises
 
     results = init_exercises(args.dir)
     for path, written in results:
@@ -70,7 +70,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from tracer.learner.exercises import watch  # off `attn --help` (see run_init)
+    from tracer.learner.exercises.workbook import watch  # off `attn --help` (see run_init)
 
     interval = parse_limit(
         "--interval", str(args.interval), Limit("seconds", 0, above=True, unlimited=False)
@@ -81,21 +81,23 @@ def run_watch(args: argparse.Namespace) -> int:
 
     if args.once or not sys.stdin.isatty():
         return watch(args.dir, emit, once=args.once, interval=interval)
-    from tracer.learner.terminal_keys import TerminalKeys  # tty and termios: off `attn --help`
+    from tracer.learner.exercises.terminal_keys import (
+        TerminalKeys,  # tty and termios: off `attn --help`
+    )
 
     with TerminalKeys() as keys:  # restored however the watcher ends
         return watch(args.dir, emit, interval=interval, keys=keys, confirm=keys.confirm)
 
 
 def run_hint(args: argparse.Namespace) -> int:
-    from tracer.learner.exercises import hint  # off `attn --help` (see run_init)
+    from tracer.learner.exercises.workbook import hint  # off `attn --help` (see run_init)
 
     print(hint(args.dir, args.exercise))
     return EXIT_OK
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from tracer.learner.exercises import status_lines  # off `attn --help` (see run_init)
+    from tracer.learner.exercises.workbook import status_lines  # off `attn --help` (see run_init)
 
     for line in status_lines(args.dir):
         print(line)

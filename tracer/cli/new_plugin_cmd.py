@@ -31,7 +31,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The templates' code loads when a plugin is written, not for every `attn --help`.
-    from tracer.learner.scaffold import check_name, next_steps, scaffold
+    from tracer.learner.exercises.scaffold import check_name, next_steps, scaffold
 
     names = check_name(args.name, set(PluginHost().variants))
     folder = args.dir if args.dir is not None else Path(names.distribution)

@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 import traceback
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ import pluggy
 from tracer import hookspecs
 from tracer.environment import SECONDS, env_limit
 from tracer.errors import Location, PluginError, UsageError
-from tracer.processes import die_with_parent
+from tracer.processes import WHERE_GRACE_S, Child, ask_where, null_standard_fds, start_child
 from tracer.suggest import did_you_mean
 from tracer.tracing import Trace
 from tracer.tracing.containment import PluginExit, contained
@@ -610,39 +609,31 @@ def _trial_import(
     """
     if not sys.platform.startswith("linux"):
         return None
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
     read_end, write_end = os.pipe()
-    with _quiet_fork_warning():
-        pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_end)
-        _trial_child(load, write_end, source, folder)
+    # Its own group (killed as one, out of reach of the terminal's ^C); dies with the tool.
+    child = start_child(_trial_child, load, read_end, write_end, source, folder)
     os.close(write_end)
-    with contextlib.suppress(OSError):  # also set in the child: whichever runs first
-        os.setpgid(pid, pid)
     try:
-        return _trial_result(pid, read_end, timeout, source)
+        return _trial_result(child, read_end, timeout, source)
     finally:
         os.close(read_end)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)  # whatever the plugin started goes too
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        child.kill_group()  # whatever the plugin started goes too
+        child.join()
 
 
 def _trial_child(
-    load: Callable[[], ModuleType], out: int, source: str | None, folder: Path | None
+    load: Callable[[], ModuleType],
+    theirs: int,
+    out: int,
+    source: str | None,
+    folder: Path | None,
 ) -> None:
+    """Never returns: the answer is one line on ``out`` (``O``, ``E`` and the error; once
+    asked, ``W`` and the line it is stuck on)."""
+    os.close(theirs)
     status = 0
     try:
-        with contextlib.suppress(OSError):
-            os.setpgid(0, 0)  # its own group: killed as one, out of reach of the terminal's ^C
-        die_with_parent()
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):  # its printing is shown once, by the real import
-            os.dup2(devnull, fd)
+        null_standard_fds()  # its printing is shown once, by the real import
         # Fresh streams: the inherited ones may be the app's capture, or locked by a thread
         # that does not exist in this process.
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
@@ -678,7 +669,7 @@ def _trial_child(
     os._exit(status)
 
 
-def _trial_result(pid: int, fd: int, timeout: float, source: str | None) -> str | None:
+def _trial_result(child: Child, fd: int, timeout: float, source: str | None) -> str | None:
     """Wait for the child's answer until the deadline; kill it then."""
     deadline = time.monotonic() + timeout
     data = b""
@@ -687,9 +678,8 @@ def _trial_result(pid: int, fd: int, timeout: float, source: str | None) -> str 
         left = deadline - time.monotonic()
         if left <= 0 and not asked:
             asked = True  # one grace period to say which line it is stuck on
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGUSR1)
-            deadline = time.monotonic() + 0.5
+            ask_where(child.pid)
+            deadline = time.monotonic() + WHERE_GRACE_S
             continue
         if left <= 0:
             break
@@ -709,8 +699,8 @@ def _trial_result(pid: int, fd: int, timeout: float, source: str | None) -> str 
         if line.startswith("E") and not asked:
             return line[1:]
     if not asked:
-        _, status = os.waitpid(pid, 0)
-        code = os.waitstatus_to_exitcode(status)
+        child.join()
+        code = child.exitcode or 0
         how = f"was killed by signal {-code}" if code < 0 else f"exit status {code}"
         return f"ended the process while loading ({how})"
     text = (
@@ -722,14 +712,6 @@ def _trial_result(pid: int, fd: int, timeout: float, source: str | None) -> str 
             name, _, number = line[1:].partition("\0")
             return f"{text} ({Location(name, int(number))})"
     return text
-
-
-@contextmanager
-def _quiet_fork_warning() -> Iterator[None]:
-    """Python 3.12+ warns about fork in a threaded process; the child runs no thread's code."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
-        yield
 
 
 def _describe(exc: BaseException, source: str | None = None, folder: Path | None = None) -> str:

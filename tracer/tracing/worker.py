@@ -34,13 +34,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import multiprocessing
 import os
 import pickle
 import select
 import signal
 import sys
-import threading
 import time
 import traceback
 import warnings
@@ -54,17 +52,26 @@ from tracer.equations import STAGE_EQUATIONS, Accumulate, Dot
 from tracer.errors import InputError, Location, PluginError, TracerError, UsageError
 from tracer.processes import (
     PR_SET_PDEATHSIG,
+    WHERE_GRACE_S,
+    Channel,
+    Child,
+    MemoryWatch,
+    Refused,
+    ask_where,
     become_subreaper,
+    cap_address_space,
+    channel_pair,
     children,
-    descendants,
     die_with_parent,
     kill_descendants,
+    loads,
+    null_standard_fds,
     occupy_standard_fds,
     prctl,
-    private_memory,
     reap,
     reaped,
     resident,
+    start_child,
 )
 from tracer.sanitize import drop_warnings, keep_warnings, take_warnings, visible
 from tracer.tracing.stepper import Cancelled
@@ -72,12 +79,9 @@ from tracer.tracing.trace import Trace, VariantRunError
 from tracer.variant import RunContext, Stage, Step, SubStep, Variant
 
 if sys.platform != "win32":  # the worker forks: POSIX only (used where a step runs in it)
-    import fcntl
     import resource
 
 if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
-
     import torch
 
 ISOLATE_ENV = "ATTN_ISOLATE"
@@ -91,8 +95,6 @@ DEFAULT_MEMORY_MB = 4096
 OUTPUT_LIMIT = 64_000
 """Characters of a variant's printing passed on per step; the rest is summarised."""
 POLL_S = 0.05
-WHERE_GRACE_S = 0.5
-"""How long a stuck child gets to say which line it is on before it is killed."""
 
 _REAL_EXIT = os._exit
 _NUMPY_DTYPES: set[Any] = set()
@@ -161,10 +163,10 @@ class WorkerTrace(Trace):
         super().__init__(variant, context, plugin, roots)
         self.limits = limits or WorkerLimits.from_environment()
         self._roots = tuple(roots)
-        self._connection: Connection | None = None
-        self._process: Any = None
+        self._connection: Channel | None = None
+        self._process: Child | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
-        self._watch: _MemoryWatch | None = None
+        self._watch: MemoryWatch | None = None
         self._ends: tuple[int, ...] = ()
         """The tool's ends of the worker's pipes (its guard's and its two)."""
 
@@ -184,35 +186,32 @@ class WorkerTrace(Trace):
             self.finished = True
             self.close()
             raise
-        kind = message[0]
-        if kind == "step":
-            _, step, changes, printed = message
-            self._print(printed)
-            self.torch_changes.extend(changes)
+        if isinstance(message, _StepMessage):
+            self._print(message.printed)
+            self.torch_changes.extend(message.changes)
             try:
                 # Checked again here: the plugin may have switched the checks off in its worker.
-                return self._accept(self._checked(step))
+                return self._accept(self._checked(message.step))
             except BaseException:
                 self.finished = True
                 self.close()
                 raise
         self.finished = True
         self.close()
-        if kind == "end":
-            _, output, changes, printed, read_padding = message
-            self._print(printed)
-            self.torch_changes.extend(changes)
-            self.output = self._checked_output(output)
+        if isinstance(message, _EndMessage):
+            self._print(message.printed)
+            self.torch_changes.extend(message.changes)
+            self.output = self._checked_output(message.output)
             # The variant read its own copy of the context, in the worker: the worker says.
-            self.read_padding = read_padding
+            self.read_padding = message.read_padding
             self._warn_unused_padding()
             raise StopIteration
-        if kind != "error":
-            raise self._error(f"sent a message the tool refused: a '{visible(kind)}' message")
-        _, name, text, location, changes, printed = message
-        self._print(printed)
-        self.torch_changes.extend(changes)
-        raise _ERRORS.get(name, PluginError)(text, Location(*location) if location else None)
+        if not isinstance(message, _ErrorMessage):  # "where", unasked
+            raise self._error("sent a message the tool refused: a 'where' message")
+        self._print(message.printed)
+        self.torch_changes.extend(message.changes)
+        location = Location(*message.location) if message.location else None
+        raise _ERRORS.get(message.error, PluginError)(message.text, location)
 
     def close(self) -> None:
         """Stop the child (if any); the trace cannot go on."""
@@ -228,12 +227,7 @@ class WorkerTrace(Trace):
         # A closed standard stream's number would go to one of the pipes below, which the
         # child then points at /dev/null (used as a library, not through ``attn``).
         occupy_standard_fds()
-        # Whatever sits in our buffers would be printed twice, once by each process.
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        context = multiprocessing.get_context("fork")
-        parent_end, child_end = _pipes(context)
+        parent_end, child_end = channel_pair()
         guard_read, guard_write = os.pipe()
         run = _Run(
             self.variant,
@@ -244,15 +238,8 @@ class WorkerTrace(Trace):
             self.source_file,
             (guard_read, guard_write),
         )
-        process = context.Process(
-            target=_serve,
-            args=(run, child_end, parent_end),
-            name=f"attn-variant-{self.variant.name}",
-            daemon=True,
-        )
         try:
-            with _quiet_fork_warning():
-                process.start()
+            process = start_child(_serve, run, child_end, parent_end)
         except OSError as error:  # out of processes or memory
             parent_end.close()
             child_end.close()
@@ -264,20 +251,19 @@ class WorkerTrace(Trace):
         child_end.close()
         os.close(guard_read)
         pid = process.pid
-        assert pid is not None
-        with contextlib.suppress(OSError):  # also set in the child: whichever runs first
-            os.setpgid(pid, pid)
         self._connection, self._process = parent_end, process
-        ends = (guard_write, *_fds(parent_end))
+        ends = (guard_write, *parent_end.fds())
         _TOOL_ENDS.update(ends)  # a worker forked after this one closes them (see _TOOL_ENDS)
         self._ends = ends
         worker = _worker_of(pid, process)
-        self._watch = _MemoryWatch(worker, _rss() + self.limits.memory_mb * 2**20, root=pid)
+        self._watch = MemoryWatch(
+            worker, resident("self") + self.limits.memory_mb * 2**20, root=pid
+        )
         self._finalizer = weakref.finalize(
             self, _stop, process, parent_end, self._watch, guard_write, ends
         )
 
-    def _receive(self) -> tuple[Any, ...]:
+    def _receive(self) -> _Message:
         """The child's answer to ``next``, within the step time limit."""
         connection, process = self._connection, self._process
         assert connection is not None and process is not None
@@ -288,7 +274,7 @@ class WorkerTrace(Trace):
                     return _read(connection)
             except (EOFError, OSError):
                 raise self._died(process) from None
-            except _Refused as refused:
+            except Refused as refused:
                 what = visible(str(refused), multiline=False)
                 raise self._error(
                     f"sent a message the tool refused: {what} is not part of a step"
@@ -301,15 +287,15 @@ class WorkerTrace(Trace):
             if time.monotonic() > deadline:
                 raise self._timed_out(connection, process)
 
-    def _timed_out(self, connection: Connection, process: Any) -> VariantRunError:
+    def _timed_out(self, connection: Channel, process: Child) -> VariantRunError:
         """Ask the child where it is stuck (its plugin's line), then give up on it."""
         where = Location(self.source_file)
-        with contextlib.suppress(OSError, EOFError, _Refused):  # a child gone says nothing
-            os.kill(process.pid, signal.SIGUSR1)
+        with contextlib.suppress(OSError, EOFError, Refused):  # a child gone says nothing
+            ask_where(process.pid)
             if connection.poll(WHERE_GRACE_S):
                 message = _read(connection)
-                if message[0] == "where" and message[1]:
-                    where = Location(*message[1])
+                if isinstance(message, _WhereMessage) and message.where:
+                    where = Location(*message.where)
         limit = self.limits.step_timeout
         return VariantRunError(
             f"variant '{self.variant.name}' took more than {limit:g} s on one step and was "
@@ -317,7 +303,8 @@ class WorkerTrace(Trace):
             where,
         )
 
-    def _died(self, process: Any) -> VariantRunError:
+    def _died(self, process: Child | None) -> VariantRunError:
+        assert process is not None
         process.join(1.0)
         if self._watch is not None and self._watch.exceeded:
             limit = self.limits.memory_mb
@@ -391,37 +378,6 @@ class WorkerTrace(Trace):
             sys.stderr.flush()
 
 
-class _Duplex:
-    """Two one-way pipes used as one connection: a pipe moves big steps faster than a socket."""
-
-    def __init__(self, reader: Connection, writer: Connection) -> None:
-        self.reader, self.writer = reader, writer
-        self.poll = reader.poll
-        self.recv_bytes = reader.recv_bytes
-        self.recv_bytes_into = reader.recv_bytes_into
-        self.send_bytes = writer.send_bytes
-
-    def close(self) -> None:
-        self.reader.close()
-        self.writer.close()
-
-
-def _fds(connection: Any) -> tuple[int, int]:
-    """The two file descriptors of a :class:`_Duplex`."""
-    return connection.reader.fileno(), connection.writer.fileno()
-
-
-def _pipes(context: Any) -> tuple[Connection, Connection]:
-    """(parent's end, child's end)."""
-    requests_read, requests_write = context.Pipe(duplex=False)
-    steps_read, steps_write = context.Pipe(duplex=False)
-    with contextlib.suppress(Exception):  # Linux: a 1 MiB pipe, sixteen times the default
-        fcntl.fcntl(steps_write.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 2**20)
-    parent: Any = _Duplex(steps_read, requests_write)
-    child: Any = _Duplex(requests_read, steps_write)
-    return parent, child
-
-
 _TOOL_ENDS: set[int] = set()
 """The tool's ends of every running worker's pipes. A worker forked later inherits copies
 and closes them first thing: while one stayed open there, an earlier worker's guard would
@@ -429,9 +385,9 @@ never read its end of file, and stopping that worker would wait GUARD_S for noth
 
 
 def _stop(
-    process: Any,
-    connection: Connection,
-    watch: _MemoryWatch | None = None,
+    process: Child,
+    connection: Channel,
+    watch: MemoryWatch | None = None,
     guard: int = -1,
     ends: tuple[int, ...] = (),
 ) -> None:
@@ -448,32 +404,18 @@ def _stop(
     with contextlib.suppress(Exception):
         process.join(GUARD_S)
     # A guard that is gone or stuck: the group at least (even a plain fork is in it).
+    process.kill_group()
     with contextlib.suppress(Exception):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(Exception):
-        if process.is_alive():
-            process.kill()
+        process.kill()
         process.join(2.0)
 
 
-WATCH_S = 0.05
-"""How often the parent measures a worker's memory."""
 GUARD_S = 5.0
 """How long the tool waits for a worker's guard to kill what is below it."""
 GUARD_POLL_S = 0.2
 
 
-def _rss(pid: int | str = "self") -> int:
-    """Resident memory of a process in bytes (0 when it cannot be read)."""
-    return resident(pid)
-
-
-TREE_EVERY = 10
-"""The processes a step forked are measured every tenth look (reading what a process holds
-privately costs milliseconds; the worker's own resident memory costs microseconds)."""
-
-
-def _worker_of(guard: int, process: Any) -> int:
+def _worker_of(guard: int, process: Child) -> int:
     """The worker below a guard: the guard's first child, forked before any plugin code
     runs there (the guard itself when it is gone or never forked)."""
     deadline = time.monotonic() + GUARD_S
@@ -483,61 +425,6 @@ def _worker_of(guard: int, process: Any) -> int:
             return found[0]
         time.sleep(0.001)
     return guard
-
-
-class _MemoryWatch:
-    """Kills a worker and everything below it when their memory passes ``limit`` bytes.
-
-    The address-space rlimit set in the worker is a first line only: as root a plugin can
-    raise even the hard limit with one ``setrlimit`` call, and every process a step forks
-    gets a limit of its own. This limit is enforced from outside, by the parent, where no
-    plugin code runs, on the memory of the whole tree: ``pid`` (the worker) counts whole,
-    as the tool's own memory is the baseline of ``limit``; every other process below
-    ``root`` (the worker's guard) counts only the memory it does not share (a forked
-    process starts sharing all of it). The guard itself allocates nothing.
-    """
-
-    def __init__(self, pid: int, limit: int, root: int | None = None) -> None:
-        self.pid, self.limit = pid, limit
-        self.root = pid if root is None else root
-        self._others = 0
-        self._looks = 0
-        self.exceeded = False
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="attn-memory-watch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._done.wait(WATCH_S):
-            used = _rss(self.pid)
-            if used == 0:
-                return  # gone
-            if self._looks % TREE_EVERY == 0:
-                others = [p for p in descendants(self.root) if p != self.pid]
-                self._others = sum(private_memory(p) for p in others)
-            self._looks += 1
-            if used + self._others > self.limit:
-                self.exceeded = True
-                # Below the guard first: the guard (the root) then ends as well.
-                for pid in descendants(self.root):
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-                with contextlib.suppress(OSError):
-                    os.killpg(self.root, signal.SIGKILL)
-                with contextlib.suppress(OSError):
-                    os.kill(self.pid, signal.SIGKILL)
-                return
-
-    def stop(self) -> None:
-        self._done.set()
-
-
-@contextlib.contextmanager
-def _quiet_fork_warning() -> Any:
-    """Python 3.12+ warns about fork in a threaded process; the child runs no thread's code."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
-        yield
 
 
 # Child side -----------------------------------------------------------------------
@@ -563,18 +450,17 @@ def _with_warnings(printed: _Printed) -> str:
     return text + "".join(line + "\n" for line in kept) if kept else text
 
 
-def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None:
+def _serve(owner: _Run, connection: Channel, parents_end: Channel) -> None:
     """The child: run the variant one step per ``next`` and send each step back."""
     import torch  # the parent imports this module before torch; the child needs it
 
-    own = {*_fds(parents_end), owner.guard[1]}
+    own = {*parents_end.fds(), owner.guard[1]}
     parents_end.close()  # so that the parent going away reads as the end of the requests
     for fd in _TOOL_ENDS - own:  # other workers' ends, inherited by the fork
         with contextlib.suppress(OSError):
             os.close(fd)
 
-    with contextlib.suppress(OSError):  # its own group, killed as one when the run ends
-        os.setpgid(0, 0)
+    # Its own group (start_child), killed as one when the run ends.
     # Ctrl+C reaches the whole process group; the parent answers it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _guard_the_worker(*owner.guard)  # from here on, this is the worker below its guard
@@ -585,11 +471,8 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
     sys.stdout = sys.stderr = printed
     drop_warnings()  # the tool's own, copied by the fork
     keep_warnings()  # the variant's come back with its step, one line each
-    with contextlib.suppress(OSError):  # C-level writes must not draw over the app
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-    _limit_memory(owner.limits.memory_mb)
+    null_standard_fds()  # C-level writes must not draw over the app
+    cap_address_space(owner.limits.memory_mb)
     trace = Trace(owner.variant, owner.context, owner.plugin, owner.roots)
     trace.report_padding = False  # the tool warns, told by the last message (its output's)
     signal.signal(signal.SIGUSR1, lambda signum, frame: _say_where(connection, trace, frame))
@@ -610,70 +493,124 @@ def _serve(owner: _Run, connection: Connection, parents_end: Connection) -> None
             return
         try:
             step = next(trace)
-            message: tuple[Any, ...] = ("step", _sendable(step), changes(), _with_warnings(printed))
+            message: _Message = _StepMessage(_sendable(step), changes(), _with_warnings(printed))
         except StopIteration:
             output = _sendable_tensor(trace.output)
             read = trace.read_padding is True
-            message = ("end", output, changes(), _with_warnings(printed), read)
+            message = _EndMessage(output, changes(), _with_warnings(printed), read)
         except TracerError as error:
             error = _memory_error(error, owner)
             location = error.location
             fields = (location.path, location.line, location.column) if location else None
-            message = (
-                "error",
-                type(error).__name__,
-                error.message,
-                fields,
-                changes(),
-                printed.take(),
-            )
+            name = type(error).__name__
+            message = _ErrorMessage(name, error.message, fields, changes(), printed.take())
         except KeyboardInterrupt:  # SIGINT is ignored here: the plugin raised it itself
             where = (owner.source_file, None, None)
             text = f"variant '{owner.variant.name}' failed: raised KeyboardInterrupt"
-            message = ("error", "VariantRunError", text, where, changes(), printed.take())
+            message = _ErrorMessage("VariantRunError", text, where, changes(), printed.take())
         except BaseException as exc:  # anything else is our own failure
             text = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            message = ("error", "PluginError", f"worker failed: {text}", None, [], "")
+            message = _ErrorMessage("PluginError", f"worker failed: {text}", None, [], "")
         if os.getpid() != worker:  # a copy of the worker that the step forked: only one answers
             _REAL_EXIT(0)
         drop_warnings()  # a failed step's warnings are noise beside its one-line error
         try:
-            _send(connection, message)
+            connection.send(message)
         except (pickle.PicklingError, TypeError, AttributeError, RuntimeError) as exc:
             text = f"{type(exc).__name__}: {exc}".splitlines()[0]
             where = (owner.source_file, None, None)
             refused = (
                 f"variant '{owner.variant.name}' yielded a step that cannot be passed on: {text}"
             )
-            _send(connection, ("error", "VariantRunError", refused, where, [], ""))
+            connection.send(_ErrorMessage("VariantRunError", refused, where, [], ""))
             return
-        if message[0] != "step":
+        if not isinstance(message, _StepMessage):
             return
 
 
 # Messages ------------------------------------------------------------------------------
-# A message is three parts: the sizes of its out-of-band buffers, the pickle, the buffers.
-# Tensors travel as numpy arrays whose values are sent as raw buffers (pickle protocol 5):
-# torch's own pickling copies a 16 MB score matrix through a zip archive, ten times slower.
+# The worker answers each "next" with one typed message on its Channel (tracer.processes):
+# a step, the end of the run, an error; and, when asked, where it is stuck. Each is checked
+# for its form once, where it is read (_read); what is in a step is checked after that.
 
 
-def _send(connection: Connection, message: tuple[Any, ...]) -> None:
-    buffers: list[pickle.PickleBuffer] = []
-    data = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
-    views = [buffer.raw() for buffer in buffers]
-    # The parent's "where are you stuck?" signal must not land between the parts.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
-    try:
-        connection.send_bytes(pickle.dumps([view.nbytes for view in views]))
-        connection.send_bytes(data)
-        for view in views:
-            connection.send_bytes(view)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+def _location(value: object) -> bool:
+    return value is None or (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and all(part is None or type(part) is int for part in value[1:])
+    )
 
 
-class _Refused(Exception):
-    """A worker sent something that is not part of the protocol (never run, never built)."""
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+@dataclass(frozen=True)
+class _StepMessage:
+    """A step, the torch defaults it changed, what it printed."""
+
+    step: Any
+    changes: list[str]
+    printed: str
+
+    def well_formed(self) -> bool:
+        return _strings(self.changes) and isinstance(self.printed, str)
+
+
+@dataclass(frozen=True)
+class _EndMessage:
+    """The run is over: its output, torch changes, what it printed, whether it read padding."""
+
+    output: Any
+    changes: list[str]
+    printed: str
+    read_padding: bool
+
+    def well_formed(self) -> bool:
+        return (
+            _strings(self.changes)
+            and isinstance(self.printed, str)
+            and type(self.read_padding) is bool
+        )
+
+
+@dataclass(frozen=True)
+class _ErrorMessage:
+    """The run failed: the error's class name, its text and place, torch changes, printing."""
+
+    error: str
+    text: str
+    location: tuple[str, int | None, int | None] | None
+    changes: list[str]
+    printed: str
+
+    def well_formed(self) -> bool:
+        return (
+            isinstance(self.error, str)
+            and isinstance(self.text, str)
+            and _location(self.location)
+            and _strings(self.changes)
+            and isinstance(self.printed, str)
+        )
+
+
+@dataclass(frozen=True)
+class _WhereMessage:
+    """Asked where it is stuck: the deepest line of the plugin's files running (or None)."""
+
+    where: tuple[str, int | None, int | None] | None
+
+    def well_formed(self) -> bool:
+        where = self.where
+        return where is None or (
+            isinstance(where, tuple) and len(where) == 3 and isinstance(where[0], str)
+        )
+
+
+_Message = _StepMessage | _EndMessage | _ErrorMessage | _WhereMessage
+_MESSAGES = (_StepMessage, _EndMessage, _ErrorMessage, _WhereMessage)
 
 
 _ALLOWED = {
@@ -683,6 +620,7 @@ _ALLOWED = {
         for kind in (Stage, SubStep, Dot, Accumulate, *STAGE_EQUATIONS)
     ),
     ("tracer.tracing.worker", "_unpack"),
+    *(("tracer.tracing.worker", kind.__name__) for kind in _MESSAGES),
     ("numpy", "dtype"),
     ("numpy", "ndarray"),
     ("numpy._core.numeric", "_frombuffer"),
@@ -692,8 +630,8 @@ _ALLOWED = {
     ("torch._utils", "_rebuild_tensor_v2"),
     ("collections", "OrderedDict"),
 }
-"""What the worker's messages are made of: steps, their equations, and tensors (as numpy
-arrays, or torch's own pickling for the rest)."""
+"""What the worker's messages are made of: the messages themselves, steps, their equations,
+and tensors (as numpy arrays, or torch's own pickling for the rest)."""
 
 
 class _MessageUnpickler(pickle.Unpickler):
@@ -707,7 +645,7 @@ class _MessageUnpickler(pickle.Unpickler):
             return _load_storage
         if module == "torch" and name in _TORCH_DTYPES:
             return super().find_class(module, name)
-        raise _Refused(f"{module}.{name}")
+        raise Refused(f"{module}.{name}")
 
 
 _TORCH_DTYPES = {
@@ -736,83 +674,20 @@ def _load_storage(data: bytes) -> Any:
 
 
 def _loads(data: bytes, buffers: Sequence[Any] = ()) -> Any:
-    try:
-        return _MessageUnpickler(io.BytesIO(data), buffers=buffers).load()
-    except _Refused:
-        raise
-    except Exception as exc:  # truncated or malformed bytes
-        raise _Refused(f"unreadable message ({type(exc).__name__})") from None
+    return loads(data, buffers, _MessageUnpickler)
 
 
-def _read(connection: Connection) -> tuple[Any, ...]:
-    sizes = _loads(connection.recv_bytes())
-    if not (isinstance(sizes, list) and all(type(size) is int and size >= 0 for size in sizes)):
-        raise _Refused("unreadable message (buffer sizes)")
-    data = connection.recv_bytes()
-    buffers = []
-    for size in sizes:
-        buffer = bytearray(size)  # writable, so the tensors built on it are ordinary tensors
-        try:
-            if size:
-                connection.recv_bytes_into(buffer)
-            else:
-                connection.recv_bytes()
-        except multiprocessing.BufferTooShort:  # two writers (a step that forked), interleaved
-            raise _Refused("a message that does not fit its announced size") from None
-        buffers.append(buffer)
-    message: tuple[Any, ...] = _loads(data, buffers)
-    if not _well_formed(message):
-        raise _Refused("a message of the wrong form")
+def _read(connection: Channel) -> _Message:
+    message = connection.receive(_MessageUnpickler)
+    if not (isinstance(message, _MESSAGES) and message.well_formed()):
+        raise Refused("a message of the wrong form")
     return message
 
 
-def _strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _well_formed(message: object) -> bool:
-    """The message has the shape ``_serve`` sends (what is in a step is checked later)."""
-    if not (isinstance(message, tuple) and message):
-        return False
-    kind, fields = message[0], message[1:]
-    if kind == "end":  # the output, torch changes, what it printed, whether it read padding
-        return (
-            len(fields) == 4
-            and _strings(fields[1])
-            and isinstance(fields[2], str)
-            and type(fields[3]) is bool
-        )
-    if kind == "step":
-        return len(fields) == 3 and _strings(fields[1]) and isinstance(fields[2], str)
-    if kind == "error":
-        if len(fields) != 5:
-            return False
-        name, text, location, changes, printed = fields
-        return (
-            isinstance(name, str)
-            and isinstance(text, str)
-            and (
-                location is None
-                or (
-                    isinstance(location, tuple)
-                    and len(location) == 3
-                    and isinstance(location[0], str)
-                    and all(part is None or type(part) is int for part in location[1:])
-                )
-            )
-            and _strings(changes)
-            and isinstance(printed, str)
-        )
-    if kind == "where":
-        where = fields[0] if len(fields) == 1 else ()
-        return where is None or (
-            isinstance(where, tuple) and len(where) == 3 and isinstance(where[0], str)
-        )
-    return False
-
-
 class _Packed:
-    """A tensor on its way to the parent, as a numpy array (see the note above ``_send``)."""
+    """A tensor on its way to the parent, as a numpy array whose values travel as raw
+    buffers (pickle protocol 5): torch's own pickling copies a 16 MB score matrix through a
+    zip archive, ten times slower."""
 
     __slots__ = ("array",)
 
@@ -934,7 +809,7 @@ def _guard(worker: int, read_fd: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0)
 
 
-def _say_where(connection: Connection, trace: Trace, frame: Any) -> None:
+def _say_where(connection: Channel, trace: Trace, frame: Any) -> None:
     """SIGUSR1: send the deepest line of the plugin's own files that is running now."""
     where = None
     while frame is not None:
@@ -943,23 +818,7 @@ def _say_where(connection: Connection, trace: Trace, frame: Any) -> None:
             break
         frame = frame.f_back
     with contextlib.suppress(Exception):
-        _send(connection, ("where", where))
-
-
-def _limit_memory(megabytes: int) -> None:
-    """Cap the address space at what the child has now plus ``megabytes``."""
-    try:
-        with open("/proc/self/statm") as handle:
-            pages = int(handle.read().split()[0])
-        used = pages * os.sysconf("SC_PAGE_SIZE")
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = used + megabytes * 2**20
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        # Hard as well as soft (the parent's memory watch holds even where this is lifted).
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ImportError, OSError, ValueError):
-        pass  # no /proc or no RLIMIT_AS: the time limit still holds
+        connection.send(_WhereMessage(where))
 
 
 __all__ = [

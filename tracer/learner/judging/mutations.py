@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from tracer.learner.compare import ATOL, close, matches_any, max_difference
-from tracer.learner.diagnosis import Diagnosis, Evidence, at_line
-from tracer.learner.recorder import Record
+from tracer.learner.judging.compare import ATOL, close, matches_any, max_difference
+from tracer.learner.judging.diagnosis import Diagnosis, Evidence, at_line
+from tracer.learner.sandbox.recorder import Record
 from tracer.variant import Mistake, RunContext
 
 

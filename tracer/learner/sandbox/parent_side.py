@@ -1,11 +1,13 @@
-"""Running a learner's file in a sandbox process with a time and a memory limit.
+"""The parent's side of the sandbox: running a learner's file with a time and a memory limit.
 
-The parent (``attn check``, ``attn exercises watch``) never runs the learner's
-code: it writes the request to a temporary folder, starts
-``python -m tracer.learner.sandbox`` with an argument list, waits for it under a
-time limit that starts once torch has loaded, and reads the result back with
-``torch.load(weights_only=True)``. The learner's stdout and stderr come back as
-text (the first :data:`OUTPUT_LIMIT` characters) for the report's "your output".
+The parent (``attn check``, ``attn exercises watch``) never runs the learner's code: it
+writes the request to a temporary folder and hands it to the warm sandbox server
+(:mod:`tracer.learner.sandbox.warm_server`, started once per session), which forks a child
+that runs the file (:mod:`tracer.learner.sandbox.child`). The parent waits under a time
+limit that starts once the child is ready, and reads the result back with
+``torch.load(weights_only=True)``, decoded once (:mod:`tracer.learner.sandbox.payload`).
+The learner's stdout and stderr come back as text (the first :data:`OUTPUT_LIMIT`
+characters) for the report's "your output".
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ import tracer
 from tracer.environment import MEBIBYTES, SECONDS, env_limit, parse_limit
 from tracer.errors import Location, UsageError
 from tracer.files import write_atomic
-from tracer.learner.loader import LearnerFailure, Unwritten
-from tracer.learner.server import MESSAGE_SIZE
+from tracer.learner.sandbox.source_loader import LearnerFailure, Unwritten
+from tracer.learner.sandbox.warm_server import MESSAGE_SIZE
 
 if TYPE_CHECKING:
     import torch
+
+    from tracer.learner.sandbox.payload import Failed, Returned
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds the learner's code may run (``--timeout``), counted once torch has loaded."""
@@ -69,9 +73,9 @@ class Limits:
 
 @dataclass
 class Outcome:
-    """What came back from the sandbox: the checked payload and what the learner printed."""
+    """What came back from the sandbox: the decoded result and what the learner printed."""
 
-    payload: dict[str, Any]
+    result: Returned
     output: str
 
 
@@ -100,7 +104,7 @@ class ServerLost(Exception):
 
 
 class SandboxServer:
-    """The parent's side of :mod:`tracer.learner.server`: a warm process that forks each check.
+    """The parent's side of :mod:`tracer.learner.sandbox.warm_server`: a warm process that forks each check.
 
     Started once (``spawn``, early, so torch loads there while this process computes
     the reference) and reused by every check of the command or watch session.
@@ -126,7 +130,7 @@ class SandboxServer:
                     sys.executable,
                     "-P",
                     "-m",
-                    "tracer.learner.server",
+                    "tracer.learner.sandbox.warm_server",
                     str(theirs.fileno()),
                     str(os.getpid()),
                 ],
@@ -293,7 +297,7 @@ def _wait_for(fd: int, byte: bytes, deadline: float, child: Running) -> str:
 
 
 PROGRESS_NAME = ".attn-exercises.json"
-"""The exercises' progress file (tracer.learner.exercises): the learner's code never marks
+"""The exercises' progress file (tracer.learner.exercises.workbook): the learner's code never marks
 an exercise done."""
 
 
@@ -330,6 +334,8 @@ def run_sandboxed(
     """Run the learner's file in a child of the sandbox server; raise LearnerFailure when it
     cannot finish."""
     import torch  # here: the server can be spawned before this process pays for torch
+
+    from tracer.learner.sandbox.payload import decode  # imports torch
 
     server = server or shared_server()
     with tempfile.TemporaryDirectory(prefix="attn-check-") as name, _kept(Path(path)):
@@ -396,9 +402,10 @@ def run_sandboxed(
                 f"{path}: attn check could not read what your code produced ({type(exc).__name__})\n",
                 output,
             ) from exc
-    if not isinstance(payload, dict) or not isinstance(payload.get("status"), str):
+    decoded = decode(payload)
+    if decoded is None:
         raise LearnerFailure(f"{path}: attn check could not read what your code produced\n", output)
-    return _checked(path, payload, output, limits)
+    return _checked(path, decoded, output, limits)
 
 
 def _out_of_memory(path: str, limits: Limits) -> str:
@@ -430,24 +437,20 @@ def _ended(path: str, status: int, started: bool, limits: Limits, output: str) -
     )
 
 
-def _checked(path: str, payload: dict[str, Any], output: str, limits: Limits) -> Outcome:
-    status = payload["status"]
-    if status == "ok":
-        return Outcome(payload, output)
+def _checked(path: str, result: Returned | Failed, output: str, limits: Limits) -> Outcome:
+    from tracer.learner.sandbox.payload import Returned  # imports torch (loaded by now)
+
+    if isinstance(result, Returned):
+        return Outcome(result, output)
+    status = result.status
     if status == "usage":
-        line = payload.get("line")
-        raise UsageError(
-            str(payload.get("message")), Location(path, line if isinstance(line, int) else None)
-        )
+        raise UsageError(result.text, Location(path, result.line))
     if status == "memory":
         raise LearnerFailure(_out_of_memory(path, limits), output)
     if status == "ended":
-        raise LearnerFailure(f"{path}: {payload.get('text')}\n", output)
+        raise LearnerFailure(f"{path}: {result.text}\n", output)
     if status == "unwritten":
-        raise Unwritten(f"{payload.get('text')}\n", output)
+        raise Unwritten(f"{result.text}\n", output)
     if status == "failed":
-        return_text = str(payload.get("text"))
-        raise LearnerFailure(return_text, output)
-    raise LearnerFailure(
-        f"{path}: attn check failed to run your code: {payload.get('text')}\n", output
-    )
+        raise LearnerFailure(result.text, output)
+    raise LearnerFailure(f"{path}: attn check failed to run your code: {result.text}\n", output)

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from tracer.learner.compare import close, find, matches_any
-from tracer.learner.recorder import (
+from tracer.learner.judging.compare import close, find, matches_any
+from tracer.learner.sandbox.recorder import (
     DROPOUT_OPS,
     MATMUL_OPS,
     MULTIPLY_OPS,

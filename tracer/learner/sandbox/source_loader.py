@@ -4,7 +4,7 @@ When the learner's code fails (a syntax error, an exception at import time or
 inside ``attention``), the traceback we show keeps only the frames from the
 learner's file: the error is theirs, at their line, and none of the tool's
 frames get in the way. The code itself runs only in the sandbox process
-(:mod:`tracer.learner.sandbox`).
+(:mod:`tracer.learner.sandbox.child`).
 """
 
 from __future__ import annotations

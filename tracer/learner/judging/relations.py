@@ -20,9 +20,15 @@ from dataclasses import dataclass
 
 import torch
 
-from tracer.learner.by_value import TITLES, block_order, blocks_sentence, by_value, enough
-from tracer.learner.compare import cell_gaps, close
-from tracer.learner.diagnosis import Diagnosis, at_line
+from tracer.learner.judging.by_value import (
+    TITLES,
+    block_order,
+    blocks_sentence,
+    by_value,
+    enough,
+)
+from tracer.learner.judging.compare import cell_gaps, close
+from tracer.learner.judging.diagnosis import Diagnosis, at_line
 
 TOLERANCE = 1e-4
 MAX_PERMUTED = 64

@@ -7,20 +7,18 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tracer.learner.check import (
+from tracer.learner.judging.compare import close
+from tracer.learner.judging.judge import NOTE_WIDTH, Judgement, dropout_line
+from tracer.learner.judging.results import (
     DIFFERS,
     MATCH,
     NOT_COMPARED,
-    NOTE_WIDTH,
     OTHER_ROUTE,
     OWN_MASK,
     CheckResult,
-    Judgement,
-    dropout_line,
     largest_difference,
     precision_note,
 )
-from tracer.learner.compare import close
 from tracer.render.text import format_number, format_tensor, plain, shape_text
 
 __all__ = ["check_json", "dropout_line", "format_check", "format_judgement"]

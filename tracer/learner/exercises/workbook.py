@@ -296,7 +296,7 @@ VARIANT_OPTIONS = ("heads", "kv_heads", "window", "tile", "causal", "rank", "abs
 
 
 def template(exercise: Exercise) -> str:
-    folder = resources.files("tracer.learner") / "templates" / "exercises"
+    folder = resources.files("tracer.learner.exercises") / "templates" / "exercises"
     return (folder / f"{exercise.slug}.py.tmpl").read_text(encoding="utf-8")
 
 
@@ -534,9 +534,10 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
     """Check one exercise file against its variant; the text is what the learner should see."""
     from dataclasses import replace
 
-    from tracer.learner.check import judge, reference_host
-    from tracer.learner.loader import LearnerFailure, Unwritten
-    from tracer.learner.report import format_judgement, learner_output
+    from tracer.learner.judging.judge import judge
+    from tracer.learner.judging.report import format_judgement, learner_output
+    from tracer.learner.judging.verdict import reference_host
+    from tracer.learner.sandbox.source_loader import LearnerFailure, Unwritten
     from tracer.plugin_host import PluginHost
     from tracer.tracing.runner import TraceOptions, start_trace
 
@@ -666,7 +667,7 @@ def watch(
     With ``keys`` (a terminal), the learner can also ask for a hint, reset,
     re-check, skip, list or quit, as in rustlings; ``confirm`` asks before a reset.
     """
-    from tracer.learner.isolation import shared_server
+    from tracer.learner.sandbox.parent_side import shared_server
 
     progress = Progress.load(folder, warn)
     shared_server().spawn()  # one warm sandbox for the whole session: each save forks from it

@@ -1,7 +1,7 @@
 """The warm sandbox: one process that has imported torch forks a child per check.
 
-``python -m tracer.learner.server FD PARENT`` runs :func:`serve`. The
-parent (:class:`tracer.learner.isolation.SandboxServer`) sends each check over
+``python -m tracer.learner.sandbox.warm_server FD PARENT`` runs :func:`serve`. The
+parent (:class:`tracer.learner.sandbox.parent_side.SandboxServer`) sends each check over
 the socket ``FD`` (a ``SOCK_SEQPACKET`` pair): a JSON request and three file
 descriptors (the learner's stdout and stderr files, the status pipe). The
 server forks, and the child runs :func:`tracer.learner.sandbox.run_check` in
@@ -38,17 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from tracer.processes import (
-    PR_SET_CHILD_SUBREAPER,
-    PR_SET_PDEATHSIG,
-    descendants,
+    MemoryWatch,
+    become_subreaper,
+    die_with_parent,
     kill_descendants,
-    prctl,
+    reaped,
     resident,
+    start_child,
 )
-from tracer.processes import reaped as _ended
 
 POLL_SECONDS = 0.01
-"""How often the memory of the child is looked at (its tree, every tenth time)."""
+"""How often the memory of the child is looked at (its tree, every tenth time), and its end."""
 MESSAGE_SIZE = 1 << 20
 
 
@@ -56,29 +56,12 @@ class _Stop(BaseException):
     """The parent has gone: kill everything and end."""
 
 
-def _ended_status(pid: int) -> int | None:
-    if pid in _ended:
-        return _ended.pop(pid)
-    try:
-        done, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return _ended.pop(pid, 0)
-    return status if done else None
-
-
-def _start_child(request: dict[str, Any], fds: list[int], control: socket.socket) -> int:
+def _check(request: dict[str, Any], fds: list[int], control: socket.socket) -> None:
+    """The child of one check (in a session of its own, dying with the server): never returns."""
     out_fd, err_fd, status_fd = fds
-    server = os.getpid()
-    pid = os.fork()
-    if pid:
-        return pid
     status = 70
     try:
         control.close()
-        os.setsid()  # its own process group and session: killed as a whole
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != server:
-            os._exit(status)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -91,7 +74,7 @@ def _start_child(request: dict[str, Any], fds: list[int], control: socket.socket
         os.environ.update(request["env"])
         # Imported here, not at the top: the parent imports this module for MESSAGE_SIZE
         # and must not load torch; in the server it is already loaded (see serve).
-        from tracer.learner.sandbox import run_check
+        from tracer.learner.sandbox.child import run_check
 
         run_check(Path(request["folder"]), status_fd)
     except BaseException:
@@ -108,39 +91,34 @@ def _run_one(control: socket.socket, request: dict[str, Any], fds: list[int]) ->
     baseline = resident(os.getpid())
     cap = baseline + int(request["memory_mb"]) * 1024 * 1024
     try:
-        pid = _start_child(request, fds, control)
+        child = start_child(_check, request, fds, control, session=True)
     finally:
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-    control.send(json.dumps({"pid": pid}).encode())
-    memory = False
+    control.send(json.dumps({"pid": child.pid}).encode())
+    # The child and every process below it, from outside (it may lift its own RLIMIT_AS).
+    watch = MemoryWatch(child.pid, cap, every=POLL_SECONDS)
     killed = False
-    ticks = 0
-    while True:
-        status = _ended_status(pid)
-        if status is not None:
-            break
-        ready, _, _ = select.select([control], [], [], POLL_SECONDS)
-        if ready:
-            data = control.recv(MESSAGE_SIZE)
-            if not data:
-                raise _Stop
-            if not killed and json.loads(data).get("kill"):
-                killed = True
-                kill_descendants(pid)
-            continue
-        ticks += 1
-        used = resident(pid) - baseline
-        if ticks % 10 == 0:
-            used += sum(max(0, resident(p) - baseline) for p in descendants(pid))
-        if not killed and used + baseline > cap:
-            memory = killed = True
-            kill_descendants(pid)
-    kill_descendants(pid)  # whatever the learner's code started ends with it
-    _ended.clear()
+    try:
+        while True:
+            status = child.poll()
+            if status is not None:
+                break
+            ready, _, _ = select.select([control], [], [], POLL_SECONDS)
+            if ready:
+                data = control.recv(MESSAGE_SIZE)
+                if not data:
+                    raise _Stop
+                if not killed and json.loads(data).get("kill"):
+                    killed = True
+                    kill_descendants(child.pid)
+    finally:
+        watch.stop(wait=True)  # no thread of ours when the next check forks
+    kill_descendants(child.pid)  # whatever the learner's code started ends with it
+    reaped.clear()
     code = os.waitstatus_to_exitcode(status)
-    control.send(json.dumps({"exit": code, "memory": memory}).encode())
+    control.send(json.dumps({"exit": code, "memory": watch.exceeded}).encode())
 
 
 def serve(control_fd: int, parent: int) -> None:
@@ -150,14 +128,14 @@ def serve(control_fd: int, parent: int) -> None:
         raise _Stop
 
     signal.signal(signal.SIGTERM, stop)
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    become_subreaper()
+    die_with_parent(signal.SIGTERM)
     if os.getppid() != parent:  # the parent died before the line above
         os._exit(0)
     control = socket.socket(fileno=control_fd)
     # Imported here, not at the top: the parent imports this module for MESSAGE_SIZE and
     # must not load torch. The server loads torch and the checker once, for every child.
-    import tracer.learner.sandbox  # noqa: F401
+    import tracer.learner.sandbox.child  # noqa: F401
 
     try:
         control.send(b'{"ready": true}')

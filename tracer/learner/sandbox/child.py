@@ -1,4 +1,4 @@
-"""The process a learner's file runs in: ``python -m tracer.learner.sandbox FOLDER FD``.
+"""The process a learner's file runs in: ``python -m tracer.learner.sandbox.child FOLDER FD``.
 
 ``attn check`` computes the reference in its own process, then starts this one
 (a fresh interpreter) to run the learner's code. Nothing the learner does here
@@ -11,7 +11,8 @@ endless loop, a print) can reach the reference or the tool's own output:
 - FD is a pipe to the parent: ``r`` once torch is loaded (the time limit starts
   then), ``d`` when the result is written;
 - the learner's stdout and stderr go to files the parent shows as "your output";
-- the address space is limited (``resource.RLIMIT_AS``) before any learner code runs.
+- the address space is capped (``RLIMIT_AS``, :func:`tracer.processes.cap_address_space`)
+  before any learner code runs.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 
 from tracer.errors import Location, UsageError
-from tracer.learner.calling import Call, MissingConfig, Setting, choose, normal_name, prepare
-from tracer.learner.loader import learner_traceback
-from tracer.learner.recorder import NumpySteps, Recorder
-from tracer.processes import confine_writes, refuse_writes_outside
+from tracer.learner.sandbox.calling import Call, choose, prepare
+from tracer.learner.sandbox.module_loading import MissingConfig
+from tracer.learner.sandbox.names import Setting, normal_name
+from tracer.learner.sandbox.recorder import NumpySteps, Recorder
+from tracer.learner.sandbox.source_loader import learner_traceback
+from tracer.processes import cap_address_space, confine_writes, refuse_writes_outside
 
 HIDDEN = "__hidden__"
 """Sent next to the arguments: the (query, key) pairs the reference hides (see check.py)."""
@@ -84,36 +87,6 @@ class _NoInput(io.TextIOBase):
 
     def readlines(self, hint: int | None = -1) -> list[str]:  # type: ignore[override]
         raise EOFError("attn check gives your code no standard input")
-
-
-def limit_memory(megabytes: int) -> None:
-    """Cap the address space at what torch already uses plus ``megabytes``."""
-    try:
-        import resource
-    except ImportError:  # not on this platform: the time limit still holds
-        return
-    used = _address_space()
-    if used is None:
-        return
-    limit = used + megabytes * 1024 * 1024
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    try:
-        # Soft and hard: without privileges the learner's code cannot raise it again (as
-        # root it can; the sandbox server also watches its memory from outside).
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ValueError, OSError):  # some systems refuse to lower it: the time limit still holds
-        return
-
-
-def _address_space() -> int | None:
-    try:
-        with open("/proc/self/statm") as handle:
-            pages = int(handle.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 COMPILED: list[str] = []
@@ -631,7 +604,7 @@ def run_check(folder: Path, status_fd: int) -> None:
         # before the clock starts, so a training loop is timed on its own work.
         with contextlib.suppress(Exception):
             importlib.import_module("torch._dynamo")
-    limit_memory(request["memory_mb"])
+    cap_address_space(request["memory_mb"])  # the server also watches it from outside
     use_temporary_folder(folder)
     torch.compile = _eager_compile
     # The learner's code may change files in this run's folder and its own folder only,

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
-from tracer.learner.recorder import Record
+from tracer.learner.sandbox.recorder import Record
 
 ATOL = 1e-5
 RTOL = 1e-5

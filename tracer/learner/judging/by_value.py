@@ -1,7 +1,7 @@
 """Diagnosis by value: a mistake no variant declares, named from the numbers alone.
 
 When the learner's tensor at the first stage that differs is not any declared
-mistake's, :mod:`tracer.learner.relations` measures how it relates to the
+mistake's, :mod:`tracer.learner.judging.relations` measures how it relates to the
 reference's. This module adds the relations that need the stage's own
 structure:
 
@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
-from tracer.learner.compare import close, tolerance
+from tracer.learner.judging.compare import close, tolerance
 from tracer.variant import AddBias, Difference, Sum, equation_formula
 
 if TYPE_CHECKING:
-    from tracer.learner.recorder import Record
+    from tracer.learner.sandbox.recorder import Record
 
 
 class Known(Protocol):
-    """What the relations are measured against (:class:`tracer.learner.relations.Known`)."""
+    """What the relations are measured against (:class:`tracer.learner.judging.relations.Known`)."""
 
     @property
     def stage(self) -> str: ...

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-from tracer.learner.compare import close, find, matches_any
-from tracer.learner.diagnosis import Diagnosis, at_line
-from tracer.learner.recorder import DROPOUT_OPS, Record
+from tracer.learner.judging.compare import close, find, matches_any
+from tracer.learner.judging.diagnosis import Diagnosis, at_line
+from tracer.learner.sandbox.recorder import DROPOUT_OPS, Record
 from tracer.variant import Stage
 
 CHECK_RATE = 0.5

@@ -81,7 +81,7 @@ def scaffold(names: PluginNames, folder: Path) -> list[Path]:
             raise UsageError(
                 f"{path} already exists; attn new-plugin never overwrites files (choose another DIR)"
             )
-    root = resources.files("tracer.learner") / "templates" / "plugin"
+    root = resources.files("tracer.learner.exercises") / "templates" / "plugin"
     # Nothing of this machine goes into the files (no environment's path): the package is
     # shared and travels; the "Next:" lines printed after writing name this machine's tools.
     values = names.substitutions()

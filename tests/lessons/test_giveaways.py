@@ -503,14 +503,17 @@ steps:
 def test_a_whole_result_typed_in_prose_is_hidden_but_a_single_digit_setting_is_not(
     host: PluginHost,
 ) -> None:
-    """Skipping the quiz and reading on: "16 numbers" states its answer and reads "?"; "4
-    heads" is the lesson's setting (a single digit), and a quiz that asks it shows it."""
+    """Skipping the quiz and reading on: "16 numbers" states its answer and reads "?"; where
+    the sentence states it whole ("keeps 16 numbers per token" for "how many numbers per token
+    does the cache keep?", "4 heads" for "how many heads?") it is said once both are answered."""
     lesson = load(TYPED_RESULT, host)
     runner = LessonRunner(lesson, host)
     text = step_view(lesson, runner, 0, answered=()).text
-    assert text == "With 4 heads of 2 columns the cache keeps ? numbers per token."
+    assert text == "(said once the quiz at step 2 is answered)."
     text = step_view(lesson, runner, 0, answered=("sixteen",)).text
-    assert "keeps 16 numbers" in text
+    assert text == "(said once the quiz at step 3 is answered)."
+    text = step_view(lesson, runner, 0, answered=("sixteen", "four")).text
+    assert text == "With 4 heads of 2 columns the cache keeps 16 numbers per token."
     runner.close()
 
 

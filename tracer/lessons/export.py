@@ -36,6 +36,7 @@ from tracer.lessons.walk import (
     TABLE_WIDTH,
     Table,
     answer_shown,
+    lesson_intro,
     step_as,
     step_heading,
     step_view,
@@ -143,7 +144,8 @@ def blocks(
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
     yield Block(
         "markdown",
-        f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}\n\n"
+        f"# {escape(lesson.title)}\n\n{escape(lesson_intro(lesson, runner))}\n\n"
+        f"{escape(inputs)}\n\n"
         f"{escape(NOTE)}",
     )
     yield Block("code", _setup(lesson), "")

@@ -359,6 +359,18 @@ class Reader:
             return value
         if isinstance(value, str) and value:
             positions = [index for index, token in enumerate(tokens) if token == value]
+            also = [i for i, token in enumerate(source_tokens(tokens) or ()) if token == value]
+            if positions and also and also != positions:
+                # Cross-attention: the target's token is read, and a key axis holds the
+                # source's; the learner's typed cells refuse it (grading's in_both).
+                self.warn(
+                    node,
+                    f"{what} '{value}' is in both sequences: token "
+                    f"{', '.join(map(str, positions))} of the target and "
+                    f"{', '.join(map(str, also))} of the source (counted from 0); the "
+                    "target's is used; write the 0-based index to say which",
+                )
+                return positions[0]
             if len(positions) > 1:
                 # The first may not be the one meant, so it is never picked silently; but
                 # lessons written before 'the@3' existed meant the first, and keep loading.

@@ -316,7 +316,11 @@ class LessonRunner:
         # as it is drawn: the tokens its own table shows are what the learner types.
         axes = table.axes
         labels = label_axes(tuple(table.tensor.shape), axes, table.tokens, table.query)
-        return CellAnswer(cells, tuple(table.tensor.shape), tuple(a.labels for a in labels))
+        source = source_tokens(table.tokens)
+        sequences = () if source is None else (("target", tuple(table.tokens)), ("source", source))
+        return CellAnswer(
+            cells, tuple(table.tensor.shape), tuple(a.labels for a in labels), sequences
+        )
 
     def is_right(self, quiz: Quiz, response: str | float) -> bool:
         """Whether a learner's response is right (see :func:`tracer.lessons.grading.grade`)."""

@@ -33,6 +33,7 @@ from tracer.errors import TracerError
 from tracer.lessons.check import open_checked
 from tracer.lessons.grading import ECHO_RESPONSE, ascii_index, echo, parse_choices
 from tracer.lessons.grading import grade as grade_response
+from tracer.lessons.hiding import unsaid
 from tracer.lessons.loader import find_lessons, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
 from tracer.lessons.walk import (
@@ -42,6 +43,7 @@ from tracer.lessons.walk import (
     SubStepView,
     Table,
     answer_shown,
+    lesson_intro,
     lesson_summary,
     live,
     loop_at,
@@ -465,10 +467,16 @@ class LessonSession:
 
     def text(self, prose: str, quiz: Quiz | None = None) -> str:
         """The author's prose as shown: its live values filled in from the run, and no
-        unanswered quiz's answer in it (a number that would give one away reads "?")."""
+        unanswered quiz's answer in it (a number that would give one away reads "?", a
+        sentence that states one in words is said once that quiz is answered)."""
         answered = frozenset(self.progress.answers)
         kept = secrets(self.lesson, self.runner, self.position.step, answered)
-        return live(self.runner, prose, quiz, kept)
+        said = unsaid(self.lesson, self.runner, self.position.step, answered)
+        return live(self.runner, prose, quiz, kept, said)
+
+    def intro(self) -> str:
+        """The lesson's summary as shown: no unanswered quiz's answer in it."""
+        return lesson_intro(self.lesson, self.runner, frozenset(self.progress.answers))
 
     # Quizzes --------------------------------------------------------------------------
 

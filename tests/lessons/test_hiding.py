@@ -85,6 +85,12 @@ def test_a_statement_is_left_out_of_every_screen_of_the_session_until_answered(
         # Shares words with the wrong choice only, or names a row by its number: no claim.
         assert points[1:] == lesson.steps[4].points[1:]  # type: ignore[union-attr]
         assert RIGHT not in session.summary() and SAID_WHY in session.summary()
+        # The app draws a quiz's question and choices through the session's text: its own
+        # right choice stays a choice.
+        why = lesson.steps[3]
+        assert isinstance(why, Quiz)
+        assert session.text(RIGHT, why) == RIGHT
+        assert session.text(lesson.steps[4].points[0], why) == lesson.steps[4].points[0]  # type: ignore[union-attr]
 
         session.go_to(2)
         assert session.answer(str(TOKENS)).right

@@ -468,10 +468,14 @@ class LessonSession:
     def text(self, prose: str, quiz: Quiz | None = None) -> str:
         """The author's prose as shown: its live values filled in from the run, and no
         unanswered quiz's answer in it (a number that would give one away reads "?", a
-        sentence that states one in words is said once that quiz is answered)."""
+        sentence that states one in words is said once that quiz is answered). ``quiz``: the
+        quiz the prose belongs to (its question, choices, explanation), whose own words name
+        what it asks: its own statement is not left out of them (its right choice is one)."""
         answered = frozenset(self.progress.answers)
         kept = secrets(self.lesson, self.runner, self.position.step, answered)
         said = unsaid(self.lesson, self.runner, self.position.step, answered)
+        if quiz is not None:
+            said = tuple(one for one in said if one.quiz is not quiz)
         return live(self.runner, prose, quiz, kept, said)
 
     def intro(self) -> str:

@@ -52,6 +52,9 @@ steps:
         - {WRONG}
         - "{RIGHT}"
       answer: "{RIGHT}"
+      hints:
+        - Its key depends only on that token, since causal attention never lets it see later.
+        - Think of what a later token could change.
   - checkpoint:
       points:
         - Causal attention never lets a token see later tokens, so its key depends only on it.
@@ -90,6 +93,13 @@ def test_a_statement_is_left_out_of_every_screen_of_the_session_until_answered(
         why = lesson.steps[3]
         assert isinstance(why, Quiz)
         assert session.text(RIGHT, why) == RIGHT
+        # Its hints are read before it is answered: one that states it is left out, in the
+        # app (the session's text) and in -i (the session's hint) alike.
+        assert session.text(why.hints[0], why) == f"{SAID_WHY}."
+        assert session.text(why.hints[1], why) == why.hints[1]
+        session.go_to(3)
+        assert session.hint() == f"{SAID_WHY}."
+        assert session.hint() == why.hints[1]
         assert session.text(lesson.steps[4].points[0], why) == lesson.steps[4].points[0]  # type: ignore[union-attr]
 
         session.go_to(2)
@@ -223,3 +233,35 @@ def test_sentences_split_at_points_and_never_inside_a_number_or_a_live_value() -
         "• one point",
         "• another",
     ]
+
+
+GROUPS = """title: T
+summary: S
+steps:
+  - show: {variant: grouped-query, stage: groups, options: {heads: 4, d_out: 8}}
+  - quiz:
+      id: per-group
+      question: How many query heads read each key/value head, per group?
+      answer:
+        variant: grouped-query
+        stage: groups
+        options: {heads: 4, d_out: 8}
+        then: [{sum: 0}]
+        cell: [0]
+      tolerance: 0
+"""
+
+
+def test_a_stage_title_that_counts_what_a_quiz_asks_is_left_out(host: PluginHost) -> None:
+    """Four query heads share the one key/value head (heads 4, kv_heads 1: 4 // 1 per group);
+    the stage's title says "(4 per group)" until the quiz is answered."""
+    lesson = parse_lesson(GROUPS, "l.yaml", host)
+    runner = LessonRunner(lesson, host)
+    try:
+        (table,) = step_view(lesson, runner, 0, answered=()).tables
+        assert "4 per group" not in table.title
+        assert "(said once the quiz at step 2 is answered)" in table.title
+        (table,) = step_view(lesson, runner, 0, answered=("per-group",)).tables
+        assert "(4 per group)" in table.title
+    finally:
+        runner.close()

@@ -470,11 +470,12 @@ class LessonSession:
         unanswered quiz's answer in it (a number that would give one away reads "?", a
         sentence that states one in words is said once that quiz is answered). ``quiz``: the
         quiz the prose belongs to (its question, choices, explanation), whose own words name
-        what it asks: its own statement is not left out of them (its right choice is one)."""
+        what it asks: its own statement is not left out of them (its right choice is one),
+        but it is out of its hints, which are read before it is answered."""
         answered = frozenset(self.progress.answers)
         kept = secrets(self.lesson, self.runner, self.position.step, answered)
         said = unsaid(self.lesson, self.runner, self.position.step, answered)
-        if quiz is not None:
+        if quiz is not None and prose not in quiz.hints:
             said = tuple(one for one in said if one.quiz is not quiz)
         return live(self.runner, prose, quiz, kept, said)
 

@@ -5,8 +5,10 @@ which sequence it names, so a name that could be either is never read as one sil
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests import forked
@@ -96,6 +98,7 @@ def test_lesson_check_warns_where_the_lesson_names_it(tmp_path: Path) -> None:
     assert any(
         text.startswith(f"{line + 1}:{column}:")
         and "'cat' is in both sequences: token 1 of the target and 2 of the source" in text
+        and "a cell reads it on a key axis as the source's" in text
         for text in said
     ), said
 
@@ -111,3 +114,23 @@ def test_the_loops_legend_names_a_key_by_the_source(
     tokens = runner.tensor(quiz.answer).tokens
     assert position_tokens((1, 2), ("query", "key"), tokens) == ("cat", "cat")
     assert position_tokens((2, 1), ("query", "key"), tokens) == ("dort", "dog")
+
+
+def test_a_lesson_cell_reads_it_on_the_key_axis_as_the_source_does(
+    lesson_runner: tuple[Lesson, LessonRunner],
+) -> None:
+    """The quiz asks the weight "dort" (target 2) gives the source's "cat" (source 2); the
+    lesson's cell [dort, cat] reads it there, where the table labels it and where a learner
+    would type it, not at the target's "cat" (index 1, the source's "dog"). The weight is
+    recomputed with numpy from the run's queries and keys."""
+    lesson, runner = lesson_runner
+    quiz = lesson.steps[1]
+    assert isinstance(quiz, Quiz) and isinstance(quiz.answer, TensorRef)
+    ref = quiz.answer
+    q = runner.tensor(replace(ref, stage="queries", cell=None, cell_names=())).tensor.double()
+    k = runner.tensor(replace(ref, stage="keys", cell=None, cell_names=())).tensor.double()
+    scores = q.numpy() @ k.numpy().T / np.sqrt(k.shape[-1])
+    weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+    assert runner.cell_of(ref) == (2, SOURCE.index("cat"))
+    assert abs(float(runner.answer(quiz)) - weights[2, 2]) < 1e-5  # type: ignore[arg-type]
+    assert abs(weights[2, 2] - weights[2, 1]) > 1e-3  # the two readings differ

@@ -367,8 +367,9 @@ class Reader:
                     node,
                     f"{what} '{value}' is in both sequences: token "
                     f"{', '.join(map(str, positions))} of the target and "
-                    f"{', '.join(map(str, also))} of the source (counted from 0); the "
-                    "target's is used; write the 0-based index to say which",
+                    f"{', '.join(map(str, also))} of the source (counted from 0); a cell "
+                    "reads it on a key axis as the source's, anything else as the target's; "
+                    "write the 0-based index to say which",
                 )
                 return positions[0]
             if len(positions) > 1:
@@ -1553,6 +1554,7 @@ class Reader:
         ref = self.ref(node, entries, scope, what)
         cell: tuple[int, ...] | None = None
         cell_at: tuple[tuple[int, int], ...] = ()
+        names: tuple[str, ...] = ()
         if "cell" in entries:
             tokens = self._tokens(ref) if ref and ref.options.inputs else scope.tokens
             cell_node = entries["cell"][1]
@@ -1566,6 +1568,7 @@ class Reader:
                 if any(p is None for p in picked):
                     return None
                 cell = tuple(p for p in picked if p is not None)
+                names = tuple(_named_token(item) for item in cell_node.value)
                 cell_at = tuple(
                     (item.start_mark.line + 1, item.start_mark.column + 1)
                     for item in cell_node.value
@@ -1575,10 +1578,11 @@ class Reader:
                 if index is None:
                     return None
                 cell = (index,)
+                names = (_named_token(cell_node),)
                 cell_at = ((cell_node.start_mark.line + 1, cell_node.start_mark.column + 1),)
         if ref is None:
             return None
-        return replace(ref, cell=cell, cell_at=cell_at)
+        return replace(ref, cell=cell, cell_at=cell_at, cell_names=names)
 
     def checkpoint(self, node: yaml.Node, line: int, column: int) -> Checkpoint | None:
         if isinstance(node, yaml.SequenceNode):
@@ -1736,6 +1740,12 @@ def _quoted(texts: Sequence[str]) -> str:
 
 def _listing(names: Sequence[str] | dict[str, str]) -> str:
     return ", ".join(names)
+
+
+def _named_token(node: yaml.Node) -> str:
+    """A cell index as written: the token's name, or "" for a number."""
+    value = _scalar(node)
+    return value if isinstance(value, str) else ""
 
 
 def _tokens(inputs: InputSet, variant: Variant | None = None) -> tuple[str, ...]:

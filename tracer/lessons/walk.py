@@ -457,7 +457,7 @@ def conceal(
                 and ref.cell is not None
                 and _named(ref, table.resolved) == _named(table.resolved.ref, table.resolved)
             ):
-                cell = grid_cell(shape, ref.cell)
+                cell = grid_cell(shape, runner.cell_of(ref) or ())
                 if cell is not None:
                     answer_cells.add(cell)
         hidden = hidden_cells(tensor, kept, table.hidden | answer_cells)

@@ -1,214 +1,30 @@
-"""A real model: step through one attention layer of a Hugging Face transformers model.
-
-Every other variant runs our own code. This one runs the code of the model you
-use: transformers' own modeling file for its architecture (``modeling_gpt2.py``,
-``modeling_llama.py``...), on your text, split by the model's own tokenizer.
-
-How the steps come out of the model's own code
-----------------------------------------------
-1. In a helper thread (its lines are not recorded), the model is loaded with
-   transformers' ``from_pretrained`` (``attn_implementation="eager"``) and run on
-   the text up to the chosen layer: a forward pre-hook keeps exactly what the
-   model hands that layer (its hidden states, mask, rotary angles...), and a
-   hook on its attention keeps every head's weights, for the head view.
-2. The layer's ``forward``, its attention's ``forward`` and the eager attention
-   function are then compiled again from transformers' own source file,
-   statement for statement and line for line, with one change: before some
-   statements a pause hands the tensors computed so far to the tracer (a
-   ``yield``). Calls from one of these functions to the next become
-   ``yield from``, so the pauses reach the tracer. Nothing else changes: the
-   same statements run on the same objects, in the module's own globals.
-3. The tracer records the lines of transformers' files (``records=``) as it
-   records a plugin's own, so each step shows the lines of the modeling file
-   that computed it, and the source pane shows that file.
-
-The tests check the weights against the model's own ``output_attentions`` and
-the queries, keys, values and context against a computation from the weights.
-
-Without ``-o model=``, the small model shipped beside this file is used: a
-two-layer Llama (RMSNorm, rotary positions, MLPs; 32 wide, four heads) trained
-by ``scripts/train_model.py`` on lesson 13's task (random letters that repeat):
-head 0 of layer 0 is a previous-token head, and the heads of layer 1 are
-induction heads. Its files are checked against their sha256 checksums before
-loading.
-"""
-
 from __future__ import annotations
 
 import ast
 import copy
-import hashlib
-import importlib.util
 import inspect
-import os
 import textwrap
-import threading
-import warnings
 from pathlib import Path
 
-from tracer import Option, RunContext, Variant, hookimpl, stage
+from tracer.builtin_plugins._model_loading import (
+    DEFAULT_TEXT,
+    HEAD,
+    INSTALL,
+    LAYER,
+    MODEL,
+    Stopped,
+    attention_of,
+    decoder_layers,
+    load,
+    token_ids,
+    tokenize,
+    transformers_missing,
+    untraced,
+)
+
+from tracer import RunContext, Variant, hookimpl, stage
 from tracer.errors import UsageError
 from tracer.inputs import InputSet
-
-SHIPPED = Path(__file__).with_name("letters_model")
-"""The shipped model: a folder written by ``save_pretrained``, with its tokenizer."""
-CHECKSUMS = SHIPPED / "checksums.sha256"
-INSTALL = "pip install 'attention-tracer[models]'"
-SUPPORTED = ("gpt2", "llama", "qwen2", "mistral", "gemma2")
-"""Architectures (``config.model_type``) whose attention this variant steps through."""
-DEFAULT_TEXT = "R J O S B I M L N G R J O S B I M L N G"
-"""Ten random letters, twice (lesson 13's task): a repeat that induction heads continue."""
-
-MODEL = Option(
-    "model",
-    str,
-    "",
-    "a folder saved with save_pretrained, or a Hugging Face hub name (cached, or downloaded "
-    "where transformers may); empty: the small model shipped with attn",
-)
-LAYER = Option("layer", int, 0, "the layer to step through (0 is the first)", min=0)
-HEAD = Option("head", int, 0, "the attention head to follow (0 is the first)", min=0)
-
-_LOADED: dict[str, tuple[object, object]] = {}
-"""Loaded (tokenizer, model) by model option: loaded once per process (a worker forked after
-the tool tokenized the text finds them here)."""
-
-
-def transformers_missing() -> bool:
-    """Whether transformers cannot be imported (looked up without importing it)."""
-    try:
-        return importlib.util.find_spec("transformers") is None
-    except (ImportError, ValueError):
-        return True
-
-
-def _check_shipped() -> None:
-    """The shipped model's files against their checksums (a damaged install says so)."""
-    try:
-        listed = [line.split() for line in CHECKSUMS.read_text().splitlines() if line.strip()]
-        for digest, name in listed:
-            if hashlib.sha256((SHIPPED / name).read_bytes()).hexdigest() != digest:
-                raise UsageError(
-                    f"{SHIPPED / name} does not match its sha256 checksum: the file is damaged; "
-                    "reinstall attention-tracer or run scripts/train_model.py"
-                )
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"the shipped model cannot be read: {exc}") from None
-
-
-def load(name: str):
-    """The tokenizer and the model of ``-o model=NAME`` (the shipped one for ``""``)."""
-    if name in _LOADED:
-        return _LOADED[name]
-    before = set(os.environ)
-    try:
-        return _load(name)
-    finally:  # torch's compiler names a cache folder in the environment as transformers loads
-        for added in set(os.environ) - before:
-            del os.environ[added]
-
-
-def _load(name: str):
-    if transformers_missing():
-        raise UsageError(f"variant 'model' needs Hugging Face transformers: {INSTALL}")
-    import torch
-
-    with warnings.catch_warnings():  # tqdm's "IProgress not found" in a notebook
-        warnings.simplefilter("ignore")
-        import transformers
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    try:  # the hub's retries and progress bars: an error here is one line
-        import huggingface_hub
-
-        huggingface_hub.utils.logging.set_verbosity_error()
-        huggingface_hub.utils.disable_progress_bars()
-    except (ImportError, AttributeError):
-        pass
-    if not name:
-        _check_shipped()
-    where = name or str(SHIPPED)
-    shown = "the shipped model" if not name else f"model '{name}'"
-    try:
-        config = AutoConfig.from_pretrained(where)
-    except (OSError, ValueError) as exc:
-        offline = "; HF_HUB_OFFLINE is set" if _offline() else ""
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise UsageError(
-            f"{shown} was not found: give a folder saved with save_pretrained or a hub name "
-            f"in the Hugging Face cache{offline} ({first})"
-        ) from None
-    if config.model_type not in SUPPORTED:
-        raise UsageError(
-            f"{shown} is a '{config.model_type}' model; variant 'model' steps through "
-            f"{', '.join(SUPPORTED)}"
-        )
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(where)
-        model = AutoModelForCausalLM.from_pretrained(
-            where, attn_implementation="eager", dtype=torch.float32
-        )
-    except (OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise UsageError(f"{shown} cannot be loaded: {first}") from None
-    model.eval()
-    model.requires_grad_(False)
-    _LOADED[name] = (tokenizer, model)
-    return tokenizer, model
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
-
-
-def token_ids(tokenizer, text: str) -> list[int]:
-    return list(tokenizer(text)["input_ids"])
-
-
-def label(tokenizer, token_id: int) -> str:
-    """A token as the tokenizer splits it, readable: spaces as ␣, bytes that are part of a
-    character written as hex (GPT-2's byte-level tokens), never mojibake."""
-    raw = tokenizer.convert_ids_to_tokens(token_id)
-    if isinstance(raw, str) and "▁" in raw:  # SentencePiece (Llama, Gemma): ▁ is a space
-        text = raw.replace("▁", " ")
-    else:
-        text = tokenizer.decode([token_id])
-    if "\ufffd" in text:  # part of a character: its bytes, as the tokenizer holds them
-        raw = tokenizer.convert_ids_to_tokens(token_id)
-        data = _byte_level(raw)
-        text = "".join(f"\\x{b:02x}" for b in data) if data is not None else str(raw)
-    text = text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
-    return text or "∅"
-
-
-def _byte_level(token: str) -> bytes | None:
-    """The bytes a byte-level BPE token (GPT-2's ``Ġ`` for a space) stands for."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    codes = printable[:]
-    extra = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            codes.append(256 + extra)
-            extra += 1
-    back = {chr(c): b for b, c in zip(printable, codes, strict=True)}
-    if not all(ch in back for ch in token):
-        return None
-    return bytes(back[ch] for ch in token)
-
-
-def tokenize(text: str, options) -> list[str]:
-    tokenizer, _ = load(options["model"])
-    return [label(tokenizer, i) for i in token_ids(tokenizer, text)]
-
-
-# The model's own code, compiled again with pauses ------------------------------------------
-
-
-class _Stop(Exception):
-    """Ends the helper thread's pass once the chosen layer has run."""
 
 
 def _prepare(model, ids, layer_index):
@@ -216,8 +32,8 @@ def _prepare(model, ids, layer_index):
     the model hands that layer and every head's weights there."""
     import torch
 
-    layer = _layers(model)[layer_index]
-    attention = _attention_of(layer)
+    layer = decoder_layers(model)[layer_index]
+    attention = attention_of(layer)
     kept: dict = {}
 
     def before_layer(module, args, kwargs):
@@ -227,7 +43,7 @@ def _prepare(model, ids, layer_index):
         kept["heads"] = output[1]
 
     def after_layer(module, args, output):
-        raise _Stop
+        raise Stopped
 
     hooks = [
         layer.register_forward_pre_hook(before_layer, with_kwargs=True),
@@ -239,7 +55,7 @@ def _prepare(model, ids, layer_index):
         try:
             with torch.no_grad():
                 model(input_ids=torch.tensor([ids]), use_cache=False)
-        except _Stop:
+        except Stopped:
             pass
 
     try:
@@ -248,40 +64,6 @@ def _prepare(model, ids, layer_index):
         for hook in hooks:
             hook.remove()
     return layer, attention, kept
-
-
-def untraced(work):
-    """``work()`` in a helper thread, whose lines the tracer does not record: loading the
-    model, the layers before the chosen one, compiling the model's functions again."""
-    result: list = []
-    failure: list[BaseException] = []
-
-    def call():
-        try:
-            result.append(work())
-        except BaseException as exc:  # handed to the caller, which says what failed
-            failure.append(exc)
-
-    helper = threading.Thread(target=call, name="attn-model-helper")
-    helper.start()
-    helper.join()
-    if failure:
-        raise failure[0]
-    return result[0]
-
-
-def _layers(model):
-    base = model.base_model
-    if hasattr(base, "h"):  # GPT-2
-        return base.h
-    return base.layers
-
-
-def _attention_of(layer):
-    for name in ("self_attn", "attn"):
-        if hasattr(layer, name):
-            return getattr(layer, name)
-    raise UsageError("this model's layers have no attention this variant knows")
 
 
 def _child_name(parent, child) -> str | None:
@@ -702,7 +484,8 @@ def _description() -> str:
         "One attention layer of a Hugging Face transformers model (GPT-2, Llama, Qwen2, "
         "Mistral, Gemma 2), stepped through in transformers' own code on --text; -o model= "
         "(default: a small Llama trained on repeated letters, shipped with attn), -o layer=, "
-        "-o head=."
+        "-o head=. attn check FILE --against model checks your own attention, loaded with "
+        "a GPT-2, Llama, Mistral or Qwen2 layer's weights, against that layer."
     )
     if transformers_missing():
         text += f" Unavailable: transformers is not installed ({INSTALL})."
@@ -733,6 +516,9 @@ def _title() -> str:
 
 @hookimpl
 def register_variants(register):
+    # attn check --against model: a learner's attention, every head, against a GPT-2 layer.
+    from tracer.builtin_plugins._model_check import CHECKED_WITH
+
     register(
         Variant(
             name="model",
@@ -754,5 +540,6 @@ def register_variants(register):
             tokenize=tokenize,
             cost=cost,
             records=("transformers.models",),
+            checked_with=CHECKED_WITH,
         )
     )

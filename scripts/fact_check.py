@@ -41,9 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.data import seeds  # noqa: E402
+from tracer.lessons.lesson_runner import LessonRunner  # noqa: E402
 from tracer.lessons.loader import find_lessons, load_lesson  # noqa: E402
 from tracer.lessons.model import Lesson, TensorRef  # noqa: E402
-from tracer.lessons.runner import LessonRunner  # noqa: E402
 from tracer.plugin_host import PluginHost  # noqa: E402
 
 RTOL = 1e-4

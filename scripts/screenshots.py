@@ -53,7 +53,7 @@ def _lesson() -> Any:
 
 
 def _explorer() -> Any:
-    from tracer.runner import TraceOptions
+    from tracer.tracing.runner import TraceOptions
     from tracer.tui.launch import make_explore_app
 
     return make_explore_app("masked", TraceOptions())

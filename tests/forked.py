@@ -279,14 +279,14 @@ def _warm() -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(f"tracer.cli.{name}")
     for module in (
-        "tracer.runner",
+        "tracer.tracing.runner",
         "tracer.render.text",
         "tracer.tracing.worker",
         "tracer.learner.check",
         "tracer.learner.isolation",
         "tracer.lessons.loader",
-        "tracer.lessons.plain",
-        "tracer.lessons.export",
+        "tracer.text.plain_lesson",
+        "tracer.text.export",
     ):
         importlib.import_module(module)
     for entry_point in metadata.entry_points(group="attention_tracer"):

@@ -27,8 +27,8 @@ from tracer.inputs.input_set import inputs_from_data
 from tracer.plugin_host import PluginHost
 from tracer.render.labels import Axis, distinct_tokens, label_axes
 from tracer.render.text import format_number, is_whole
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.variant import Stage
 
 if TYPE_CHECKING:

@@ -25,14 +25,14 @@ import torch.nn.functional as F
 
 from tracer.inputs import InputSet
 from tracer.plugin_host import PluginHost
-from tracer.runner import (
+from tracer.tracing import Trace
+from tracer.tracing.runner import (
     DEFAULT_INIT,
     DEFAULT_SEED,
     TraceOptions,
     build_context,
     resolve_inputs,
 )
-from tracer.tracing import Trace
 from tracer.variant import SubStep, Variant
 
 __all__ = [

@@ -15,14 +15,87 @@ This module must not import torch at runtime: ``import tracer`` stays fast.
 
 from __future__ import annotations
 
-import keyword
 import re
 import sys
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tracer.declared import (
+    OPTION_NAME as OPTION_NAME,
+)
+from tracer.declared import (
+    OPTION_TYPES as OPTION_TYPES,
+)
+from tracer.declared import (
+    PARAM_DIMS as PARAM_DIMS,
+)
+from tracer.declared import (
+    PARAM_INITS as PARAM_INITS,
+)
+from tracer.declared import (
+    Option as Option,
+)
+from tracer.declared import (
+    Param as Param,
+)
+from tracer.declared import (
+    deferred_declarations as deferred_declarations,
+)
+from tracer.declared import (
+    deferring as deferring,
+)
+from tracer.declared import (
+    dim_names as dim_names,
+)
+from tracer.declared import (
+    dim_value as dim_value,
+)
+from tracer.declared import (
+    fits_type as fits_type,
+)
+from tracer.equations import (
+    ELEMENTWISE as ELEMENTWISE,
+)
+from tracer.equations import (
+    STAGE_EQUATIONS as STAGE_EQUATIONS,
+)
+from tracer.equations import (
+    Accumulate as Accumulate,
+)
+from tracer.equations import (
+    AddBias as AddBias,
+)
+from tracer.equations import (
+    Difference as Difference,
+)
+from tracer.equations import (
+    Dot as Dot,
+)
+from tracer.equations import (
+    Elementwise as Elementwise,
+)
+from tracer.equations import (
+    Equation as Equation,
+)
+from tracer.equations import (
+    MatMul as MatMul,
+)
+from tracer.equations import (
+    Scale as Scale,
+)
+from tracer.equations import (
+    StageEquation as StageEquation,
+)
+from tracer.equations import (
+    Sum as Sum,
+)
+from tracer.equations import (
+    equation_formula as equation_formula,
+)
+from tracer.equations import (
+    equation_json as equation_json,
+)
 from tracer.errors import Location
 from tracer.suggest import did_you_mean
 
@@ -33,7 +106,6 @@ if TYPE_CHECKING:
 
 STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VARIANT_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
-OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 TOKEN_AXES = frozenset({"token", "query", "key", "source"})
 """Axis names whose positions are tokens: only these are labelled with the tokens' text.
@@ -52,256 +124,12 @@ COMMON_AXES = (
     "batch",
 )
 """The axis names the built-in variants use; any other lower-case name is allowed too."""
-OPTION_TYPES: tuple[type, ...] = (int, float, bool, str)
 
 
 def parse_axis(spec: str) -> tuple[str, int]:
     """An axis name and its token offset: ``"key:4"`` -> ``("key", 4)``, ``"feature"`` -> 0."""
     name, _, offset = spec.partition(":")
     return name, int(offset) if offset.isdigit() else 0
-
-
-@dataclass(frozen=True)
-class Option:
-    """An option a variant declares: ``Option("window", int, 2, "keys each query sees", min=1)``.
-
-    Users set it with ``-o window=3`` on the command line or ``options: {window: 3}`` in a
-    lesson; the value is checked against ``type``, ``min``, ``max`` and ``choices`` before the
-    run starts, and reaches the variant as ``run.options["window"]``.
-    """
-
-    name: str
-    type: type
-    default: Any
-    help: str = ""
-    min: float | str | None = None
-    """The smallest value allowed: a number, or a size the inputs decide (``"tokens"``,
-    ``"tokens-1"``: see :data:`PARAM_DIMS`), checked when the run starts."""
-    max: float | str | None = None
-    """The largest value allowed, as ``min`` (``Option("k", int, 2, max="tokens")``)."""
-    choices: tuple[Any, ...] | None = None
-
-    declared_at: Location | None = field(default=None, compare=False, repr=False)
-    """Where the plugin wrote ``Option(...)`` (filled in when the option is made)."""
-    problem: str | None = field(default=None, compare=False, repr=False)
-    """Why the declaration cannot work, when it was made while a plugin loads: the
-    variant that uses it then fails alone (see :func:`deferred_declarations`)."""
-    above: float | None = field(default=None, kw_only=True)
-    """An exclusive lower bound: the value must be greater (``above=0`` for a cap > 0)."""
-    below: float | None = field(default=None, kw_only=True)
-    """An exclusive upper bound: the value must be smaller (``below=1`` for a share)."""
-
-    @property
-    def optional(self) -> bool:
-        """Whether the option is absent unless given: its default is None, and
-        ``run.options[name]`` is None when nobody sets it."""
-        return self.default is None
-
-    def sized_bounds(self) -> list[tuple[str, str]]:
-        """``("max", "tokens")``: the bounds the inputs decide, checked when the run starts."""
-        return [(k, v) for k, v in (("min", self.min), ("max", self.max)) if isinstance(v, str)]
-
-    def __post_init__(self) -> None:
-        if self.declared_at is None:
-            caller = sys._getframe(2)
-            object.__setattr__(
-                self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
-            )
-        problem = self._problem()
-        if problem is None:
-            return
-        if not _deferring():
-            raise ValueError(problem)
-        object.__setattr__(self, "problem", problem)
-
-    def _problem(self) -> str | None:
-        name = self.name if isinstance(self.name, str) else repr(self.name)
-        if not OPTION_NAME.match(name):
-            fixed = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")
-            hint = f" (did you mean '{fixed}'?)" if OPTION_NAME.match(fixed) else ""
-            return f"option name {self.name!r} must be lower-case letters, digits and underscores{hint}"
-        if self.type not in OPTION_TYPES:
-            return f"option {self.name!r} has type {self.type!r}; use int, float, bool or str"
-        if not _fits_type(self.default, self.type):
-            return (
-                f"option {self.name!r} has default {self.default!r}, which is not "
-                f"{self.type.__name__}"
-            )
-        for kind, bound in (("min", self.min), ("max", self.max)):
-            if isinstance(bound, str):
-                try:
-                    _dim_names(bound, self.name, "option")
-                except ValueError as exc:
-                    return f"{exc} ({kind}=)"
-            elif bound is not None and (isinstance(bound, bool) or not _is_number(bound)):
-                return f"option {self.name!r} has {kind}={bound!r}; give a number or a size's name"
-        for kind, bound in (("above", self.above), ("below", self.below)):
-            if bound is not None and (isinstance(bound, bool) or not _is_number(bound)):
-                return f"option {self.name!r} has {kind}={bound!r}; give a number"
-        number = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
-        if number and self.above is not None and not self.default > self.above:
-            return f"option {self.name!r} has default {self.default!r}, not above its own above={self.above!r}"
-        if number and self.below is not None and not self.default < self.below:
-            return f"option {self.name!r} has default {self.default!r}, not below its own below={self.below!r}"
-        if number and isinstance(self.min, (int, float)) and self.default < self.min:
-            return (
-                f"option {self.name!r} has default {self.default!r}, below its own min={self.min!r}"
-            )
-        if number and isinstance(self.max, (int, float)) and self.default > self.max:
-            return (
-                f"option {self.name!r} has default {self.default!r}, above its own max={self.max!r}"
-            )
-        return None
-
-    @property
-    def is_identifier(self) -> bool:
-        """Whether the name can be a Python keyword argument (``lambda`` cannot)."""
-        return not keyword.iskeyword(self.name)
-
-
-_DEFERRING: list[int] = [0]
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _fits_type(default: Any, kind: type) -> bool:
-    """Whether an option's default can be its declared type (None: no default; a whole
-    float for an int and an int for a float are the same number)."""
-    if default is None:
-        return True
-    if kind is bool:
-        return isinstance(default, bool)
-    if isinstance(default, bool):
-        return False
-    if kind is int:
-        return isinstance(default, int) or (isinstance(default, float) and default.is_integer())
-    if kind is float:
-        return isinstance(default, (int, float))
-    return isinstance(default, kind)
-
-
-def _deferring() -> bool:
-    return _DEFERRING[0] > 0
-
-
-@contextmanager
-def deferred_declarations() -> Iterator[None]:
-    """While a plugin loads: a declaration that cannot work (a bad ``Option``, a bad
-    ``Variant`` field) is kept with its problem instead of raising, so the plugin host
-    refuses that variant alone and the module's other variants still load. Outside,
-    the constructors raise ``ValueError`` as ever."""
-    _DEFERRING[0] += 1
-    try:
-        yield
-    finally:
-        _DEFERRING[0] -= 1
-
-
-PARAM_INITS = ("rand", "randn", "linear", "zeros", "ones")
-"""How a :class:`Param` the inputs do not give is drawn; None follows ``--init``."""
-PARAM_DIMS = ("tokens", "d_in", "d_out", "source_tokens", "d_source")
-"""Sizes a :class:`Param`'s shape may name, besides numbers and the variant's int options."""
-_DIM_TERM = re.compile(r"[a-z][a-z0-9_]*|[0-9]+|[-+*]|\s+|.")
-
-
-@dataclass(frozen=True)
-class Param:
-    """A learnt parameter a variant declares: ``Param("rel_bias", ("2*tokens-1",), "randn")``.
-
-    ``shape`` gives each dimension as a number, a size the run knows (``tokens``, ``d_in``,
-    ``d_out``, ``source_tokens``, ``d_source``), one of the variant's ``int`` options, or a
-    sum or product of those (``"2*tokens-1"``). An inputs file may give its values in a
-    ``params:`` section (checked against this shape); otherwise it is drawn from ``--seed``
-    with ``init`` (``rand``, ``randn``, ``linear``, ``zeros``, ``ones``; None follows
-    ``--init``). The run reads it as ``run.params["rel_bias"]``.
-    """
-
-    name: str
-    shape: tuple[int | str, ...]
-    init: str | None = None
-    help: str = ""
-    declared_at: Location | None = field(default=None, compare=False, repr=False)
-    """Where the plugin wrote ``Param(...)`` (filled in when it is made)."""
-    problem: str | None = field(default=None, compare=False, repr=False)
-    """As for :class:`Option`: why the declaration cannot work, kept while a plugin loads."""
-
-    def __post_init__(self) -> None:
-        if self.declared_at is None:
-            caller = sys._getframe(2)
-            object.__setattr__(
-                self, "declared_at", Location(caller.f_code.co_filename, caller.f_lineno)
-            )
-        try:
-            self._check()
-        except ValueError as exc:
-            if not _deferring():
-                raise
-            object.__setattr__(self, "problem", str(exc))
-
-    def _check(self) -> None:
-        if not isinstance(self.name, str) or not OPTION_NAME.match(self.name):
-            raise ValueError(
-                f"parameter name {self.name!r} must be lower-case letters, digits and underscores"
-            )
-        if isinstance(self.shape, (str, int)):
-            object.__setattr__(self, "shape", (self.shape,))
-        object.__setattr__(self, "shape", tuple(self.shape))
-        for dim in self.shape:
-            if isinstance(dim, bool) or not isinstance(dim, (int, str)):
-                raise ValueError(
-                    f"parameter {self.name!r}: dimension {dim!r} must be a number or a size's name"
-                )
-            if isinstance(dim, int) and dim < 1:
-                raise ValueError(f"parameter {self.name!r}: dimension {dim} must be at least 1")
-            if isinstance(dim, str):
-                _dim_names(dim, self.name)
-        if self.init is not None and self.init not in PARAM_INITS:
-            raise ValueError(
-                f"parameter {self.name!r} has init {self.init!r}"
-                f"{did_you_mean(str(self.init), PARAM_INITS)}; use one of {', '.join(PARAM_INITS)}"
-            )
-
-    def size_names(self) -> list[str]:
-        """The names its shape uses (``tokens``, an option...)."""
-        return [n for dim in self.shape if isinstance(dim, str) for n in _dim_names(dim, self.name)]
-
-    def resolve(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
-        """Its shape for one run, from the sizes (and int options) by name."""
-        return tuple(dim if isinstance(dim, int) else dim_value(dim, sizes) for dim in self.shape)
-
-
-def _dim_names(text: str, param: str, what: str = "parameter") -> list[str]:
-    """The names in a dimension like ``2*tokens-1``; a ValueError for anything else."""
-    terms = [t for t in _DIM_TERM.findall(text) if not t.isspace()]
-    ok = bool(terms) and len(terms) % 2 == 1
-    for index, term in enumerate(terms):
-        operator = term in "-+*" and len(term) == 1
-        if (index % 2 == 1) != operator or not (operator or term[0].isalnum()):
-            ok = False
-    if not ok:
-        raise ValueError(
-            f"{what} {param!r}: {'dimension' if what == 'parameter' else 'bound'} {text!r} "
-            "must be a number, a size's name "
-            f"({', '.join(PARAM_DIMS)} or an int option) or a sum or product of them"
-        )
-    return [t for t in terms if t[0].isalpha()]
-
-
-def dim_value(text: str, sizes: Mapping[str, int]) -> int:
-    """``2*tokens-1`` with ``tokens`` from ``sizes``: products first, then sums."""
-    terms = [t for t in _DIM_TERM.findall(text) if not t.isspace()]
-    total, product, sign = 0, 1, 1
-    for index, term in enumerate(terms):
-        if index % 2 == 0:
-            product *= int(term) if term.isdigit() else int(sizes[term])
-        elif term == "*":
-            continue
-        else:
-            total += sign * product
-            product, sign = 1, (1 if term == "+" else -1)
-    return total + sign * product
 
 
 class ParamValues(dict[str, Any]):
@@ -599,165 +427,6 @@ class SubStep:
             self.equation = self.equations[0]
 
 
-@dataclass(frozen=True)
-class Dot:
-    """The sub-step computed ``result = sum(a * b)`` from its 1-d tensors ``a`` and ``b``.
-
-    Declaring it lets a viewer write out the products term by term; the tracer
-    checks that the numbers agree before the sub-step is shown.
-    """
-
-    a: str
-    b: str
-    result: str
-
-
-@dataclass(frozen=True)
-class Accumulate:
-    """The sub-step computed ``after = before + weight * value`` (a running weighted sum).
-
-    ``weight`` is a single number, or a tensor: when ``weight.shape + value.shape`` is
-    the shape of ``before``, the update is their outer product (``S += φ(k) vᵀ`` of
-    linear attention: ``Accumulate("S_before", "phi_k", "v", "S")``); otherwise
-    ``weight * value`` broadcast to the shape of ``before`` (element by element).
-    """
-
-    before: str
-    weight: str
-    value: str
-    after: str
-
-
-Scale = float | str
-"""A number, or the name of a single-number tensor (``"lam"``) found as equations find tensors."""
-
-
-@dataclass(frozen=True)
-class MatMul:
-    """The stage computed ``result = a @ b`` (``b`` transposed with ``transpose_b=True``),
-    times ``scale`` when given: ``MatMul("queries", "keys", "scores", transpose_b=True,
-    scale=0.7071)``, ``MatMul("weights", "values", "context")``. Products follow
-    ``torch.matmul`` (a vector times a matrix is a read-out)."""
-
-    a: str
-    b: str
-    result: str
-    transpose_b: bool = False
-    scale: Scale | None = None
-
-
-ELEMENTWISE = (
-    "tanh",
-    "sigmoid",
-    "exp",
-    "log",
-    "relu",
-    "elu",
-    "gelu",
-    "silu",
-    "softplus",
-    "abs",
-    "sqrt",
-    "square",
-    "cos",
-    "sin",
-    "softmax",
-)
-"""The functions :class:`Elementwise` knows (``softmax`` along the last axis)."""
-
-
-@dataclass(frozen=True)
-class Elementwise:
-    """The stage computed ``result = after × f(before × x)`` for one of :data:`ELEMENTWISE`:
-    ``Elementwise("sigmoid", "scores", "weights")``; soft-capping at 30 is
-    ``Elementwise("tanh", "scores", "capped", before=1/30, after=30)``."""
-
-    function: str
-    x: str
-    result: str
-    before: Scale = 1.0
-    after: Scale = 1.0
-
-
-@dataclass(frozen=True)
-class Sum:
-    """The stage computed ``result = a + weight × b`` (element by element, broadcast); ``b``
-    may be a number (linear attention's ``φ = elu(x) + 1`` is ``Sum("elu_x", 1.0, "phi")``)."""
-
-    a: str
-    b: Scale
-    result: str
-    weight: Scale = 1.0
-
-
-@dataclass(frozen=True)
-class Difference:
-    """The stage computed ``result = a − weight × b``: differential attention's two softmaxes
-    are ``Difference("weights_1", "weights_2", "weights", weight="lam")``."""
-
-    a: str
-    b: Scale
-    result: str
-    weight: Scale = 1.0
-
-
-@dataclass(frozen=True)
-class AddBias:
-    """The stage computed ``result = x + bias``, the bias broadcast (a learnt ``Param`` or a
-    tensor of this or an earlier stage): ``AddBias("scores", "alibi", "biased")``."""
-
-    x: str
-    bias: str
-    result: str
-
-
-Equation = Dot | Accumulate
-StageEquation = MatMul | Elementwise | Sum | Difference | AddBias
-"""What :func:`stage`'s ``equation=`` may declare; the tracer evaluates it when the stage is
-yielded and refuses the stage, at the yield, when it does not hold."""
-
-
-STAGE_EQUATIONS = (MatMul, Elementwise, Sum, Difference, AddBias)
-
-
-def _scale_text(scale: Scale) -> str:
-    return f"{scale:g}" if isinstance(scale, (int, float)) else str(scale)
-
-
-def equation_formula(equation: object) -> str | None:
-    """A stage equation as a line of mathematics: ``context = weights @ values``."""
-    if isinstance(equation, MatMul):
-        text = f"{equation.result} = {equation.a} @ {equation.b}" + (
-            "ᵀ" if equation.transpose_b else ""
-        )
-        return text + (f" × {_scale_text(equation.scale)}" if equation.scale is not None else "")
-    if isinstance(equation, Elementwise):
-        inner = (
-            equation.x if equation.before == 1 else f"{_scale_text(equation.before)} × {equation.x}"
-        )
-        outer = "" if equation.after == 1 else f"{_scale_text(equation.after)} × "
-        return f"{equation.result} = {outer}{equation.function}({inner})"
-    if isinstance(equation, (Sum, Difference)):
-        sign = "+" if isinstance(equation, Sum) else "−"
-        weight = "" if equation.weight == 1 else f"{_scale_text(equation.weight)} × "
-        return f"{equation.result} = {equation.a} {sign} {weight}{_scale_text(equation.b)}"
-    if isinstance(equation, AddBias):
-        return f"{equation.result} = {equation.x} + {equation.bias}"
-    if isinstance(equation, Dot):
-        return f"{equation.result} = {equation.a} · {equation.b}"
-    if isinstance(equation, Accumulate):
-        return f"{equation.after} = {equation.before} + {equation.weight} × {equation.value}"
-    return None
-
-
-def equation_json(equation: object) -> dict[str, Any]:
-    """An equation (a stage's or a sub-step's) as JSON: its kind and its fields."""
-    from dataclasses import asdict, is_dataclass
-
-    fields = asdict(equation) if is_dataclass(equation) and not isinstance(equation, type) else {}
-    return {"kind": type(equation).__name__, **fields, "formula": equation_formula(equation)}
-
-
 AxesSpec = Mapping[str, Sequence[str]] | Sequence[str] | None
 
 
@@ -988,6 +657,12 @@ class Variant:
     dict of option values, and of ``seed``, ``init``, ``d_out`` or ``inputs`` (an input set's
     name): ``rechecks=({"cap": 0.5},)`` catches a softcapping mistake the default ``cap=1``
     hides. The first that fails is the verdict."""
+    checked_with: Variant | None = field(default=None, compare=False)
+    """What ``attn check --against NAME`` compares a learner's code with, when it is not what
+    this variant shows: a :class:`Variant` of its own (its ``run``, ``stages``, ``mistakes``),
+    run on this variant's inputs and checked options. A variant that steps through one head of
+    a real model shows that head; a learner's module computes every head, from weights handed
+    over in a ``given`` stage. None: the variant itself."""
 
     def option(self, name: str) -> Option | None:
         """The declared option called ``name``, if any."""
@@ -1013,7 +688,7 @@ class Variant:
                 raise ValueError(f"{broken.problem} ({broken.declared_at})")
             self._check()
         except ValueError as exc:
-            if not _deferring():
+            if not deferring():
                 raise
             where = "" if broken is not None else f" ({self.declared_at})"
             object.__setattr__(self, "problem", f"{exc}{where}")
@@ -1084,7 +759,7 @@ class Variant:
         sizes = set(PARAM_DIMS) | {o.name for o in self.options if o.type is int}
         for option in self.options:
             for kind, bound in option.sized_bounds():
-                for size in _dim_names(bound, option.name, "option"):
+                for size in dim_names(bound, option.name, "option"):
                     if size not in sizes:
                         raise ValueError(
                             f"option {option.name!r} of variant {self.name!r}: {kind}={bound!r} "
@@ -1092,6 +767,13 @@ class Variant:
                             f"use {', '.join(PARAM_DIMS)} or one of the variant's int options"
                         )
         self._check_rechecks()
+        if self.checked_with is not None and not isinstance(self.checked_with, Variant):
+            raise ValueError(
+                f"checked_with= of variant {self.name!r} must be a Variant(...), "
+                f"got {type(self.checked_with).__name__}"
+            )
+        if self.checked_with is not None and self.checked_with.problem is not None:
+            raise ValueError(f"checked_with= of variant {self.name!r}: {self.checked_with.problem}")
         clash = sorted(set(names) & RESERVED_OPTIONS)
         if clash:
             raise ValueError(
@@ -1146,7 +828,7 @@ class Variant:
                     )
                 if option is None:
                     continue
-                if not _fits_type(value, option.type) or value is None:
+                if not fits_type(value, option.type) or value is None:
                     raise ValueError(
                         f"recheck {dict(recheck)!r} of variant {self.name!r}: {value!r} is not "
                         f"{option.type.__name__}"

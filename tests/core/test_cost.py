@@ -17,8 +17,8 @@ from tracer.errors import PluginError, UsageError
 from tracer.inputs import InputSet
 from tracer.plugin_host import PluginHost
 from tracer.plugin_host.host import ORIGIN_BUILTIN
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import budget
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.variant import Cost, Sizes, Stage, SubStep, Variant
 
 HOST = PluginHost(use_env=False)

@@ -30,8 +30,8 @@ from tracer.files import write_new
 from tracer.plugin_host import PluginHost
 from tracer.processes import confine_writes, refuse_writes_outside
 from tracer.render.text import format_number, format_tensor
-from tracer.runner import TraceOptions, start_trace
 from tracer.sanitize import LABEL_LIMIT, display_width
+from tracer.tracing.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
 
@@ -295,7 +295,7 @@ def test_a_new_file_is_created_exclusively(tmp_path: Path) -> None:
 def test_an_export_keeps_a_file_that_appeared_while_the_lesson_ran(
     attn: Attn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tracer.lessons.export as export
+    import tracer.text.export as export
 
     target = tmp_path / "same.md"
 

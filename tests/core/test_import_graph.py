@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tracer.layers import LAYERS, PLUGIN_API, SHIMS, UPWARD, layer_of
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tracer", "plugins")
 
@@ -49,6 +51,9 @@ def modules() -> dict[str, Module]:
 
 def _known(name: str, known: dict[str, Module]) -> str | None:
     """``name`` or its nearest enclosing module of ours (``tracer.x.Class`` -> ``tracer.x``)."""
+    # plugins/ is installed as tracer.builtin_plugins (pyproject's package-dir).
+    if name == "tracer.builtin_plugins" or name.startswith("tracer.builtin_plugins."):
+        name = "plugins" + name.removeprefix("tracer.builtin_plugins")
     while name and name not in known:
         name = name.rpartition(".")[0]
     return name or None
@@ -169,44 +174,93 @@ def test_no_import_cycles_at_all(graph: tuple[dict[str, list[Edge]], dict[str, M
     assert not found, report(found, edges, known)
 
 
-# The core's layers, lowest first: a module imports from its own layer or those below.
-# Everything above (lessons, learner, session, the front ends, the cli) is not listed here.
-LAYERS = (
-    (
-        "tracer.errors",
-        "tracer.files",
-        "tracer.environment",
-        "tracer.processes",
-        "tracer.sanitize",
-        "tracer.suggest",
-        "tracer.yamldoc",
-        "tracer.parsing",
-        "tracer.dropout",  # numpy and torch only: the mask every variant draws the same way
-    ),
-    ("tracer.variant", "tracer.options", "tracer.inputs", "tracer.hookspecs"),
-    ("tracer.tracing", "tracer.plugin_host", "tracer.render", "tracer.mistakes"),
-    ("tracer.runner", "tracer.testing"),
-)
+def _where(name: str, edge: Edge, known: dict[str, Module]) -> str:
+    local = " (in a function)" if edge.local else ""
+    return f"  {known[name].path.relative_to(ROOT)}:{edge.line}: {name} -> {edge.target}{local}"
 
 
-def layer(name: str) -> int:
-    for number, members in enumerate(LAYERS):
-        if any(name == m or name.startswith(f"{m}.") for m in members):
-            return number
-    return len(LAYERS)  # lessons, learner, session, front ends, the cli, the package itself
+def test_every_module_has_a_layer(graph: tuple[dict[str, list[Edge]], dict[str, Module]]) -> None:
+    """A new folder or top-level module is placed in the one table (tracer/layers.py)."""
+    _, known = graph
+    homeless = [
+        name
+        for name in known
+        if name.startswith("tracer") and name not in SHIMS and layer_of(name) is None
+    ]
+    assert not homeless, f"not in tracer/layers.py: {homeless}"
 
 
 def test_arrows_point_one_way(graph: tuple[dict[str, list[Edge]], dict[str, Module]]) -> None:
-    """runner -> tracing, plugin host, render -> variant, options, inputs -> base: never up.
-    So ``Stage`` and ``Trace`` do not import the notebook that displays them."""
+    """cli -> front ends -> session -> lessons and learner -> tracing -> plugin API -> base,
+    every layer, function-local imports included: never up."""
     edges, known = graph
-    upward = [
-        f"  {known[name].path.relative_to(ROOT)}:{edge.line}: {name} -> {edge.target}"
-        for name, found in sorted(edges.items())
-        for edge in found
-        if layer(name) < len(LAYERS) and layer(edge.target) > layer(name)
-    ]
+    upward = []
+    for name, found in sorted(edges.items()):
+        mine = layer_of(name)
+        if mine is None or name in SHIMS:
+            continue
+        for edge in found:
+            theirs = layer_of(edge.target)
+            if theirs is not None and theirs < mine and (name, edge.target) not in UPWARD:
+                upward.append(
+                    _where(name, edge, known) + f"  ({LAYERS[mine].name} -> {LAYERS[theirs].name})"
+                )
     assert not upward, "imports pointing up:\n" + "\n".join(upward)
+
+
+def test_the_declared_upward_imports_are_lazy(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    """Each exception in UPWARD exists, and is an import the module does not run on load."""
+    edges, _ = graph
+    for (name, target), why in UPWARD.items():
+        found = [edge for edge in edges[name] if edge.target == target]
+        assert found and why, (name, target)
+        source = (ROOT / (name.replace(".", "/") + "/__init__.py")).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        loaded = {id(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}
+        assert not any(
+            isinstance(node, ast.ImportFrom) and node.module == target and id(node) in loaded
+            for node in ast.walk(tree)
+        ), f"{name} imports {target} when it loads"
+
+
+def test_shims_only_point_at_their_new_home(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    edges, known = graph
+    for old, new in SHIMS.items():
+        assert old in known and new in known, (old, new)
+        targets = {edge.target for edge in edges[old]}
+        assert targets <= {new, new.rpartition(".")[0]}, (old, targets)
+        assert "kept" in known[old].path.read_text(encoding="utf-8").lower(), old
+
+
+def test_plugins_import_only_the_plugin_api(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    """Built-in plugins are written as anyone's: they import the documented API and their own
+    package (plugins/ is installed as ``tracer.builtin_plugins``), nothing else of ours."""
+    edges, known = graph
+    outside = [
+        _where(name, edge, known)
+        for name, found in sorted(edges.items())
+        if name.startswith("plugins")
+        for edge in found
+        if edge.target.startswith("tracer") and edge.target not in PLUGIN_API
+    ]
+    assert not outside, "plugins importing more than the API:\n" + "\n".join(outside)
+    api = (ROOT / "docs/api.md").read_text(encoding="utf-8")
+    undocumented = [m for m in PLUGIN_API if f"::: {m}" not in api]
+    assert not undocumented, f"in the plugin API but not in docs/api.md: {undocumented}"
+
+
+def test_the_table_places_each_example() -> None:
+    assert LAYERS[layer_of("tracer.cli.main") or 0].name == "cli"
+    assert LAYERS[layer_of("tracer.tracing.runner") or 0].name.startswith("tracing")
+    assert LAYERS[layer_of("tracer") or 0].name == "plugin API"
+    assert LAYERS[layer_of("tracer.errors") or 0].name == "base"
+    assert layer_of("tracer_other") is None and layer_of("tracerx.y") is None
 
 
 def test_the_graph_sees_every_form_of_import(
@@ -221,6 +275,8 @@ def test_the_graph_sees_every_form_of_import(
     assert ("tracer.tracing.trace", False) in targets["tracer.tracing.worker"]
     # A function-local import that keeps torch off start-up is still an edge.
     assert ("tracer.tracing.checks", True) in targets["tracer.tracing.trace"]
+    # A built-in plugin importing another through its installed name.
+    assert ("plugins._model_loading", False) in targets["plugins._model_check"]
     # A package's __init__ importing its own module.
     assert ("tracer.tracing.trace", False) in targets["tracer.tracing"]
 
@@ -249,3 +305,19 @@ def test_a_cycle_is_found_and_named() -> None:
         "d": [Edge("a", 4, False)],
     }
     assert cycles(graph) == [frozenset({"a", "b", "c"})]
+
+
+def test_the_architecture_page_is_made_from_the_table() -> None:
+    """docs/architecture.md's diagram and table are what scripts/architecture_doc.py writes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "architecture_doc", ROOT / "scripts/architecture_doc.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    page = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    assert script.rewritten(page) == page, "run: python scripts/architecture_doc.py"
+    for layer in LAYERS:
+        assert f"| {layer.name} |" in page

@@ -12,7 +12,7 @@ import tracer.tracing.trace as trace_module
 from tracer.errors import UsageError
 from tracer.inputs import InputSet
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 # naive-loop's two loops, written as a third-party author who declares no cost would.
 UNDECLARED = textwrap.dedent(

@@ -17,7 +17,7 @@ import pytest
 
 from tests import forked
 from tracer.learner.exercises import PROGRESS_FILE, Progress
-from tracer.tui.progress import LessonProgress, ProgressStore, QuizAnswer
+from tracer.session.progress import LessonProgress, ProgressStore, QuizAnswer
 
 Attn = Callable[..., tuple[int, str, str]]
 

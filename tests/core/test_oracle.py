@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tracer.inputs import InputSet
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 HOST = PluginHost(use_env=False)
 

@@ -12,7 +12,7 @@ from tests import forked
 from tracer.errors import EXIT_OK
 from tracer.inputs import load_inputs
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.tracing.stepper import Stepper
 from tracer.tracing.trace import PaddingIgnored
 

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import FIXTURES
 from tracer.errors import PluginError
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 BROKEN = FIXTURES / "broken_plugins"
 GOOD = FIXTURES / "good_plugins"

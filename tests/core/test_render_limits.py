@@ -281,7 +281,7 @@ def test_streamed_json_is_exactly_what_json_dumps_writes() -> None:
 def test_trace_json_streams_the_same_document(tmp_path: Path) -> None:
     from tracer.plugin_host import PluginHost
     from tracer.render.text import LazyTensor, trace_json
-    from tracer.runner import TraceOptions, start_trace
+    from tracer.tracing.runner import TraceOptions, start_trace
 
     host = PluginHost(use_env=False)
     for name in ("vectorized", "multihead", "naive-loop"):

@@ -12,7 +12,7 @@ import torch
 from tests.data import seeds
 from tracer.inputs.builtin import FOUR_WORDS, YOUR_JOURNEY
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 
 def close(actual: Any, expected: Any) -> None:

@@ -13,7 +13,7 @@ import torch
 from tests.conftest import FIXTURES
 from tracer.inputs import InputSet
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.variant import Stage, SubStep
 
 GOOD = FIXTURES / "good_plugins"

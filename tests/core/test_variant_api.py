@@ -20,8 +20,8 @@ from tracer import Option, Variant, stage
 from tracer.errors import UsageError
 from tracer.options import check_options
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.testing import assert_stages_in_order, run_variant, sdpa_reference
+from tracer.tracing.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
 
@@ -497,8 +497,8 @@ def test_sub_step_grad_and_numpy_writes_do_not_reach_recorded_tensors(tmp_path: 
         name="w", title="W", run=writer, stages=("a", "b"), loops=("a",), uses_weights=False
     )
     from tracer.inputs import load_inputs
-    from tracer.runner import build_context
     from tracer.tracing import Trace
+    from tracer.tracing.runner import build_context
 
     trace = Trace(
         variant, build_context(load_inputs("your-journey"), TraceOptions(), variant=variant)

@@ -18,7 +18,7 @@ from tracer import Accumulate, Variant, stage, substep
 from tracer.errors import PluginError
 from tracer.inputs import load_inputs
 from tracer.testing import assert_close, run_variant, substeps_of
-from tracer.tui.equations import equation_text
+from tracer.tui.equation_text import equation_text
 
 LINEAR = """
     def phi(x):

@@ -26,8 +26,8 @@ from tracer.errors import TracerError
 from tracer.plugin_host import PluginHost
 from tracer.plugin_host.host import ORIGIN_BUILTIN
 from tracer.processes import descendants
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.tracing.stepper import Cancelled, Stepper
 from tracer.tracing.worker import WorkerTrace
 from tracer.variant import Stage, SubStep

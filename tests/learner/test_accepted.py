@@ -16,8 +16,8 @@ from tracer.learner.check import MATCH, check, precision_note
 from tracer.learner.compare import close, judged_at, max_difference
 from tracer.learner.relations import Known, explain
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "accepted"
 

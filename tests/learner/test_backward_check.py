@@ -10,8 +10,8 @@ import pytest
 
 from tracer.learner.check import MATCH, check
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "backward"
 

@@ -11,7 +11,7 @@ import torch
 from tracer.learner.check import check
 from tracer.learner.relations import Known, explain
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "by_value"
 

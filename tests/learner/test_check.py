@@ -12,7 +12,7 @@ import torch
 from tracer.inputs import load_inputs
 from tracer.learner.check import DIFFERS, MATCH, OTHER_ROUTE, check
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
 CORPUS = Path(__file__).parent / "corpus"

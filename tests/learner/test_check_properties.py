@@ -10,7 +10,7 @@ from tests.learner.test_check import CORPUS
 from tracer.inputs import InputSet
 from tracer.learner.check import check
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 HOST = PluginHost(use_env=False)
 # Each example starts a sandbox process for the learner's file (about a second or two), so a few

@@ -17,8 +17,8 @@ from tracer import Option, Variant
 from tracer.learner.check import judge
 from tracer.learner.report import format_judgement
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "declared"
 

@@ -13,7 +13,7 @@ from tracer.learner.check import check, through_helper
 from tracer.learner.diagnosis import Diagnosis
 from tracer.learner.recorder import Record
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "lines"
 

@@ -19,8 +19,8 @@ from tests.learner.data.book import MULTIHEAD_CONTEXT, WRAPPER_CONTEXT
 from tracer.inputs import InputSet, load_inputs
 from tracer.plugin_host import PluginHost
 from tracer.render.text import format_stage
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
 

@@ -18,8 +18,8 @@ from tracer.learner.diagnosis import Evidence
 from tracer.learner.mutations import merge, mistakes_of, reproduce
 from tracer.learner.recorder import Record
 from tracer.mistakes import attend
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
 

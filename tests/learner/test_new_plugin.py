@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 Attn = Callable[..., tuple[int, str, str]]
 

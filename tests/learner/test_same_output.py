@@ -12,8 +12,8 @@ import torch
 from tracer.learner.check import DIFFERS, MATCH, check
 from tracer.learner.report import format_check
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 FILES = Path(__file__).parent / "same_output"
 

@@ -15,12 +15,12 @@ import torch
 
 from tests.data import seeds
 from tracer.lessons.check import check_lesson
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import LessonError, parse_lesson
 from tracer.lessons.model import Lesson
-from tracer.lessons.plain import plain_lines
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 from tracer.render.text import format_number
+from tracer.text.plain_lesson import plain_lines
 
 Attn = Callable[..., tuple[int, str, str]]
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")

@@ -118,7 +118,7 @@ def test_a_lesson_uses_a_variants_own_inputs_and_may_name_them(host: PluginHost)
 
 
 def test_size_counts_entries_not_values(host: PluginHost) -> None:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
     lesson = load(
         H + "values:\n"

@@ -13,9 +13,9 @@ import pytest
 
 from tests import forked
 from tracer.lessons.grading import grade
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import parse_lesson
 from tracer.lessons.model import Lesson, Quiz, TensorRef
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 from tracer.render.labels import position_tokens
 

@@ -103,8 +103,8 @@ def test_a_cells_quiz_on_a_picked_row_takes_the_tokens_its_table_shows() -> None
     """The row of "journey" is labelled by its keys; typing them is an answer (causal: Your and
     journey itself), as typing their indices is."""
     from tracer.lessons.grading import grade
+    from tracer.lessons.lesson_runner import LessonRunner
     from tracer.lessons.loader import parse_lesson
-    from tracer.lessons.runner import LessonRunner
     from tracer.plugin_host import PluginHost
 
     host = PluginHost(use_env=False)

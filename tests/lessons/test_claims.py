@@ -21,9 +21,9 @@ from itertools import pairwise
 import pytest
 import torch
 
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import load_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, TensorRef
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 
 # Phrases that state a fact about computed numbers.

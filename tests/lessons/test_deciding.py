@@ -39,8 +39,8 @@ def test_the_row_shown_after_the_quiz_is_not(tmp_path: Path) -> None:
 
 def test_no_shipped_lesson_shows_a_computed_choices_row_before_asking(host: object) -> None:
     from tracer.lessons.deciding import deciding_rows
+    from tracer.lessons.lesson_runner import LessonRunner
     from tracer.lessons.loader import find_lessons, load_lesson
-    from tracer.lessons.runner import LessonRunner
 
     found = []
     for ref in find_lessons(use_env=False):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from tests.data import seeds
-from tracer.lessons.export import escape
+from tracer.text.export import escape
 
 Attn = Callable[..., tuple[int, str, str]]
 

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from tests.data import seeds
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import load_lesson, parse_lesson, shipped_dir
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fact_check.py"

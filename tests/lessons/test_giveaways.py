@@ -14,16 +14,17 @@ import pytest
 
 from tests.data import seeds
 from tracer.lessons.check import check_lesson, open_checked
+from tracer.lessons.hiding import HIDDEN_NOTE, quiz_tables
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import parse_lesson
 from tracer.lessons.model import Lesson
-from tracer.lessons.plain import plain_lines
 from tracer.lessons.reading import LessonError
-from tracer.lessons.runner import LessonRunner
-from tracer.lessons.walk import HIDDEN_NOTE, quiz_tables, step_view
+from tracer.lessons.views import step_view
 from tracer.plugin_host import PluginHost
 from tracer.render.text import format_scalar
 from tracer.session.lesson import LessonSession as Session
 from tracer.session.lesson import LoopView, start_session
+from tracer.text.plain_lesson import plain_lines
 
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 X = np.array(seeds.SEED_003_INPUTS)

@@ -16,9 +16,9 @@ from tracer.lessons.grading import (
     parse_number,
     response_problem,
 )
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import LessonError, parse_lesson
 from tracer.lessons.model import Lesson, Quiz
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import start_session
 from tracer.tui.quiz_view import QuizView
@@ -346,7 +346,7 @@ async def test_cells_are_typed_and_checked_against_the_mask(host: PluginHost) ->
 
 def test_a_quiz_may_show_a_tensor_to_work_from(host: PluginHost) -> None:
     from tracer.lessons.check import check_lesson
-    from tracer.lessons.plain import plain_lines
+    from tracer.text.plain_lesson import plain_lines
 
     lesson = load(
         "  - quiz:\n      question: Your · journey?\n"

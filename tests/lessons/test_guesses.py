@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tests import forked
 from tracer.lessons.guesses import accepted
+from tracer.lessons.hiding import Secret
 from tracer.lessons.model import Quiz
-from tracer.lessons.walk import Secret
 
 QUIZ = Quiz(question="q", quiz_kind="number", answer=0.0)
 

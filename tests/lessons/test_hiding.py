@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from tests import forked
-from tracer.lessons.export import markdown
 from tracer.lessons.hiding import Statement, sentences, statement
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import parse_lesson
 from tracer.lessons.model import Lesson, Quiz
-from tracer.lessons.plain import plain_lines
-from tracer.lessons.runner import LessonRunner
-from tracer.lessons.walk import step_view
+from tracer.lessons.views import step_view
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import start_session
+from tracer.text.export import markdown
+from tracer.text.plain_lesson import plain_lines
 
 RIGHT = "a token's key depends only on that token, and causal attention never lets it see later"
 WRONG = "they are approximations that are good enough"

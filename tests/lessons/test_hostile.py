@@ -86,16 +86,16 @@ def test_one_clear_line(
     attn: Attn,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import tracer.cli.options
+    import tracer.cli.trace_arguments
 
     loads: list[object] = []
-    real_load_host = tracer.cli.options.load_host
+    real_load_host = tracer.cli.trace_arguments.load_host
 
     def counting_load_host(*args: object, **kwargs: object) -> object:
         loads.append(args)
         return real_load_host(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tracer.cli.options, "load_host", counting_load_host)
+    monkeypatch.setattr(tracer.cli.trace_arguments, "load_host", counting_load_host)
     path = tmp_path / f"{name}.yaml"
     path.write_bytes(data)
     started = time.perf_counter()

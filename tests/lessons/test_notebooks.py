@@ -24,9 +24,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from tracer.lessons.export import export_text
 from tracer.lessons.loader import find_lessons, load_lesson
 from tracer.plugin_host import PluginHost
+from tracer.text.export import export_text
 
 nbclient = pytest.importorskip("nbclient", reason="nbclient is in the 'test' extra")
 pytest.importorskip("ipykernel", reason="ipykernel (the notebook's kernel) is in the 'test' extra")

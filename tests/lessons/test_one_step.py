@@ -1,13 +1,13 @@
 """A hidden answer that its shown neighbours give by one operation is hidden with them
-(:func:`tracer.lessons.walk.hidden_cells`): lesson 11's losses and lesson 09's running
+(:func:`tracer.lessons.hiding.hidden_cells`): lesson 11's losses and lesson 09's running
 totals, as issue 43 found them."""
 
 from __future__ import annotations
 
 import torch
 
+from tracer.lessons.hiding import Secret, hidden_cells
 from tracer.lessons.model import Quiz
-from tracer.lessons.walk import Secret, hidden_cells
 
 QUIZ = Quiz(question="q", quiz_kind="number", answer=0.0)
 

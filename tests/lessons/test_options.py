@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tracer.lessons.check import check_lesson
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import LessonError, parse_lesson
 from tracer.lessons.model import Options, OptionValue
-from tracer.lessons.runner import LessonRunner
 from tracer.options import MAX_D_OUT, TRACE_OPTIONS
 from tracer.plugin_host import PluginHost
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from tracer.lessons.check import check_lesson
+from tracer.lessons.lesson_runner import LessonRunner, StepError, apply
 from tracer.lessons.loader import LessonError, load_lesson, parse_lesson
 from tracer.lessons.model import Operation, Quiz, Show
-from tracer.lessons.runner import LessonRunner, StepError, apply
 from tracer.plugin_host import PluginHost
 
 DOCS = Path(__file__).parents[2] / "docs" / "lessons.md"

@@ -27,9 +27,9 @@ from tests.variants.lessons_16_18_oracles import LATE_ORACLES
 from tests.variants.model_lesson_oracles import MODEL_ORACLES
 from tracer.lessons.check import check_lesson
 from tracer.lessons.grading import CellAnswer
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import find_lessons, load_lesson, shipped_dir
 from tracer.lessons.model import Lesson, Quiz, TensorRef
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 from tracer.render.text import format_number
 
@@ -356,10 +356,11 @@ def all_plain_text(lessons: dict[str, Lesson], host: PluginHost) -> str:
     """Every lesson as ``--plain`` prints it, then each show and compare step's tables as
     the learner sees them once every quiz is answered (before, an unanswered quiz's answer
     reads "?" on every step)."""
+    from tracer.lessons.hiding import quiz_id
+    from tracer.lessons.lesson_runner import LessonRunner
     from tracer.lessons.model import Compare, Quiz, Show
-    from tracer.lessons.plain import plain_lines, view_lines
-    from tracer.lessons.runner import LessonRunner
-    from tracer.lessons.walk import quiz_id, step_view
+    from tracer.lessons.views import step_view
+    from tracer.text.plain_lesson import plain_lines, view_lines
 
     texts = [text for name in NAMES for text in plain_lines(lessons[name], host)]
     for name in NAMES:

@@ -18,14 +18,15 @@ import yaml
 
 from tests.lessons.test_authoring import H, load, problems, scores, value_of
 from tracer.lessons.check import examine
-from tracer.lessons.export import export_text
+from tracer.lessons.hiding import quiz_tables
+from tracer.lessons.lesson_runner import LessonRunner, explain
 from tracer.lessons.loader import load_lesson
 from tracer.lessons.model import Operation
-from tracer.lessons.plain import plain_lines
-from tracer.lessons.runner import LessonRunner, explain
 from tracer.lessons.schema import lesson_schema
-from tracer.lessons.walk import quiz_tables, step_view
+from tracer.lessons.views import step_view
 from tracer.plugin_host import PluginHost
+from tracer.text.export import export_text
+from tracer.text.plain_lesson import plain_lines
 
 Attn = Callable[..., tuple[int, str, str]]
 

@@ -12,22 +12,15 @@ import pytest
 import torch
 
 from tracer.inputs import load_inputs
-from tracer.lessons.export import export_text
+from tracer.lessons.hiding import grid_cell, quiz_tables
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import load_lesson, resolve_lesson
 from tracer.lessons.model import Lesson, Loop, Quiz
-from tracer.lessons.plain import plain_lines
-from tracer.lessons.runner import LessonRunner
-from tracer.lessons.walk import (
-    grade,
-    grid_cell,
-    lesson_summary,
-    loop_at,
-    quiz_at,
-    quiz_tables,
-    start_loop,
-    step_as,
-)
+from tracer.lessons.views import grade, lesson_summary, loop_at, quiz_at, step_as
 from tracer.plugin_host import PluginHost
+from tracer.session.walk import start_loop
+from tracer.text.export import export_text
+from tracer.text.plain_lesson import plain_lines
 
 Attn = Callable[..., tuple[int, str, str]]
 INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
@@ -149,7 +142,7 @@ def test_a_sub_steps_table_keeps_its_shape_and_labels_in_plain_text() -> None:
 
 
 def test_wide_tables_wrap_into_blocks_of_columns() -> None:
-    from tracer.lessons.walk import TABLE_WIDTH
+    from tracer.lessons.views import TABLE_WIDTH
 
     text = plain_text("11_training")
     shown = step_text(text, 5) + step_text(text, 6)  # the training loop and the loss table
@@ -269,9 +262,14 @@ FRONT_ENDS = [
     *_modules("tracer/serve"),
     *_modules("tracer/cli"),
     Path("tracer/notebook.py"),
-    # Every lesson module but the walk and the model, which define the kinds: the checker
-    # (`attn lesson check`), the loader, the runner, --plain and the exports among them.
-    *(path for path in _modules("tracer/lessons") if path.name not in ("walk.py", "model.py")),
+    *_modules("tracer/text"),
+    # Every lesson module but the views, hiding and the model, which define the kinds: the
+    # checker (`attn lesson check`), the loader and the runner among them.
+    *(
+        path
+        for path in _modules("tracer/lessons")
+        if path.name not in ("views.py", "hiding.py", "model.py")
+    ),
 ]
 STEP_KINDS = {"Narration", "Show", "Loop", "Compare", "Quiz", "Checkpoint"}
 
@@ -303,7 +301,7 @@ def decides_by_step_kind(source: str) -> list[int]:
 def test_the_scan_finds_the_walk_deciding_by_kind() -> None:
     """The scan below is not vacuous: it finds the walk's own switch, and every kind of it."""
     assert len(FRONT_ENDS) > 30 and Path("tracer/lessons/check.py") in FRONT_ENDS
-    assert decides_by_step_kind((ROOT / "tracer/lessons/walk.py").read_text(encoding="utf-8"))
+    assert decides_by_step_kind((ROOT / "tracer/lessons/views.py").read_text(encoding="utf-8"))
     probe = (
         "if isinstance(s, Quiz): pass\nif type(s) is Show: pass\nmatch s:\n    case Loop(): pass\n"
     )
@@ -407,7 +405,7 @@ def test_lesson_10s_loop_caption_says_what_the_last_tile_does() -> None:
 
 
 def test_a_tables_range_leaves_out_the_cells_a_quiz_hides() -> None:
-    from tracer.lessons.walk import value_range
+    from tracer.lessons.hiding import value_range
 
     values = torch.tensor([[0.5, -2.0, 3.0], [float("-inf"), 1.0, 0.25]])
     assert value_range(values) == (-2.0, 3.0)  # a mask's -inf is no value on the scale

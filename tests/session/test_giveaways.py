@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 import torch
 
+from tracer.lessons.hiding import Table, quiz_id
 from tracer.lessons.loader import find_lessons, load_lesson
 from tracer.lessons.model import Quiz, TensorRef
 from tracer.lessons.statements import sentences, statement
-from tracer.lessons.walk import Table, quiz_id
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import (
     LessonSession,
@@ -34,7 +34,7 @@ from tracer.session.lesson import (
     how_to_answer,
     start_session,
 )
-from tracer.tui.equations import equation_text
+from tracer.tui.equation_text import equation_text
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d+[.,]\d+(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
 """A number written with decimals (a whole number in prose is the lesson's setting:

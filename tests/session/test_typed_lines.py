@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests import forked
-from tracer.cli import interactive
-from tracer.cli.interactive import MAX_LINE, stdin_problem
+from tracer.text import interactive
+from tracer.text.interactive import MAX_LINE, stdin_problem
 
 LESSON = """\
 title: Typed answers

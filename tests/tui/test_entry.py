@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tracer.cli.main import main
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.launch import make_explore_app
 
 from .conftest import PLUGINS, settle

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.pilot import Pilot
 
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app

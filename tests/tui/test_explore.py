@@ -12,7 +12,7 @@ import torch
 
 from tracer.inputs import load_inputs
 from tracer.render.text import format_number
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.grid import CanvasGrid, TensorGrid

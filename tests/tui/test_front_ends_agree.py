@@ -9,14 +9,15 @@ from functools import cache
 import pytest
 from textual.app import App
 
-from tracer.lessons.export import escape, export_text
+from tracer.lessons.hiding import Table
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import find_lessons, load_lesson
 from tracer.lessons.model import Checkpoint, Lesson, LessonStep, Loop, Quiz
-from tracer.lessons.plain import plain_lines
-from tracer.lessons.runner import LessonRunner
-from tracer.lessons.walk import TABLE_WIDTH, StepView, Table, step_view
+from tracer.lessons.views import TABLE_WIDTH, StepView, step_view
 from tracer.plugin_host import PluginHost
 from tracer.render.text import format_tensor
+from tracer.text.export import escape, export_text
+from tracer.text.plain_lesson import plain_lines
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.text_pane import ProsePane

@@ -15,8 +15,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, Static
 
-from tracer.cli.interactive import Interactive
 from tracer.session.lesson import open_lesson
+from tracer.text.interactive import Interactive
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.quiz_view import QuizView

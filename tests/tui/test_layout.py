@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.cells import cell_len
 
 from tracer.inputs import load_inputs
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen, loop_position

@@ -15,12 +15,12 @@ import torch
 from textual.widgets import Button, Static
 
 from tracer.inputs import load_inputs
+from tracer.session.progress import ProgressStore
 from tracer.tui.app import TracerApp
 from tracer.tui.grid import CanvasGrid, TensorGrid
 from tracer.tui.launch import make_lesson_app, make_picker_app
 from tracer.tui.lesson_screen import LessonScreen, Position
 from tracer.tui.modals import ConfirmScreen, ErrorScreen
-from tracer.tui.progress import ProgressStore
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import ProsePane

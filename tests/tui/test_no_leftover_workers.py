@@ -15,9 +15,9 @@ import pytest
 
 from tracer.lessons import load_lesson
 from tracer.lessons.check import check_lesson
-from tracer.lessons.runner import LessonRunner
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.launch import explore_loader, make_explore_app, make_lesson_app
 
 from .conftest import LESSON, PLUGINS, press, settle

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests import forked
-from tracer.tui.progress import LessonProgress, ProgressStore
+from tracer.session.progress import LessonProgress, ProgressStore
 from tracer.tui.source_view import SourceView
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.timeline import Timeline
@@ -50,7 +50,7 @@ def lines(text: str) -> list[str]:
 
 def test_term_dumb_lists_the_lessons_with_their_progress(data_dir: Path) -> None:
     from tracer.lessons.loader import find_lessons, shipped_dir
-    from tracer.tui.progress import lesson_key
+    from tracer.session.progress import lesson_key
 
     second = find_lessons()[1]
     ProgressStore(data_dir).save(
@@ -105,7 +105,7 @@ def test_term_dumb_without_a_terminal_still_exits_2() -> None:
 async def test_with_no_color_the_explorer_marks_by_more_than_colour(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tracer.runner import TraceOptions
+    from tracer.tracing.runner import TraceOptions
     from tracer.tui.launch import make_explore_app
 
     monkeypatch.setenv("NO_COLOR", "1")  # read by Textual when the app is made

@@ -82,9 +82,10 @@ async def test_a_borrowed_table_is_titled_by_its_name_not_a_stage_title_stating_
     """Lesson 09's work quizzes borrow the table of the step before them; the kv-cache stage is
     titled "Multiply-adds to decode 6 tokens: N with the cache, M recomputing ...", which is
     both answers. The app titles the borrowed table by its name, as --plain and exports do."""
+    from tracer.lessons.hiding import quiz_tables
+    from tracer.lessons.lesson_runner import LessonRunner
     from tracer.lessons.loader import load_lesson, resolve_lesson
-    from tracer.lessons.runner import LessonRunner
-    from tracer.lessons.walk import quiz_at, quiz_tables
+    from tracer.lessons.views import quiz_at
     from tracer.plugin_host import PluginHost
 
     host = PluginHost(())
@@ -110,9 +111,10 @@ async def test_a_borrowed_table_is_titled_by_its_name_not_a_stage_title_stating_
 
 async def test_a_borrowed_pair_of_tables_is_titled_by_both_names() -> None:
     """Lesson 10's m quiz borrows step 7's two tables (m and l): the pane names both."""
+    from tracer.lessons.hiding import quiz_tables
+    from tracer.lessons.lesson_runner import LessonRunner
     from tracer.lessons.loader import load_lesson, resolve_lesson
-    from tracer.lessons.runner import LessonRunner
-    from tracer.lessons.walk import quiz_at, quiz_tables
+    from tracer.lessons.views import quiz_at
     from tracer.plugin_host import PluginHost
 
     host = PluginHost(())

@@ -15,7 +15,7 @@ from textual.color import Color
 from textual.pilot import Pilot
 
 from tracer.inputs import load_inputs
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.grid import TensorGrid
@@ -85,7 +85,7 @@ async def test_a_declared_accumulation_is_written_out_with_its_own_numbers() -> 
 
 
 def test_an_equation_that_does_not_hold_is_not_written_out() -> None:
-    from tracer.tui.equations import equation_text
+    from tracer.tui.equation_text import equation_text
 
     a, b = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])
     true = SubStep(

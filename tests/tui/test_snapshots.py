@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.launch import make_explore_app, make_lesson_app, make_picker_app
 from tracer.tui.lesson_screen import LessonScreen
 

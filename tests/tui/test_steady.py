@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app

@@ -11,8 +11,8 @@ import torch
 
 from tracer.inputs import load_inputs
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, build_context
 from tracer.tracing import VariantRunError
+from tracer.tracing.runner import TraceOptions, build_context
 from tracer.tracing.stepper import Stepper
 from tracer.variant import Stage, SubStep
 
@@ -129,7 +129,7 @@ def test_a_canvas_is_named_by_the_number_its_sub_steps_write(host: PluginHost) -
 
     lesson = load_lesson(shipped_dir() / "14_backward.yaml", host)
     loop = next(s for s in lesson.steps if isinstance(s, Loop) and s.stage == "grad_scores")
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
     runner = LessonRunner(lesson, host)
     try:

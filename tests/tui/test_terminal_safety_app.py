@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.launch import make_explore_app, make_lesson_app
 
 from .conftest import settle

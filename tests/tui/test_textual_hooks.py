@@ -18,7 +18,7 @@ import textual
 from textual.app import App
 from textual.scrollbar import ScrollBar
 
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui import textual_hooks
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.source_view import SourceView

@@ -13,7 +13,7 @@ from textual.app import App
 from textual.pilot import Pilot
 
 from tracer.lessons.loader import parse_lesson, shipped_dir
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.lesson_screen import step_label
 from tracer.tui.timeline import Timeline

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tracing.worker import WorkerTrace
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tracer.inputs import InputSet
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 HOST = PluginHost(use_env=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.tui.conftest import press, settle
-from tracer.runner import TraceOptions
+from tracer.tracing.runner import TraceOptions
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app
 from tracer.tui.modals import ErrorScreen

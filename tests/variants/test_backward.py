@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from tests.variants.problems import HOST, Problem, close, problems, trace
 from tracer.inputs import InputSet
-from tracer.runner import TraceOptions, start_trace
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.variant import SubStep
 
 GRADIENTS = ("dQ", "dK", "dV", "dW_q", "dW_k", "dW_v", "dX")

@@ -20,9 +20,9 @@ import torch.nn.functional as F
 
 from tracer.errors import InputError
 from tracer.inputs import load_inputs
-from tracer.runner import TraceOptions
 from tracer.testing import assert_close, run_variant
 from tracer.tracing import Trace
+from tracer.tracing.runner import TraceOptions
 
 Attn = Callable[..., tuple[int, str, str]]
 CROSS = str(Path(__file__).parents[1] / "data" / "cross_inputs.yaml")
@@ -391,7 +391,7 @@ def test_a_lesson_names_the_default_sources_tokens_in_cells() -> None:
     (quiz,) = [step for step in lesson.steps if isinstance(step, Quiz)]
     assert quiz.answer.cell == (1, 1)  # type: ignore[union-attr]
     # The answer is read from a run on the default source: numpy's weight of journey for voyage.
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
     from tracer.plugin_host import PluginHost
 
     x, s, wq, wk, _ = default_matrices(run_variant("cross-attention"))

@@ -21,7 +21,7 @@ from tests.variants.induction_oracle import DEFAULT, LETTERS, WEIGHTS, numpy_for
 from tests.variants.problems import HOST
 from tracer.errors import UsageError
 from tracer.inputs import InputSet, load_inputs
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from tests.variants.problems import HOST, Problem, close, output, problems, trace
 from tracer.inputs import InputSet, load_inputs
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.variant import SubStep
 
 

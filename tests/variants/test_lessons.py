@@ -11,12 +11,12 @@ import torch
 from tests.variants.lesson_oracles import MODERN_ORACLES, PARTNER
 from tests.variants.problems import HOST, trace
 from tracer.lessons.check import check_lesson
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import load_lesson, shipped_dir
 from tracer.lessons.model import Lesson, TensorRef
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 from tracer.render.text import format_number
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.variant import SubStep
 
 NAMES = ["08_windows_and_groups", "09_kv_cache", "10_online_softmax", "11_training"]

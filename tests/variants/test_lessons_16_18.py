@@ -13,8 +13,8 @@ import yaml
 from tests.variants.lessons_16_18_oracles import yarn_ramp
 from tests.variants.problems import trace
 from tracer.inputs import InputSet
+from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import load_lesson, shipped_dir
-from tracer.lessons.runner import LessonRunner
 from tracer.plugin_host import PluginHost
 
 ROPE = {"init": "rand", "d_out": 8}

@@ -20,7 +20,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from tracer.errors import UsageError  # noqa: E402
-from tracer.runner import TraceOptions, start_trace  # noqa: E402
+from tracer.tracing.runner import TraceOptions, start_trace  # noqa: E402
 
 Attn = Callable[..., tuple[int, str, str]]
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "to", "big", "red"]
@@ -332,17 +332,17 @@ def test_text_is_refused_by_a_variant_without_a_tokenizer(attn: Attn) -> None:
 
 
 def test_without_transformers_it_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracer.builtin_plugins import model
+    from tracer.builtin_plugins import _model_loading as loading
 
-    monkeypatch.setattr(model, "transformers_missing", lambda: True)
-    monkeypatch.setattr(model, "_LOADED", {})
+    monkeypatch.setattr(loading, "transformers_missing", lambda: True)
+    monkeypatch.setattr(loading, "_LOADED", {})
     with pytest.raises(UsageError, match=r"pip install 'attention-tracer\[models\]'"):
-        model.load("")
+        loading.load("")
 
 
 def test_sentencepiece_tokens_show_their_space_mark() -> None:
     from tokenizers import SentencePieceBPETokenizer
-    from tracer.builtin_plugins.model import label
+    from tracer.builtin_plugins._model_loading import label
 
     made = SentencePieceBPETokenizer()
     made.train_from_iterator([TEXT] * 4, vocab_size=60, min_frequency=1)

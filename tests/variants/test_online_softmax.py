@@ -20,7 +20,7 @@ from tests.variants.problems import (
     trace,
 )
 from tracer.inputs import InputSet
-from tracer.runner import TraceOptions, start_trace
+from tracer.tracing.runner import TraceOptions, start_trace
 from tracer.variant import SubStep
 
 

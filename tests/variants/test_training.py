@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tests.variants.problems import HOST, Problem, problems
 from tracer.inputs import InputSet, load_inputs
-from tracer.runner import TraceOptions, build_context, start_trace
+from tracer.tracing.runner import TraceOptions, build_context, start_trace
 from tracer.variant import Stage, SubStep
 
 

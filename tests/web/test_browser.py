@@ -133,9 +133,9 @@ def test_a_lesson_steps_in_the_browser_and_shows_the_numbers(
 
 def hidden_on_step_2() -> frozenset[tuple[int, int]]:
     """The cells of 03_vectorising's step 2 the walk hides while no quiz is answered."""
+    from tracer.lessons.lesson_runner import LessonRunner
     from tracer.lessons.loader import load_lesson, resolve_lesson
-    from tracer.lessons.runner import LessonRunner
-    from tracer.lessons.walk import step_view
+    from tracer.lessons.views import step_view
     from tracer.plugin_host import PluginHost
 
     host = PluginHost(())

@@ -15,16 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from tracer.errors import EXIT_OK, UsageError
-
-if TYPE_CHECKING:
-    from tracer.tracing.stepper import Stepper
-
-PLAIN_SUBSTEPS = 12
-"""Sub-steps of each loop that ``explore --plain`` prints before summing up the rest."""
+from tracer.errors import UsageError
 
 
 def need_terminal(what: str, instead: str) -> bool:
@@ -61,6 +53,8 @@ def open_picker(args: argparse.Namespace) -> int:
         "'attn lessons', 'attn lesson run NAME --plain' or 'attn trace VARIANT'",
     ):
         say_plain("the list of lessons")
+        from tracer.text.plain_picker import plain_picker
+
         return plain_picker(list(getattr(args, "lessons_dir", None) or ()))
     app = make_picker_app(
         plugin_dirs=list(getattr(args, "plugins_dir", None) or ()),
@@ -98,9 +92,9 @@ def open_explore(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     # Here, not at the top: Textual and the lesson modules load only for this command.
-    from tracer.cli.options import plain_spec, trace_options
+    from tracer.cli.trace_arguments import plain_spec, trace_options
     from tracer.inputs import InputSet, load_inputs
-    from tracer.runner import resolve_query
+    from tracer.tracing.runner import resolve_query
 
     options = trace_options(args)
     plugin_dirs = list(args.plugins_dir or ())
@@ -113,7 +107,7 @@ def open_explore(args: argparse.Namespace) -> int:
         # Text: the variant's own tokenizer splits it here, so --query can name its tokens.
         from tracer.options import check_options, flag_where
         from tracer.plugin_host import PluginHost
-        from tracer.runner import text_inputs, tokenized
+        from tracer.tracing.runner import text_inputs, tokenized
 
         variant = PluginHost(plugin_dirs).variant(args.variant)
         checked = check_options(
@@ -131,11 +125,13 @@ def open_explore(args: argparse.Namespace) -> int:
     elif options.query is not None:
         # The variant's own inputs (else your-journey) hold the tokens --query names.
         from tracer.plugin_host import PluginHost
-        from tracer.runner import resolve_inputs
+        from tracer.tracing.runner import resolve_inputs
 
         inputs = resolve_inputs(None, PluginHost(plugin_dirs).variant(args.variant))
         resolve_query(options.query, inputs.tokens)
         options = replace(options, inputs=inputs)
+    from tracer.text.plain_explore import explore_plain
+
     if getattr(args, "plain", False):
         return explore_plain(args.variant, options, plugin_dirs)
     if not need_terminal(
@@ -147,100 +143,3 @@ def open_explore(args: argparse.Namespace) -> int:
     from tracer.tui.launch import make_explore_app, run_app
 
     return run_app(make_explore_app(args.variant, options, plugin_dirs))
-
-
-def plain_picker(lesson_dirs: list[str]) -> int:
-    """The picker as text: each lesson with its progress, and how to open one."""
-    # Here, not at the top: Textual and the lesson modules load only for this command.
-    from tracer.lessons.loader import find_lessons, shipped_dir
-    from tracer.session.progress import ProgressStore, lesson_key, progress_text
-
-    refs = find_lessons(lesson_dirs)
-    store = ProgressStore()
-    if store.warning:
-        print(f"attn: warning: {store.warning}", file=sys.stderr)
-    shipped = shipped_dir()
-    width = max((len(ref.title or ref.name) for ref in refs), default=0)
-    print("Lessons:")
-    for ref in refs:
-        if ref.problem:
-            status = f"cannot be opened: {ref.problem}"
-        else:
-            status = progress_text(store.get(lesson_key(ref.path, shipped)))
-        origin = "" if ref.origin == "built-in" else f"  ({ref.origin})"
-        print(f"{ref.number:>3}. {(ref.title or ref.name).ljust(width)}  {status}{origin}")
-    if not refs:
-        print("  No lessons found.")
-        return EXIT_OK
-    last = store.last()
-    resume = next(
-        (r for r in refs if last is not None and lesson_key(r.path, shipped) == last[0]), None
-    )
-    print()
-    if resume is not None and last is not None:
-        print(f"You stopped in lesson {resume.number} at {progress_text(last[1])}.")
-    print("Open a lesson as text: attn lesson NUMBER (or attn lesson run NUMBER --plain)")
-    return EXIT_OK
-
-
-def explore_plain(variant: str, options: object, plugin_dirs: list[str]) -> int:
-    """Every step of the variant as text: stages in full, loops' first sub-steps and a count."""
-    # Here, not at the top: Textual and the lesson modules load only for this command.
-    from tracer.session.explore import explore_loader
-
-    session = explore_loader(variant, options, plugin_dirs)  # type: ignore[arg-type]
-    for warning in session.warnings:
-        print(f"attn: warning: {warning}", file=sys.stderr)
-    for chunk in plain_steps(session.stepper):
-        print(chunk)
-    error = session.stepper.error
-    if error is not None:
-        print(f"attn: {error}", file=sys.stderr)
-        return error.exit_status
-    return EXIT_OK
-
-
-def plain_steps(stepper: Stepper) -> Iterator[str]:
-    """The text of each stage, and of a loop's first sub-steps, in the order they ran."""
-    # Here, not at the top: Textual and the lesson modules load only for this command.
-    from tracer.render.text import format_number, format_stage, shape_text, source_line
-    from tracer.tui.equations import equation_text
-    from tracer.variant import Stage
-
-    trace = stepper.trace
-    variant = trace.variant
-    yield f"{variant.name}: {variant.title}\ntokens: {' '.join(trace.tokens)}{source_line(trace)}\n"
-    shown_in_loop = 0
-    skipped = 0
-    index = 0
-    while True:
-        try:
-            step = stepper.get(index)
-        except IndexError:
-            break
-        index += 1
-        if isinstance(step, Stage):
-            if skipped:
-                yield f"   … and {skipped:,} more sub-steps of this loop\n"
-            shown_in_loop = skipped = 0
-            yield format_stage(step, stepper.trace, len(variant.stages)) + "\n"
-            continue
-        if shown_in_loop >= PLAIN_SUBSTEPS:
-            skipped += 1
-            continue
-        shown_in_loop += 1
-        where = ", ".join(str(p) for p in step.position)
-        lines = [f"-- {step.stage} loop, sub-step {step.index + 1} at ({where})"]
-        if step.formula:
-            lines.append(f"   {step.formula}")
-        equation = equation_text(step)
-        if equation is not None:
-            lines.extend(f"   {line}" for line in equation.plain.splitlines())
-        else:
-            for name, tensor in step.tensors.items():
-                values = tensor.detach().flatten().tolist()[:8]
-                shown = ", ".join(format_number(v) for v in values)
-                lines.append(f"   {name} ({shape_text(tensor)}): {shown}")
-        yield "\n".join(lines)
-    if skipped:
-        yield f"   … and {skipped:,} more sub-steps of this loop\n"

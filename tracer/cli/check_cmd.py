@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.cli.options import add_trace_options, load_host, trace_options
+from tracer.cli.trace_arguments import add_trace_options, load_host, trace_options
 from tracer.environment import MEBIBYTES, SECONDS, parse_limit
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
-from tracer.runner import start_trace
+from tracer.tracing.runner import start_trace
 
 if TYPE_CHECKING:
     from tracer.tracing import Trace
@@ -84,12 +84,12 @@ def run(args: argparse.Namespace) -> int:
     from tracer.learner.report import check_json, format_judgement, learner_output
 
     host = reference_host(args.against, lambda: load_host(args))
-    trace = start_trace(args.against, trace_options(args, host), host).run_to_end()
+    trace = start_trace(args.against, trace_options(args, host), host, check=True).run_to_end()
 
     def rerun(changes: dict[str, Any]) -> Trace:
         """A fresh run of the variant with some options changed."""
         return start_trace(
-            args.against, replace(trace_options(args, host), **changes), host
+            args.against, replace(trace_options(args, host), **changes), host, check=True
         ).run_to_end()
 
     try:

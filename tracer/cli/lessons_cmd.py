@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.cli.options import add_plugin_options
 from tracer.cli.plain_cmd import run_interactive, run_plain
+from tracer.cli.trace_arguments import add_plugin_options
 from tracer.errors import EXIT_OK, EXIT_PROBLEMS, TracerError, UsageError
 from tracer.files import write_atomic, write_new
 from tracer.sanitize import message, visible
@@ -403,7 +403,7 @@ class Checked:
 def checked_lines(target: str, args: argparse.Namespace, host: PluginHost | None) -> Checked:
     """Check lesson ``target`` as ``attn lesson check`` does; what it would print."""
     # Here, not at the top: each command loads what it needs (start-up stays light).
-    from tracer.cli.options import load_host
+    from tracer.cli.trace_arguments import load_host
     from tracer.lessons.check import examine
     from tracer.lessons.loader import LessonError, preflight
 
@@ -456,10 +456,10 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
 
 def export(target: str, args: argparse.Namespace) -> int:
     # Here, not at the top: each command loads what it needs (start-up stays light).
-    from tracer.cli.options import load_host
-    from tracer.lessons.export import export_text
+    from tracer.cli.trace_arguments import load_host
     from tracer.lessons.loader import preflight
     from tracer.session.lesson import open_lesson
+    from tracer.text.export import export_text
 
     if args.to is None:
         raise UsageError("'attn lesson export' needs --to md or --to ipynb")
@@ -500,7 +500,7 @@ def export(target: str, args: argparse.Namespace) -> int:
 
 def schema(args: argparse.Namespace) -> int:
     # Here, not at the top: each command loads what it needs (start-up stays light).
-    from tracer.cli.options import load_host
+    from tracer.cli.trace_arguments import load_host
     from tracer.lessons.schema import catalog, schema_text
 
     text = schema_text(catalog(load_host(args)))

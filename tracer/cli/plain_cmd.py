@@ -19,10 +19,10 @@ from tracer.sanitize import visible
 
 def run_plain(target: str, args: argparse.Namespace) -> int:
     # Here, not at the top: the lesson modules load only for this command.
-    from tracer.cli.options import load_host
+    from tracer.cli.trace_arguments import load_host
     from tracer.lessons.loader import preflight
-    from tracer.lessons.plain import plain_lines
     from tracer.session.lesson import open_lesson
+    from tracer.text.plain_lesson import plain_lines
 
     path = preflight(target, args.lessons_dir)
     # The one gate: a lesson 'attn lesson check' refuses is refused here, with its problems.
@@ -38,13 +38,13 @@ def run_plain(target: str, args: argparse.Namespace) -> int:
 def run_interactive(target: str, args: argparse.Namespace) -> int:
     """``attn lesson run NAME --plain -i``: the lesson step by step, answered from stdin."""
     # Here, not at the top: the lesson modules load only for this command.
-    from tracer.cli.interactive import run_interactive as take
-    from tracer.cli.interactive import stdin_problem
-    from tracer.cli.options import load_host
+    from tracer.cli.trace_arguments import load_host
     from tracer.errors import UsageError
     from tracer.lessons.loader import preflight
     from tracer.session.lesson import open_lesson
     from tracer.session.progress import ProgressStore
+    from tracer.text.interactive import run_interactive as take
+    from tracer.text.interactive import stdin_problem
 
     refused = stdin_problem(sys.stdin)  # before the lesson opens: nothing read, nothing run
     if refused is not None:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from tracer.cli.channels import private_stdout, write_document
-from tracer.cli.options import add_plugin_options
+from tracer.cli.trace_arguments import add_plugin_options
 from tracer.errors import EXIT_OK
 from tracer.options import describe
 from tracer.plugin_host import PluginHost

@@ -8,11 +8,11 @@ import sys
 from typing import Any
 
 from tracer.cli.channels import private_stdout, write_document
-from tracer.cli.options import add_trace_options, load_host, trace_options
+from tracer.cli.trace_arguments import add_trace_options, load_host, trace_options
 from tracer.errors import EXIT_OK, UsageError
-from tracer.runner import start_trace
 from tracer.sanitize import visible
 from tracer.suggest import did_you_mean
+from tracer.tracing.runner import start_trace
 from tracer.variant import Variant
 
 

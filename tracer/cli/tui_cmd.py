@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tracer.cli.options import add_trace_options
+from tracer.cli.trace_arguments import add_trace_options
 
 
 def add_parser(commands: Any) -> None:

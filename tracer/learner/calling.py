@@ -125,6 +125,8 @@ OPTION_NAMES = {
         "n_groups",
         "groups",
         "n_key_value_heads",
+        "num_kv_groups",
+        "n_kv_groups",
     },
     "window": {
         "window",
@@ -1045,6 +1047,15 @@ def load_weights(module: nn.Module, setting: Setting, filename: str, name: str) 
                 _assign(parameter, value, full_name, name, where)
                 continue
             matrix = _matrix(role, _head(parts), setting)
+            given = [n for n in setting.arguments if n not in ("inputs", "num_heads")]
+            if matrix is None and given and not any(n.startswith("W_") for n in given):
+                raise UsageError(  # a real model's layer: its weights in its own layout
+                    f"{name}.{full_name}: this variant hands its weights to a function, in the "
+                    f"model's own layout; write def {FUNCTION_NAME}(inputs, {', '.join(given)}"
+                    f"{', num_heads' if 'num_heads' in setting.arguments else ''}), which may "
+                    f"build your {name} and load them into it",
+                    where,
+                )
             if matrix is None:
                 raise UsageError(
                     f"{name}.{full_name} has no counterpart in this variant (it has "

@@ -67,8 +67,12 @@ NOTE_WIDTH = 88
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
 
-GIVEN_STAGES = ("inputs", "projections", "source")
+GIVEN_STAGES = ("inputs", "projections", "source", "given")
 """Stages that show what the learner is given rather than what they compute."""
+GIVEN = "given"
+"""A stage that holds what a learner's code is handed, by parameter name (``inputs`` in place
+of the run's inputs; a 0-d integer tensor as an int): a reference for a real model's layer
+hands over its input and its weights in the model's own layout."""
 
 CREATION_OPS = frozenset(
     {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
@@ -144,6 +148,14 @@ def provided_arguments(trace: Trace) -> dict[str, Any]:
                 )
         if "W_out" in provided:
             provided["num_heads"] = _heads(trace)
+    for stage in trace.stages:
+        if stage.name == GIVEN:
+            provided.update(
+                {
+                    n: int(t) if t.dim() == 0 and not t.is_floating_point() else t
+                    for n, t in stage.tensors.items()
+                }
+            )
     source = context.source
     if source is not None:  # cross-attention: keys and values come from the source
         provided["source"] = source.inputs
@@ -199,7 +211,7 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
     """(request, tensors) for the sandbox: everything the learner's code may be given."""
     provided = provided_arguments(trace)
     tensors = {n: v.detach().clone() for n, v in provided.items() if isinstance(v, torch.Tensor)}
-    inputs = trace.context.inputs
+    inputs = provided["inputs"]
     query = tensors.get("W_query")
     stacked = query is not None and query.dim() == 3
     d_out = int(query.shape[-1]) if query is not None else int(inputs.shape[-1])
@@ -209,7 +221,9 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         tensors[HIDDEN] = hidden
     request = {
         "function": function,
-        "num_heads": _heads(trace) if "num_heads" in provided or stacked else None,
+        "num_heads": provided["num_heads"]
+        if "num_heads" in provided
+        else (_heads(trace) if stacked else None),
         "heads_argument": "num_heads" in provided,
         "shapes": sorted(candidate_shapes(trace)),
         "seed": trace.context.seed,
@@ -222,9 +236,14 @@ def sandbox_request(trace: Trace, function: str | None) -> tuple[dict[str, Any],
         "stacked": stacked,
         "output_names": output_names(trace),
         "variant_options": {
-            k: v
-            for k, v in trace.context.extra.items()
-            if isinstance(v, (bool, int, float)) and k not in ("heads", "num_heads")
+            **{
+                k: v
+                for k, v in trace.context.extra.items()
+                if isinstance(v, (bool, int, float)) and k not in ("heads", "num_heads")
+            },
+            **{  # a given stage's other integers (kv_heads), as options are
+                k: v for k, v in provided.items() if isinstance(v, int) and k != "num_heads"
+            },
         },
     }
     return request, tensors

@@ -538,7 +538,7 @@ def check_exercise(folder: Path, exercise: Exercise) -> Outcome:
     from tracer.learner.loader import LearnerFailure, Unwritten
     from tracer.learner.report import format_judgement, learner_output
     from tracer.plugin_host import PluginHost
-    from tracer.runner import TraceOptions, start_trace
+    from tracer.tracing.runner import TraceOptions, start_trace
 
     path = folder / exercise.filename
     if not path.exists():

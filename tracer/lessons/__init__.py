@@ -7,10 +7,10 @@
 - :mod:`tracer.lessons.grammar`: the lesson grammar, from YAML nodes to a ``Lesson``.
 - :mod:`tracer.lessons.prose`: live values in prose; ``live_text`` is what every viewer shows.
 - :mod:`tracer.lessons.grading`: ``grade``, the one function that grades quiz answers.
-- :mod:`tracer.lessons.runner`: ``LessonRunner`` computes what each step shows (imports torch).
+- :mod:`tracer.lessons.lesson_runner`: ``LessonRunner`` computes what each step shows (imports torch).
 - :mod:`tracer.lessons.check`: ``check_lesson`` runs a lesson to find what only a run can tell.
-- :mod:`tracer.lessons.plain`: ``plain_lines`` prints a whole lesson as text (``--plain``).
-- :mod:`tracer.lessons.export`: the lesson as Markdown or a Jupyter notebook.
+- :mod:`tracer.text.plain_lesson`: ``plain_lines`` prints a whole lesson as text (``--plain``).
+- :mod:`tracer.text.export`: the lesson as Markdown or a Jupyter notebook.
 - :mod:`tracer.lessons.schema`: ``lesson_schema`` builds the JSON Schema (draft-07).
 
 Importing this package never imports torch.

@@ -24,15 +24,16 @@ from typing import TYPE_CHECKING
 from tracer.errors import TracerError
 from tracer.lessons.deciding import deciding_rows
 from tracer.lessons.guesses import naive_guesses
+from tracer.lessons.hiding import Secret, numbers_in, own_screen, secrets
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
 from tracer.lessons.relations import diagonal_sides, shape_claims
 from tracer.lessons.statements import stated_answers
-from tracer.lessons.walk import Secret, live, numbers_in, own_screen, secrets, step_view
+from tracer.lessons.views import live, step_view
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 
 def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:

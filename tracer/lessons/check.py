@@ -43,11 +43,11 @@ from tracer.lessons.model import (
 )
 from tracer.lessons.prose import TOKEN_FORMAT, format_value, placeholders
 from tracer.lessons.reading import LessonError, one_line
-from tracer.lessons.walk import quiz_at, step_as
+from tracer.lessons.views import quiz_at, step_as
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner, Resolved
+    from tracer.lessons.lesson_runner import LessonRunner, Resolved
     from tracer.plugin_host import PluginHost
 
 
@@ -81,7 +81,7 @@ def examine(
     such lesson) and the YAML layer's :class:`LessonError` (a file that is no safe YAML)
     as :func:`~tracer.lessons.loader.load_lesson` does.
     """
-    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
+    from tracer.lessons.lesson_runner import LessonRunner  # here: the runner imports torch
 
     path = resolve_lesson(spec, extra_dirs)
     try:
@@ -137,7 +137,7 @@ def check_lesson(
     changes (every front end refuses them, through :func:`open_checked`).
     ``runner``: run the lesson on this runner (left open), else on one of its own.
     """
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
     own = runner is None
     runner = runner if runner is not None else LessonRunner(lesson, host)

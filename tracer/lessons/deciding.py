@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.model import Lesson, TensorRef
-from tracer.lessons.walk import quiz_at
+from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
     import torch
 
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 DECIDING = ("argmax", "argmin")
 """The last operations of a computed choice's answer that pick a position in a row."""

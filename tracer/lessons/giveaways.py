@@ -1,6 +1,6 @@
 """Quizzes that give their answer away, as ``attn lesson check`` reports them.
 
-The walk (:mod:`tracer.lessons.walk`) decides what every step hides while a quiz
+Hiding (:mod:`tracer.lessons.hiding`) decides what every step hides while a quiz
 is not answered: each number within the quiz's tolerance of its answer, on any
 table, title or piece of prose, and the rest of a row that adds up to 1. What
 hiding cannot mend is the author's to change, and is reported here, at the quiz's
@@ -12,7 +12,7 @@ written)::
 
 - the quiz's own question, a choice or a hint states its answer (a "?" in the
   question would read as a riddle, not a question): reword it;
-- more than :data:`~tracer.lessons.walk.MAX_COPIES` other cells of its tables read
+- more than :data:`~tracer.lessons.hiding.MAX_COPIES` other cells of its tables read
   exactly its answer: hidden, each "?" says the answer all the same (the zeros of
   a dropout or a causal table): ask about a number that singles out one cell.
 """
@@ -22,23 +22,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.hiding import MAX_COPIES, Secret, lesson_secrets, quiz_id, quiz_tables
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
 from tracer.lessons.statements import locate, source_lines
-from tracer.lessons.walk import (
-    MAX_COPIES,
-    Secret,
-    lesson_secrets,
-    live,
-    quiz_at,
-    quiz_id,
-    quiz_tables,
-)
+from tracer.lessons.views import live, quiz_at
 from tracer.render.text import format_number
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 
 def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:

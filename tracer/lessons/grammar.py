@@ -171,7 +171,7 @@ class Reader:
         self.partial: Lesson | None = None
         """The lesson as far as it could be read, even with problems (for 'check')."""
         from tracer.inputs.builtin import BUILTIN_INPUTS
-        from tracer.runner import DEFAULT_INPUTS
+        from tracer.tracing.runner import DEFAULT_INPUTS
 
         # A copy, told apart by identity: a lesson that names no inputs gets a variant's own.
         self.default_inputs = replace(BUILTIN_INPUTS[DEFAULT_INPUTS])
@@ -638,7 +638,7 @@ class Reader:
             )  # fmt: skip
 
     def base_options(self) -> Options:
-        from tracer.runner import DEFAULT_INIT, DEFAULT_SEED
+        from tracer.tracing.runner import DEFAULT_INIT, DEFAULT_SEED
 
         return Options(
             inputs=self.default_inputs, seed=DEFAULT_SEED, init=DEFAULT_INIT, dropout=0.0
@@ -801,7 +801,7 @@ class Reader:
             return input_set
         from tracer.errors import TracerError
         from tracer.options import check_options
-        from tracer.runner import tokenized
+        from tracer.tracing.runner import tokenized
 
         readers = [v for v in self.host.variants.values() if v.tokenize is not None]
         if not readers:
@@ -1751,7 +1751,7 @@ def _named_token(node: yaml.Node) -> str:
 def _tokens(inputs: InputSet, variant: Variant | None = None) -> tuple[str, ...]:
     """The inputs' tokens, carrying a second sequence's (``source:``, or else the default
     source of a variant with ``source="required"``) for cells that name them."""
-    from tracer.runner import default_source
+    from tracer.tracing.runner import default_source
 
     second = inputs.source_sequence
     if second is not None:

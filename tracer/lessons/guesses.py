@@ -14,13 +14,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from tracer.lessons.hiding import Secret, lesson_secrets
 from tracer.lessons.model import Lesson
-from tracer.lessons.walk import Secret, lesson_secrets
 from tracer.render.text import format_number
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 
 def guesses(tokens: int) -> tuple[tuple[float, str], ...]:

@@ -1,33 +1,32 @@
-"""What a quiz not answered yet keeps off the screen in words: the sentences that state it.
+"""Hiding answers: what an unanswered quiz keeps off every screen of a lesson.
 
-The walk (:mod:`tracer.lessons.walk`) hides numbers near an unanswered quiz's answer; a
-sentence can give a quiz away without one. Each quiz knows its answer as a statement
-(:func:`statement`), and this module decides, once for every front end and for
-``attn lesson check``, which sentence states it:
+Decided here, once, over the whole screen (:func:`conceal`): while a number quiz
+is not answered, no number within its tolerance of its answer is shown on any
+step (a cell of any table, a table's title or formula, a caption, a question, a
+hint), no cell is left that follows from the shown cells of a row or column that
+adds up to 1 or from its neighbours by one operation, and so skipping a quiz and
+coming back gives nothing away. The step views (:mod:`tracer.lessons.views`), a
+loop's sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
+
+A sentence can give a quiz away without a number. Each quiz knows its answer as a statement
+too (:func:`statement`), and a sentence that makes it is left out of every screen while the
+quiz is unanswered (:func:`hide_statements`), the same sentence ``attn lesson check`` warns
+about (:mod:`tracer.lessons.statements`):
 
 - a choice quiz: its right choice, reworded when a sentence holds at least half of the
   right choice's own words (those no wrong choice and not the question has) and at least
-  three of them ("a rotation sits between the query and the key" for "its rotation depends
-  on the key's position, so it sits between the query and W_uk"), or repeats the question
-  and names the right choice's words more than any wrong one's. A sentence that shares
-  words with a wrong choice only states nothing;
+  three of them, or repeats the question and names the right choice's words more than any
+  wrong one's. A sentence that shares words with a wrong choice only states nothing;
 - a number quiz whose answer is a whole number: a sentence that says the number (in
-  digits, or as a word from "two" on) beside a word of what the question asks
-  ("6 in all" for "how many numbers does it keep in all", "the band of the last 3 keys" for
-  "how many keys does 'step' see"), and shares at least two words with the question. Words
-  beside the number in the question itself are its setting ("with 4 query heads ... how many
-  numbers ..." asks about numbers, not heads), and "zero" is a fact wherever it is said
-  about what the question asks ("each row of dS sums to zero").
+  digits, or as a word from "two" on) beside a word of what the question asks, in the same
+  clause ("6 numbers in all" for "how many numbers does the cache keep", "the band of the
+  last 3 keys" for "how many keys does 'step' see?"). Words beside the question's own
+  numbers are its setting ("with 4 query heads ... how many numbers" asks about numbers),
+  a number after a noun names rather than counts ("lesson 8", "key 3"), and "zero" is a
+  fact wherever it is said about what the question asks ("each row of dS sums to zero").
 
-While the quiz is unanswered the walk writes such a sentence as :func:`said_after` ("(said
-once the quiz at step 7 is answered)"): the statement is absent, not reworded
-(:func:`hide_statements`). ``attn lesson check`` warns at each such sentence a learner reads
-before the quiz (:mod:`tracer.lessons.statements`), where its words are written.
-Words quoted in double quotes or backticks are tokens ("one"), not claims::
-
-    from tracer.lessons.hiding import unsaid, hide_statements
-    said = unsaid(lesson, runner, number, answered)   # statements of unanswered quizzes
-    text = hide_statements(prose, said)
+Such a sentence reads "(said once the quiz at step 7 is answered)" (:func:`said_after`).
+Words quoted in double quotes or backticks are tokens ("one"), not claims.
 """
 
 from __future__ import annotations
@@ -36,16 +35,671 @@ import contextlib
 import math
 import re
 import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.model import Lesson, Quiz
+from tracer.lessons.model import (
+    Checkpoint,
+    Compare,
+    Focus,
+    Lesson,
+    Loop,
+    Narration,
+    Quiz,
+    Show,
+    TensorRef,
+)
 from tracer.lessons.prose import PLACEHOLDER
+from tracer.render.text import format_number
+from tracer.tracing.stepper import LoopCanvas
+from tracer.variant import Dot, SubStep
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    import torch
+
+    from tracer.lessons.lesson_runner import LessonRunner, Resolved
+
+
+MAX_COPIES = 2
+"""Copies of a quiz's answer a table may hold besides the answer's own cell (a symmetric
+twin, the same value beside it): all are hidden (:func:`conceal`), but with more, the "?"
+would say the answer themselves, which ``attn lesson check`` reports
+(:mod:`tracer.lessons.giveaways`)."""
+
+Cell = tuple[int, int]
+"""A cell as drawn: (row, column) of the tensor folded to two dimensions (leading axes into rows)."""
+
+
+HIDDEN_NOTE = "(? = a number that would give away a quiz's answer; shown once it is answered)"
+"""Said under a table outside a quiz whose cells the walk hides (see :func:`conceal`)."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """One tensor a step shows: the resolved tensor, what to emphasise and what to hide."""
+
+    ref: TensorRef
+    resolved: Resolved
+    role: str
+    """``show`` (the quiz's ``show:``), ``cells`` (the cells to select) or ``context``
+    (the table of the show step before the quiz)."""
+    focus: Focus | None = None
+    hidden: frozenset[Cell] = frozenset()
+    """Cells that read "?" until the quiz is answered."""
+    concealing: tuple[Secret, ...] = field(default=(), compare=False)
+    """The answers of the quizzes not answered yet: a number in the stage's title or formula
+    that states one reads "?" (:func:`conceal`)."""
+    label: str = ""
+    """A compare side's label as shown (the author's ``label:``, no answer in it)."""
+    unsaid: tuple[Statement, ...] = field(default=(), compare=False)
+    """The statements of the quizzes not answered yet: a sentence of the stage's title that
+    makes one is left out (:func:`hide_statements`)."""
+
+    @property
+    def name(self) -> str:
+        """The tensor's name as computed: ``stage.tensor``, then any operations."""
+        return self.resolved.name
+
+    @property
+    def derived(self) -> bool:
+        """Whether the lesson computed this table from the run (``then:`` operations)."""
+        return bool(self.resolved.ref.then)
+
+    @property
+    def title(self) -> str:
+        """The table's title: the stage's, or for a derived table what it was derived from.
+
+        A quiz's tables are titled by their names only (:attr:`name`): a stage's title may
+        state the answer ("the cache holds 4 numbers").
+        """
+        resolved = self.resolved
+        if self.derived:
+            return f"Worked out by the lesson from {self.source}, after the run"
+        kept = telling(self.concealing)
+        return hide_statements(
+            resolved.stage.title, self.unsaid, show=lambda text: conceal_text(text, kept)
+        )
+
+    @property
+    def source(self) -> str:
+        """The tensor a derived table was worked out from, as the learner reads its name."""
+        ref = self.resolved.ref
+        tensor = ref.tensor or next(iter(self.resolved.stage.tensors), ref.stage)
+        return ref.stage if tensor == ref.stage else f"{ref.stage}.{tensor}"
+
+    @property
+    def formula(self) -> str:
+        """The formula that made the table: the stage's, or the lesson's operations."""
+        from tracer.lessons.lesson_runner import explain_steps  # here: the runner imports torch
+
+        if self.derived:
+            return ", then ".join(explain_steps(self.resolved))
+        stage = self.resolved.stage
+        name = self.resolved.ref.tensor or next(iter(stage.tensors), "")
+        if name in stage.formulas or name in (stage.name, next(iter(stage.tensors), None)):
+            return conceal_text(stage.formula_for(name) or "", telling(self.concealing))
+        return ""  # the stage's formula makes another of its tensors (lesson 05's "zeroed")
+
+    @property
+    def legend(self) -> tuple[float, float] | None:
+        """The range of the values the table shows (hidden cells left out); None if none."""
+        return value_range(self.resolved.tensor, self.hidden)
+
+
+@dataclass(frozen=True)
+class QuizTables:
+    """What a quiz step shows beside its question."""
+
+    quiz: Quiz
+    tables: tuple[Table, ...]
+    context: int | None = None
+    """The 0-based number of the show step whose table is borrowed (None: the quiz's own)."""
+    own: bool = True
+    """Whether every hidden cell holds this quiz's own answer (else some hold another
+    unanswered quiz's, and a note must not say "the cell that shows the answer")."""
+
+    @property
+    def caption(self) -> str:
+        if self.context is not None:
+            return f"(the table from step {self.context + 1})"
+        return ""
+
+    @property
+    def hidden(self) -> frozenset[Cell]:
+        return frozenset(cell for table in self.tables for cell in table.hidden)
+
+
+def value_range(
+    tensor: torch.Tensor, hidden: frozenset[Cell] = frozenset()
+) -> tuple[float, float] | None:
+    """The smallest and largest finite value of ``tensor`` drawn, ``hidden`` cells left out."""
+    values = tensor.detach().cpu().double().reshape(-1).tolist()
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    shown = [
+        float(value)
+        for flat, value in enumerate(values)
+        if (flat // columns, flat % columns) not in hidden and math.isfinite(value)
+    ]
+    return (min(shown), max(shown)) if shown else None
+
+
+def grid_cell(shape: tuple[int, ...], index: tuple[int, ...]) -> Cell | None:
+    """Where ``index`` of a tensor of ``shape`` is drawn, folded to (row, column)."""
+    if len(index) != len(shape):
+        return None
+    if any(not 0 <= i < n for i, n in zip(index, shape, strict=True)):
+        return None
+    if not shape:
+        return (0, 0)
+    flat = 0
+    for i, n in zip(index, shape, strict=True):
+        flat = flat * n + i
+    columns = shape[-1]
+    return (flat // columns, flat % columns)
+
+
+def quiz_context(steps: tuple[object, ...], number: int) -> int | None:
+    """The show step a quiz without tables of its own is about: the one just before it."""
+    for earlier in range(number - 1, -1, -1):
+        candidate = steps[earlier]
+        if isinstance(candidate, Show):
+            return earlier
+        if isinstance(candidate, (Narration, Checkpoint, Loop, Compare)):
+            return None
+    return None
+
+
+def quiz_has_tables(lesson: Lesson, number: int) -> bool:
+    """Whether quiz step ``number`` shows any table (cheap: nothing is computed)."""
+    quiz = lesson.steps[number]
+    assert isinstance(quiz, Quiz)
+    return quiz.about is not None or quiz_context(lesson.steps, number) is not None
+
+
+def quiz_tables(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> QuizTables:
+    """The tables quiz step ``number`` shows, with every cell hidden that gives an answer away.
+
+    ``answered``: the ids (:func:`quiz_id`) of the quizzes answered so far; None reads the
+    lesson top to bottom (the quizzes before this step are answered). See :func:`conceal`.
+    """
+    quiz = lesson.steps[number]
+    assert isinstance(quiz, Quiz)
+    tables: list[Table] = []
+    context = None
+    for ref in quiz.tables():  # the same tables `attn lesson check` computes
+        if ref is quiz.cells:
+            tables.append(Table(ref, runner.tensor(ref), "cells"))
+        else:  # a stage's every tensor, as a show step shows them (none named, no 'then')
+            tables.extend(Table(shown.ref, shown, "show") for shown in runner.tensors(ref))
+    if not tables:
+        context = quiz_context(lesson.steps, number)
+        if context is not None:
+            shown = lesson.steps[context]
+            assert isinstance(shown, Show)
+            resolved = runner.tensors(shown.ref)
+            tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
+            tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
+    kept = own_screen(secrets(lesson, runner, number, answered), number)
+    concealed = conceal(tables, kept, runner)
+    mine = conceal(tables, [secret for secret in kept if secret.number == number], runner)
+    own = all(table.hidden <= alone.hidden for table, alone in zip(concealed, mine, strict=True))
+    said = unsaid(lesson, runner, number, answered)
+    return QuizTables(quiz, unsaying(concealed, said), context, own)
+
+
+def hide_answer(quiz: Quiz, runner: LessonRunner, tables: list[Table]) -> tuple[Table, ...]:
+    """Every table with the cells hidden that give away number quiz ``quiz``'s answer
+    (its own quiz alone; :func:`conceal` hides every unanswered quiz's)."""
+    answer = _number_answer(quiz, runner)
+    if answer is None:
+        return tuple(tables)
+    alone = Secret(-1, quiz, answer, _allowed(quiz, answer), own_screen=True)
+    return conceal(tables, (alone,), runner)
+
+
+# What an unanswered quiz keeps off screen ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Secret:
+    """The answer of a number quiz not answered yet: no number near it may be on screen."""
+
+    number: int
+    """The quiz's step (0-based; -1 when unknown)."""
+    quiz: Quiz
+    value: float
+    tolerance: float
+    """How far from ``value`` a number is still a right answer (absolute)."""
+    own_screen: bool = False
+    """Kept off its own quiz's screen, where no number within its tolerance may show, however
+    plain (:attr:`plain`)."""
+
+    def near(self, value: float) -> bool:
+        """Whether ``value`` shown would be a right answer, or read as the answer."""
+        if not math.isfinite(value):
+            return False
+        return abs(value - self.value) <= self.tolerance + 1e-9 or format_number(
+            value
+        ) == format_number(self.value)
+
+    @property
+    def plain(self) -> bool:
+        """Whether the answer is a single-digit whole number (a count, an index, a weight of
+        0 or 1): one that a screen shows for reasons of its own, so that a cell or a formula
+        equal to it gives nothing away (:func:`conceal`)."""
+        return self.single_digit and not self.own_screen
+
+    @property
+    def single_digit(self) -> bool:
+        """Whether the answer is a whole number of one digit (within its tolerance)."""
+        whole = round(self.value)
+        return abs(whole) <= PLAIN_LIMIT and abs(self.value - whole) <= max(self.tolerance, 1e-6)
+
+
+PLAIN_LIMIT = 9
+"""The largest size of a :attr:`Secret.plain` answer: a single digit."""
+
+
+def telling(kept: Iterable[Secret]) -> tuple[Secret, ...]:
+    """The answers of ``kept`` that any number equal to them gives away: those not
+    :attr:`~Secret.plain`."""
+    return tuple(secret for secret in kept if not secret.plain)
+
+
+SUMS_TO_ONE = 1e-4
+"""How close to 1 a row or column of non-negative values must add up for a learner to read
+it as one that adds up to 1 (a softmax's row), so a hidden cell in it is 1 minus the rest."""
+
+_NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
+"""A number written in prose or a title: 742, 0.2935, -1.5, 1.2e-07."""
+
+_SECRETS: weakref.WeakKeyDictionary[LessonRunner, tuple[Secret, ...]] = weakref.WeakKeyDictionary()
+
+
+def _allowed(quiz: Quiz, answer: float) -> float:
+    return quiz.tolerance * abs(answer) if quiz.relative else quiz.tolerance
+
+
+def _number_answer(quiz: Quiz, runner: LessonRunner) -> float | None:
+    if quiz.quiz_kind != "number":
+        return None
+    try:
+        answer = runner.answer(quiz)
+    except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+        return None  # `attn lesson check` reports it; the step says so when shown
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return None
+    return float(answer)
+
+
+def lesson_secrets(lesson: Lesson, runner: LessonRunner) -> tuple[Secret, ...]:
+    """Every number quiz's answer in ``lesson`` (computed once per runner)."""
+    found = _SECRETS.get(runner)
+    if found is None:
+        kept = []
+        for number, step in enumerate(lesson.steps):
+            if isinstance(step, Quiz):
+                answer = _number_answer(step, runner)
+                if answer is not None:
+                    kept.append(Secret(number, step, answer, _allowed(step, answer)))
+        found = tuple(kept)
+        _SECRETS[runner] = found
+    return found
+
+
+def secrets(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> tuple[Secret, ...]:
+    """The answers step ``number`` must keep off screen: every number quiz's not answered.
+
+    ``answered``: the ids of the quizzes answered (the session's); None reads the lesson
+    top to bottom, as ``--plain`` and the exports print it, so only the quizzes from this
+    step on are unanswered (the answers of those before are printed after them).
+    """
+    if answered is None:
+        return tuple(kept for kept in lesson_secrets(lesson, runner) if kept.number >= number)
+    return tuple(
+        kept
+        for kept in lesson_secrets(lesson, runner)
+        if quiz_id(kept.number, kept.quiz) not in answered
+    )
+
+
+def own_screen(kept: Iterable[Secret], number: int) -> tuple[Secret, ...]:
+    """``kept`` as quiz step ``number`` keeps them: its own answer off its screen wherever a
+    number is within its tolerance, however plain."""
+    return tuple(
+        replace(secret, own_screen=True) if secret.number == number else secret for secret in kept
+    )
+
+
+def numbers_in(text: str) -> Iterable[tuple[re.Match[str], float]]:
+    """Each number written in ``text``, with its value."""
+    for match in _NUMBER.finditer(text):
+        written = match.group().replace("−", "-").replace(",", ".")
+        try:
+            yield match, float(written)
+        except ValueError:
+            continue
+
+
+def _decimal(written: str) -> bool:
+    return any(mark in written for mark in ".,e")
+
+
+def conceal_text(text: str, kept: Iterable[Secret], *, whole: bool = True) -> str:
+    """``text`` with each number that gives away an unanswered quiz's answer written "?"
+    (``whole``: whole numbers too, not only those written with decimals)."""
+    kept = tuple(kept)
+    if not kept or not text:
+        return text
+    parts, last = [], 0
+    for match, value in numbers_in(text):
+        if not whole and not _decimal(match.group()):
+            continue
+        if any(secret.near(value) for secret in kept):
+            parts += [text[last : match.start()], "?"]
+            last = match.end()
+    return "".join(parts) + text[last:] if parts else text
+
+
+def conceal(
+    tables: Iterable[Table], kept: Iterable[Secret], runner: LessonRunner | None = None
+) -> tuple[Table, ...]:
+    """``tables`` with what gives away an unanswered quiz's answer hidden: the one place that
+    decides it, for every step of every front end.
+
+    - every cell whose number is within the quiz's tolerance of its answer (the answer's
+      own cell, the twin of a symmetric table, the same value in a table beside it);
+    - the answer's own cell when the table is the answer's tensor, whatever it reads;
+    - the rest of a row or column of non-negative values that adds up to 1 (a softmax's
+      row) where one cell of it is hidden: it would be 1 minus the others;
+    - each number in the stage's title or formula that states such an answer, which reads
+      "?" (:attr:`Table.title`, :attr:`Table.formula`).
+
+    A *plain* answer (:attr:`Secret.plain`: a single-digit whole number, a count, an index,
+    a weight of 0 or 1) is on many screens for reasons of its own (a block size, a mask's
+    0s, "tile 0"), and hiding each would hide the lesson and the settings a quiz needs: it
+    is hidden where it is the answer, its own cell wherever that table is drawn, and where
+    a live value in prose works it out, never merely for being equal; but on its own
+    quiz's screen (:func:`own_screen`) no number within its tolerance shows.
+
+    Each front end draws the ``hidden`` cells as "?", and a table's range
+    (:attr:`Table.legend`) leaves them out; once the quiz is answered the session
+    asks again without it, and they show.
+    """
+    kept = tuple(kept)
+    result = []
+    for table in tables:
+        if not kept:
+            result.append(table)
+            continue
+        tensor = table.resolved.tensor.detach().cpu()
+        shape = tuple(int(n) for n in tensor.shape)
+        answer_cells: set[Cell] = set()
+        for secret in kept:
+            ref = secret.quiz.answer
+            if (
+                runner is not None
+                and isinstance(ref, TensorRef)
+                and ref.cell is not None
+                and _named(ref, table.resolved) == _named(table.resolved.ref, table.resolved)
+            ):
+                cell = grid_cell(shape, runner.cell_of(ref) or ())
+                if cell is not None:
+                    answer_cells.add(cell)
+        hidden = hidden_cells(tensor, kept, table.hidden | answer_cells)
+        result.append(replace(table, hidden=hidden, concealing=kept))
+    return tuple(result)
+
+
+def hidden_cells(
+    tensor: torch.Tensor, kept: Iterable[Secret], hidden: Iterable[Cell] = ()
+) -> frozenset[Cell]:
+    """The cells of ``tensor`` (folded to two dimensions) that read "?" while the quizzes of
+    ``kept`` are unanswered: ``hidden`` (cells already known to hold an answer), each cell
+    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and the
+    rest of any row or column adding up to 1 with one of them in it (see :func:`conceal`).
+    Non-finite values (a loop matrix's cells not written yet) are never an answer."""
+    kept = tuple(kept)
+    shut: set[Cell] = set(hidden)
+    if not kept:
+        return frozenset(shut)
+    tensor = tensor.detach().cpu()
+    if not tensor.numel():
+        return frozenset(shut)
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    grid = tensor.double().reshape(-1, columns)
+    for secret in telling(kept):
+        # Candidates by torch (a table may hold a million values), then exactly.
+        close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
+        for row, column in close.nonzero().tolist():
+            if secret.near(float(grid[row, column])):
+                shut.add((row, column))
+    while shut:  # each rule may hide a cell the other then reads from
+        more = _one_step_away(grid, shut, telling(kept))
+        more |= _sums_to_one(grid, shut | more)
+        if not more:
+            break
+        shut |= more
+    return frozenset(shut)
+
+
+DEEPEST_STEP = 2
+"""How far a constant step is carried on to reach a hidden answer (:func:`_one_step_away`):
+from the cell beside it, or from one cell further (the hidden 192 of a running total, and the
+742 one level deeper)."""
+
+
+def _monotone(line: list[float]) -> bool:
+    """Whether ``line`` (three values or more, all finite) only rises or only falls: a
+    sequence (a loss curve, a running total), which a learner may carry on."""
+    if len(line) < 3 or not all(math.isfinite(v) for v in line):
+        return False
+    steps = [b - a for a, b in pairwise(line)]
+    return all(s > 0 for s in steps) or all(s < 0 for s in steps)
+
+
+def _carried(values: list[float], k: int) -> float:
+    """The value at 0 of the polynomial through ``values`` at k, k + 1, ...: a sequence whose
+    step is constant (two values), or grows by a constant (three: a running total whose every
+    step costs a little more), carried on back to the hidden cell."""
+    xs = [k + j for j in range(len(values))]
+    total = 0.0
+    for j, value in enumerate(values):
+        weight = 1.0
+        for m, x in enumerate(xs):
+            if m != j:
+                weight *= (0 - x) / (xs[j] - x)
+        total += value * weight
+    return total
+
+
+def _one_step_away(grid: torch.Tensor, hidden: set[Cell], kept: tuple[Secret, ...]) -> set[Cell]:
+    """The cells to hide besides ``hidden`` so that no hidden answer follows from its shown
+    neighbours along a row or a column by one operation: a constant step carried on from the
+    two shown cells beyond it (1.8300 + (1.8300 − 1.8250)), a step that grows by a constant
+    (or whose growth does) carried on from three (four) of them (a running total whose every
+    step costs a little more), or the middle of the two shown cells either side of it. Only
+    along a line that only rises or only falls (a sequence); a row of weights is not one. The nearer shown cell is hidden, and the rule applied again past
+    it (k cells of that step from the next two shown cells: the answer one level deeper)."""
+    rows, columns = grid.shape
+    values = grid.tolist()
+    shut = set(hidden)
+
+    def shown(cell: Cell) -> float | None:
+        row, column = cell
+        if not (0 <= row < rows and 0 <= column < columns) or cell in shut:
+            return None
+        value = float(values[row][column])
+        return value if math.isfinite(value) else None
+
+    changed = True
+    while changed:
+        changed = False
+        for row, column in sorted(shut):
+            if not (0 <= row < rows and 0 <= column < columns):
+                continue
+            value = float(values[row][column])
+            secrets = [secret for secret in kept if secret.near(value)]
+            if not secrets:
+                continue
+            for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+                line = values[row] if dr == 0 else [values[r][column] for r in range(rows)]
+                if not _monotone(line):
+                    continue  # a row of weights is no sequence a learner carries on
+                # The first shown cell that way (past cells already hidden), and the next.
+                k = 1
+                while (row + k * dr, column + k * dc) in shut:
+                    k += 1
+                if k > DEEPEST_STEP:
+                    continue  # a line carried on further is a guess, not a derivation
+                near = (row + k * dr, column + k * dc)
+                beyond = [shown((row + (k + j) * dr, column + (k + j) * dc)) for j in range(4)]
+                a = beyond[0]
+                c = shown((row - dr, column - dc)) if k == 1 else None
+                guesses = []
+                for degree in (1, 2, 3):  # a constant step, a step that grows by a constant...
+                    points = beyond[: degree + 1]
+                    if all(value is not None for value in points):
+                        guesses.append(_carried(points, k))  # type: ignore[arg-type]
+                if a is not None and c is not None:
+                    guesses.append((a + c) / 2)  # the middle of its two neighbours
+                if any(secret.near(guess) for guess in guesses for secret in secrets):
+                    shut.add(near)
+                    changed = True
+    return shut - set(hidden)
+
+
+@dataclass(frozen=True)
+class SubStepView:
+    """One sub-step of a loop as a step shows it, with what an unanswered quiz keeps off it.
+
+    The loop's matrix, the sub-step's tensors, its formula and its written-out arithmetic
+    are all on screen at once, so the same rules as for a table apply to each
+    (:func:`hidden_cells`), and the arithmetic is left out where any of its numbers is
+    hidden: the rest of a sum would give the hidden one by an addition.
+    """
+
+    sub: SubStep
+    hidden: Mapping[str, frozenset[Cell]]
+    """Per tensor of the sub-step, the cells that read "?"."""
+    canvas_hidden: frozenset[Cell] = frozenset()
+    """The cells of the loop's matrix (as far as it is filled) that read "?"."""
+    formula: str = ""
+    """The sub-step's formula, any number in it that gives an answer away written "?"."""
+    arithmetic: bool = True
+    """Whether its declared equations may be written out with their numbers."""
+    count_shown: bool = True
+    """Whether the loop's length and the sub-step's ordinal may be said: False where the
+    length is an unanswered quiz's answer ("pair 36 of 36" would say it)."""
+
+    @property
+    def concealed(self) -> bool:
+        """Whether anything of the sub-step reads "?" or is left out."""
+        return self.concealed_in_text or bool(self.canvas_hidden) or not self.arithmetic
+
+    @property
+    def concealed_in_text(self) -> bool:
+        """Whether what a text front end prints of it (its formula, place and tensors, not
+        the loop's matrix or the arithmetic) reads "?" anywhere."""
+        return bool(
+            any(self.hidden.values())
+            or not self.count_shown
+            or self.formula != (self.sub.formula or "")
+        )
+
+
+def substep_view(
+    sub: SubStep,
+    kept: Iterable[Secret],
+    canvas: LoopCanvas | None = None,
+    count: int | None = None,
+) -> SubStepView:
+    """What sub-step ``sub`` shows while the quizzes of ``kept`` are unanswered: the one place
+    that decides it for a loop, as :func:`conceal` does for a step's tables.
+
+    ``canvas``: the matrix the loop is filling (its cells written so far); ``count``: the
+    loop's length, when known.
+    """
+    kept = tuple(kept)
+    formula = sub.formula or ""
+    if not kept:
+        return SubStepView(sub, {name: frozenset() for name in sub.tensors}, formula=formula)
+    hidden = {name: hidden_cells(tensor, kept) for name, tensor in sub.tensors.items()}
+    canvas_hidden: frozenset[Cell] = frozenset()
+    if canvas is not None and canvas.rows * canvas.cols:
+        import torch  # here: the walk is imported before torch is needed
+
+        # A view of the canvas's own buffer (a loop over a long text fills a million cells).
+        written = torch.frombuffer(canvas.values, dtype=torch.float64)
+        canvas_hidden = hidden_cells(written.reshape(canvas.rows, canvas.cols), kept)
+    named = {
+        name
+        for equation in sub.equations
+        for name in (
+            (equation.a, equation.b, equation.result)
+            if isinstance(equation, Dot)
+            else (equation.before, equation.weight, equation.value, equation.after)
+        )
+    }
+    arithmetic = not any(hidden.get(name) for name in named)
+    count_shown = count is None or not any(secret.near(count) for secret in telling(kept))
+    return SubStepView(
+        sub,
+        hidden,
+        canvas_hidden,
+        conceal_text(formula, telling(kept)),
+        arithmetic,
+        count_shown,
+    )
+
+
+def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
+    """The cells to hide besides ``hidden`` so that no hidden cell is 1 minus the rest of a
+    row or column that adds up to 1: a row (column) with one hidden cell is hidden whole.
+    A table of whole numbers alone is not read as weights (a mask's column of one 1)."""
+    import torch  # here: the walk is imported before torch is needed (tables come from a run)
+
+    finite = grid[torch.isfinite(grid)]
+    if not bool((finite != finite.trunc()).any()):
+        return set()  # 0s and 1s (a mask, a count) are no weights that must add up to 1
+    rows, columns = grid.shape
+    shut = torch.zeros((rows, columns), dtype=torch.bool)
+    for row, column in hidden:
+        if 0 <= row < rows and 0 <= column < columns:
+            shut[row, column] = True
+    before = shut.clone()
+    plain = torch.isfinite(grid) & (grid >= 0)
+    row_ones = plain.all(dim=1) & ((grid.sum(dim=1) - 1).abs() <= SUMS_TO_ONE) & (columns > 1)
+    column_ones = plain.all(dim=0) & ((grid.sum(dim=0) - 1).abs() <= SUMS_TO_ONE) & (rows > 1)
+    while True:
+        lone_rows = row_ones & (shut.sum(dim=1) == 1)
+        lone_columns = column_ones & (shut.sum(dim=0) == 1)
+        if not bool(lone_rows.any() or lone_columns.any()):
+            break
+        shut[lone_rows, :] = True
+        shut[:, lone_columns] = True
+    return {(int(r), int(c)) for r, c in (shut & ~before).nonzero().tolist()}
+
+
+def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:
+    """Which tensor ``ref`` names, as computed (an unnamed tensor is the stage's first)."""
+    first = next(iter(resolved.stage.tensors), None)
+    return (ref.variant, ref.stage, ref.tensor or first, ref.then, ref.query, ref.options)
+
+
+def quiz_id(number: int, quiz: Quiz) -> str:
+    """The key a quiz's answer is saved under: its ``id:``, else its step number from 1."""
+    return quiz.id or f"step-{number + 1}"
+
+
+# What an unanswered quiz keeps off the screen in words ---------------------------------
 
 SHARE = 0.55
 """The share of a right choice's own words a sentence must hold to reword it (more than half)."""
@@ -258,11 +912,6 @@ def sentence_spans(text: str) -> Iterator[tuple[int, int, str]]:
 # What the walk hides ------------------------------------------------------------------
 
 
-def quiz_id(number: int, quiz: Quiz) -> str:
-    """The key a quiz's answer is saved under: its ``id:``, else its step number from 1."""
-    return quiz.id or f"step-{number + 1}"
-
-
 def said_after(statement: Statement) -> str:
     """What a sentence stating ``statement`` reads while its quiz is unanswered."""
     return f"(said once the quiz at step {statement.number + 1} is answered)"
@@ -335,3 +984,8 @@ def hide_statements(
     if not parts:
         return show(text)
     return "".join(parts) + (show(text[last:]) if last < len(text) else "")
+
+
+def unsaying(tables: Iterable[Table], said: tuple[Statement, ...]) -> tuple[Table, ...]:
+    """``tables`` with no sentence of their titles making a statement of ``said``."""
+    return tuple(replace(table, unsaid=said) for table in tables)

@@ -31,13 +31,13 @@ focused; elsewhere it means the first tensor), optional query, option overrides,
 optional :class:`Operation`\\ s applied afterwards (``softmax`` over a
 dimension, ``diagonal``, ...), which is how a lesson shows what a *mistake*
 would compute without hard-coding its numbers. Evaluating refs is
-:mod:`tracer.lessons.runner`'s job; this module never imports torch.
+:mod:`tracer.lessons.lesson_runner`'s job; this module never imports torch.
 
 Every step kind answers the same three questions, so no module needs to tell the
 kinds apart to read them: ``prose()`` (every text the author wrote for it, as
 written), ``tables()`` (the tensors it shows with that prose, in order) and
 ``reported_at`` (the tensor a failure of the step is reported at, if any). The
-walk (:mod:`tracer.lessons.walk`) shows them; ``attn lesson check`` checks them.
+views (:mod:`tracer.lessons.views`) show them; ``attn lesson check`` checks them.
 
 Indices in focuses and cells are 0-based, as in the code; a token may stand
 in for an index wherever one is expected (``cell: [journey, Your]``). The
@@ -175,7 +175,7 @@ class TensorRef:
     cell_names: tuple[str, ...] = field(default=(), compare=False)
     """Each index of ``cell`` as written: a token's name, or "" for a number. A token in both
     sequences of a cross-attention run is read on a key or source axis as the source's
-    (:meth:`tracer.lessons.runner.LessonRunner.cell_of`)."""
+    (:meth:`tracer.lessons.lesson_runner.LessonRunner.cell_of`)."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from tracer.yamldoc import Problem
 if TYPE_CHECKING:
     import torch
 
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 _SIDE = re.compile(r"\b(above|below|under|over)\s+(?:the\s+)?(?:main\s+)?diagonal\b", re.I)
 _ANOTHER = re.compile(r" (?:projection|matrix|matrices|rotation|weights?|layer)\b")

@@ -110,7 +110,7 @@ def catalog(host: PluginHost, *, builtin_only: bool = False) -> list[VariantInfo
     """Every variant of ``host`` (or only the built-in ones), with the stages and tensors
     of one run on the default inputs (a variant that fails to run still lists its stages)."""
     from tracer.plugin_host.host import ORIGIN_BUILTIN
-    from tracer.runner import TraceOptions, start_trace
+    from tracer.tracing.runner import TraceOptions, start_trace
     from tracer.variant import Stage
 
     found = []

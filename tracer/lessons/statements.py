@@ -35,11 +35,11 @@ from tracer.lessons.hiding import (
     words,
 )
 from tracer.lessons.model import Lesson, LessonStep
-from tracer.lessons.walk import quiz_at
+from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 __all__ = [
     "NUMBER_WORDS",

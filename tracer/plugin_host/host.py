@@ -270,12 +270,15 @@ class PluginHost:
             f"unknown variant '{name}'{did_you_mean(name, self.variants)}; known variants: {known}"
         )
 
-    def start(self, name: str, context: RunContext) -> Trace:
-        """A fresh trace of variant ``name`` (nothing runs until it is iterated)."""
+    def start(self, name: str, context: RunContext, *, check: bool = False) -> Trace:
+        """A fresh trace of variant ``name`` (nothing runs until it is iterated); ``check``:
+        of what ``attn check`` compares a learner's code with (``Variant(checked_with=...)``)."""
         # multiprocessing and the worker (tens of ms) load with the first trace, not at start-up.
         from tracer.tracing.worker import WorkerTrace, should_isolate
 
         variant = self.variant(name)
+        if check and variant.checked_with is not None:
+            variant = variant.checked_with
         owner = self.owner[name if name in self.owner else name.partition(":")[2]]
         # Code we did not write runs in a worker process with a time and a memory limit.
         kind = WorkerTrace if should_isolate(owner.origin == ORIGIN_BUILTIN) else Trace

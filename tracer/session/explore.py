@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tracer.plugin_host import PluginHost
-from tracer.runner import TraceOptions, build_context, resolve_inputs
+from tracer.tracing.runner import TraceOptions, build_context, resolve_inputs
 from tracer.tracing.stepper import Cancelled, LoopCanvas, Stepper, cell_of
 from tracer.variant import Variant
 

@@ -33,35 +33,27 @@ from tracer.errors import TracerError
 from tracer.lessons.check import open_checked
 from tracer.lessons.grading import ECHO_RESPONSE, ascii_index, echo, parse_choices
 from tracer.lessons.grading import grade as grade_response
-from tracer.lessons.hiding import unsaid
+from tracer.lessons.hiding import SubStepView, Table, quiz_id, secrets, substep_view, unsaid
 from tracer.lessons.loader import find_lessons, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
-from tracer.lessons.walk import (
-    COUNT_STEPS,
-    LoopState,
+from tracer.lessons.views import (
     StepView,
-    SubStepView,
-    Table,
     answer_shown,
     lesson_intro,
     lesson_summary,
     live,
     loop_at,
     quiz_at,
-    quiz_id,
-    secrets,
-    start_loop,
     step_heading,
     step_view,
-    substep_view,
-    warm_up,
 )
 from tracer.plugin_host import PluginHost
 from tracer.session.progress import LessonProgress, ProgressStore, QuizAnswer, lesson_key
+from tracer.session.walk import COUNT_STEPS, LoopState, start_loop, warm_up
 from tracer.variant import Stage, SubStep
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
 
 @dataclass(frozen=True)
@@ -214,7 +206,7 @@ def start_session(
     :func:`open_lesson` does both); ``runner``: the one that checked it."""
     # Here, not at the top: the runner imports torch, and the app imports this module before
     # its first frame (the lesson itself loads in a worker).
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
 
     runner = runner if runner is not None else LessonRunner(lesson, host)
     loops = warm_up(lesson, runner, highlight=highlight) if warm else {}
@@ -360,7 +352,7 @@ class LessonSession:
 
     def count_loop(self, number: int) -> int | None:
         """How many sub-steps loop step ``number`` has, running it to its end if that takes
-        at most :data:`~tracer.lessons.walk.COUNT_STEPS` (what loading does for the app)."""
+        at most :data:`~tracer.session.walk.COUNT_STEPS` (what loading does for the app)."""
         state = self.loop(number)
         return state.count_within(COUNT_STEPS) if state is not None else None
 

@@ -293,7 +293,7 @@ def _token_axis_slip(axis: str) -> str | None:
 def accumulated(
     before: torch.Tensor, weight: torch.Tensor, value: torch.Tensor
 ) -> torch.Tensor | None:
-    """``before + weight * value`` as :class:`~tracer.variant.Accumulate` defines it, or None
+    """``before + weight * value`` as :class:`~tracer.equations.Accumulate` defines it, or None
     when the shapes fit neither a single weight, an outer product nor element-wise."""
     if weight.numel() == 1 and value.shape == before.shape:
         return before + weight.reshape(()) * value

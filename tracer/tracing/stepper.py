@@ -8,7 +8,7 @@ the variant yields them and keeps:
 * every stage, forever (there are a dozen of them);
 * the most recent ``window`` steps, so stepping back a few sub-steps is a
   dictionary look-up;
-* for each loop whose sub-steps declare a :class:`~tracer.variant.Dot`
+* for each loop whose sub-steps declare a :class:`~tracer.equations.Dot`
   equation with a single-number result, the value each cell received and the
   sub-step that wrote it (two flat arrays), so the matrix can be drawn
   "filled up to sub-step m". Loops that declare nothing (or an accumulation)

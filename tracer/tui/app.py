@@ -21,10 +21,10 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.theme import Theme
 
+from tracer.session.progress import ProgressStore, load_settings, save_settings
 from tracer.tui.commands import PaletteCommand, TracerCommands
 from tracer.tui.hangup import HANG_UP, STOP_WAIT_S, Ending, TerminalDriver, driver_for
 from tracer.tui.modals import ErrorScreen, HelpScreen
-from tracer.tui.progress import ProgressStore, load_settings, save_settings
 
 if TYPE_CHECKING:
     from textual.driver import Driver

@@ -18,10 +18,11 @@ from rich.text import Text
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher
 
+from tracer.lessons.hiding import Table
 from tracer.lessons.model import Focus, LessonStep, Quiz
-from tracer.lessons.walk import LoopState, Table
 from tracer.render.labels import position_tokens
 from tracer.session.lesson import LessonSession, LessonView, Position
+from tracer.session.walk import LoopState
 from tracer.tui.grid import Highlight
 from tracer.tui.loop_count import loop_noun
 from tracer.tui.quiz_view import QuizView

@@ -24,12 +24,15 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
+from tracer.lessons.hiding import quiz_has_tables
 from tracer.lessons.model import LessonStep, Quiz
-from tracer.lessons.walk import COUNT_STEPS as COUNT_STEPS
-from tracer.lessons.walk import STEP_ICONS as STEP_ICONS
-from tracer.lessons.walk import LoopState, quiz_has_tables, step_label
+from tracer.lessons.views import STEP_ICONS as STEP_ICONS
+from tracer.lessons.views import step_label
 from tracer.sanitize import visible
 from tracer.session.lesson import LessonSession, Position, file_time, open_lesson
+from tracer.session.progress import LessonProgress, ProgressStore
+from tracer.session.walk import COUNT_STEPS as COUNT_STEPS
+from tracer.session.walk import LoopState
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.footer import SteadyFooter
 from tracer.tui.lesson_drawing import (
@@ -38,7 +41,6 @@ from tracer.tui.lesson_drawing import (
     loop_position,
 )
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
-from tracer.tui.progress import LessonProgress, ProgressStore
 from tracer.tui.quiz_view import QUIZ_KEYS, QuizView
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row, ScrollColumn, Switcher

@@ -20,9 +20,9 @@ from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tracer.sanitize import visible
+from tracer.session.progress import LessonProgress, ProgressStore, lesson_key
 from tracer.session.progress import progress_text as progress_text
 from tracer.tui.modals import ConfirmScreen
-from tracer.tui.progress import LessonProgress, ProgressStore, lesson_key
 
 if TYPE_CHECKING:
     from tracer.lessons.model import LessonRef

@@ -2,7 +2,7 @@
 
 A stage shows each tensor it recorded, stacked, each labelled with the axes
 the variant named. A loop sub-step shows its own tensors the same way (any
-rank) and, when its sub-steps declare a :class:`~tracer.variant.Dot`, the
+rank) and, when its sub-steps declare a :class:`~tracer.equations.Dot`, the
 loop's matrix filling in above them. Arithmetic is written out term by term
 only from a declared equation, and only when the numbers on screen satisfy it:
 two vectors side by side are not evidence that they were multiplied.
@@ -26,7 +26,7 @@ from tracer.render.text import shorten
 from tracer.session.explore import LoopCanvas, cell_of
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
-from tracer.tui.equations import equation_text
+from tracer.tui.equation_text import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
 from tracer.tui.kept import Kept
 from tracer.tui.steady import Label, ScrollColumn, SteadySize
@@ -204,7 +204,7 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         """The sub-step's tensors, below the loop's matrix filled up to it (Dot loops only).
 
         What a lesson keeps off screen while a quiz is unanswered (the walk's
-        :class:`~tracer.lessons.walk.SubStepView`): ``hidden`` cells per tensor and
+        :class:`~tracer.lessons.hiding.SubStepView`): ``hidden`` cells per tensor and
         ``canvas_hidden`` cells of the matrix read "?", ``formula_text`` replaces the
         sub-step's formula, and without ``arithmetic`` the equations are not written out.
         """

@@ -25,16 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.inputs.input_set import InputSet, input_data
+from tracer.lessons.hiding import HIDDEN_NOTE, Table
 from tracer.lessons.model import (
     Lesson,
     LessonStep,
     Quiz,
 )
-from tracer.lessons.plain import focus_lines, loop_lines
-from tracer.lessons.walk import (
-    HIDDEN_NOTE,
+from tracer.lessons.views import (
     TABLE_WIDTH,
-    Table,
     answer_shown,
     lesson_intro,
     step_as,
@@ -42,10 +40,11 @@ from tracer.lessons.walk import (
     step_view,
 )
 from tracer.render.text import format_tensor, shape_text
+from tracer.text.plain_lesson import focus_lines, loop_lines
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner, Resolved
-    from tracer.lessons.walk import StepView
+    from tracer.lessons.lesson_runner import LessonRunner, Resolved
+    from tracer.lessons.views import StepView
     from tracer.plugin_host import PluginHost
     from tracer.variant import Stage
 
@@ -136,7 +135,7 @@ def blocks(
     document will be (default: the current folder); code cells name inputs files by
     their path from there, never by this machine's absolute path.
     """
-    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
+    from tracer.lessons.lesson_runner import LessonRunner  # here: the runner imports torch
 
     own = runner is None
     runner = runner if runner is not None else LessonRunner(lesson, host)

@@ -2,7 +2,7 @@
 
 Public API::
 
-    from tracer.lessons.runner import LessonRunner
+    from tracer.lessons.lesson_runner import LessonRunner
     runner = LessonRunner(lesson, host)
     shown = runner.tensor(step.ref)            # a Resolved: the tensor, its name, tokens, query
     for sub in runner.substeps(loop_step): ... # the loop's SubSteps, lazily, up to step.limit
@@ -34,8 +34,8 @@ from tracer.lessons.model import Compare, Lesson, Loop, Operation, Options, Quiz
 from tracer.lessons.prose import INTEGRAL_OPERATIONS, live_text
 from tracer.options import LEGACY_OPTIONS, option_for
 from tracer.render.labels import effective_axes, label_axes
-from tracer.runner import DEFAULT_D_OUT, TraceOptions, start_trace
 from tracer.suggest import did_you_mean
+from tracer.tracing.runner import DEFAULT_D_OUT, TraceOptions, start_trace
 from tracer.variant import TOKEN_AXES, Stage, SubStep, parse_axis, source_tokens
 
 if TYPE_CHECKING:

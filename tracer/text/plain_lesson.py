@@ -6,7 +6,7 @@ focused values are printed again on their own lines; every quiz is followed
 by its hints, its answer (computed live) and its explanation. Prose is printed
 as written, with its live values filled in (:func:`tracer.lessons.prose.live_text`)::
 
-    from tracer.lessons.plain import plain_lines
+    from tracer.text.plain_lesson import plain_lines
     for text in plain_lines(lesson, host):
         print(text)
 """
@@ -17,11 +17,10 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.hiding import HIDDEN_NOTE, Table
 from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz, TensorRef
-from tracer.lessons.walk import (
-    HIDDEN_NOTE,
+from tracer.lessons.views import (
     TABLE_WIDTH,
-    Table,
     answer_shown,
     lesson_intro,
     loop_substeps,
@@ -34,8 +33,9 @@ from tracer.render.text import format_number, format_scalar, format_tensor, is_w
 from tracer.variant import source_tokens
 
 if TYPE_CHECKING:
-    from tracer.lessons.runner import LessonRunner, Resolved
-    from tracer.lessons.walk import StepView, SubStepView
+    from tracer.lessons.hiding import SubStepView
+    from tracer.lessons.lesson_runner import LessonRunner, Resolved
+    from tracer.lessons.views import StepView
     from tracer.plugin_host import PluginHost
     from tracer.variant import SubStep
 
@@ -47,7 +47,7 @@ def plain_lines(
 
     ``runner``: the session's (left open: its runs are reused), else one of its own.
     """
-    from tracer.lessons.runner import LessonRunner  # here: the runner imports torch
+    from tracer.lessons.lesson_runner import LessonRunner  # here: the runner imports torch
 
     own = runner is None
     runner = runner if runner is not None else LessonRunner(lesson, host)
@@ -236,7 +236,7 @@ def loop_lines(view: StepView, runner: LessonRunner) -> list[str]:
     """A loop step in full: its caption, then every sub-step it shows, and how many.
 
     Read top to bottom as the rest of ``--plain``: a quiz after the loop keeps its answer
-    off every sub-step (the walk's :func:`~tracer.lessons.walk.loop_substeps`).
+    off every sub-step (the views' :func:`~tracer.lessons.views.loop_substeps`).
     """
     step = step_as(view.step, Loop)
     lines = [view.text.strip()] if view.text else []

@@ -47,7 +47,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tracer.errors import EXIT_OK, EXIT_USAGE
 from tracer.lessons.grading import echo
-from tracer.lessons.plain import (
+from tracer.lessons.hiding import HIDDEN_NOTE
+from tracer.render.labels import loop_matrix_axes
+from tracer.sanitize import message, visible
+from tracer.session.lesson import Position
+from tracer.text.plain_lesson import (
     lesson_heading,
     quiz_lines,
     quiz_table_lines,
@@ -56,13 +60,9 @@ from tracer.lessons.plain import (
     substep_lines,
     view_lines,
 )
-from tracer.lessons.walk import HIDDEN_NOTE
-from tracer.render.labels import loop_matrix_axes
-from tracer.sanitize import message, visible
-from tracer.session.lesson import Position
 
 if TYPE_CHECKING:
-    from tracer.lessons.walk import Table
+    from tracer.lessons.hiding import Table
     from tracer.session.lesson import LessonSession, LessonView
 
 KEYS = "Enter: next · b: back · q: quit"

@@ -11,9 +11,9 @@ from tracer.inputs import InputSet
 from tracer.inputs.builtin import BUILTIN_INPUTS
 from tracer.options import parse_assignments
 from tracer.plugin_host import PluginHost
-from tracer.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions
 from tracer.sanitize import message
 from tracer.suggest import did_you_mean
+from tracer.tracing.runner import DEFAULT_INIT, DEFAULT_INPUTS, DEFAULT_SEED, TraceOptions
 
 
 def add_trace_options(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """A sub-step's declared equation, written out with its numbers (no Textual: the CLI uses it too).
 
-Only a declared :class:`~tracer.variant.Dot` or :class:`~tracer.variant.Accumulate`
+Only a declared :class:`~tracer.equations.Dot` or :class:`~tracer.equations.Accumulate`
 is written out, and only when the numbers on screen satisfy it: two vectors
 side by side are not evidence that they were multiplied.
 """

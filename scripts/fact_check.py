@@ -267,6 +267,7 @@ GIVEN = {
     "kv-cache": ("decode",),
     "training": ("trained",),
     "induction": ("tokens", "logits", "layer0_weights", "layer1_weights", "layer1_outputs"),
+    "model": ("tokens", "inputs", "queries", "rotary", "context", "output"),
 }
 """Stages that are what a run was given: weights drawn from a seed (numpy cannot draw torch's
 random numbers), or the projections of a variant that shows no weights."""
@@ -332,10 +333,34 @@ def induction(given: Given) -> Arrays:
     }
 
 
+def model(given: Given) -> Arrays:
+    """One layer of a transformers model, from its rotated queries and keys: ω = Q Kᵀ /
+    √head_dim plus the lowest float32 on the later keys (the model's own mask), α =
+    softmax(ω); and each head's share on the previous token, mean_i α[i, i-1], from the
+    heads' weights as the run gave them."""
+    rotary = given.tensors.get("rotary")
+    if rotary is None:
+        return {}
+    q, k = rotary["queries"], rotary["keys"]
+    n = k.shape[0]
+    scores = q @ k.T / math.sqrt(k.shape[-1])
+    lowest = float(np.finfo(np.float32).min)
+    out: Arrays = {
+        "scores": {"scores": np.where(causal(n) > 0, scores + lowest, scores)},
+        "weights": {"weights": softmax(np.where(causal(n) > 0, -np.inf, scores))},
+    }
+    heads = given.tensors.get("heads")
+    if heads is not None:  # every head's weights as the run gave them; each one's share
+        rows = np.arange(1, n)
+        out["heads"] = {"previous_token": heads["weights"][:, rows, rows - 1].mean(axis=-1)}
+    return out
+
+
 PARTNERS = {"kv-cache": "masked"}
 """A variant checked against another's run with the same options (see :attr:`Given.partner`)."""
 
 ORACLES: dict[str, Callable[[Given], Arrays]] = {
+    "model": model,
     "training": training,
     "induction": induction,
     "kv-cache": kv_cache,

@@ -735,6 +735,11 @@ NAMING = frozenset(
 number before what it counts ("3 keys") or after a verb ("sums to 1") states a count."""
 ASKING = frozenset({"many", "much"})
 """Words of a question that ask for a number without saying of what ("how many")."""
+GENERIC = frozenset({"number", "token", "value"})
+"""What a count is of in many sentences: no word of a question's own thing."""
+SPECIFIC = 3
+"""From this many words of its own (besides what it counts), a question's number is stated
+only by a sentence that shares one of them."""
 
 _ASSIGNED = re.compile(r"[A-Za-z_][\w.]*=[-−]?\d[\d.]*")
 """Code's ``dim=1``: a setting written as code, not a count."""
@@ -820,16 +825,23 @@ class Statement:
             return bool(self.said & set(words(plain))) and len(self.about & found) >= 2
         # Beside what it counts, in the same clause ("adds up to 1 (softmax over ...)" says
         # nothing of softmax).
+        specific = self.asked - GENERIC
         for clause in _CLAUSE.split(plain):
             said = words(clause)
-            if any(
-                word in self.said
-                and not (at and said[at - 1] in NAMING)  # "lesson 8", "key 3": names
-                and _counted(said, at) not in self.setting
-                and bool(set(said[max(at - BESIDE, 0) : at + BESIDE + 1]) & self.asked)
-                for at, word in enumerate(said)
-            ):
-                return True
+            for at, word in enumerate(said):
+                if word not in self.said or (at and said[at - 1] in NAMING):
+                    continue  # "lesson 8", "key 3": names, not counts
+                counted = _counted(said, at)
+                if counted in self.setting:
+                    continue
+                if not set(said[max(at - BESIDE, 0) : at + BESIDE + 1]) & self.asked:
+                    continue
+                # A question that says much ("how many numbers does one head's absorbed
+                # query hold") is answered by a sentence about its thing, not by any count
+                # of numbers: it must share one more of its own words.
+                rest = specific - {counted}
+                if len(rest) < SPECIFIC or rest & found:
+                    return True
         return False
 
 
@@ -863,9 +875,14 @@ def statement(quiz: Quiz, number: int, runner: LessonRunner) -> Statement | None
         whole = round(value) if math.isfinite(value) else -1
         if whole < 0 or abs(value - whole) > max(quiz.tolerance, 1e-6):
             return None
-        said = {str(whole)}
+        # A number of two digits or more reads "?" wherever it is written (the walk hides
+        # it as a number); a single digit is how prose sets a lesson up, and a word is no
+        # number: those are stated by the sentence.
+        said = {str(whole)} if whole <= PLAIN_LIMIT else set()
         if 2 <= whole < len(NUMBER_WORDS) or whole == 0:
             said.add(NUMBER_WORDS[whole])
+        if not said:
+            return None
         question = words(_ASSIGNED.sub(" ", _unquoted(quiz.question)))
         setting = set()
         for at, word in enumerate(question):

@@ -270,6 +270,7 @@ FRONT_ENDS = [
         for path in _modules("tracer/lessons")
         if path.name not in ("views.py", "hiding.py", "model.py")
     ),
+    *_modules("tracer/lessons/grammar"),
 ]
 STEP_KINDS = {"Narration", "Show", "Loop", "Compare", "Quiz", "Checkpoint"}
 

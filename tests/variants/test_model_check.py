@@ -21,8 +21,8 @@ transformers = pytest.importorskip("transformers")
 
 from tracer import Variant  # noqa: E402
 from tracer.learner.check import judge  # noqa: E402
-from tracer.runner import TraceOptions, start_trace  # noqa: E402
 from tracer.tracing import Trace  # noqa: E402
+from tracer.tracing.runner import TraceOptions, start_trace  # noqa: E402
 
 Attn = Callable[..., tuple[int, str, str]]
 FILES = Path(__file__).parents[1] / "learner" / "real_model"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tracer.errors import UsageError
+from tracer.learner.by_value import TITLES, one_tile, tile_shapes
 from tracer.learner.calling import ARGUMENT_ORDER, normal_name
 from tracer.learner.compare import (
     ATOL,
@@ -37,7 +38,7 @@ from tracer.learner.compare import (
     precision_of,
     tolerance_for,
 )
-from tracer.learner.diagnosis import Diagnosis, Evidence, diagnose
+from tracer.learner.diagnosis import Diagnosis, Evidence, at_line, diagnose
 from tracer.learner.dropout import CHECK_RATE, DropoutCheck, check_dropout
 from tracer.learner.isolation import Limits, Outcome, run_sandboxed
 from tracer.learner.loader import read_source
@@ -189,6 +190,7 @@ def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
                 shapes.add(shape[1:])
             if len(shape) >= 2:
                 shapes.add((*shape[:-2], shape[-1], shape[-2]))
+            shapes.update(tile_shapes(tensor))
     if trace.output is not None:
         shapes.add(tuple(trace.output.shape))
         if trace.output.dim() == 2:  # one row at a time: decode steps, a loop over queries
@@ -1165,8 +1167,13 @@ def explain_divergence(
             [(r.value, r.line, r.op, r.index) for r in records if r.value is not None],
             {n: t for n, t in arguments.items() if isinstance(t, torch.Tensor)},
         )
-        if step is not None:
+        if step is not None and step.code != "loop-step":
             return step
+    else:
+        step = None
+    partial = _one_tile(diverging, records)
+    if partial is not None:
+        return partial
     if (
         diverging is not None
         and diverging.record is not None
@@ -1189,6 +1196,7 @@ def explain_divergence(
         ][:MAX_RELATED]
         candidates = [(r.value, r.line) for r in tries if r.value is not None]
         name = stage.name
+        equations: tuple[object, ...] = stage.equations
     else:
         if output is None or trace.output is None:
             return None
@@ -1199,6 +1207,7 @@ def explain_divergence(
         candidates = [(output, line)]
         tries = [output_record] if output_record is not None else []
         start = 0
+        equations = ()
     known = Known(
         stage=name,
         expected=expected,
@@ -1207,8 +1216,11 @@ def explain_divergence(
         heads=heads,
         head_dim=max(width, 1),
         tokens=len(trace.tokens),
+        equations=equations,
     )
     found = explain_first(candidates, known)
+    if step is not None and (found is None or found.code not in BY_VALUE):
+        return step  # a wrong pass of a loop says more than a weaker relation of the stage
     if found is None or found.code not in REDUCING:
         return found
     made = next((r for r in tries if r.line == found.line), None)
@@ -1233,6 +1245,22 @@ def explain_divergence(
     )
 
 
+def _one_tile(diverging: StageResult | None, records: list[Record]) -> Diagnosis | None:
+    """A per-query stage the learner never computed whole, summed one tile per pass."""
+    if diverging is None or diverging.record is not None:
+        return None
+    stage = diverging.stage
+    expected = stage.tensors.get(stage.name, next(iter(stage.tensors.values()), None))
+    if expected is None or not expected.is_floating_point():
+        return None
+    name = next((n for n, t in stage.tensors.items() if t is expected), stage.name)
+    found = one_tile(name, expected, records, stage.formula_for(name))
+    if found is None:
+        return None
+    line, sentence = found
+    return Diagnosis("one-tile", TITLES["one-tile"], line, f"{at_line(line)}: {sentence}")
+
+
 REDUCING = (
     "column-factor",
     "row-column-factor",
@@ -1243,6 +1271,10 @@ REDUCING = (
     "padding-attended",
 )
 """Relations a reduction explains: its line is the one to fix."""
+BY_VALUE = frozenset({*TITLES, "permuted", "reversed", "transposed", "scaled-by"}) - {
+    "right-on-region"
+}
+"""Relations of a stage clear enough to say instead of the pass of a loop that went wrong."""
 REDUCTIONS = frozenset({"max", "amax", "sum", "mean", "logsumexp", "amin", "min", "norm"})
 
 

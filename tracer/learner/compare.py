@@ -48,6 +48,11 @@ def judged_at(dtype: torch.dtype | None) -> Iterator[float]:
         _tolerance[:] = before
 
 
+def tolerance() -> tuple[float, float]:
+    """(absolute, relative) tolerance of the check under way."""
+    return _tolerance[0], _tolerance[1]
+
+
 def close(mine: torch.Tensor, expected: torch.Tensor) -> bool:
     """Same shape, same kind (a mask never stands for scores) and values within tolerance.
 

@@ -181,6 +181,8 @@ def mask_with_diagonal(evidence: Evidence) -> list[Diagnosis]:
         mask = record.args[1]
         if not isinstance(mask, torch.Tensor) or mask.dim() < 2 or mask.shape[-1] != mask.shape[-2]:
             continue
+        if bool(mask.bool().all()):
+            continue  # a tile of keys hidden whole (a tiled loop's), not a mask with a diagonal
         if bool(mask.bool().diagonal(dim1=-2, dim2=-1).all()):
             return [
                 Diagnosis(
@@ -566,7 +568,7 @@ def mask_by_multiplying(evidence: Evidence) -> list[Diagnosis]:
                 continue
             if mask_value.dtype == torch.bool or mask_value.dim() < 2:
                 continue
-            if not bool((~mask).any()) or _row_stochastic(other):
+            if not bool((~mask).any()) or not bool(mask.any()) or _row_stochastic(other):
                 continue  # zeroing weights after softmax is route 1, checked elsewhere
             return [
                 Diagnosis(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from tracer.learner.by_value import TITLES, block_order, blocks_sentence, by_value, enough
 from tracer.learner.compare import cell_gaps, close
 from tracer.learner.diagnosis import Diagnosis, at_line
 
@@ -44,6 +45,8 @@ class Known:
     heads: int
     head_dim: int
     tokens: int
+    equations: tuple[object, ...] = ()
+    """What the diverging stage declares it computed (``Sum``, ``Difference``, ``AddBias``...)."""
 
 
 WORDS = {"scaled": "scaled scores", "masked_scores": "masked scores", "softmax": "softmax"}
@@ -82,10 +85,17 @@ def _factor_name(factor: float, known: Known) -> str | None:
             (math.sqrt(n), f"√(the number of tokens) = √{n}"),
             (1 / math.sqrt(n), f"1/√(the number of tokens) = 1/√{n}"),
         ]
+    names += [(2.0, "2"), (0.5, "1/2")]  # after the sizes: with d_k = 4, 2 is √d_k
     for value, name in names:
         if abs(factor - value) <= 1e-4 * max(1.0, abs(value)):
             return name
     return None
+
+
+def _named_factor(mine: torch.Tensor, expected: torch.Tensor, known: Known) -> str | None:
+    """The constant ``mine`` is ``expected`` times, in words, when the check can name it."""
+    factor = _constant_factor(mine, expected)
+    return None if factor is None else _factor_name(factor, known)
 
 
 def _constant_factor(mine: torch.Tensor, expected: torch.Tensor) -> float | None:
@@ -235,6 +245,9 @@ def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
         if order is None:
             continue
         word = _rows_word(axis, mine.dim(), stage)
+        moved = block_order(order)
+        if moved is not None and order != list(reversed(range(len(order)))):
+            return blocks_sentence(stage, word, *moved)
         if order == list(reversed(range(len(order)))):
             return ("reversed", f"your {stage} tensor holds the expected {word} in reverse order")
         return (
@@ -293,7 +306,9 @@ def relate(mine: torch.Tensor, known: Known) -> tuple[str, str] | None:
     product = _product(mine, known)
     if product is not None:
         return product
-    return _where(mine, expected, known)
+    # The relations that need the stage's structure (tracer/learner/by_value.py).
+    found = by_value(mine, expected, known, lambda a, b: _named_factor(a, b, known))
+    return found if found is not None else _where(mine, expected, known)
 
 
 WEIGHT_STAGES = ("weights", "renormalized", "dropout")
@@ -565,7 +580,7 @@ def _pair(mine: float, expected: float) -> str:
     return f"yours {a}, expected {b}"
 
 
-WEAK = ("differs", "row-factor", "row-column-factor")
+WEAK = ("differs", "row-factor", "row-column-factor", "right-on-region")
 """Relations a later tensor may explain better (unnormalised exponentials are a row factor)."""
 
 
@@ -584,6 +599,24 @@ def explain_first(
     return usable[0] if usable else None
 
 
+UNGUARDED = ("differs", "shape", "broadcast")
+"""Relations of shape, or no relation: nothing in them may fit by chance."""
+
+
+def _parameters(code: str, mine: torch.Tensor) -> int:
+    """How many free numbers a relation fits: a factor per row fits any tensor of one column."""
+    rows = mine.shape[:-1].numel() if mine.dim() >= 1 else 1
+    columns = mine.shape[-1] if mine.dim() >= 1 else 1
+    return {
+        "row-factor": rows,
+        "row-offset": rows,
+        "padding-attended": rows,
+        "column-factor": columns,
+        "row-column-factor": rows + columns,
+        "keepdims": rows + columns,
+    }.get(code, 1)
+
+
 def explain(mine: torch.Tensor | None, known: Known, line: int | None) -> Diagnosis | None:
     """A diagnosis from the relation of the learner's tensor to the reference's."""
     if mine is None or not mine.is_floating_point():
@@ -595,6 +628,10 @@ def explain(mine: torch.Tensor | None, known: Known, line: int | None) -> Diagno
     if found is None:
         return None
     code, sentence = found
+    if code not in UNGUARDED and not enough(mine, known.expected, _parameters(code, mine)):
+        # Too few differing cells, or a constant expected tensor: the relation may fit by
+        # chance, so only where the numbers differ is said.
+        code, sentence = _where(mine.double(), known.expected.double(), known)
     titles = {
         "scaled-by": "off by a constant factor",
         "transposed": "transposed",
@@ -617,6 +654,7 @@ def explain(mine: torch.Tensor | None, known: Known, line: int | None) -> Diagno
         "opposite-rotation": "rotated the opposite way",
         "differs": "what differs",
         "wrong-factor": "the wrong tensor in a product",
+        **TITLES,
     }
     return Diagnosis(code, titles.get(code, code), line, f"{at_line(line)}: {sentence}")
 

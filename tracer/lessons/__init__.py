@@ -4,6 +4,7 @@
 - :mod:`tracer.lessons.loader`: finding lessons and loading them: ``load_lesson``,
   ``parse_lesson``, ``find_lessons``, ``LessonError``.
 - :mod:`tracer.lessons.reading`: reading lesson text safely (the YAML layer).
+- :mod:`tracer.lessons.format`: the lesson format, declared once: every mapping's keys.
 - :mod:`tracer.lessons.grammar`: the lesson grammar, from YAML nodes to a ``Lesson``.
 - :mod:`tracer.lessons.prose`: live values in prose; ``live_text`` is what every viewer shows.
 - :mod:`tracer.lessons.grading`: ``grade``, the one function that grades quiz answers.

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from tracer.errors import UsageError
-from tracer.lessons.grammar import (  # re-exported: the tables the schema is built from
+from tracer.lessons.grammar import (  # re-exported; the keys are the format's (format.py)
     ANSWER_KEYS,
     BINARY_OPERATIONS,
     CHECKPOINT_KEYS,

@@ -39,6 +39,10 @@ written), ``tables()`` (the tensors it shows with that prose, in order) and
 ``reported_at`` (the tensor a failure of the step is reported at, if any). The
 views (:mod:`tracer.lessons.views`) show them; ``attn lesson check`` checks them.
 
+Which key of a lesson file fills which attribute is declared in the format's table
+(:mod:`tracer.lessons.format`); a test checks every attribute here is filled by a key there
+or named as unwritten (a position, a step's kind).
+
 Indices in focuses and cells are 0-based, as in the code; a token may stand
 in for an index wherever one is expected (``cell: [journey, Your]``). The
 loader resolves tokens, so every index here is an ``int``.
@@ -51,36 +55,12 @@ from pathlib import Path
 from typing import Literal
 
 from tracer.inputs import InputSet
+from tracer.lessons.format import OPERATIONS as OPERATIONS  # the format's table, named here too
+from tracer.lessons.format import STEP_KINDS as STEP_KINDS
 from tracer.yamldoc import Problem
 
 FocusKind = Literal["token", "row", "column", "cell"]
 QuizKind = Literal["number", "choice", "multiple", "cells"]
-
-OPERATIONS: dict[str, str] = {
-    "softmax": "softmax over dimension N (0 = down the columns, -1 = along each row)",
-    "normalize": "divide by the sum over dimension N",
-    "sum": "sum over dimension N",
-    "scale": "multiply every value by the number N",
-    "diagonal": "the diagonal of a square matrix (value: true)",
-    "transpose": "swap rows and columns (value: true)",
-    "exp": "e to the power of every value (value: true)",
-    "pick": "keep one entry along the first dimension: a token or a 0-based index",
-    "max": "the largest value over dimension N (no value: of the whole tensor)",
-    "min": "the smallest value over dimension N (no value: of the whole tensor)",
-    "mean": "the mean over dimension N (no value: of the whole tensor)",
-    "std": "the standard deviation over dimension N (no value: of the whole tensor)",
-    "argmax": "the 0-based index of the largest value over dimension N (no value: one row)",
-    "count": "how many values are not zero over dimension N (no value: in the whole tensor)",
-    "size": "how many entries dimension N has (no value: how many values the whole tensor has)",
-    "abs": "the absolute value of every value (value: true)",
-    "add": "add a number, or a tensor named like an answer (variant, stage, tensor...)",
-    "subtract": "subtract a number, or a tensor named like an answer",
-    "multiply": "multiply by a number, or by a tensor named like an answer (element-wise)",
-    "divide": "divide by a number other than 0, or by a tensor named like an answer "
-    "(element-wise; a 0 in it is refused)",
-    "compare": "1 where the comparison holds, else 0: '> 0', '<= 0.5', '== 0', '!= 0'",
-}
-"""Operations a :class:`TensorRef` may apply, with what each one's value means."""
 
 
 @dataclass(frozen=True)
@@ -384,7 +364,6 @@ class NamedValue:
 
 
 LessonStep = Narration | Show | Loop | Compare | Quiz | Checkpoint
-STEP_KINDS = ("narration", "show", "loop", "compare", "quiz", "checkpoint")
 
 
 @dataclass(frozen=True)

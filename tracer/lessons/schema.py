@@ -33,9 +33,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.inputs.input_set import KEYS as INPUT_KEYS
-from tracer.inputs.weights import INITS
-from tracer.lessons import grammar
-from tracer.lessons.model import OPERATIONS, STEP_KINDS
+from tracer.lessons.format import (
+    ANSWER,
+    BINARY_OPERATIONS,
+    DEFAULTS,
+    FLAG_OPERATIONS,
+    FOCUS,
+    LESSON,
+    OPERATIONS,
+    REDUCTIONS,
+    SHOWN,
+    SIDE,
+    STEP_KINDS,
+    STEPS,
+    TRACE_OPTIONS,
+    Field,
+    Shape,
+)
 
 if TYPE_CHECKING:
     from tracer.plugin_host import PluginHost
@@ -48,48 +62,8 @@ SCHEMA_NAME = "lesson.schema.json"
 SHIPPED_MODELINE = "# yaml-language-server: $schema=../lessons/schema.json"
 MODELINE = f"# yaml-language-server: $schema={SCHEMA_NAME}"
 
-STEP_DESCRIPTIONS = {
-    "narration": "plain text, shown as written; {{name}} shows a live value",
-    "show": "one stage of a variant: its tensors, optionally focused",
-    "loop": "step through the sub-steps of a loop, one iteration at a time",
-    "compare": "two tensors side by side and their difference",
-    "quiz": "a question: a number, one or several choices, or cells to select",
-    "checkpoint": "a recap: a title and the points the learner should now know",
-}
-SHARED_OPTIONS: dict[str, dict[str, Any]] = {
-    "seed": {
-        "type": "integer",
-        "default": 123,
-        "examples": [123],
-        "description": "random seed for the weights (and dropout)",
-    },
-    "init": {
-        "enum": list(INITS),
-        "default": "rand",
-        "description": "how the weights are drawn",
-    },
-    "d_out": {
-        "type": "integer",
-        "minimum": 1,
-        "default": 2,
-        "examples": [2, 64],
-        "description": "width of q, k, v",
-    },
-    "dropout": {
-        "type": "number",
-        "minimum": 0,
-        "exclusiveMaximum": 1,
-        "default": 0,
-        "examples": [0.5],
-        "description": "dropout rate",
-    },
-    "heads": {
-        "type": "integer",
-        "minimum": 1,
-        "default": 2,
-        "description": "attention heads, for the variants that declare them",
-    },
-}
+STEP_DESCRIPTIONS = {shape.name: shape.description for shape in STEPS}
+"""What each step kind is, as the schema describes it (from :mod:`tracer.lessons.format`)."""
 _JSON_TYPES = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
 
@@ -164,26 +138,6 @@ def _index_definition() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _object(
-    properties: dict[str, Any],
-    keys: tuple[str, ...],
-    required: tuple[str, ...] = (),
-    **extra: Any,
-) -> dict[str, Any]:
-    """A closed object whose properties are exactly the loader's allowed ``keys``."""
-    missing = set(keys) - set(properties)
-    assert not missing, f"schema lacks {missing}"
-    result: dict[str, Any] = {
-        "type": "object",
-        "properties": {key: properties[key] for key in keys},
-        "additionalProperties": False,
-        **extra,
-    }
-    if required:
-        result["required"] = list(required)
-    return result
-
-
 def _named(
     items: dict[str, str], open_text: str | None, pattern: str | None = None
 ) -> dict[str, Any]:
@@ -222,61 +176,162 @@ def _option_schema(options: list[tuple[str, Option]]) -> dict[str, Any]:
     return schema
 
 
-def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
-    """The schema as a dict (draft-07); ``variants`` from :func:`catalog` (default: built-ins)."""
-    if variants is None:
-        from tracer.plugin_host import PluginHost
+_REF_TO = ("variant", "stage", "tensor", "inputs", "options", "focus")
+"""Kinds whose values a definition of the same name describes."""
+_LISTS: dict[str, dict[str, Any]] = {
+    "operations": {"type": "array", "items": {"$ref": "#/definitions/operation"}},
+    "cell": {"type": "array", "items": _INDEX, "minItems": 1},
+    "pair": {"type": "array", "items": _INDEX, "minItems": 2, "maxItems": 2},
+    "choices": {"type": "array", "items": {"type": "string"}, "minItems": 2, "uniqueItems": True},
+    "hints": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+    "points": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    "plugins": {"type": "array", "items": {"type": "string", "minLength": 1}},
+    "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/step"}},
+}
+"""Kinds whose values are lists, by what their items are."""
+_VALUES: dict[str, dict[str, Any]] = {
+    "query": {"anyOf": [_INDEX, {"type": "null"}]},
+    "index": dict(_INDEX),
+    "answer": {
+        "anyOf": [
+            {"$ref": "#/definitions/answer"},
+            {"type": "number"},
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        ],
+    },
+    "tolerance": {
+        "anyOf": [
+            {"type": "number", "minimum": 0},
+            {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*%\s*$"},
+        ],
+    },
+    "values": {
+        "type": "object",
+        "propertyNames": {"pattern": r"^[A-Za-z_][A-Za-z0-9_-]*$"},
+        "additionalProperties": {"$ref": "#/definitions/answer"},
+    },
+}
+"""Kinds with a schema of their own."""
+_TYPED = {"text": "string", "prose": "string", "integer": "integer", "number": "number"}
 
-        variants = catalog(PluginHost(use_env=False), builtin_only=True)
-    from tracer.inputs.builtin import BUILTIN_INPUTS
 
-    stage_owners: dict[str, list[str]] = {}
-    stage_titles: dict[str, list[str]] = {}
-    tensor_owners: dict[str, list[str]] = {}
-    declared: dict[str, list[tuple[str, Option]]] = {}
-    for info in variants:
-        for stage in info.stages:
-            stage_owners.setdefault(stage, []).append(info.name)
-            if info.stage_titles.get(stage):
-                stage_titles.setdefault(stage, []).append(info.stage_titles[stage])
-        for stage, tensors in info.tensors.items():
-            for tensor in tensors:
-                tensor_owners.setdefault(tensor, []).append(f"{info.name}.{stage}")
-        for option in info.options:
-            declared.setdefault(option.name, []).append((info.name, option))
+def _value(field: Field, shapes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What ``field``'s value may be, by its kind; ``shapes``: the schemas of the nested
+    mappings (``tensor-ref``, ``side``, ``defaults``)."""
+    kind = field.kind
+    if kind in _TYPED:
+        typed: dict[str, Any] = {"type": _TYPED[kind]}
+        if _TYPED[kind] == "string":
+            typed["minLength"] = 1
+        return typed
+    if kind == "choice":
+        return {"enum": list(field.values)}
+    if kind in _REF_TO:
+        return {"$ref": f"#/definitions/{kind}"}
+    if kind in shapes:
+        return dict(shapes[kind])
+    return dict(_LISTS.get(kind) or _VALUES[kind])
 
-    def owned(title: str, owners: list[str]) -> str:
-        return f"{title + '; ' if title else ''}in {', '.join(owners)}"
 
-    variant_names = _named(
-        {
-            info.name: f"{info.title}" + (f": {info.description}" if info.description else "")
-            for info in variants
-        },
-        "a variant from a plugin not known to this schema ('attn plugins' lists them)",
-        r"^[a-z0-9][a-z0-9-]*$",
-    )
-    stage_names = _named(
-        {
-            stage: owned(usual_title(stage_titles.get(stage, [])), owners)
-            for stage, owners in stage_owners.items()
-        },
-        "a stage of a plugin's variant",
-    )
-    tensor_names = _named(
-        {tensor: owned("", owners) for tensor, owners in sorted(tensor_owners.items())},
-        "one of the stage's tensors (default: every tensor of the stage)",
-    )
-    # A known variant's stage must be one of its stages.
-    stage_rules = [
-        {
-            "if": {"properties": {"variant": {"const": info.name}}, "required": ["variant"]},
-            "then": {"properties": {"stage": {"enum": info.stages}}},
-        }
-        for info in variants
+def _property(field: Field, shapes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The schema of one key: its value's, with the field's bounds, default, examples and
+    description."""
+    schema = _value(field, shapes)
+    if field.minimum is not None:
+        schema["minimum"] = field.minimum
+    if field.below is not None:
+        schema["exclusiveMaximum"] = field.below
+    if field.has_default:
+        schema["default"] = field.default
+    if field.examples:
+        schema["examples"] = list(field.examples)
+    schema["description"] = field.description
+    return schema
+
+
+SHARED_OPTIONS: dict[str, dict[str, Any]] = {
+    field.name: _property(field, {}) for field in TRACE_OPTIONS.fields
+}
+"""The options every lesson may write, as the format's table describes them."""
+
+
+def _object(
+    shape: Shape, shapes: dict[str, dict[str, Any]], stage_rules: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A closed object whose properties are exactly ``shape``'s keys (the reader's); a known
+    variant's stage checked by ``stage_rules``."""
+    properties = {field.name: _property(field, shapes) for field in shape.fields}
+    for old, name in shape.old_spellings.items():  # still read, so still valid
+        written = f"the old spelling of '{name}', still read; write '{name}'"
+        properties[old] = {**properties[name], "description": written, "deprecated": True}
+    result: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if stage_rules is not None:
+        result["allOf"] = stage_rules
+    if shape.required:
+        result["required"] = list(shape.required)
+    return result
+
+
+def _step(shape: Shape, shapes: dict[str, dict[str, Any]], rules: list[dict[str, Any]]) -> Any:
+    """The schema of a step kind's body: its mapping, its short form, or either."""
+    mapping = None
+    if shape.mapping:
+        # A compare's own variant may be overridden by both sides, so its stage is not checked.
+        checked = "stage" in shape.keys and shape.name != "compare"
+        mapping = _object(shape, shapes, rules if checked else None)
+    short = _value(shape.short, shapes) if shape.short is not None else None
+    if mapping is not None and short is not None:
+        return {"oneOf": [short, mapping]}
+    return mapping if mapping is not None else short
+
+
+def _operation_items() -> list[dict[str, Any]]:
+    """Each operation: a name alone (no value), or a mapping of its name to its value."""
+    whole = [name for name in REDUCTIONS if name != "sum"]
+    items: list[dict[str, Any]] = [
+        {"const": name, "description": OPERATIONS[name]} for name in (*FLAG_OPERATIONS, *whole)
     ]
+    for name, text in OPERATIONS.items():
+        if name in FLAG_OPERATIONS:
+            continue
+        if name == "pick":
+            value: dict[str, Any] = {"allOf": [_INDEX], "description": text}
+        elif name == "scale":
+            value = {"type": "number", "description": text, "examples": [-1, 0.5]}
+        elif name in BINARY_OPERATIONS:
+            number: dict[str, Any] = {"type": "number"}
+            if name == "divide":
+                number["not"] = {"const": 0}
+            value = {"description": text, "anyOf": [number, {"$ref": "#/definitions/answer"}]}
+        elif name == "compare":
+            value = {
+                "type": "string",
+                "pattern": r"^\s*(>=|<=|==|!=|>|<)\s*-?[0-9.]+([eE][-+]?[0-9]+)?\s*$",
+                "description": text,
+                "examples": ["> 0", "== 0"],
+            }
+        else:
+            value = {"type": "integer", "description": text, "examples": [-1, 0]}
+        items.append(
+            {
+                "type": "object",
+                "properties": {name: value},
+                "required": [name],
+                "additionalProperties": False,
+            }
+        )
+    return items
+
+
+def _inline_inputs() -> dict[str, Any]:
+    """Inputs written in the lesson: tokens (or text) and their embeddings, optionally more."""
     matrix = {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}
-    inline_inputs: dict[str, Any] = {
+    inline: dict[str, Any] = {
         "type": "object",
         "description": "inline inputs: tokens and their embeddings, optionally weights; "
         "tokens alone for a variant with its own embeddings (induction)",
@@ -324,164 +379,114 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         "dependencies": {"weights": ["embeddings"]},
         "additionalProperties": False,
     }
-    assert set(inline_inputs["properties"]) == set(INPUT_KEYS)
-    whole = [name for name in grammar.REDUCTIONS if name != "sum"]
-    operation_items: list[dict[str, Any]] = [
-        {"const": name, "description": OPERATIONS[name]}
-        for name in (*grammar.FLAG_OPERATIONS, *whole)
-    ]
-    for name, text in OPERATIONS.items():
-        if name in grammar.FLAG_OPERATIONS:
-            continue
-        if name == "pick":
-            value: dict[str, Any] = {"allOf": [_INDEX], "description": text}
-        elif name == "scale":
-            value = {"type": "number", "description": text, "examples": [-1, 0.5]}
-        elif name in grammar.BINARY_OPERATIONS:
-            number: dict[str, Any] = {"type": "number"}
-            if name == "divide":
-                number["not"] = {"const": 0}
-            value = {
-                "description": text,
-                "anyOf": [number, {"$ref": "#/definitions/answer"}],
-            }
-        elif name == "compare":
-            value = {
+    assert set(inline["properties"]) == set(INPUT_KEYS)
+    return inline
+
+
+def _inputs_definition() -> dict[str, Any]:
+    from tracer.inputs.builtin import BUILTIN_INPUTS
+
+    return {
+        "description": "a built-in input set, a .yaml/.json file, or inline",
+        "default": "your-journey",
+        "anyOf": [
+            *(
+                {"const": name, "description": inputs.description}
+                for name, inputs in sorted(BUILTIN_INPUTS.items())
+            ),
+            {
                 "type": "string",
-                "pattern": r"^\s*(>=|<=|==|!=|>|<)\s*-?[0-9.]+([eE][-+]?[0-9]+)?\s*$",
-                "description": text,
-                "examples": ["> 0", "== 0"],
-            }
-        else:
-            value = {"type": "integer", "description": text, "examples": [-1, 0]}
-        operation_items.append(
-            {
-                "type": "object",
-                "properties": {name: value},
-                "required": [name],
-                "additionalProperties": False,
-            }
-        )
-    common: dict[str, Any] = {
-        "variant": {"$ref": "#/definitions/variant"},
-        "stage": {"$ref": "#/definitions/stage"},
-        "tensor": {"$ref": "#/definitions/tensor"},
-        "query": {
-            "description": "focus one query token (a token or its index; ~ for every query)",
-            "anyOf": [_INDEX, {"type": "null"}],
-            "examples": ["journey", 1],
-        },
-        "inputs": {"$ref": "#/definitions/inputs"},
-        "options": {"$ref": "#/definitions/options"},
-        "then": {
-            "description": "operations applied to the tensor, in order (e.g. '- softmax: 0')",
-            "type": "array",
-            "items": {"$ref": "#/definitions/operation"},
-        },
-        "caption": _text("a sentence shown with the step; {{name}} shows a live value"),
-        "label": _text("what to call this side"),
-        "focus": {"$ref": "#/definitions/focus"},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "show at most this many sub-steps (default: all)",
-            "examples": [8],
-        },
-        "cell": {
-            "description": "which value: [row, column], tokens or 0-based indices",
-            "type": "array",
-            "items": _INDEX,
-            "minItems": 1,
-            "examples": [["journey", "Your"], [0]],
-        },
-    }
-
-    def ref(keys: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
-        return _object(common, keys, required, allOf=stage_rules)
-
-    side = ref(grammar.SIDE_KEYS)
-    answer = ref(grammar.ANSWER_KEYS, ("stage",))
-    steps: dict[str, Any] = {
-        "narration": _text(STEP_DESCRIPTIONS["narration"]),
-        "show": ref(grammar.SHOW_KEYS, ("stage",)),
-        "loop": ref(grammar.LOOP_KEYS, ("stage",)),
-        "compare": _object(
-            {**common, "left": side, "right": side},
-            grammar.COMPARE_KEYS,
-            ("left", "right"),
-        ),
-        "quiz": _object(
-            {
-                "id": _text("a name for this quiz, unique in the lesson (progress is kept by it)"),
-                "question": _text("the question; {{name}} shows a live value"),
-                "answer": {
-                    "description": (
-                        "a computed value (variant, stage, cell), best; a number; the text of "
-                        "the right choice, or a list of every right choice; for 'cells', a "
-                        "computed tensor whose non-zero cells are right"
-                    ),
-                    "anyOf": [
-                        {"$ref": "#/definitions/answer"},
-                        {"type": "number"},
-                        {"type": "string"},
-                        {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    ],
-                },
-                "choices": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 2,
-                    "uniqueItems": True,
-                    "description": "the options shown; the answer names the right one(s)",
-                },
-                "cells": {
-                    **ref(grammar.REF_KEYS, ("stage",)),
-                    "description": "the tensor whose cells the learner selects",
-                },
-                "show": {
-                    **ref(grammar.REF_KEYS, ("stage",)),
-                    "description": "a tensor shown with the question (not the answer's own)",
-                },
-                "tolerance": {
-                    "description": (
-                        "how close a predicted number must be: absolute (0.005) or relative "
-                        f"(1%); default {grammar.DEFAULT_TOLERANCE}"
-                    ),
-                    "anyOf": [
-                        {"type": "number", "minimum": 0},
-                        {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*%\s*$"},
-                    ],
-                    "default": grammar.DEFAULT_TOLERANCE,
-                    "examples": [0.005, "1%"],
-                },
-                "hints": {
-                    "description": "hints, revealed one at a time before answering",
-                    "type": "array",
-                    "items": {"type": "string", "minLength": 1},
-                    "minItems": 1,
-                },
-                "explanation": _text(
-                    "revealed after answering; {{answer}} shows the computed answer"
-                ),
+                "pattern": r"\.(ya?ml|json)$",
+                "description": "an inputs file, relative to the lesson",
             },
-            grammar.QUIZ_KEYS,
-            ("question", "answer"),
-        ),
-        "checkpoint": {
-            "description": STEP_DESCRIPTIONS["checkpoint"],
-            "oneOf": [
-                {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                _object(
-                    {
-                        "title": _text("e.g. Summary", default="Checkpoint"),
-                        "points": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    },
-                    grammar.CHECKPOINT_KEYS,
-                    ("points",),
-                ),
-            ],
-        },
+            _inline_inputs(),
+        ],
     }
+
+
+def _names(variants: list[VariantInfo]) -> dict[str, dict[str, Any]]:
+    """The variant, stage and tensor definitions: every known name, with its description."""
+    stage_owners: dict[str, list[str]] = {}
+    stage_titles: dict[str, list[str]] = {}
+    tensor_owners: dict[str, list[str]] = {}
+    for info in variants:
+        for stage in info.stages:
+            stage_owners.setdefault(stage, []).append(info.name)
+            if info.stage_titles.get(stage):
+                stage_titles.setdefault(stage, []).append(info.stage_titles[stage])
+        for stage, tensors in info.tensors.items():
+            for tensor in tensors:
+                tensor_owners.setdefault(tensor, []).append(f"{info.name}.{stage}")
+
+    def owned(title: str, owners: list[str]) -> str:
+        return f"{title + '; ' if title else ''}in {', '.join(owners)}"
+
+    variant_names = _named(
+        {
+            info.name: f"{info.title}" + (f": {info.description}" if info.description else "")
+            for info in variants
+        },
+        "a variant from a plugin not known to this schema ('attn plugins' lists them)",
+        r"^[a-z0-9][a-z0-9-]*$",
+    )
+    stage_names = _named(
+        {
+            stage: owned(usual_title(stage_titles.get(stage, [])), owners)
+            for stage, owners in stage_owners.items()
+        },
+        "a stage of a plugin's variant",
+    )
+    tensor_names = _named(
+        {tensor: owned("", owners) for tensor, owners in sorted(tensor_owners.items())},
+        "one of the stage's tensors (default: every tensor of the stage)",
+    )
+    return {
+        "variant": {**variant_names, "description": "a variant, as 'attn plugins' lists it"},
+        "stage": {**stage_names, "description": "a stage of the variant"},
+        "tensor": {**tensor_names, "description": "one of the stage's tensors"},
+    }
+
+
+def _options_definition(variants: list[VariantInfo]) -> dict[str, Any]:
+    """The options: the shared ones from the format's table, then each declared option."""
+    declared: dict[str, list[tuple[str, Option]]] = {}
+    for info in variants:
+        for option in info.options:
+            declared.setdefault(option.name, []).append((info.name, option))
+    option_properties = dict(SHARED_OPTIONS)
+    for name, owners in sorted(declared.items()):  # heads included: its bounds are declared
+        option_properties[name] = _option_schema(owners)
+    return {
+        "type": "object",
+        "description": TRACE_OPTIONS.description,
+        "properties": option_properties,
+        "additionalProperties": {"type": ["integer", "number", "boolean", "string"]},
+    }
+
+
+def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
+    """The schema as a dict (draft-07); ``variants`` from :func:`catalog` (default: built-ins).
+
+    Every mapping's properties, required keys and descriptions come from the format's table
+    (:mod:`tracer.lessons.format`); the names (variants, stages, tensors, options, inputs)
+    from the variants."""
+    if variants is None:
+        from tracer.plugin_host import PluginHost
+
+        variants = catalog(PluginHost(use_env=False), builtin_only=True)
+    # A known variant's stage must be one of its stages.
+    rules = [
+        {
+            "if": {"properties": {"variant": {"const": info.name}}, "required": ["variant"]},
+            "then": {"properties": {"stage": {"enum": info.stages}}},
+        }
+        for info in variants
+    ]
+    shapes: dict[str, dict[str, Any]] = {}
+    shapes["tensor-ref"] = _object(SHOWN, shapes, rules)
+    shapes["side"] = _object(SIDE, shapes, rules)
+    shapes["defaults"] = _object(DEFAULTS, shapes)
+    steps = {shape.name: _step(shape, shapes, rules) for shape in STEPS}
     assert tuple(steps) == STEP_KINDS
     step_variants: list[dict[str, Any]] = [
         {
@@ -493,110 +498,43 @@ def lesson_schema(variants: list[VariantInfo] | None = None) -> dict[str, Any]:
         }
         for kind, body in steps.items()
     ]
-    defaults = _object(
-        {
-            "variant": {"$ref": "#/definitions/variant"},
-            "query": common["query"],
-            "inputs": {"$ref": "#/definitions/inputs"},
-            "options": {"$ref": "#/definitions/options"},
-        },
-        grammar.DEFAULT_KEYS,
-        description="what the following steps leave out: a variant, a query, options",
-    )
     step_variants.append(
         {
             "type": "object",
             "description": "not a step: new defaults for the steps after it (a section)",
-            "properties": {"defaults": defaults},
+            "properties": {"defaults": {**shapes["defaults"], "description": DEFAULTS.description}},
             "required": ["defaults"],
             "additionalProperties": False,
         }
     )
-    option_properties = dict(SHARED_OPTIONS)
-    for name, owners in sorted(declared.items()):  # heads included: its bounds are declared
-        option_properties[name] = _option_schema(owners)
+    lesson = _object(LESSON, shapes)
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": SCHEMA_ID,
         "title": "attention-tracer lesson",
-        "description": "A lesson script for attention-tracer: see docs/lessons.md.",
-        "type": "object",
-        "properties": {
-            "title": _text("the lesson's title, as 'attn lessons' lists it"),
-            "summary": _text("one or two sentences: what the learner will see"),
-            "plugins": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1},
-                "description": "plugins whose variants the lesson uses ('attn plugins' names them)",
-            },
-            "inputs": {"$ref": "#/definitions/inputs"},
-            "options": {"$ref": "#/definitions/options"},
-            "defaults": defaults,
-            "values": {
-                "type": "object",
-                "description": "live values prose shows as {{name}}, computed when it runs",
-                "propertyNames": {"pattern": r"^[A-Za-z_][A-Za-z0-9_-]*$"},
-                "additionalProperties": {"$ref": "#/definitions/answer"},
-            },
-            "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/definitions/step"}},
-        },
-        "required": ["title", "summary", "steps"],
-        "additionalProperties": False,
+        "description": LESSON.description,
+        **lesson,
         "definitions": {
-            "variant": {**variant_names, "description": "a variant, as 'attn plugins' lists it"},
-            "stage": {**stage_names, "description": "a stage of the variant"},
-            "tensor": {**tensor_names, "description": "one of the stage's tensors"},
-            "inputs": {
-                "description": "a built-in input set, a .yaml/.json file, or inline",
-                "default": "your-journey",
-                "anyOf": [
-                    *(
-                        {"const": name, "description": inputs.description}
-                        for name, inputs in sorted(BUILTIN_INPUTS.items())
-                    ),
-                    {
-                        "type": "string",
-                        "pattern": r"\.(ya?ml|json)$",
-                        "description": "an inputs file, relative to the lesson",
-                    },
-                    inline_inputs,
-                ],
-            },
-            "options": {
-                "type": "object",
-                "description": "options for the variants: shared ones and the variants' own",
-                "properties": option_properties,
-                "additionalProperties": {"type": ["integer", "number", "boolean", "string"]},
-            },
-            "answer": answer,
+            **_names(variants),
+            "inputs": _inputs_definition(),
+            "options": _options_definition(variants),
+            "answer": _object(ANSWER, shapes, rules),
             "index": _index_definition(),
-            "operation": {"anyOf": operation_items},
+            "operation": {"anyOf": _operation_items()},
             "focus": {
-                "description": "what to highlight: a token (its row and column), a row, a column or a cell",
-                "oneOf": [
-                    _INDEX,
-                    {
-                        "type": "object",
-                        "properties": {
-                            "token": _INDEX,
-                            "row": _INDEX,
-                            "column": _INDEX,
-                            "cell": {
-                                "type": "array",
-                                "items": _INDEX,
-                                "minItems": 2,
-                                "maxItems": 2,
-                            },
-                        },
-                        "minProperties": 1,
-                        "maxProperties": 1,
-                        "additionalProperties": False,
-                    },
-                ],
+                "description": FOCUS.description,
+                "oneOf": [_value(FOCUS.short, shapes), _focus_object(shapes)]
+                if FOCUS.short is not None
+                else [_focus_object(shapes)],
             },
             "step": {"oneOf": step_variants},
         },
     }
+
+
+def _focus_object(shapes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A focus written as a mapping: exactly one of its keys."""
+    return {**_object(FOCUS, shapes), "minProperties": 1, "maxProperties": 1}
 
 
 def schema_text(variants: list[VariantInfo] | None = None) -> str:

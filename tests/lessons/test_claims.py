@@ -352,11 +352,6 @@ CLAIMS = (
     ),
     Claim(
         "03_vectorising",
-        "gets its own weights that add up to 1",
-        rows_sum_to_one(weights_table("vectorized")),
-    ),
-    Claim(
-        "03_vectorising",
         "The largest difference is {{scores-gap:.2g}}",
         within_rounding("scores-gap"),
     ),

@@ -505,14 +505,17 @@ steps:
 def test_a_whole_result_typed_in_prose_is_hidden_but_a_single_digit_setting_is_not(
     host: PluginHost,
 ) -> None:
-    """Skipping the quiz and reading on: "16 numbers" states its answer and reads "?"; "4
-    heads" is the lesson's setting (a single digit), and a quiz that asks it shows it."""
+    """Skipping the quizzes and reading on: "16 numbers" states the first's answer and reads
+    "?"; "4 heads" states the second's ("how many heads?") in a sentence, which is said once
+    it is answered."""
     lesson = load(TYPED_RESULT, host)
     runner = LessonRunner(lesson, host)
     text = step_view(lesson, runner, 0, answered=()).text
+    assert text == "(said once the quiz at step 3 is answered)."
+    text = step_view(lesson, runner, 0, answered=("four",)).text
     assert text == "With 4 heads of 2 columns the cache keeps ? numbers per token."
-    text = step_view(lesson, runner, 0, answered=("sixteen",)).text
-    assert "keeps 16 numbers" in text
+    text = step_view(lesson, runner, 0, answered=("sixteen", "four")).text
+    assert text == "With 4 heads of 2 columns the cache keeps 16 numbers per token."
     runner.close()
 
 

@@ -136,8 +136,17 @@ def test_the_sentences_they_say_now_do_not(quiz: Quiz, answer: float, text: str)
 
 
 def test_a_count_in_words_that_sets_a_lesson_up_is_no_claim() -> None:
-    """Four heads are the lesson's setting; only "is zero" is read as a number's fact."""
-    assert statement(CACHE, 0, _Runner(4.0)) is None  # type: ignore[arg-type]
+    """Four heads are the question's own setting ("with 4 query heads ..., how many numbers
+    ..."): a sentence counting them states nothing; one that counts what it asks does."""
+    cache = said(CACHE, 4.0)
+    for setting in (
+        "One key projection of 2 columns serves all four query heads.",
+        "It is the average of the four heads' key columns of the multihead variant.",
+        "Take 4 heads of 2 columns.",
+    ):
+        assert not cache.stated_by(setting), setting
+    assert cache.stated_by("So the cache keeps 4 numbers for each token.")
+    assert cache.stated_by("Each token costs the cache four numbers.")
 
 
 RIGHT = "a token's key depends only on that token, and causal attention never lets it see later"
@@ -149,6 +158,11 @@ def test_lesson_check_reports_a_summary_that_states_a_right_choice_where_it_is_w
     lesson = tmp_path / "lesson.yaml"
     lesson.write_text(
         "title: t\nsummary: s\ninputs: four-words\nsteps:\n"
+        "  - checkpoint:\n"
+        "      points:\n"
+        "        - Nothing changes.\n"
+        "        - Causal attention never lets a token see later tokens, so its key depends "
+        "only on it.\n"
         "  - quiz:\n"
         "      question: Why may a decoder keep the old keys and values?\n"
         "      choices:\n"
@@ -157,7 +171,6 @@ def test_lesson_check_reports_a_summary_that_states_a_right_choice_where_it_is_w
         f"      answer: {RIGHT}\n"
         "  - checkpoint:\n"
         "      points:\n"
-        "        - Nothing changes.\n"
         "        - Causal attention never lets a token see later tokens, so its key depends "
         "only on it.\n",
         encoding="utf-8",
@@ -165,6 +178,8 @@ def test_lesson_check_reports_a_summary_that_states_a_right_choice_where_it_is_w
     result = forked.run_attn("lesson", "check", str(lesson))
     assert result.stderr == ""
     assert result.returncode == 0  # a warning: the lesson loads and runs as it did
-    first = result.stdout.splitlines()[0].replace(f"{lesson}:", "")
-    assert first.startswith("14:11: warning: 'Causal attention never lets a token see later")
-    assert "states the right choice of the quiz at line 5" in first
+    lines = [line.replace(f"{lesson}:", "") for line in result.stdout.splitlines()]
+    assert lines[0].startswith("8:11: warning: 'Causal attention never lets a token see later")
+    assert "states the right choice of the quiz at line 9" in lines[0]
+    # The checkpoint after the quiz may say it: the walk leaves it out while it is unanswered.
+    assert not any(line.startswith("19:") for line in lines)

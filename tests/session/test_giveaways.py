@@ -24,7 +24,7 @@ import torch
 
 from tracer.lessons.hiding import Table, quiz_id
 from tracer.lessons.loader import find_lessons, load_lesson
-from tracer.lessons.model import Checkpoint, Quiz, TensorRef
+from tracer.lessons.model import Quiz, TensorRef
 from tracer.lessons.statements import sentences, statement
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import (
@@ -385,10 +385,11 @@ def test_the_apps_answer_box_gives_no_example_number() -> None:
 def test_no_sentence_states_a_quiz_alone_unanswered_in_words(
     sessions: list[LessonSession],
 ) -> None:
-    """Each quiz alone unanswered: no sentence a learner reads before answering it (the
-    lesson's summary, every step before it with its tables' titles, its own hints) and no
-    checkpoint anywhere (a summary read after skipping it) states its right choice reworded
-    or the fact its number asks for ("each row of dS sums to zero")."""
+    """Each quiz alone unanswered (a learner who skipped it): no sentence of any step (before
+    or after it, a checkpoint that sums up included), of its tables' titles, of another
+    quiz's question, of its own hints, of the lesson's summary or of the end of the lesson
+    states its right choice reworded or the number it asks for ("each row of dS sums to
+    zero", "6 in all"); and no screen but its own holds its right choice word for word."""
     found = []
     for session in sessions:
         quizzes = [
@@ -396,30 +397,50 @@ def test_no_sentence_states_a_quiz_alone_unanswered_in_words(
         ]
         for number, quiz in quizzes:
             said = statement(quiz, number, session.runner)
-            if said is None:
+            right = _right_choice(session, quiz)
+            if said is None and right is None:
                 continue
             session.progress.answers.clear()
             for other_number, other in quizzes:
                 if other is not quiz:
                     session.progress.answers[quiz_id(other_number, other)] = _Right()  # type: ignore[assignment]
-            read = [("summary", session.lesson.summary)]
+            read = [("summary", session.intro())]
             for seen in range(len(session.steps)):
-                if seen > number and not isinstance(session.steps[seen], Checkpoint):
-                    continue
                 session.go_to(seen)
                 view = session.view()
                 where = f"step {seen + 1}"
                 pieces = [view.step.text, *view.step.points, *(t.title for t in view.tables)]
-                if view.quiz is not None and seen < number:
-                    pieces += [*view.quiz.choices, *view.step.hints]
+                pieces += [t.label for t in view.tables]
+                if view.quiz is not None and seen != number:
+                    pieces += [view.quiz.question, *view.step.hints]
                 elif seen == number:
                     pieces += list(view.step.hints)
                 read += [(where, piece) for piece in pieces]
-            found += [
-                f"{session.lesson.name} {where}: {sentence!r} states quiz {quiz_id(number, quiz)}"
-                for where, text in read
-                for sentence in sentences(text)
-                if said.stated_by(sentence)
-            ]
+            session.go_to(len(session.steps) - 1)
+            read.append(("the end", session.summary()))
+            if said is not None:
+                found += [
+                    f"{session.lesson.name} {where}: {sentence!r} states quiz "
+                    f"{quiz_id(number, quiz)}"
+                    for where, text in read
+                    for sentence in sentences(text)
+                    if said.stated_by(sentence)
+                ]
+            if right is not None:
+                found += [
+                    f"{session.lesson.name} {where}: {text!r} holds quiz "
+                    f"{quiz_id(number, quiz)}'s right choice"
+                    for where, text in read
+                    if right in " ".join(text.lower().split())
+                ]
         session.progress.answers.clear()
     assert found == []
+
+
+def _right_choice(session: LessonSession, quiz: Quiz) -> str | None:
+    """A choice quiz's right choice as written, when it is a claim (six words or more), not a
+    name ("dividing by the sum" names a way the lesson shows)."""
+    if quiz.quiz_kind != "choice":
+        return None
+    text = " ".join(quiz.choices[int(session.runner.answer(quiz))].lower().split())  # type: ignore[arg-type]
+    return text if len(text.split()) >= 6 else None

@@ -11,6 +11,8 @@ author may not mean, though the lesson loads and runs as it is.
   :mod:`tracer.lessons.guesses`.
 - A computed-choice quiz whose deciding row an earlier table holds whole:
   :mod:`tracer.lessons.deciding`.
+- A sentence that puts a table's masked cells on the wrong side of its diagonal, or a
+  caption that gives a shape the table does not have: :mod:`tracer.lessons.relations`.
 
 Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
 """
@@ -25,6 +27,7 @@ from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.hiding import Secret, numbers_in, own_screen, secrets
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
+from tracer.lessons.relations import diagonal_sides, shape_claims
 from tracer.lessons.statements import stated_answers
 from tracer.lessons.views import live, step_view
 from tracer.yamldoc import Problem
@@ -42,6 +45,8 @@ def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
         *stated_answers(lesson, runner, path),
         *naive_guesses(lesson, runner, path),
         *deciding_rows(lesson, runner, path),
+        *diagonal_sides(lesson, runner, path),
+        *shape_claims(lesson, runner, path),
     ]
     return sorted(found, key=lambda p: (p.line, p.column))
 

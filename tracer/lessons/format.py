@@ -237,7 +237,7 @@ REF = Shape(
     "a tensor of a stage of a variant, optionally transformed",
     _fields(_VARIANT, _STAGE, _TENSOR, _QUERY, _INPUTS, _OPTIONS, _THEN),
     model="TensorRef",
-    unwritten=("line", "column", "tensor_at", "cell", "cell_at", "label"),
+    unwritten=("line", "column", "tensor_at", "cell", "cell_at", "cell_names", "label"),
     needs="{what} needs a '{key}'",
 )
 """A tensor named by a step: the keys every kind of tensor takes (a quiz's ``show``/``cells``)."""
@@ -247,7 +247,7 @@ SIDE = REF.but(
     "a side",
     (*REF.fields, Field("label", "text", "what to call this side")),
     description="one side of a compare: a tensor, over the keys the compare gives both sides",
-    unwritten=("line", "column", "tensor_at", "cell", "cell_at"),
+    unwritten=("line", "column", "tensor_at", "cell", "cell_at", "cell_names"),
 )
 ANSWER = REF.but(
     "answer",
@@ -260,7 +260,7 @@ ANSWER = REF.but(
             "cell",
             "cell",
             "which value: [row, column], tokens or 0-based indices",
-            model=("cell", "cell_at"),
+            model=("cell", "cell_at", "cell_names"),
             examples=(["journey", "Your"], [0]),
         ),
     ),

@@ -89,6 +89,28 @@ class CellAnswer:
     shape: tuple[int, ...]
     labels: tuple[tuple[str, ...], ...] = ()
     """Per axis, the name of each position: a token on a token axis, else its index."""
+    sequences: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """With a second sequence (cross-attention): each sequence's name and tokens, so that a
+    token in both, at different positions, is never read as one of them silently."""
+
+    def in_both(self, token: str) -> str:
+        """Why ``token`` names no position by itself: it is in two sequences at different
+        positions ("" when it is in one, or at the same position in both)."""
+        found = [
+            (name, [i for i, t in enumerate(tokens) if bare_token(t) == token or t == token])
+            for name, tokens in self.sequences
+        ]
+        found = [(name, at) for name, at in found if at]
+        if len(found) < 2 or len({tuple(at) for _, at in found}) == 1:
+            return ""
+        where = " and ".join(
+            f"{'token' if len(at) == 1 else 'tokens'} {', '.join(map(str, at))} of the {name}"
+            for name, at in found
+        )
+        return (
+            f"'{echo(token)}' is in both sequences: {where} (counted from 0); type the "
+            "0-based index of the one you mean"
+        )
 
     def label(self, axis: int, index: int) -> str:
         names = self.labels[axis] if axis < len(self.labels) else ()
@@ -170,6 +192,9 @@ def parse_cells(text: str, answer: CellAnswer) -> frozenset[tuple[int, ...]] | s
             names = answer.labels[axis] if axis < len(answer.labels) else ()
             bare = [bare_token(name) for name in names]  # "the" for "the@0": its first
             number = ascii_index(piece)
+            both = answer.in_both(piece) if piece in names or piece in bare else ""
+            if both:
+                return both
             if piece in names:
                 index = names.index(piece)
             elif piece in bare:

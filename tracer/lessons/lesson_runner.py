@@ -187,11 +187,31 @@ class LessonRunner:
             return torch.tensor(self.value(ref))
         return self.tensor(ref).tensor
 
+    def cell_of(self, ref: TensorRef) -> tuple[int, ...] | None:
+        """``ref.cell`` as the table's axes read it: a token in both sequences of a
+        cross-attention run ("cat" in the target and the source) is the source's on a key
+        or source axis, as the table labels it and the learner types it, and the target's
+        elsewhere."""
+        cell = ref.cell
+        if cell is None or not any(ref.cell_names):
+            return cell
+        resolved = self.tensor(ref)
+        source = source_tokens(resolved.tokens)
+        axes = resolved.axes
+        if source is None or axes is None or len(axes) != len(cell):
+            return cell
+        fixed = list(cell)
+        for axis, (name, spec) in enumerate(zip(ref.cell_names, axes, strict=False)):
+            kind, start = parse_axis(spec)
+            if name and kind in ("source", "key") and name in source:
+                fixed[axis] = source.index(name) - start
+        return tuple(fixed)
+
     def value(self, ref: TensorRef) -> float:
         """The single number ``ref`` names: its ``cell``, or the whole tensor if it is one value."""
         resolved = self.tensor(ref)
         tensor = resolved.tensor
-        cell = ref.cell or ()
+        cell = self.cell_of(ref) or ()
         if len(cell) != tensor.dim():
             shape = "×".join(str(n) for n in tensor.shape) or "single value"
             if not cell:
@@ -316,7 +336,11 @@ class LessonRunner:
         # as it is drawn: the tokens its own table shows are what the learner types.
         axes = table.axes
         labels = label_axes(tuple(table.tensor.shape), axes, table.tokens, table.query)
-        return CellAnswer(cells, tuple(table.tensor.shape), tuple(a.labels for a in labels))
+        source = source_tokens(table.tokens)
+        sequences = () if source is None else (("target", tuple(table.tokens)), ("source", source))
+        return CellAnswer(
+            cells, tuple(table.tensor.shape), tuple(a.labels for a in labels), sequences
+        )
 
     def is_right(self, quiz: Quiz, response: str | float) -> bool:
         """Whether a learner's response is right (see :func:`tracer.lessons.grading.grade`)."""

@@ -152,6 +152,10 @@ class TensorRef:
     """Where each index of ``cell`` is written (line, column), for a message about one."""
     tensor_at: tuple[int, int] | None = field(default=None, compare=False)
     """Where ``tensor`` is written (line, column), for a message about it."""
+    cell_names: tuple[str, ...] = field(default=(), compare=False)
+    """Each index of ``cell`` as written: a token's name, or "" for a number. A token in both
+    sequences of a cross-attention run is read on a key or source axis as the source's
+    (:meth:`tracer.lessons.lesson_runner.LessonRunner.cell_of`)."""
 
 
 @dataclass(frozen=True)

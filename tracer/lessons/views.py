@@ -28,17 +28,21 @@ from tracer.lessons.hiding import (
     Cell,
     QuizTables,
     Secret,
+    Statement,
     SubStepView,
     Table,
     conceal,
     conceal_text,
     hidden_cells,
+    hide_statements,
     own_screen,
     quiz_id,
     quiz_tables,
     secrets,
     substep_view,
     telling,
+    unsaid,
+    unsaying,
 )
 from tracer.lessons.model import (
     Checkpoint,
@@ -128,14 +132,29 @@ def step_as(step: LessonStep, kind: type[StepT]) -> StepT:
 
 
 def live(
-    runner: LessonRunner, text: str, quiz: Quiz | None = None, kept: Iterable[Secret] = ()
+    runner: LessonRunner,
+    text: str,
+    quiz: Quiz | None = None,
+    kept: Iterable[Secret] = (),
+    said: Iterable[Statement] = (),
 ) -> str:
     """Prose as shown; a value that cannot be computed stays as the author wrote it.
 
     ``kept``: the answers of the quizzes not answered yet (:func:`secrets`); a live value
     near one reads "?", and so does a number written into the prose, but for a single
     digit the author wrote ("4 heads" is the lesson's setting, not a computed answer).
+    ``said``: their statements (:func:`tracer.lessons.hiding.unsaid`); a sentence that makes
+    one, as written or with its live values filled in, reads "(said once the quiz at step 7
+    is answered)" (:func:`tracer.lessons.hiding.hide_statements`).
     """
+    said = tuple(said)
+    if said:
+        return hide_statements(
+            text,
+            said,
+            show=lambda part: live(runner, part, quiz, kept),
+            filled=lambda part: runner.text(part, quiz),
+        )
     kept = tuple(kept)
 
     def written(words: str) -> str:
@@ -176,12 +195,13 @@ def step_view(
     quiz not answered (:func:`conceal`): its numbers in prose read "?", its cells are hidden.
     """
     kept = secrets(lesson, runner, number, answered)
+    said = unsaid(lesson, runner, number, answered)
     step = lesson.steps[number]
     if isinstance(step, Narration):
-        return StepView(number, step, live(runner, step.text, kept=kept))
+        return StepView(number, step, live(runner, step.text, kept=kept, said=said))
     if isinstance(step, Checkpoint):
-        points = tuple(live(runner, point, kept=kept) for point in step.points)
-        title = live(runner, step.title, kept=kept)
+        points = tuple(live(runner, point, kept=kept, said=said) for point in step.points)
+        title = live(runner, step.title, kept=kept, said=said)
         return StepView(number, step, checkpoint_text(title, points), points=points)
     if isinstance(step, Show):
         resolved = runner.tensors(step.ref)
@@ -190,18 +210,20 @@ def step_view(
             Table(step.ref, first, "show", step.focus),
             *(Table(other.ref, other, "show") for other in others),
         )
-        caption = live(runner, step.caption, kept=kept)
-        return StepView(number, step, caption, conceal(tables, kept, runner))
+        caption = live(runner, step.caption, kept=kept, said=said)
+        return StepView(number, step, caption, unsaying(conceal(tables, kept, runner), said))
     if isinstance(step, Compare):
         left, right, difference = runner.compare(step)
+
+        def label(text: str | None) -> str:
+            return live(runner, text or "", kept=kept, said=said)
+
         tables = (
-            Table(step.left, left, "left", label=live(runner, step.left.label or "", kept=kept)),
-            Table(
-                step.right, right, "right", label=live(runner, step.right.label or "", kept=kept)
-            ),
+            Table(step.left, left, "left", label=label(step.left.label)),
+            Table(step.right, right, "right", label=label(step.right.label)),
         )
-        caption = live(runner, step.caption, kept=kept)
-        tables = conceal(tables, kept, runner)
+        caption = live(runner, step.caption, kept=kept, said=said)
+        tables = unsaying(conceal(tables, kept, runner), said)
         if difference is None:
             return StepView(number, step, caption, tables)
         # Where one side is hidden and the other shown, the difference gives the hidden one by
@@ -226,19 +248,31 @@ def step_view(
             largest="?" if gives else format_size(largest),
         )
     if isinstance(step, Loop):
-        return StepView(number, step, live(runner, step.caption, kept=kept))
+        return StepView(number, step, live(runner, step.caption, kept=kept, said=said))
     assert isinstance(step, Quiz)
     kept = own_screen(kept, number)
     view = quiz_tables(lesson, runner, number, answered)
+    # Its question and choices name what it asks; another quiz's statement is left out of its
+    # question, and every one (its own too) out of its hints. A choice is no claim.
+    not_own = tuple(one for one in said if one.number != number)
     return StepView(
         number,
         step,
-        live(runner, step.question, step, kept),
+        live(runner, step.question, step, kept, not_own),
         view.tables,
         view,
         choices=tuple(live(runner, choice, step, kept) for choice in step.choices),
-        hints=tuple(live(runner, hint, step, kept) for hint in step.hints),
+        hints=tuple(live(runner, hint, step, kept, said) for hint in step.hints),
     )
+
+
+def lesson_intro(
+    lesson: Lesson, runner: LessonRunner, answered: Collection[str] | None = None
+) -> str:
+    """The lesson's summary as shown before its first step: no unanswered quiz's answer in
+    it, in numbers or in words (``answered``: as for :func:`step_view`)."""
+    kept = secrets(lesson, runner, 0, answered)
+    return live(runner, lesson.summary, kept=kept, said=unsaid(lesson, runner, 0, answered))
 
 
 def loop_at(lesson: Lesson, number: int) -> Loop | None:

@@ -42,12 +42,14 @@ from tracer.lessons.hiding import (
     quiz_id,
     secrets,
     substep_view,
+    unsaid,
 )
 from tracer.lessons.loader import find_lessons, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
 from tracer.lessons.views import (
     StepView,
     answer_shown,
+    lesson_intro,
     lesson_summary,
     live,
     loop_at,
@@ -582,10 +584,21 @@ class LessonSession:
 
     def text(self, prose: str, quiz: Quiz | None = None) -> str:
         """The author's prose as shown: its live values filled in from the run, and no
-        unanswered quiz's answer in it (a number that would give one away reads "?")."""
+        unanswered quiz's answer in it (a number that would give one away reads "?", a
+        sentence that states one in words is said once that quiz is answered). ``quiz``: the
+        quiz the prose belongs to (its question, choices, explanation), whose own words name
+        what it asks: its own statement is not left out of them (its right choice is one),
+        but it is out of its hints, which are read before it is answered."""
         answered = frozenset(self.progress.answers)
         kept = secrets(self.lesson, self.runner, self.position.step, answered)
-        return live(self.runner, prose, quiz, kept)
+        said = unsaid(self.lesson, self.runner, self.position.step, answered)
+        if quiz is not None and prose not in quiz.hints:
+            said = tuple(one for one in said if one.quiz is not quiz)
+        return live(self.runner, prose, quiz, kept, said)
+
+    def intro(self) -> str:
+        """The lesson's summary as shown: no unanswered quiz's answer in it."""
+        return lesson_intro(self.lesson, self.runner, frozenset(self.progress.answers))
 
     # Quizzes --------------------------------------------------------------------------
 

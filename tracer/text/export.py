@@ -31,7 +31,14 @@ from tracer.lessons.model import (
     LessonStep,
     Quiz,
 )
-from tracer.lessons.views import TABLE_WIDTH, answer_shown, step_as, step_heading, step_view
+from tracer.lessons.views import (
+    TABLE_WIDTH,
+    answer_shown,
+    lesson_intro,
+    step_as,
+    step_heading,
+    step_view,
+)
 from tracer.render.text import format_tensor, shape_text
 from tracer.text.plain_lesson import focus_lines, loop_lines
 
@@ -136,7 +143,8 @@ def blocks(
     inputs = f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})"
     yield Block(
         "markdown",
-        f"# {escape(lesson.title)}\n\n{escape(lesson.summary)}\n\n{escape(inputs)}\n\n"
+        f"# {escape(lesson.title)}\n\n{escape(lesson_intro(lesson, runner))}\n\n"
+        f"{escape(inputs)}\n\n"
         f"{escape(NOTE)}",
     )
     yield Block("code", _setup(lesson), "")

@@ -251,7 +251,7 @@ class Interactive:
 
     def run(self) -> int:
         session = self.session
-        self.say(lesson_heading(session.lesson))
+        self.say(lesson_heading(session.lesson, session.intro()))
         if session.progress.finished:
             self.say(
                 "You finished this lesson before. Type s to start it again from its first "

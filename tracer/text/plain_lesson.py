@@ -22,6 +22,7 @@ from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz, TensorRe
 from tracer.lessons.views import (
     TABLE_WIDTH,
     answer_shown,
+    lesson_intro,
     loop_substeps,
     step_as,
     step_heading,
@@ -50,7 +51,7 @@ def plain_lines(
 
     own = runner is None
     runner = runner if runner is not None else lesson_run(lesson, host)
-    yield lesson_heading(lesson)
+    yield lesson_heading(lesson, lesson_intro(lesson, runner))
     total = len(lesson.steps)
     for number, step in enumerate(lesson.steps, start=1):
         yield step_title(number - 1, total, step)
@@ -60,10 +61,12 @@ def plain_lines(
     yield "--- End of the lesson."
 
 
-def lesson_heading(lesson: Lesson) -> str:
-    """The lesson's title, summary and inputs, as ``--plain`` starts."""
+def lesson_heading(lesson: Lesson, summary: str | None = None) -> str:
+    """The lesson's title, summary and inputs, as ``--plain`` starts (``summary``: the
+    summary as shown, with no unanswered quiz's answer in it; the author's if None)."""
+    summary = lesson.summary if summary is None else summary
     return (
-        f"# {lesson.title}\n\n{lesson.summary.strip()}\n\n"
+        f"# {lesson.title}\n\n{summary.strip()}\n\n"
         f"Inputs: {' '.join(lesson.inputs.tokens)} ({lesson.inputs.name})\n"
     )
 

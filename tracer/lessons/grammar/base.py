@@ -309,6 +309,20 @@ class ReaderBase:
         """The index of the token ``value`` (``the@3``: the one at 3; a source's token: its
         place in the source)."""
         positions = [index for index, token in enumerate(tokens) if token == value]
+        also = [i for i, token in enumerate(source_tokens(tokens) or ()) if token == value]
+        if positions and also and also != positions:
+            # Cross-attention: a cell reads it on a key axis as the source's (the runner's
+            # cell_of), anything else as the target's; a learner's typed cells refuse it
+            # (grading's in_both).
+            self.warn(
+                node,
+                f"{what} '{value}' is in both sequences: token "
+                f"{', '.join(map(str, positions))} of the target and "
+                f"{', '.join(map(str, also))} of the source (counted from 0); a cell "
+                "reads it on a key axis as the source's, anything else as the target's; "
+                "write the 0-based index to say which",
+            )
+            return positions[0]
         if len(positions) > 1:
             # The first may not be the one meant, so it is never picked silently; but
             # lessons written before 'the@3' existed meant the first, and keep loading.

@@ -192,6 +192,7 @@ class RefReader(OptionsReader):
         ref = self.ref(node, entries, scope, what)
         cell: tuple[int, ...] | None = None
         cell_at: tuple[tuple[int, int], ...] = ()
+        names: tuple[str, ...] = ()
         if "cell" in entries:
             tokens = self._tokens(ref) if ref and ref.options.inputs else scope.tokens
             cell_node = entries["cell"][1]
@@ -205,6 +206,7 @@ class RefReader(OptionsReader):
                 if any(p is None for p in picked):
                     return None
                 cell = tuple(p for p in picked if p is not None)
+                names = tuple(_named_token(item) for item in cell_node.value)
                 cell_at = tuple(
                     (item.start_mark.line + 1, item.start_mark.column + 1)
                     for item in cell_node.value
@@ -214,10 +216,11 @@ class RefReader(OptionsReader):
                 if index is None:
                     return None
                 cell = (index,)
+                names = (_named_token(cell_node),)
                 cell_at = ((cell_node.start_mark.line + 1, cell_node.start_mark.column + 1),)
         if ref is None:
             return None
-        return replace(ref, cell=cell, cell_at=cell_at)
+        return replace(ref, cell=cell, cell_at=cell_at, cell_names=names)
 
     def operations(
         self,
@@ -342,3 +345,9 @@ class RefReader(OptionsReader):
                 f"not {_kind(value_node)}; operators: {' '.join(COMPARISONS)}",
             )
         return comparison
+
+
+def _named_token(node: yaml.Node) -> str:
+    """A cell index as written: the token's name, or "" for a number."""
+    value = _scalar(node)
+    return value if isinstance(value, str) else ""

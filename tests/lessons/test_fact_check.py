@@ -1,0 +1,94 @@
+"""scripts/fact_check.py: the shipped lessons' tables recomputed in numpy, and the typed
+numbers of their prose found among them.
+
+The oracle itself is checked against the course notes' numbers (tests/data/seeds.py), not
+against the tool; a planted false number and a stale typed number are reported. The whole
+fact-check (every lesson) is ``python scripts/fact_check.py --all``; here a few lessons with
+different variants run, to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from tests.data import seeds
+from tracer.lessons.lesson_runner import LessonRunner
+from tracer.lessons.loader import load_lesson, parse_lesson, shipped_dir
+from tracer.plugin_host import PluginHost
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fact_check.py"
+
+
+@pytest.fixture(scope="module")
+def fact_check() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fact_check", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fact_check"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_oracle_gives_the_course_notes_numbers(fact_check: ModuleType) -> None:
+    x = np.array(seeds.SEED_003_INPUTS)
+    given = fact_check.Given(x, None, {}, {}, None)
+    out = fact_check.vectorized(given)
+    assert np.allclose(out["weights"]["weights"], seeds.SIMPLE_WEIGHTS, atol=1e-4)
+    assert np.allclose(out["context"]["context"], seeds.SIMPLE_CONTEXT, atol=1e-4)
+    assert np.allclose(fact_check.naive(given)["scores"]["scores"], seeds.SIMPLE_SCORES, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["04_trainable_qkv", "07_multi_head", "12_cross_attention"])
+def test_a_shipped_lesson_says_nothing_false(
+    fact_check: ModuleType, host: PluginHost, name: str
+) -> None:
+    lesson = load_lesson(shipped_dir() / f"{name}.yaml", host)
+    runner = LessonRunner(lesson, host)
+    try:
+        report = fact_check.check(lesson, runner)
+    finally:
+        runner.close()
+    assert report.tensors >= 4 and not report.without
+    assert report.mismatches == [] and report.stale == []
+
+
+STALE = """title: T
+summary: S
+steps:
+  - show:
+      variant: vectorized
+      stage: weights
+      caption: The weight of journey on Your is 0.1385, and on starts 0.3141.
+"""
+
+
+def test_a_planted_false_number_and_a_stale_typed_one_are_reported(
+    fact_check: ModuleType, host: PluginHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caption's first number is the course notes' weight (kept); its second is no weight
+    of the table (stale). An oracle off by 0.01 in one cell is a false table."""
+    assert abs(seeds.SIMPLE_WEIGHTS[1][0] - 0.1385) < 5e-5
+    lesson = parse_lesson(STALE, "l.yaml", host)
+    runner = LessonRunner(lesson, host)
+    honest = fact_check.vectorized
+
+    def off(given: object) -> dict[str, dict[str, np.ndarray]]:
+        out = honest(given)
+        out["weights"]["weights"][1, 0] += 0.01
+        return out
+
+    monkeypatch.setitem(fact_check.ORACLES, "vectorized", off)
+    try:
+        report = fact_check.check(lesson, runner)
+    finally:
+        runner.close()
+    assert report.stale == ["0.3141"]
+    assert (
+        len(report.mismatches) == 1 and "vectorized.weights.weights[1, 0]" in report.mismatches[0]
+    )

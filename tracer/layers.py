@@ -79,7 +79,8 @@ LAYERS: tuple[Layer, ...] = (
             "tracer.yamldoc",
             "tracer.layers",
         ),
-        "errors with their exit statuses, atomic writes, child processes, the one terminal sanitiser, number parsing, "
+        "errors with their exit statuses, atomic writes, process isolation (children that die with "
+        "their parent, memory caps, typed messages), the one terminal sanitiser, number parsing, "
         "did-you-mean, `ATTN_*` settings, YAML with positions",
     ),
 )

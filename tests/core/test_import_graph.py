@@ -345,3 +345,34 @@ def test_the_architecture_page_is_made_from_the_table() -> None:
     assert script.rewritten(page) == page, "run: python scripts/architecture_doc.py"
     for layer in LAYERS:
         assert f"| {layer.name} |" in page
+
+
+LONGEST_MODULE = 1000
+
+
+def test_no_module_is_over_a_thousand_lines(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    """A module that long does several jobs: split it by job (issue 45)."""
+    _, known = graph
+    long = {
+        name: count
+        for name, module in known.items()
+        if (count := len(module.path.read_text(encoding="utf-8").splitlines())) > LONGEST_MODULE
+    }
+    assert not long, long
+
+
+def test_no_two_modules_share_a_name(
+    graph: tuple[dict[str, list[Edge]], dict[str, Module]],
+) -> None:
+    """``check.py`` in two folders reads as one thing in a traceback or an editor's tab; a shim
+    kept at an old path is the one exception (it *is* the module it names)."""
+    _, known = graph
+    seen: dict[str, list[str]] = {}
+    for name, module in known.items():
+        if module.is_package or not name.startswith("tracer.") or name in SHIMS:
+            continue
+        seen.setdefault(name.rpartition(".")[2], []).append(name)
+    twice = {short: names for short, names in seen.items() if len(names) > 1}
+    assert not twice, twice

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests import forked
-from tracer.lessons.hiding import Statement, sentences, statement
+from tracer.lessons.hiding import Statement
 from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import parse_lesson
 from tracer.lessons.model import Lesson, Quiz
+from tracer.lessons.unsaid import sentences, statement
 from tracer.lessons.views import step_view
 from tracer.plugin_host import PluginHost
 from tracer.session.lesson import start_session

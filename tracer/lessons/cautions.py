@@ -12,7 +12,7 @@ author may not mean, though the lesson loads and runs as it is.
 - A computed-choice quiz whose deciding row an earlier table holds whole:
   :mod:`tracer.lessons.deciding`.
 - A sentence that puts a table's masked cells on the wrong side of its diagonal, or a
-  caption that gives a shape the table does not have: :mod:`tracer.lessons.relations`.
+  caption that gives a shape the table does not have: :mod:`tracer.lessons.caption_claims`.
 
 Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
 """
@@ -22,12 +22,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.caption_claims import diagonal_sides, shape_claims
 from tracer.lessons.deciding import deciding_rows
 from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.hiding import Secret, numbers_in, own_screen, secrets
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
-from tracer.lessons.relations import diagonal_sides, shape_claims
 from tracer.lessons.statements import stated_answers
 from tracer.lessons.views import live, step_view
 from tracer.yamldoc import Problem

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.hiding import (
+from tracer.lessons.model import Lesson, LessonStep
+from tracer.lessons.unsaid import (
     NUMBER_WORDS,
     STOP_WORDS,
     Statement,
@@ -34,7 +35,6 @@ from tracer.lessons.hiding import (
     statement,
     words,
 )
-from tracer.lessons.model import Lesson, LessonStep
 from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem
 

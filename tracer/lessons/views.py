@@ -28,20 +28,17 @@ from tracer.lessons.hiding import (
     Cell,
     QuizTables,
     Secret,
-    Statement,
     SubStepView,
     Table,
     conceal,
     conceal_text,
     hidden_cells,
-    hide_statements,
     own_screen,
     quiz_id,
     quiz_tables,
     secrets,
     substep_view,
     telling,
-    unsaid,
     unsaying,
 )
 from tracer.lessons.model import (
@@ -55,6 +52,7 @@ from tracer.lessons.model import (
     Show,
 )
 from tracer.lessons.prose import placeholders
+from tracer.lessons.unsaid import Statement, hide_statements, unsaid
 from tracer.render.text import format_size
 
 if TYPE_CHECKING:

@@ -42,10 +42,10 @@ from tracer.lessons.hiding import (
     quiz_id,
     secrets,
     substep_view,
-    unsaid,
 )
 from tracer.lessons.loader import find_lessons, resolve_lesson, shipped_dir
 from tracer.lessons.model import Lesson, LessonStep, Loop, Quiz
+from tracer.lessons.unsaid import unsaid
 from tracer.lessons.views import (
     StepView,
     answer_shown,

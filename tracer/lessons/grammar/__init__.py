@@ -14,12 +14,12 @@ one class assembled from a part per step kind:
 
 - :mod:`~tracer.lessons.grammar.base`: the reader's state, problems, and plain values
   (text, prose, numbers, token indices, mappings and their keys);
-- :mod:`~tracer.lessons.grammar.options`: ``inputs:`` and ``options:``;
+- :mod:`~tracer.lessons.grammar.option_values`: ``inputs:`` and ``options:``;
 - :mod:`~tracer.lessons.grammar.refs`: naming a tensor (variant, stage, ..., ``then:``);
 - :mod:`~tracer.lessons.grammar.show`, :mod:`~tracer.lessons.grammar.loop`,
-  :mod:`~tracer.lessons.grammar.compare`, :mod:`~tracer.lessons.grammar.quiz`,
+  :mod:`~tracer.lessons.grammar.compare_step`, :mod:`~tracer.lessons.grammar.quiz`,
   :mod:`~tracer.lessons.grammar.checkpoint`: one step kind each;
-- :mod:`~tracer.lessons.grammar.lesson`: the lesson, ``defaults:``, ``values:`` and the
+- :mod:`~tracer.lessons.grammar.lesson_reader`: the lesson, ``defaults:``, ``values:`` and the
   steps (:class:`Reader`);
 - :mod:`~tracer.lessons.grammar.nodes`: YAML nodes as plain values, and message helpers.
 
@@ -57,7 +57,7 @@ from tracer.lessons.grammar.keys import (
     STEP_KEYS,
     TRACE_KEYS,
 )
-from tracer.lessons.grammar.lesson import Reader
+from tracer.lessons.grammar.lesson_reader import Reader
 from tracer.lessons.grammar.nodes import (
     _BOOL,
     _FLOAT,

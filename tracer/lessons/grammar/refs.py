@@ -28,7 +28,7 @@ from tracer.lessons.grammar.nodes import (
     _scalar,
     _tokens,
 )
-from tracer.lessons.grammar.options import OptionsReader
+from tracer.lessons.grammar.option_values import OptionsReader
 from tracer.lessons.model import Operation, Options, TensorRef
 from tracer.suggest import did_you_mean
 

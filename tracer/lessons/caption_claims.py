@@ -11,7 +11,7 @@ the lowest float, 0 in a table of other values, or the 1s of a table of 0s and 1
 strictly on one side of it: a sentence that names the other side gets a warning, at the
 ``file:line:column`` where its words are written::
 
-    from tracer.lessons.relations import diagonal_sides, shape_claims
+    from tracer.lessons.caption_claims import diagonal_sides, shape_claims
     warnings = diagonal_sides(lesson, runner, path)   # [] when every side said is so
 
 A table whose marked cells lie on both sides, or none, is no evidence either way, and a
@@ -30,9 +30,9 @@ import re
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.hiding import sentences
 from tracer.lessons.model import Lesson, TensorRef
 from tracer.lessons.statements import locate, source_lines
+from tracer.lessons.unsaid import sentences
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import yaml
 from tracer.lessons.format import DEFAULTS, LESSON, STEP_SHAPES
 from tracer.lessons.grammar.base import Entries, _Scope
 from tracer.lessons.grammar.checkpoint import CheckpointReader
-from tracer.lessons.grammar.compare import CompareReader
+from tracer.lessons.grammar.compare_step import CompareReader
 from tracer.lessons.grammar.keys import LESSON_KEYS
 from tracer.lessons.grammar.loop import LoopReader
 from tracer.lessons.grammar.nodes import _closest, _is_defaults, _keys, _kind, _listing

@@ -1,5 +1,5 @@
 """A sentence that says on which side of the diagonal a table's hidden cells lie is checked
-against the table (:mod:`tracer.lessons.relations`), at the words' ``file:line:column``.
+against the table (:mod:`tracer.lessons.caption_claims`), at the words' ``file:line:column``.
 
 The sides are the textbook's: a causal mask hides key j > query i, above the diagonal of a
 (query, key) table; flash-backward's table of skipped tiles has key tiles on the rows, so
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tests import forked
-from tracer.lessons.relations import marked_side
+from tracer.lessons.caption_claims import marked_side
 
 MASKED = """title: T
 summary: S

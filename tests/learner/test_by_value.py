@@ -314,3 +314,14 @@ def test_only_the_opposite_angle_is_called_opposite() -> None:
     other = _rotary_known(x.flip(0), angle).expected
     found = explain(other, known, 3)
     assert found is None or found.code != "opposite-rotation"
+
+
+def test_a_vector_kept_as_a_column_is_the_stage_itself(host: PluginHost) -> None:
+    """D = rowsum(dO ∘ O) with keepdim=True holds the variant's (n,) delta: it is matched where
+    it was computed, not reported as another route (nor blamed for a later mistake)."""
+    result = judged(host, "flash_d_column.py", "flash-backward")
+    assert result.matches and result.diagnoses == []
+    status = {r.stage.name: r.status for r in result.stages}
+    assert status["delta"] == MATCH
+    delta = next(r for r in result.stages if r.stage.name == "delta")
+    assert delta.record is not None and delta.record.line == 15

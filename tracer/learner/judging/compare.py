@@ -93,7 +93,8 @@ def cell_gaps(mine: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
 
 
 def find(expected: torch.Tensor, records: Sequence[Record], start: int = 0) -> Record | None:
-    """The first recorded tensor equal to ``expected`` (or, for per-head tensors, to every head).
+    """The first recorded tensor equal to ``expected`` (or, for per-head tensors, to every head;
+    for a vector, to the same numbers kept as a column).
 
     A learner may compute heads one at a time in a loop; a (heads, ...) tensor is
     then matched when each head's slice was computed somewhere.
@@ -101,6 +102,12 @@ def find(expected: torch.Tensor, records: Sequence[Record], start: int = 0) -> R
     for record in records[start:]:
         if record.value is not None and close(record.value, expected):
             return record
+    if expected.dim() == 1:  # kept as a column: ``rowsum(dO * O, keepdim=True)``
+        column = (expected.shape[0], 1)
+        for record in records[start:]:
+            value = record.value
+            if value is not None and tuple(value.shape) == column and close(value[:, 0], expected):
+                return record
     if expected.dim() >= 3:
         found = [find(expected[h], records, start) for h in range(expected.shape[0])]
         if all(r is not None for r in found):

@@ -78,6 +78,8 @@ def candidate_shapes(trace: Trace) -> set[tuple[int, ...]]:
                 shapes.add(shape[1:])
             if len(shape) >= 2:
                 shapes.add((*shape[:-2], shape[-1], shape[-2]))
+            if len(shape) == 1:
+                shapes.add((shape[0], 1))  # a vector kept as a column (keepdim=True)
             shapes.update(tile_shapes(tensor))
     if trace.output is not None:
         shapes.add(tuple(trace.output.shape))

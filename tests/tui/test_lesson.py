@@ -16,6 +16,7 @@ from textual.widgets import Button, Static
 
 from tracer.inputs import load_inputs
 from tracer.session.progress import ProgressStore
+from tracer.session.saver import BackgroundSaver
 from tracer.tui.app import TracerApp
 from tracer.tui.grid import CanvasGrid, TensorGrid
 from tracer.tui.launch import make_lesson_app, make_picker_app
@@ -181,6 +182,24 @@ async def test_reopening_resumes_where_the_learner_stopped() -> None:
     async with again.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert lesson_screen(again).position == Position(2, 3)
+
+
+async def test_quitting_right_after_a_burst_of_moves_saves_the_last_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The writer thread never gets to run before the learner quits: only the flush saves.
+    monkeypatch.setattr(BackgroundSaver, "_start_writer", lambda saver: None)
+    app = lesson_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        for number in (1, 3, 6, 7, 8):  # saved off the UI thread; no pause in between
+            screen.go_to_step(number)
+        # Leaving at once: the screen's unmount flushes the save still pending.
+    again = lesson_app(resume=True)
+    async with again.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert lesson_screen(again).position == Position(8, 0)
 
 
 async def test_saving_the_file_reloads_it_and_keeps_the_position(lesson_copy: Path) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
@@ -30,6 +31,7 @@ from tracer.sanitize import visible
 from tracer.session.lesson import LessonSession, Position, open_lesson
 from tracer.session.moves import AtEnd, Failed, Move, Refused, Waiting
 from tracer.session.progress import ProgressStore
+from tracer.session.saver import BackgroundSaver
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.footer import SteadyFooter
 from tracer.tui.lesson_drawing import LessonDrawing, focus_highlight, loop_position, warm_app
@@ -48,6 +50,14 @@ if TYPE_CHECKING:
 __all__ = ["LessonScreen", "Position", "focus_highlight", "loop_position", "step_label"]
 
 WATCH_SECONDS = 0.5
+
+
+class SaveWarning(Message):
+    """The saver's thread could not save the progress: said on the UI thread."""
+
+    def __init__(self, warning: str) -> None:
+        super().__init__()
+        self.warning = warning
 
 
 class LessonScreen(StepScreen):
@@ -113,8 +123,8 @@ class LessonScreen(StepScreen):
         """The reload of the latest save: an earlier one that ends after it is ignored."""
         self.drawing = LessonDrawing(self, lambda: self.session)
         """Draws the session's view of each step into the panes."""
-        self._save_pending = False
-        """A move's position is to be saved once its step is on screen (``_save_soon``)."""
+        self._saver = BackgroundSaver(self._save_now, lambda w: self.post_message(SaveWarning(w)))
+        """Saves the position off the UI thread; flushed when the screen goes."""
 
     @property
     def position(self) -> Position:
@@ -167,7 +177,7 @@ class LessonScreen(StepScreen):
         self.call_after_refresh(self._load)
 
     def on_unmount(self) -> None:
-        self._save_if_pending()  # quitting right after a move still saves where it went
+        self._saver.close()  # quitting right after a move still saves where it went
         # The heap was frozen after loading, so the collector would never stop the plugins'
         # worker processes: stop them here, when the lesson leaves the screen.
         if self.session is not None:
@@ -480,27 +490,21 @@ class LessonScreen(StepScreen):
         if view.tables:  # answered: the hidden cells of its tables show now
             self.drawing.show_quiz_tables(view)
 
-    # Progress: the session saves; the screen picks the moment -------------------------------
+    # Progress: the session saves, on the saver's thread; the screen picks the moment ------
 
     def _save_soon(self) -> None:
-        """Save the position once the step is on screen.
+        """Save the position once the step is on screen, off the UI thread (see
+        :mod:`tracer.session.saver`): the next key press never waits for the disk.
+        Quiz answers are still saved at once."""
+        self.call_after_refresh(self._saver.request)
 
-        Saving writes the progress file and waits for the disk (``fsync``), which
-        took from a few to tens of milliseconds here: done before the frame, every
-        key press waited for it. Quiz answers are still saved at once.
-        """
-        if not self._save_pending:
-            self._save_pending = True
-            self.call_after_refresh(self._save_if_pending)
+    def _save_now(self) -> str | None:
+        """The saver's work (on its thread, or on the way out): the position it reads now."""
+        session = self.session
+        return session.save() if session is not None else None
 
-    def _save_if_pending(self) -> None:
-        if self._save_pending:
-            self._save()
-
-    def _save(self) -> None:
-        self._save_pending = False
-        if self.session is not None:
-            self._say_warning(self.session.save())
+    def on_save_warning(self, message: SaveWarning) -> None:
+        self._say_warning(message.warning)
 
     def _say_warning(self, warning: str | None) -> None:
         if warning:

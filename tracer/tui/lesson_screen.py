@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
@@ -31,17 +30,21 @@ from tracer.sanitize import visible
 from tracer.session.lesson import LessonSession, Position, open_lesson
 from tracer.session.moves import AtEnd, Failed, Move, Refused, Waiting
 from tracer.session.progress import ProgressStore
-from tracer.session.saver import BackgroundSaver
-from tracer.tui.commands import PaletteCommand
+from tracer.tui.commands import PaletteCommand, lesson_commands
 from tracer.tui.footer import SteadyFooter
-from tracer.tui.lesson_drawing import LessonDrawing, focus_highlight, loop_position, warm_app
+from tracer.tui.lesson_drawing import (
+    LessonDrawing,
+    focus_highlight,
+    lesson_panes,
+    loop_position,
+    warm_app,
+)
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.quiz_view import QUIZ_KEYS, QuizView
-from tracer.tui.source_view import SourceView, prepare_source
-from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
+from tracer.tui.saving import SaveWarning, screen_saver
+from tracer.tui.source_view import prepare_source
 from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane
-from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -50,14 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["LessonScreen", "Position", "focus_highlight", "loop_position", "step_label"]
 
 WATCH_SECONDS = 0.5
-
-
-class SaveWarning(Message):
-    """The saver's thread could not save the progress: said on the UI thread."""
-
-    def __init__(self, warning: str) -> None:
-        super().__init__()
-        self.warning = warning
 
 
 class LessonScreen(StepScreen):
@@ -123,7 +118,7 @@ class LessonScreen(StepScreen):
         """The reload of the latest save: an earlier one that ends after it is ignored."""
         self.drawing = LessonDrawing(self, lambda: self.session)
         """Draws the session's view of each step into the panes."""
-        self._saver = BackgroundSaver(self._save_now, lambda w: self.post_message(SaveWarning(w)))
+        self._saver = screen_saver(self, self._save_now)
         """Saves the position off the UI thread; flushed when the screen goes."""
 
     @property
@@ -132,26 +127,7 @@ class LessonScreen(StepScreen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
-        yield Timeline(id="timeline")
-        with Row(id="main"):
-            with Column(id="left"):
-                with ScrollColumn(id="lesson-text"):
-                    yield ProsePane(id="caption")
-                    yield TextPane(id="loop-position")
-                yield SourceView(id="source")
-                yield SourceView(id="source-right", classes="-hidden")
-            with Column(id="lesson-body"):
-                yield QuizView(id="quiz")
-                with Switcher(id="lesson-switch", initial="tensors"):
-                    yield TensorPane(id="tensors")
-                    with Column(id="compare"):
-                        yield TensorPane(id="compare-left")
-                        yield TensorPane(id="compare-right")
-                        yield TensorPane(id="compare-difference")
-                    with ScrollColumn(id="narration-body"):
-                        yield ProsePane(id="narration-text")
-                    with ScrollColumn(id="checkpoint"):
-                        yield ProsePane(id="checkpoint-text")
+        yield from lesson_panes()
         yield SteadyFooter()
 
     @property
@@ -516,15 +492,4 @@ class LessonScreen(StepScreen):
         session = self.session
         if session is None:
             return []
-        commands = [
-            PaletteCommand(
-                f"Go to step {label}",
-                tip,
-                lambda number=number: self.go_to_step(number),  # type: ignore[misc]
-            )
-            for number, (label, tip) in enumerate(session.contents())
-        ]
-        commands.append(
-            PaletteCommand("Reload the lesson file", str(session.path), self.reload_now)
-        )
-        return commands
+        return lesson_commands(session.contents(), session.path, self.go_to_step, self.reload_now)

@@ -5,7 +5,7 @@ holds the position (a step and, inside a ``loop`` step, a sub-step), moves,
 grades and saves; :class:`~tracer.tui.lesson_drawing.LessonDrawing` draws the
 session's view of the step. The screen runs what takes long in workers
 (loading, a loop's sub-steps, reloading), forwards keys, and picks when to
-save (after the frame). The lesson file is watched: saving it in an editor
+save (after the frame, on a writer thread). The lesson file is watched: saving it in an editor
 reloads it in place, keeping the position if that step still exists; a lesson
 with problems shows them in a modal and keeps the last good version on screen.
 """

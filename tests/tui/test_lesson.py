@@ -458,3 +458,17 @@ def test_code_in_backticks_is_drawn_as_code_and_nothing_else_is_read_as_markup()
     assert shown.plain == "Use dim=-1, not dim=1: a*b*c [b] and a lone ` stay."
     bold = [shown.plain[span.start : span.end] for span in shown.spans if "bold" in str(span.style)]
     assert bold == ["dim=-1", "dim=1"]
+
+
+async def test_the_palette_goes_to_each_step_and_reloads() -> None:
+    app = lesson_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        commands = screen.palette_commands()
+        titles = [command.title for command in commands]
+        assert len([t for t in titles if t.startswith("Go to step ")]) == len(STEPS)
+        assert titles[-1] == "Reload the lesson file" and commands[-1].help == str(LESSON)
+        commands[3].run()  # the fourth step: the compare step
+        await settle(pilot)
+        assert screen.position == Position(3, 0)

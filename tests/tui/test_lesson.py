@@ -16,6 +16,7 @@ from textual.widgets import Button, Static
 
 from tracer.inputs import load_inputs
 from tracer.session.progress import ProgressStore
+from tracer.session.saver import BackgroundSaver
 from tracer.tui.app import TracerApp
 from tracer.tui.grid import CanvasGrid, TensorGrid
 from tracer.tui.launch import make_lesson_app, make_picker_app
@@ -181,6 +182,24 @@ async def test_reopening_resumes_where_the_learner_stopped() -> None:
     async with again.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert lesson_screen(again).position == Position(2, 3)
+
+
+async def test_quitting_right_after_a_burst_of_moves_saves_the_last_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The writer thread never gets to run before the learner quits: only the flush saves.
+    monkeypatch.setattr(BackgroundSaver, "_start_writer", lambda saver: None)
+    app = lesson_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        for number in (1, 3, 6, 7, 8):  # saved off the UI thread; no pause in between
+            screen.go_to_step(number)
+        # Leaving at once: the screen's unmount flushes the save still pending.
+    again = lesson_app(resume=True)
+    async with again.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert lesson_screen(again).position == Position(8, 0)
 
 
 async def test_saving_the_file_reloads_it_and_keeps_the_position(lesson_copy: Path) -> None:
@@ -439,3 +458,17 @@ def test_code_in_backticks_is_drawn_as_code_and_nothing_else_is_read_as_markup()
     assert shown.plain == "Use dim=-1, not dim=1: a*b*c [b] and a lone ` stay."
     bold = [shown.plain[span.start : span.end] for span in shown.spans if "bold" in str(span.style)]
     assert bold == ["dim=-1", "dim=1"]
+
+
+async def test_the_palette_goes_to_each_step_and_reloads() -> None:
+    app = lesson_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = lesson_screen(app)
+        commands = screen.palette_commands()
+        titles = [command.title for command in commands]
+        assert len([t for t in titles if t.startswith("Go to step ")]) == len(STEPS)
+        assert titles[-1] == "Reload the lesson file" and commands[-1].help == str(LESSON)
+        commands[3].run()  # the fourth step: the compare step
+        await settle(pilot)
+        assert screen.position == Position(3, 0)

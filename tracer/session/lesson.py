@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -318,6 +319,12 @@ class LessonSession:
     drafts: dict[str, str] = field(default_factory=dict)
     """Per quiz id, what the learner marked or typed but has not checked yet (see
     :meth:`draft`): kept while they step away and back, never graded or saved to disk."""
+    saving: threading.RLock = field(
+        default_factory=threading.RLock, init=False, repr=False, compare=False
+    )
+    """Held while the progress is changed or saved: a front end may save on another thread
+    (:class:`~tracer.session.saver.BackgroundSaver`), and each save writes the position
+    it reads under this lock, so an older position never lands after a newer one."""
 
     # Progress -------------------------------------------------------------------------
 
@@ -336,7 +343,7 @@ class LessonSession:
 
     def adopt(self, old: LessonSession) -> None:
         """Continue ``old``'s learner in this (reloaded) lesson."""
-        self.store, self.progress = old.store, old.progress
+        self.store, self.progress, self.saving = old.store, old.progress, old.saving
         self.hints_shown = dict(old.hints_shown)
         self.drafts = dict(old.drafts)
         self._describe_progress()
@@ -352,17 +359,20 @@ class LessonSession:
         """Write the position and the answers to the progress file; a warning if it refused."""
         if self.store is None:
             return None
-        self.progress.step = self.position.step
-        self.progress.sub = self.position.sub
-        return self.store.save(self.key, self.progress)
+        with self.saving:  # the position as it is now, whichever thread saves it
+            position = self.position
+            self.progress.step = position.step
+            self.progress.sub = position.sub
+            return self.store.save(self.key, self.progress)
 
     def finish(self) -> str | None:
         """The lesson was read to its end: marked finished and saved (warning, if any)."""
         if self.progress.finished:
             return None
-        self.progress.finished = True
-        self.progress.seen = len(self.lesson.steps)
-        self.warning = self.save()
+        with self.saving:
+            self.progress.finished = True
+            self.progress.seen = len(self.lesson.steps)
+            self.warning = self.save()
         return self.warning
 
     def summary(self) -> str:
@@ -662,9 +672,10 @@ class LessonSession:
         graded = grade_response(quiz, self.runner.answer(quiz), response)
         if graded.right is None:
             return Verdict(response, None, graded.message)
-        self.progress.answers[quiz_id(number, quiz)] = QuizAnswer(response, graded.right)
+        with self.saving:  # not while another thread writes the answers out
+            self.progress.answers[quiz_id(number, quiz)] = QuizAnswer(response, graded.right)
+            self.warning = self.save()
         self.drafts.pop(quiz_id(number, quiz), None)
-        self.warning = self.save()
         return self._verdict(quiz, response, graded.right)
 
     def _verdict(self, quiz: Quiz, response: str, right: bool) -> Verdict:

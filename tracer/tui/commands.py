@@ -7,8 +7,9 @@ a lesson) and the app adds lessons and variants everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
@@ -21,6 +22,25 @@ class PaletteCommand:
     title: str
     help: str
     run: Callable[[], object]
+
+
+def lesson_commands(
+    contents: Iterable[tuple[str, str]],
+    path: Path,
+    go_to_step: Callable[[int], object],
+    reload: Callable[[], object],
+) -> list[PaletteCommand]:
+    """A lesson's palette: go to each step (its label and tip), and reload the lesson file."""
+    commands = [
+        PaletteCommand(
+            f"Go to step {label}",
+            tip,
+            lambda number=number: go_to_step(number),  # type: ignore[misc]
+        )
+        for number, (label, tip) in enumerate(contents)
+    ]
+    commands.append(PaletteCommand("Reload the lesson file", str(path), reload))
+    return commands
 
 
 def _commands(*sources: object) -> list[PaletteCommand]:

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
@@ -26,9 +27,10 @@ from tracer.session.places import LoopWords, loop_words
 from tracer.tui.grid import Highlight
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView
-from tracer.tui.steady import Column
+from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.text_pane import ProsePane, TextPane
+from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, SubStep
 
 GiveLeft = Callable[..., int]
@@ -66,6 +68,32 @@ LAYOUTS: dict[str, Layout] = {
     "quiz": Layout(quiz=True),
 }
 """Each step kind's panes (the registry :meth:`LessonScreen._arrange` reads)."""
+
+
+def lesson_panes() -> ComposeResult:
+    """The lesson screen's panes, between its header and footer (what :class:`LessonDrawing`
+    draws into): the timeline; narration and code on the left; the quiz and one of the
+    tensors, a comparison, a narration or a checkpoint on the right."""
+    yield Timeline(id="timeline")
+    with Row(id="main"):
+        with Column(id="left"):
+            with ScrollColumn(id="lesson-text"):
+                yield ProsePane(id="caption")
+                yield TextPane(id="loop-position")
+            yield SourceView(id="source")
+            yield SourceView(id="source-right", classes="-hidden")
+        with Column(id="lesson-body"):
+            yield QuizView(id="quiz")
+            with Switcher(id="lesson-switch", initial="tensors"):
+                yield TensorPane(id="tensors")
+                with Column(id="compare"):
+                    yield TensorPane(id="compare-left")
+                    yield TensorPane(id="compare-right")
+                    yield TensorPane(id="compare-difference")
+                with ScrollColumn(id="narration-body"):
+                    yield ProsePane(id="narration-text")
+                with ScrollColumn(id="checkpoint"):
+                    yield ProsePane(id="checkpoint-text")
 
 
 class LessonDrawing:

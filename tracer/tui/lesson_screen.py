@@ -5,7 +5,7 @@ holds the position (a step and, inside a ``loop`` step, a sub-step), moves,
 grades and saves; :class:`~tracer.tui.lesson_drawing.LessonDrawing` draws the
 session's view of the step. The screen runs what takes long in workers
 (loading, a loop's sub-steps, reloading), forwards keys, and picks when to
-save (after the frame). The lesson file is watched: saving it in an editor
+save (after the frame, on a writer thread). The lesson file is watched: saving it in an editor
 reloads it in place, keeping the position if that step still exists; a lesson
 with problems shows them in a modal and keeps the last good version on screen.
 """
@@ -30,16 +30,21 @@ from tracer.sanitize import visible
 from tracer.session.lesson import LessonSession, Position, open_lesson
 from tracer.session.moves import AtEnd, Failed, Move, Refused, Waiting
 from tracer.session.progress import ProgressStore
-from tracer.tui.commands import PaletteCommand
+from tracer.tui.commands import PaletteCommand, lesson_commands
 from tracer.tui.footer import SteadyFooter
-from tracer.tui.lesson_drawing import LessonDrawing, focus_highlight, loop_position, warm_app
+from tracer.tui.lesson_drawing import (
+    LessonDrawing,
+    focus_highlight,
+    lesson_panes,
+    loop_position,
+    warm_app,
+)
 from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.quiz_view import QUIZ_KEYS, QuizView
-from tracer.tui.source_view import SourceView, prepare_source
-from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
+from tracer.tui.saving import SaveWarning, screen_saver
+from tracer.tui.source_view import prepare_source
 from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
 from tracer.tui.tensor_pane import TensorPane
-from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -113,8 +118,8 @@ class LessonScreen(StepScreen):
         """The reload of the latest save: an earlier one that ends after it is ignored."""
         self.drawing = LessonDrawing(self, lambda: self.session)
         """Draws the session's view of each step into the panes."""
-        self._save_pending = False
-        """A move's position is to be saved once its step is on screen (``_save_soon``)."""
+        self._saver = screen_saver(self, self._save_now)
+        """Saves the position off the UI thread; flushed when the screen goes."""
 
     @property
     def position(self) -> Position:
@@ -122,26 +127,7 @@ class LessonScreen(StepScreen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
-        yield Timeline(id="timeline")
-        with Row(id="main"):
-            with Column(id="left"):
-                with ScrollColumn(id="lesson-text"):
-                    yield ProsePane(id="caption")
-                    yield TextPane(id="loop-position")
-                yield SourceView(id="source")
-                yield SourceView(id="source-right", classes="-hidden")
-            with Column(id="lesson-body"):
-                yield QuizView(id="quiz")
-                with Switcher(id="lesson-switch", initial="tensors"):
-                    yield TensorPane(id="tensors")
-                    with Column(id="compare"):
-                        yield TensorPane(id="compare-left")
-                        yield TensorPane(id="compare-right")
-                        yield TensorPane(id="compare-difference")
-                    with ScrollColumn(id="narration-body"):
-                        yield ProsePane(id="narration-text")
-                    with ScrollColumn(id="checkpoint"):
-                        yield ProsePane(id="checkpoint-text")
+        yield from lesson_panes()
         yield SteadyFooter()
 
     @property
@@ -167,7 +153,7 @@ class LessonScreen(StepScreen):
         self.call_after_refresh(self._load)
 
     def on_unmount(self) -> None:
-        self._save_if_pending()  # quitting right after a move still saves where it went
+        self._saver.close()  # quitting right after a move still saves where it went
         # The heap was frozen after loading, so the collector would never stop the plugins'
         # worker processes: stop them here, when the lesson leaves the screen.
         if self.session is not None:
@@ -480,27 +466,21 @@ class LessonScreen(StepScreen):
         if view.tables:  # answered: the hidden cells of its tables show now
             self.drawing.show_quiz_tables(view)
 
-    # Progress: the session saves; the screen picks the moment -------------------------------
+    # Progress: the session saves, on the saver's thread; the screen picks the moment ------
 
     def _save_soon(self) -> None:
-        """Save the position once the step is on screen.
+        """Save the position once the step is on screen, off the UI thread (see
+        :mod:`tracer.session.saver`): the next key press never waits for the disk.
+        Quiz answers are still saved at once."""
+        self.call_after_refresh(self._saver.request)
 
-        Saving writes the progress file and waits for the disk (``fsync``), which
-        took from a few to tens of milliseconds here: done before the frame, every
-        key press waited for it. Quiz answers are still saved at once.
-        """
-        if not self._save_pending:
-            self._save_pending = True
-            self.call_after_refresh(self._save_if_pending)
+    def _save_now(self) -> str | None:
+        """The saver's work (on its thread, or on the way out): the position it reads now."""
+        session = self.session
+        return session.save() if session is not None else None
 
-    def _save_if_pending(self) -> None:
-        if self._save_pending:
-            self._save()
-
-    def _save(self) -> None:
-        self._save_pending = False
-        if self.session is not None:
-            self._say_warning(self.session.save())
+    def on_save_warning(self, message: SaveWarning) -> None:
+        self._say_warning(message.warning)
 
     def _say_warning(self, warning: str | None) -> None:
         if warning:
@@ -512,15 +492,4 @@ class LessonScreen(StepScreen):
         session = self.session
         if session is None:
             return []
-        commands = [
-            PaletteCommand(
-                f"Go to step {label}",
-                tip,
-                lambda number=number: self.go_to_step(number),  # type: ignore[misc]
-            )
-            for number, (label, tip) in enumerate(session.contents())
-        ]
-        commands.append(
-            PaletteCommand("Reload the lesson file", str(session.path), self.reload_now)
-        )
-        return commands
+        return lesson_commands(session.contents(), session.path, self.go_to_step, self.reload_now)

@@ -365,6 +365,10 @@ def start_child(
                     os.setsid()
                 else:
                     os.setpgid(0, 0)
+            # The parent's own handlers (the app's: save progress and close) mean nothing
+            # here: a stop request ends the child as the system would.
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, signal.SIG_DFL)
             die_with_parent(die_signal)
             if os.getppid() != parent:  # the parent died before the line above
                 os._exit(status)

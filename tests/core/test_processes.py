@@ -51,6 +51,18 @@ def test_a_childs_exit_status_is_what_it_ended_with() -> None:
         assert child.exitcode == expected, target
 
 
+def test_a_child_does_not_run_its_parents_stop_handlers() -> None:
+    """A parent that handles SIGTERM itself (the app saves and closes) forks children that a
+    SIGTERM ends as the system would, not by running the parent's handler."""
+    before = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        child = start_child(_killed_by, signal.SIGTERM)
+        child.join(30)
+        assert child.exitcode == -signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def test_a_child_has_a_process_group_of_its_own() -> None:
     read, write = os.pipe()
 

@@ -28,7 +28,7 @@ from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.hiding import Secret, numbers_in, own_screen, secrets
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
-from tracer.lessons.statements import stated_answers
+from tracer.lessons.statements import source_lines, stated_answers
 from tracer.lessons.views import live, step_view
 from tracer.yamldoc import Problem
 
@@ -56,7 +56,7 @@ def hidden_live_values(lesson: Lesson, runner: LessonRunner, path: str) -> list[
     bottom (``--plain``, the exports, a learner answering in order): its value gives away a later
     quiz's answer, so the walk hides it. A quiz's own answer in its own question is refused by
     the giveaway check instead."""
-    source = _source_lines(lesson)
+    source = source_lines(lesson)
     found: list[Problem] = []
     for number, step in enumerate(lesson.steps):
         kept = secrets(lesson, runner, number)
@@ -132,15 +132,6 @@ def first_tensor_only(lesson: Lesson, runner: LessonRunner, path: str) -> list[P
                 )
             )
     return found
-
-
-def _source_lines(lesson: Lesson) -> list[str]:
-    if lesson.path is None:
-        return []
-    try:
-        return lesson.path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
 
 
 def _locate(source: list[str], needle: str, line: int, nth: int) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from tracer.lessons.hiding import Secret, lesson_secrets
 from tracer.lessons.model import Lesson
+from tracer.lessons.statements import source_lines
 from tracer.render.text import format_number
 from tracer.yamldoc import Problem
 
@@ -45,7 +46,7 @@ def accepted(secret: Secret, tokens: int) -> str:
 
 def naive_guesses(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
     """A warning at the tolerance of each number quiz that accepts a guess."""
-    source = _source(lesson)
+    source = source_lines(lesson)
     tokens = len(lesson.inputs.tokens)
     found = []
     for secret in lesson_secrets(lesson, runner):
@@ -69,15 +70,6 @@ def naive_guesses(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
 
 def _value(what: str, tokens: int) -> float:
     return next(guess for guess, said in guesses(tokens) if said == what)
-
-
-def _source(lesson: Lesson) -> list[str]:
-    if lesson.path is None:
-        return []
-    try:
-        return lesson.path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
 
 
 def _tolerance_at(source: list[str], line: int, column: int) -> tuple[int, int]:

@@ -16,7 +16,9 @@ the given numbers and are said so). The backward lessons' gradients are taken tw
 variants do not take them: the softmax's Jacobian written out row by row, and central
 differences of the loss for the weight and embedding gradients; rotary speeds, YaRN's ramp
 and attention factor from the papers' formulas; latent attention from the projections it
-shows; the paged cache's blocks from t // block and t % block. The lesson's own operations (``then:``) are checked by
+shows; the paged cache's blocks from t // block and t % block. Their loops (the backward's
+rows, flash-backward's tiles with their running sums, rotary pairs, paged decoding steps) are
+recomputed sub-step by sub-step. The lesson's own operations (``then:``) are checked by
 the authoring tests (tests/lessons/test_authoring.py) and every quiz's answer by its own
 oracle (tests/lessons/test_shipped.py); this script checks what they start from.
 
@@ -48,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from tests.data import seeds  # noqa: E402
 from tracer.lessons.lesson_runner import LessonRunner  # noqa: E402
 from tracer.lessons.loader import find_lessons, load_lesson  # noqa: E402
-from tracer.lessons.model import Lesson, TensorRef  # noqa: E402
+from tracer.lessons.model import Lesson, Loop, TensorRef  # noqa: E402
 from tracer.plugin_host import PluginHost  # noqa: E402
 
 RTOL = 1e-4
@@ -641,6 +643,134 @@ def paged(given: Given) -> Arrays:
     return out
 
 
+# Loops: each sub-step's tensors, from the same oracles ------------------------------------
+
+
+def _backward_rows(given: Given, position: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Row i of the softmax's backward: p, dp, dO[i], O[i], both forms of D, ds, and the
+    Jacobian diag(p) − p pᵀ with its product with dp."""
+    q, k, v = given.t("queries", "Q"), given.t("keys", "K"), given.t("values", "V")
+    hide = bool(given.options.get("causal"))
+    out = _backward_from(given.x, q, k, v, _upstream(given, q.shape), hide)
+    (i,) = position
+    p, dp = out["weights"]["P"][i], out["grad_weights"]["dP"][i]
+    d_o, o = out["upstream"]["dO"][i], out["context"]["O"][i]
+    jacobian = np.diag(p) - np.outer(p, p)
+    return {
+        "p": p, "dp": dp, "do": d_o, "o": o, "D_from_dP": np.array(p @ dp),
+        "D": np.array(d_o @ o), "ds": out["grad_scores"]["dS"][i], "jacobian": jacobian,
+        "jvp": jacobian @ dp,
+    }  # fmt: skip
+
+
+def _flash_tile(given: Given, position: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Tile (key tile j, query tile i): its slices of L, D, S (hidden keys at −inf), P, dP, dS,
+    and the running sums after it: dQ_i over key tiles 0..j, dK_j and dV_j over query tiles
+    0..i."""
+    p = given.tensors["projected"]
+    q, k, v = p["Q"], p["K"], p["V"]
+    hide = bool(given.options.get("causal"))
+    out = _backward_from(given.x, q, k, v, _upstream(given, q.shape), hide)
+    tile = int(given.options.get("tile", 2))  # type: ignore[call-overload]
+    kj, qi = position
+    rows, cols = slice(qi * tile, (qi + 1) * tile), slice(kj * tile, (kj + 1) * tile)
+    seen_rows, seen_cols = slice(0, (qi + 1) * tile), slice(0, (kj + 1) * tile)
+    s = out["masked_scores"]["masked_scores"] if hide else out["scaled"]["S"]
+    d_s, scale = out["grad_scores"]["dS"], math.sqrt(k.shape[1])
+    return {
+        "L_i": out["forward"]["L"][rows], "D_i": out["delta"]["D"][rows],
+        "S_ij": s[rows, cols], "P_ij": out["weights"]["P"][rows, cols],
+        "dP_ij": out["grad_weights"]["dP"][rows, cols], "dS_ij": d_s[rows, cols],
+        "dQ_i": d_s[rows, seen_cols] @ k[seen_cols] / scale,
+        "dK_j": d_s[seen_rows, cols].T @ q[seen_rows] / scale,
+        "dV_j": out["weights"]["P"][seen_rows, cols].T @ out["upstream"]["dO"][seen_rows],
+    }  # fmt: skip
+
+
+def _rope_pair(given: Given, position: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The pair of token m whose first feature is a (the sub-step writes cell (m, a)): its angle
+    m·θᵢ, the 2 × 2 rotation (times YaRN's factor), and the query's and the key's pair before
+    and after."""
+    whole = rope(given)
+    m, a = position
+    first, second = (whole["angles"][n].astype(int) for n in ("first", "second"))
+    i = int(np.flatnonzero(first == a)[0])
+    b = second[i]
+    angle = whole["positions"]["angle"][m, i]
+    factor = float(whole["angles"].get("temperature", np.array(1.0)))
+    turn = factor * np.array(
+        [[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]]
+    )
+    rq, rk = whole["rotated"]["rotated_queries"], whole["rotated"]["rotated_keys"]
+    return {
+        "angle": np.array(angle), "rotation": turn, "row_first": turn[0], "row_second": turn[1],
+        "query_pair": given.t("queries")[m, [a, b]], "key_pair": given.t("keys")[m, [a, b]],
+        "query_first": np.array(rq[m, a]), "query_second": np.array(rq[m, b]),
+        "key_first": np.array(rk[m, a]), "key_second": np.array(rk[m, b]),
+    }  # fmt: skip
+
+
+def _paged_step(given: Given, position: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Decoding token t: its query and key, the t + 1 keys and values read back, the weights
+    softmax(q Kᵀ/√d) over them, the context, and the table's entries so far (t // block + 1)."""
+    if given.partner is None:
+        return {}
+    q, k, v = (next(iter(given.partner[n].values())) for n in ("queries", "keys", "values"))
+    (t,) = position
+    size = int(given.options.get("block", 2))  # type: ignore[call-overload]
+    weights = softmax(q[t] @ k[: t + 1].T / math.sqrt(k.shape[1]))
+    out = {
+        "query": q[t], "new_key": k[t], "keys": k[: t + 1], "values": v[: t + 1],
+        "weights": weights, "context": weights @ v[: t + 1],
+    }  # fmt: skip
+    table = given.tensors.get("blocks", {}).get("table")
+    if table is not None:
+        out["table"] = table[: t // size + 1]
+    return out
+
+
+SUBSTEPS: dict[tuple[str, str], Callable[[Given, tuple[int, ...]], dict[str, np.ndarray]]] = {
+    ("backward", "grad_scores"): _backward_rows,
+    ("flash-backward", "tiles"): _flash_tile,
+    ("rope", "rotated"): _rope_pair,
+    ("paged-kv-cache", "decode"): _paged_step,
+}
+"""The loops of lessons 14-18 whose every sub-step is recomputed here."""
+
+
+def _compare(report: Report, where: str, got: np.ndarray, want: np.ndarray) -> None:
+    report.tensors += 1
+    report.cells += int(np.asarray(want).size)
+    if got.shape != np.asarray(want).shape:
+        report.mismatches.append(f"{where}: shape {got.shape}, oracle {np.asarray(want).shape}")
+        return
+    same = np.isclose(got, want, rtol=RTOL, atol=ATOL) | (
+        ~np.isfinite(got) & ~np.isfinite(want) & (np.sign(got) == np.sign(want))
+    )
+    if not same.all():
+        at = tuple(int(i) for i in np.argwhere(~same)[0]) if got.ndim else ()
+        report.mismatches.append(
+            f"{where}{list(at)}: run {got[at]:.6g}, oracle {np.asarray(want)[at]:.6g} "
+            f"({int((~same).sum())} cells)"
+        )
+
+
+def check_loops(lesson: Lesson, runner: LessonRunner, report: Report) -> None:
+    """Every sub-step of every loop step whose variant and stage :data:`SUBSTEPS` knows."""
+    for step in lesson.steps:
+        if not isinstance(step, Loop) or (step.variant, step.stage) not in SUBSTEPS:
+            continue
+        oracle = SUBSTEPS[(step.variant, step.stage)]
+        given = _given(runner, step)  # type: ignore[arg-type]
+        for sub in runner.substeps(step):
+            want = oracle(given, tuple(int(i) for i in sub.position))
+            for name, tensor in sub.tensors.items():
+                if name in want:
+                    got = tensor.detach().double().cpu().numpy()
+                    where = f"{step.variant}.{step.stage}{list(sub.position)}.{name}"
+                    _compare(report, where, got, np.asarray(want[name], dtype=float))
+
+
 PARTNERS = {"kv-cache": "masked", "paged-kv-cache": "masked"}
 """A variant checked against another's run with the same options (see :attr:`Given.partner`)."""
 
@@ -798,6 +928,7 @@ def check(lesson: Lesson, runner: LessonRunner) -> Report:
                     f"{ref.variant}.{ref.stage}.{name}{list(at)}: run {got[at]:.6g}, "
                     f"oracle {want[at]:.6g} ({int((~same).sum())} cells)"
                 )
+    check_loops(lesson, runner, report)
     for number in _typed_numbers(lesson):
         report.typed += 1
         if f"{float(number):.4f}" not in printed and not _rounded_in(number, printed):

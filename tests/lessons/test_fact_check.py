@@ -132,3 +132,39 @@ def test_the_rotary_oracle_gives_the_papers_speeds(fact_check: ModuleType) -> No
     assert np.allclose(yarn["ramp"], [1, 1, 0.5, 0])
     assert np.isclose(float(yarn["temperature"]), 0.1 * np.log(4) + 1)
     assert np.allclose(yarn["theta"], [1, 0.1, 0.5 * 0.01 + 0.5 * 0.01 / 4, 0.001 / 4])
+
+
+BACKWARD_LOOP = """title: T
+summary: S
+options: {seed: 123, init: rand, d_out: 2}
+steps:
+  - loop: {variant: backward, stage: grad_scores, limit: 2}
+"""
+
+
+def test_every_sub_step_of_a_loop_is_recomputed_and_a_planted_false_one_is_reported(
+    fact_check: ModuleType, host: PluginHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backward's rows of dS, sub-step by sub-step, agree with the oracle; an oracle off by
+    0.01 in one cell of the second row's ds is one false table, named by its sub-step."""
+    lesson = parse_lesson(BACKWARD_LOOP, "l.yaml", host)
+    runner = LessonRunner(lesson, host)
+    honest = fact_check.SUBSTEPS[("backward", "grad_scores")]
+
+    def off(given: object, position: tuple[int, ...]) -> dict[str, np.ndarray]:
+        out = dict(honest(given, position))
+        if position == (1,):
+            out["ds"] = out["ds"] + np.eye(1, out["ds"].size, 2).reshape(-1) * 0.01
+        return out
+
+    try:
+        report = fact_check.Report(lesson.name)
+        fact_check.check_loops(lesson, runner, report)
+        assert report.mismatches == [] and report.tensors >= 2 * 9
+        monkeypatch.setitem(fact_check.SUBSTEPS, ("backward", "grad_scores"), off)
+        report = fact_check.Report(lesson.name)
+        fact_check.check_loops(lesson, runner, report)
+    finally:
+        runner.close()
+    assert len(report.mismatches) == 1
+    assert report.mismatches[0].startswith("backward.grad_scores[1].ds[2]")

@@ -1,0 +1,321 @@
+"""Relations and counts a sentence states about its step's tables are checked against the
+tables (:mod:`tracer.lessons.relation_claims`), two-decimal numbers typed into prose against
+what the lesson shows (:mod:`tracer.lessons.typed_values`), each warned at the words'
+``file:line:column``; ``attn lesson check PATH --claims`` lists what was checked and what was
+read as prose.
+
+Whether each sentence is true is decided here by numpy from the course notes' embeddings
+(tests/data/seeds.py): scores = X Xᵀ, weights = softmax over each row; and rotary speeds
+θᵢ = base^(−2i/d), NTK-aware scaling's base · s^(d/(d−2)), from the formulas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.data import seeds
+from tracer.lessons.check import examine
+from tracer.lessons.lesson_runner import LessonRunner
+from tracer.lessons.loader import load_lesson, shipped_dir
+from tracer.lessons.model import Loop
+from tracer.lessons.relation_claims import _so_far, holds_stage, relation_warnings
+from tracer.lessons.typed_values import unshown_numbers
+from tracer.plugin_host import PluginHost
+
+X = np.array(seeds.SEED_003_INPUTS)
+SCORES = X @ X.T
+WEIGHTS = np.exp(SCORES) / np.exp(SCORES).sum(axis=1, keepdims=True)
+
+SHOW = """title: T
+summary: S
+steps:
+  - show:
+      variant: vectorized
+      stage: {stage}
+      caption: {caption}
+"""
+COMPARE = """title: T
+summary: S
+steps:
+  - compare:
+      stage: {stage}
+      left: {{variant: {left}}}
+      right: {{variant: {right}}}
+      caption: {caption}
+"""
+ROPE = """title: T
+summary: S
+options: {{seed: 123, init: rand, d_out: 8}}
+steps:
+  - compare:
+      variant: rope
+      stage: angles
+      tensor: theta
+      left: {{label: no scaling}}
+      right: {{options: {{scaling: ntk, factor: 4}}, label: "ntk, factor 4"}}
+      caption: {caption}
+"""
+
+
+def warnings_of(text: str, host: PluginHost, tmp_path: Path) -> list[str]:
+    path = tmp_path / "lesson.yaml"
+    path.write_text(text, encoding="utf-8")
+    examined = examine(path, host)
+    assert examined.problems == []
+    return [f"{w.line}:{w.column}: {w.message}" for w in examined.warnings]
+
+
+def where(text: str, words: str) -> str:
+    """``line:column`` of ``words`` in ``text``, counted here."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if words in line:
+            return f"{number}:{line.index(words) + 1}"
+    raise AssertionError(words)
+
+
+Case = tuple[str, dict[str, str], bool]
+"""(template, its fields, whether numpy says the sentence is true)."""
+
+CASES: dict[str, Case] = {
+    "rows sum to 1": (
+        SHOW,
+        {"stage": "weights", "caption": "Each row of the weights sums to 1."},
+        bool(np.allclose(WEIGHTS.sum(axis=1), 1)),
+    ),
+    "columns sum to 1": (
+        SHOW,
+        {"stage": "weights", "caption": "Each column of the weights sums to 1."},
+        bool(np.allclose(WEIGHTS.sum(axis=0), 1)),
+    ),
+    "rows do not sum to 1": (
+        SHOW,
+        {"stage": "weights", "caption": "The rows of the weights do not add up to 1."},
+        not np.allclose(WEIGHTS.sum(axis=1), 1),
+    ),
+    "every weight positive": (
+        SHOW,
+        {"stage": "weights", "caption": "Every weight is positive."},
+        bool((WEIGHTS > 0).all()),
+    ),
+    "every score negative": (
+        SHOW,
+        {"stage": "scores", "caption": "Every score is negative."},
+        bool((SCORES < 0).all()),
+    ),
+    "36 scores": (SHOW, {"stage": "scores", "caption": "All 36 scores."}, SCORES.size == 36),
+    "30 scores": (SHOW, {"stage": "scores", "caption": "All 30 scores."}, SCORES.size == 30),
+    "the same context vectors": (
+        COMPARE,
+        {
+            "stage": "context",
+            "left": "naive-loop",
+            "right": "vectorized",
+            "caption": "The same context vectors, up to rounding.",
+        },
+        True,  # the same formula, softmax(X Xᵀ) X, computed two ways
+    ),
+    "the same weights": (
+        COMPARE,
+        {
+            "stage": "weights",
+            "left": "vectorized",
+            "right": "masked",
+            "caption": "The same weights, up to rounding.",
+        },
+        bool(np.allclose(WEIGHTS, np.tril(WEIGHTS))),  # a causal mask changes them
+    ),
+}
+
+
+def ntk_kept() -> list[int]:
+    """The pairs whose speed NTK-aware scaling keeps (d = 8, base 10000, factor 4)."""
+    d, base, s = 8, 10000.0, 4.0
+    i = np.arange(d // 2)
+    before = base ** (-2 * i / d)
+    after = (base * s ** (d / (d - 2))) ** (-2 * i / d)
+    return [int(k) for k in i if np.isclose(before[k], after[k], rtol=1e-4)]
+
+
+KEPT = ntk_kept()
+CASES |= {
+    "keeps pair 0": (ROPE, {"caption": "NTK-aware scaling keeps pair 0."}, 0 in KEPT),
+    "keeps pair 1": (ROPE, {"caption": "NTK-aware scaling keeps pair 1."}, 1 in KEPT),
+    "keeps the fastest pair": (
+        ROPE,
+        {"caption": "NTK-aware scaling keeps the fastest pair."},
+        0 in KEPT,  # pair 0 turns fastest: base^0 = 1
+    ),
+    "keeps the fast pairs": (
+        ROPE,
+        {"caption": "NTK-aware scaling keeps the fast pairs."},
+        len(KEPT) >= 2,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_claim_is_warned_at_its_words_exactly_when_it_is_false(
+    name: str, host: PluginHost, tmp_path: Path
+) -> None:
+    template, fields, true = CASES[name]
+    text = template.format(**fields)
+    warned = [w for w in warnings_of(text, host, tmp_path) if "warning: '" in w]
+    if true:
+        assert warned == [], warned
+        return
+    caption = fields["caption"]
+    sentence_at = where(text, caption)
+    assert len(warned) == 1, warned
+    line, column = (int(n) for n in sentence_at.split(":"))
+    # The warning is on the caption's line, at the words that state the relation.
+    said_line, said_column = (int(n) for n in warned[0].split(":")[:2])
+    assert said_line == line and column <= said_column < column + len(caption), warned
+
+
+def test_the_oracles_cover_true_and_false_of_each_kind() -> None:
+    truths = {name: case[2] for name, case in CASES.items()}
+    assert truths["rows sum to 1"] and not truths["columns sum to 1"]
+    assert truths["36 scores"] and not truths["30 scores"]
+    assert not truths["rows do not sum to 1"] and truths["every weight positive"]
+    assert KEPT == [0]  # NTK keeps only the fastest pair: "the fast pairs" is false
+
+
+def test_a_sentence_with_no_table_beside_it_is_prose(host: PluginHost, tmp_path: Path) -> None:
+    text = SHOW.format(stage="weights", caption="Every row of the weights sums to 1.")
+    text = text.replace("steps:\n", "steps:\n  - narration: Each column sums to 1.\n")
+    assert not [w for w in warnings_of(text, host, tmp_path) if "sums" in w]
+
+
+def test_a_sentence_naming_another_tensor_is_prose(host: PluginHost, tmp_path: Path) -> None:
+    """The caption is about real attention weights, not the scores the step shows."""
+    text = SHOW.format(stage="scores", caption="Every row of real attention weights adds up to 1.")
+    assert warnings_of(text, host, tmp_path) == []
+
+
+def test_claims_lists_what_was_checked_and_what_is_prose(
+    attn: Callable[..., tuple[int, str, str]], tmp_path: Path
+) -> None:
+    text = SHOW.format(stage="weights", caption="Each row of the weights sums to 1.")
+    text = text.replace("steps:\n", "steps:\n  - narration: Each column sums to 1.\n")
+    path = tmp_path / "lesson.yaml"
+    path.write_text(text, encoding="utf-8")
+    status, out, err = attn("lesson", "check", str(path), "--claims")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    narration, caption = where(text, "Each column"), where(text, "Each row")
+    assert (
+        f'{path}:{narration}: "Each column sums to 1" -- prose (not checked: the narration shows no table)'
+        in lines
+    )
+    assert (
+        f"{path}:{caption}: \"Each row of the weights sums to 1\" -- checked: the row sums of 'weights'"
+        in lines
+    )
+
+
+def test_claims_goes_only_with_check(attn: Callable[..., tuple[int, str, str]]) -> None:
+    status, _out, err = attn("lesson", "run", "01", "--plain", "--claims")
+    assert status == 2 and "--claims goes with 'attn lesson check'" in err
+
+
+def test_a_typed_number_no_table_shows_is_warned_where_it_is_typed(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    shown = f"{WEIGHTS[1, 1]:.2f}"  # the weight of "journey" on itself, as numpy has it
+    absent = next(
+        f"{v / 100:.2f}"
+        for v in range(11, 99)
+        if not np.isclose(WEIGHTS, v / 100, atol=0.005).any()
+        and not np.isclose(SCORES, v / 100, atol=0.005).any()
+        and not np.isclose(X, v / 100, atol=0.005).any()
+    )
+    text = SHOW.format(stage="weights", caption=f"Journey keeps {shown} of its own attention.")
+    assert not [w for w in warnings_of(text, host, tmp_path) if shown in w]
+    text = SHOW.format(stage="weights", caption=f"Journey keeps {absent} of its own attention.")
+    warned = [w for w in warnings_of(text, host, tmp_path) if absent in w]
+    assert warned == [
+        f"{where(text, absent)}: warning: {absent} in the show is in no table this lesson "
+        "shows, nor a live value or a formula shown with a table; write it as a live value "
+        "({{name}}), or show where it comes from"
+    ]
+
+
+def test_a_loop_titled_so_far_must_hold_the_stages_values(host: PluginHost) -> None:
+    """naive-loop's scores loop writes each score of X Xᵀ: titled "scores so far", true."""
+    assert holds_stage("scores", "score") and not holds_stage("grad_scores", "D_from_dP")
+    lesson = load_lesson(shipped_dir() / "01_dot_products.yaml", host)
+    runner = LessonRunner(lesson, host)
+    try:
+        loops = [step for step in lesson.steps if isinstance(step, Loop)]
+        assert loops and all(_so_far(loop, runner) is None for loop in loops)
+        row = next(iter(runner.substeps(loops[0])))
+        assert row.tensors["score"].item() == pytest.approx(SCORES[row.position], abs=1e-4)
+    finally:
+        runner.close()
+
+
+class _Sub:
+    def __init__(self, cell: tuple[int, int], value: float) -> None:
+        import torch
+
+        from tracer.equations import Dot
+
+        self.position = cell
+        self.tensors = {"score": torch.tensor(value), "query": torch.ones(2), "key": torch.ones(2)}
+        self.equations = (Dot("query", "key", "score"),)
+        self.equation = self.equations[0]
+
+
+class _FakeRunner:
+    """A loop's sub-steps and its stage's final table, as a variant might yield them."""
+
+    def __init__(self, written: dict[tuple[int, int], float], final: np.ndarray) -> None:
+        self.written, self.final = written, final
+
+    def substeps(self, _step: Loop) -> list[_Sub]:
+        return [_Sub(cell, value) for cell, value in self.written.items()]
+
+    def tensor(self, _ref: object) -> object:
+        import torch
+
+        class _Resolved:
+            tensor = torch.from_numpy(self.final)
+
+        return _Resolved()
+
+
+def test_a_so_far_table_with_another_quantity_or_empty_cells_is_warned() -> None:
+    loop = Loop("naive-loop", "scores", line=7, column=5)  # no limit: it runs to its end
+    whole = {(r, c): float(SCORES[r, c]) for r in range(2) for c in range(2)}
+    assert (
+        _so_far(
+            loop,
+            _FakeRunner(whole, SCORES[:2, :2]),
+        )
+        is None
+    )  # type: ignore[arg-type]
+    other = dict(whole) | {(1, 0): float(WEIGHTS[1, 0])}
+    said = _so_far(loop, _FakeRunner(other, SCORES[:2, :2]))  # type: ignore[arg-type]
+    assert said is not None and "cell (1, 0) holds" in said and "'scores so far'" in said
+    even = {cell: value for cell, value in whole.items() if cell[1] % 2 == 0}
+    said = _so_far(loop, _FakeRunner(even, SCORES[:2, :2]))  # type: ignore[arg-type]
+    assert said is not None and "filled 2 of the 4 cells" in said
+
+
+def test_the_shipped_lessons_state_no_false_relation_and_type_no_unshown_number(
+    host: PluginHost,
+) -> None:
+    found = []
+    for path in sorted(shipped_dir().glob("*.yaml")):
+        lesson = load_lesson(path, host)
+        runner = LessonRunner(lesson, host)
+        try:
+            found += relation_warnings(lesson, runner, str(path))
+            found += unshown_numbers(lesson, runner, str(path))
+        finally:
+            runner.close()
+    assert found == []

@@ -115,7 +115,21 @@ _NEGATION = re.compile(r"\bnot\b|n[’']t\b|\bnever\b|\bno longer\b", re.I)
 _SIDE_OR_SHAPE = re.compile(
     r"\b(?:above|below|under|over)\s+(?:the\s+)?(?:main\s+)?diagonal\b|\d+ ?[×x] ?\d+", re.I
 )
-_NOT_COUNTED = ("lesson", "step", "position", "head", "pair", "row", "column", "layer", "=", "of")
+_NOT_COUNTED = (
+    "lesson",
+    "step",
+    "position",
+    "head",
+    "pair",
+    "row",
+    "column",
+    "layer",
+    "=",
+    "of",
+    "×",
+    "·",
+    "*",
+)
 """Words before a number that make it an index or another thing's size ("head 1")."""
 _NOUN_TAILS = frozenset({"vector", "head", "key", "query", "row", "column", "score", "weight"})
 """Second words of a counted noun ("context vectors", "query heads")."""
@@ -483,7 +497,10 @@ def _same_sides(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _V
 def _counts(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _Verdict | str | None:
     verdict: _Verdict | str | None = None
     for match in _COUNT.finditer(sentence):
-        after = sentence[match.end() :]
+        noun = match.group("noun").lower()
+        if " " in noun and _singular(noun.split()[1]) not in _NOUN_TAILS:
+            noun = noun.split()[0]  # "two ramps agree": the noun is "ramps"
+        after = sentence[match.start("noun") + len(noun) :]
         before = sentence[: match.start()].rstrip().lower()
         if (
             re.match(r"\s*(?:per|of|each|×|x\b|=)", after)
@@ -494,9 +511,6 @@ def _counts(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _Verdi
             # "columns 0 and 1": a shape, another thing's size or an index, not a count
             continue
         n = _count(match.group("n"))
-        noun = match.group("noun").lower()
-        if " " in noun and _singular(noun.split()[1]) not in _NOUN_TAILS:
-            noun = noun.split()[0]  # "two ramps agree": the noun is "ramps"
         allowed, what = _allowed(noun, tables)
         if allowed is None:
             if verdict is None:

@@ -319,3 +319,75 @@ def test_the_shipped_lessons_state_no_false_relation_and_type_no_unshown_number(
         finally:
             runner.close()
     assert found == []
+
+
+QUIZ = """title: T
+summary: S
+steps:
+  - quiz:
+      question: Does each column of the weights sum to 1? Pick the sentence that is true.
+      choices:
+        - Each column of the weights sums to 1.
+        - Each row of the weights sums to 1.
+      answer: Each row of the weights sums to 1.
+      show: {{variant: vectorized, stage: weights}}
+      explanation: {explanation}
+"""
+
+
+def test_a_question_and_a_wrong_choice_state_nothing_an_explanation_does(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    """The wrong choice is false on purpose (numpy: the columns do not sum to 1), and the
+    question asks; the explanation states, and is checked."""
+    assert not np.allclose(WEIGHTS.sum(axis=0), 1)
+    right = QUIZ.format(explanation="Softmax runs along each row, so each row sums to 1.")
+    assert warnings_of(right, host, tmp_path) == []
+    wrong = QUIZ.format(explanation="Softmax runs down each column, so each column sums to 1.")
+    warned = warnings_of(wrong, host, tmp_path)
+    assert len(warned) == 1 and warned[0].startswith(where(wrong, "Softmax runs down")), warned
+
+
+def test_two_sides_that_differ_do_not_match(host: PluginHost, tmp_path: Path) -> None:
+    """A causal mask changes every row but the last (numpy: softmax of X Xᵀ is not lower
+    triangular), so vectorized and masked weights differ."""
+    assert not np.allclose(WEIGHTS, np.tril(WEIGHTS))
+    fields = {"stage": "weights", "left": "vectorized", "right": "masked"}
+    text = COMPARE.format(**fields, caption="They match.")
+    warned = warnings_of(text, host, tmp_path)
+    assert len(warned) == 1 and warned[0].startswith(where(text, "They match")), warned
+    text = COMPARE.format(**fields, caption="The first 5 rows differ and the last rows match.")
+    assert warnings_of(text, host, tmp_path) == []  # a difference: prose
+
+
+def test_the_first_rows_agree_only_where_both_sides_agree(host: PluginHost, tmp_path: Path) -> None:
+    """Causal weights differ from full ones in every row but the last (numpy: the first row
+    of the masked weights is [1, 0, ...], of the full ones softmax of X Xᵀ's first row)."""
+    assert not np.allclose(WEIGHTS[:2], np.eye(6)[:2])
+    fields = {"stage": "weights", "left": "vectorized", "right": "masked"}
+    text = COMPARE.format(**fields, caption="The first two rows agree.")
+    warned = warnings_of(text, host, tmp_path)
+    assert len(warned) == 1 and warned[0].startswith(where(text, "The first two")), warned
+    fields = {"stage": "scores", "left": "naive-loop", "right": "vectorized"}
+    text = COMPARE.format(**fields, caption="The first three rows agree.")  # X Xᵀ both ways
+    assert warnings_of(text, host, tmp_path) == []
+
+
+def test_a_part_of_a_table_is_prose_the_whole_table_is_checked(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    """Causal weights (numpy: softmax of X Xᵀ with the later keys at -inf) are 0 above the
+    diagonal: "all the future weights are 0" is about a part, "every weight is positive" is
+    false of the whole."""
+    masked = np.where(np.triu(np.ones((6, 6)), 1) > 0, -np.inf, SCORES)
+    causal = np.exp(masked) / np.exp(masked).sum(axis=1, keepdims=True)
+    assert (causal[np.triu_indices(6, 1)] == 0).all() and not (causal > 0).all()
+    text = SHOW.format(stage="weights", caption="All the future weights are 0.").replace(
+        "vectorized", "masked"
+    )
+    assert warnings_of(text, host, tmp_path) == []
+    text = SHOW.format(stage="weights", caption="Every weight is positive.").replace(
+        "vectorized", "masked"
+    )
+    warned = warnings_of(text, host, tmp_path)
+    assert len(warned) == 1 and warned[0].startswith(where(text, "Every weight")), warned

@@ -3,10 +3,12 @@ as ``attn lesson check`` warns about them; and every such sentence, checked or r
 as ``attn lesson check --claims`` lists them.
 
 A caption, a quiz's question, hints and explanation, and a checkpoint's points are read one
-sentence at a time. A sentence that states a relation is tied to a table of its own step
-(the ``show``, ``compare`` or a quiz's ``show:``/``cells:`` table) when its words name it (the
-tensor, its stage or its label) or when the step shows one table and the sentence names none
-else; then it is checked against the values the walk shows:
+sentence at a time (a question asks and a choice may be meant to be wrong: neither states
+anything). A sentence that states a relation is tied to a table of its own step (a ``show``'s,
+a ``compare``'s two sides, a quiz's ``show:`` and ``cells:``, or for a quiz without tables the
+show step's before it, as the walk shows them) when its words name it (the tensor or its
+stage, and no word more: "the future weights" is a part) or when the step shows one table and
+the sentence names none; then it is checked against the values the walk shows:
 
 - sums: "each row sums to 1", "every row of P adds up to 1", "the rows ... do not add up to
   1", "each row of dS sums to zero" (rows: the last axis; columns: the one before);
@@ -40,12 +42,13 @@ Which side of the diagonal and a caption's shape are checked by
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.model import Compare, Lesson, LessonStep, Loop
+from tracer.lessons.hiding import quiz_context
+from tracer.lessons.model import Compare, Lesson, LessonStep, Loop, Quiz, Show
 from tracer.lessons.statements import locate, source_lines
 from tracer.lessons.unsaid import NUMBER_WORDS, sentence_spans
 from tracer.yamldoc import Problem
@@ -93,6 +96,7 @@ _SAME_LINES = re.compile(
 )
 _SAME_SIDES = re.compile(
     r"\b(?:the same|identical) (?P<noun>[a-z_]\w*(?: [a-z_]\w*)?)|(?:^|[:,] |\bare )equal\b"
+    r"|\b(?:they|the two(?: sides| tables)?|both(?: sides| tables)?) match\b"
     r"|\b(?:both|each) (?:routes?|variants?|sides?)\b.*\bequal\b",
     re.IGNORECASE,
 )
@@ -116,20 +120,10 @@ _SIDE_OR_SHAPE = re.compile(
     r"\b(?:above|below|under|over)\s+(?:the\s+)?(?:main\s+)?diagonal\b|\d+ ?[×x] ?\d+", re.I
 )
 _NOT_COUNTED = (
-    "lesson",
-    "step",
-    "position",
-    "head",
-    "pair",
-    "row",
-    "column",
-    "layer",
-    "=",
-    "of",
-    "×",
-    "·",
-    "*",
-)
+    "lesson", "step", "position", "head", "pair", "row", "column", "layer", "=", "of", "×", "·",
+    "*", "first", "last", "top", "other", "than", "least", "most", "about", "nearly", "over",
+    "under",
+)  # fmt: skip
 """Words before a number that make it an index or another thing's size ("head 1")."""
 _NOUN_TAILS = frozenset({"vector", "head", "key", "query", "row", "column", "score", "weight"})
 """Second words of a counted noun ("context vectors", "query heads")."""
@@ -180,8 +174,7 @@ class Claim:
 class _Table:
     resolved: Resolved
     names: frozenset[str]
-    side: str = ""
-    """"left" or "right" of a compare step ("" otherwise)."""
+    """The words that name it: its tensor's name, its stage's for a stage's first tensor."""
 
     @property
     def tensor(self) -> torch.Tensor:
@@ -220,14 +213,21 @@ def claims(lesson: Lesson, runner: LessonRunner) -> list[Claim]:
         if _TRIGGER.search(sentence):
             line, column = locate(source, sentence, 1)
             found.append(Claim(line, column, sentence, prose="the summary shows no table"))
-    for step in lesson.steps:
-        tables = _tables(step, runner)
-        for text in step.prose():
-            for _start, _end, sentence in sentence_spans(text):
+    for number, step in enumerate(lesson.steps):
+        tables = _tables(lesson, number, runner)
+        for text, said in _said(step):
+            for _start, end, sentence in sentence_spans(text):
                 if not _TRIGGER.search(sentence):
                     continue
                 line, column = locate(source, sentence, step.line)
-                found.append(_judge(sentence, tables, step, line, column))
+                if said is not None:
+                    found.append(Claim(line, column, sentence, prose=said))
+                elif text[end : end + 1] == "?":
+                    found.append(
+                        Claim(line, column, sentence, prose="a question asks, it states nothing")
+                    )
+                else:
+                    found.append(_judge(sentence, tables, step, line, column))
     return sorted(found, key=lambda c: (c.line, c.column))
 
 
@@ -255,19 +255,49 @@ def _judge(
     return Claim(line, column, sentence, prose=why)
 
 
-def _tables(step: LessonStep, runner: LessonRunner) -> list[_Table]:
+def _said(step: LessonStep) -> Iterator[tuple[str, str | None]]:
+    """(text, None) for each piece of the step's prose that states what it says; (text, why
+    it is prose) for a choice, which may be meant to be wrong."""
+    if isinstance(step, Quiz):
+        yield from ((text, None) for text in (step.question, step.explanation, *step.hints))
+        yield from (
+            (choice, "a choice: a wrong one is meant to be false") for choice in step.choices
+        )
+        return
+    yield from ((text, None) for text in step.prose())
+
+
+def _tables(lesson: Lesson, number: int, runner: LessonRunner) -> list[_Table]:
+    """The tables step ``number`` shows, as the walk shows them: a compare's two sides; a
+    show's (or a quiz's ``show:``) every tensor of a stage named alone; a quiz without tables
+    of its own, those of the show step before it."""
+    step = lesson.steps[number]
     if step.kind == "loop":
         return []
-    sides = ("left", "right") if isinstance(step, Compare) else ("",) * len(step.tables())
+    if isinstance(step, Compare):
+        pairs = [(ref, False) for ref in step.tables()]  # each side's own tensor
+    else:
+        refs = list(step.tables())
+        if isinstance(step, Quiz) and not refs:
+            context = quiz_context(lesson.steps, number)
+            shown = lesson.steps[context] if context is not None else None
+            refs = [shown.ref] if isinstance(shown, Show) else []
+        pairs = [(ref, True) for ref in refs]
     found: list[_Table] = []
-    for ref, side in zip(step.tables(), sides, strict=False):
+    for ref, every in pairs:
         try:
-            resolved = runner.tensor(ref)
+            resolved = runner.tensors(ref) if every else [runner.tensor(ref)]
         except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
             continue  # check_lesson reports it
-        # Not the label's words: "linear, factor 4" names the options, not the table.
-        names = {*_words(resolved.name), ref.stage.lower(), (ref.tensor or "").lower()}
-        found.append(_Table(resolved, frozenset(n for n in names if n), side))
+        for index, one in enumerate(resolved):
+            # Not the label's words: "linear, factor 4" names the options, not the table. The
+            # stage names its first tensor; another ("weights.difference") goes by its own.
+            stage, own = one.ref.stage, one.name
+            if index > 0 and own.startswith(f"{stage}."):
+                own = own[len(stage) + 1 :]
+            names = {*_words(own), (one.ref.tensor or "").lower()}
+            names |= {stage.lower(), _singular(stage.lower())} if index == 0 else set()
+            found.append(_Table(one, frozenset(n for n in names if n)))
     return found
 
 
@@ -281,14 +311,22 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
+_ARTICLES = frozenset({"the", "its", "their", "this", "that", "these", "those", "a", "an", "of"})
+
+
 def _named(phrase: str, tables: Sequence[_Table], *, generic: bool = True) -> list[_Table]:
-    """The tables ``phrase`` names: by a word of the tensor, its stage or label; a generic
-    noun ("values", "cells") or nothing names the step's only table."""
-    words = {_singular(w.lower()) for w in re.findall(r"[A-Za-z_]\w*", phrase)}
-    named = [t for t in tables if words & t.names]
+    """The tables ``phrase`` names, every word of it: the tensor's or its stage's name, or a
+    generic noun ("values", "cells") for the step's only table; nothing names the step's only
+    table. A word more ("the future weights", "real attention weights") names a part or
+    another thing: no table."""
+    words = {_singular(w.lower()) for w in re.findall(r"[A-Za-z_]\w*", phrase)} - _ARTICLES
+    if not words:
+        return list(tables) if generic and len(tables) == 1 else []
+    named = [t for t in tables if words <= t.names]
     if named:
         return named
-    if generic and len(tables) == 1 and (not words or words & {_singular(g) for g in GENERIC}):
+    plain = {_singular(g) for g in GENERIC}
+    if generic and len(tables) == 1 and words <= tables[0].names | plain:
         return list(tables)
     return []
 

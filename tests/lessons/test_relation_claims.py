@@ -391,3 +391,38 @@ def test_a_part_of_a_table_is_prose_the_whole_table_is_checked(
     )
     warned = warnings_of(text, host, tmp_path)
     assert len(warned) == 1 and warned[0].startswith(where(text, "Every weight")), warned
+
+
+LOOP = """title: T
+summary: S
+steps:
+  - narration: The loop fills the scores.
+  - loop:
+      variant: naive-loop
+      stage: scores
+      caption: One dot product per sub-step.
+"""
+
+
+def test_a_so_far_warning_is_at_the_loop(host: PluginHost, tmp_path: Path) -> None:
+    from tracer.lessons.relation_claims import so_far_loops
+
+    path = tmp_path / "lesson.yaml"
+    path.write_text(LOOP, encoding="utf-8")
+    lesson = load_lesson(path, host)
+    whole = {(r, c): float(SCORES[r, c]) for r in range(6) for c in range(6)}
+    assert so_far_loops(lesson, _FakeRunner(whole, SCORES), str(path)) == []  # type: ignore[arg-type]
+    wrong = whole | {(2, 3): float(WEIGHTS[2, 3])}  # another quantity in one cell
+    found = so_far_loops(lesson, _FakeRunner(wrong, SCORES), str(path))  # type: ignore[arg-type]
+    line, column = (int(n) for n in where(LOOP, "loop:").split(":"))
+    assert [(p.line, p.column) for p in found] == [(line, column)]  # at "loop:"
+    assert "cell (2, 3) holds" in found[0].message
+
+
+def test_numbers_in_code_live_values_or_with_three_decimals_are_not_read_as_two(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    from tracer.lessons.typed_values import typed_two_decimals
+
+    said = "Prints `0.12` and {{w:.2f}}; 0.123 goes stale; 3.5 and 12 are not values; 0.12 is."
+    assert [number for _, number in typed_two_decimals(said)] == ["0.12"]

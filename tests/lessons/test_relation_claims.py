@@ -426,3 +426,9 @@ def test_numbers_in_code_live_values_or_with_three_decimals_are_not_read_as_two(
 
     said = "Prints `0.12` and {{w:.2f}}; 0.123 goes stale; 3.5 and 12 are not values; 0.12 is."
     assert [number for _, number in typed_two_decimals(said)] == ["0.12"]
+
+
+def test_a_very_long_sentence_is_prose(host: PluginHost, tmp_path: Path) -> None:
+    """Read as one claim it would scan on from every 'row'; it is prose instead."""
+    caption = "Each row " + "and row " * 4000 + "sums to 2."
+    assert warnings_of(SHOW.format(stage="weights", caption=caption), host, tmp_path) == []

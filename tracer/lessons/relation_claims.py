@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 ROUNDING = 1e-4
 """How far two values may be apart and still be "equal" or "the same" (relative to the larger
 when above 1): less than the tables' fourth decimal shows."""
+LONGEST = 600
+"""Characters of the longest sentence read as a claim: a longer one is prose (and reading
+it cannot take long whatever a file holds)."""
 MASKED = -1e30
 """A value this low is a mask's minus infinity (as :mod:`tracer.lessons.caption_claims`)."""
 
@@ -237,9 +240,16 @@ def _judge(
     if not tables:
         why = "a loop's sub-steps" if step.kind == "loop" else f"the {step.kind} shows no table"
         return Claim(line, column, sentence, prose=why)
+    if len(sentence) > LONGEST:
+        return Claim(line, column, sentence, prose="too long to read as one claim")
     reasons: list[str] = []
     for checker in _CHECKERS:
-        verdict = checker(sentence, tables, step)
+        try:
+            verdict = checker(sentence, tables, step)
+        except (ArithmeticError, RuntimeError, ValueError, IndexError, TypeError):
+            # A table of a kind no checker expects (no rows, not numbers): not checked, never a
+            # traceback in place of the lesson's warnings.
+            verdict = "its table is of a kind this check does not read"
         if verdict is None:
             continue
         if isinstance(verdict, str):
@@ -680,7 +690,9 @@ _CHECKERS: tuple[_Checker, ...] = (
 
 def holds_stage(stage: str, result: str) -> bool:
     """Whether a loop's table holds ``stage``'s own values (titled "<stage> so far"): the
-    number each sub-step writes (``result``) is the stage's tensor, not another quantity."""
+    number each sub-step writes (``result``) is the stage's tensor, not another quantity.
+    The app's loop pane titles its table by this same rule (``tracer/tui/tensor_pane.py``,
+    which cannot import this layer's code); change both together."""
     held = result or stage
     return held in (stage, f"{stage}s") or f"{held}s" == stage
 
@@ -694,7 +706,7 @@ def so_far_loops(lesson: Lesson, runner: LessonRunner, path: str) -> list[Proble
             continue
         try:
             problem = _so_far(step, runner)
-        except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+        except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError, TypeError):
             continue  # check_lesson reports it
         if problem is not None:
             found.append(Problem(step.line, step.column, f"warning: {problem}", path))

@@ -432,3 +432,14 @@ def test_a_very_long_sentence_is_prose(host: PluginHost, tmp_path: Path) -> None
     """Read as one claim it would scan on from every 'row'; it is prose instead."""
     caption = "Each row " + "and row " * 4000 + "sums to 2."
     assert warnings_of(SHOW.format(stage="weights", caption=caption), host, tmp_path) == []
+
+
+def test_a_label_is_checked_against_its_own_table(host: PluginHost, tmp_path: Path) -> None:
+    """A label titles its side of a compare: "all 30 scores" over X Xᵀ (numpy: 36 cells)."""
+    assert SCORES.size == 36
+    text = COMPARE.format(
+        stage="scores", left="naive-loop", right="vectorized", caption="Both ways."
+    ).replace("{variant: naive-loop}", '{variant: naive-loop, label: "all 30 scores"}')
+    warned = warnings_of(text, host, tmp_path)
+    assert len(warned) == 1 and warned[0].startswith(where(text, "all 30 scores")), warned
+    assert warnings_of(text.replace("all 30", "all 36"), host, tmp_path) == []

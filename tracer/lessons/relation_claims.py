@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.hiding import quiz_context
-from tracer.lessons.model import Compare, Lesson, LessonStep, Loop, Quiz, Show
+from tracer.lessons.model import Checkpoint, Compare, Lesson, LessonStep, Loop, Quiz, Show
 from tracer.lessons.statements import locate, source_lines
 from tracer.lessons.unsaid import NUMBER_WORDS, sentence_spans
 from tracer.yamldoc import Problem
@@ -218,6 +218,11 @@ def claims(lesson: Lesson, runner: LessonRunner) -> list[Claim]:
             found.append(Claim(line, column, sentence, prose="the summary shows no table"))
     for number, step in enumerate(lesson.steps):
         tables = _tables(lesson, number, runner)
+        for table in tables:  # a label is its table's title: about that table alone
+            label = table.resolved.ref.label
+            if label and table.resolved.ref in step.tables() and _TRIGGER.search(label):
+                line, column = locate(source, label, step.line)
+                found.append(_judge(" ".join(label.split()), [table], step, line, column))
         for text, said in _said(step):
             for _start, end, sentence in sentence_spans(text):
                 if not _TRIGGER.search(sentence):
@@ -274,6 +279,8 @@ def _said(step: LessonStep) -> Iterator[tuple[str, str | None]]:
             (choice, "a choice: a wrong one is meant to be false") for choice in step.choices
         )
         return
+    if isinstance(step, Checkpoint):
+        yield step.title, None
     yield from ((text, None) for text in step.prose())
 
 

@@ -2,8 +2,8 @@
 as ``attn lesson check`` warns about them; and every such sentence, checked or read as prose,
 as ``attn lesson check --claims`` lists them.
 
-A caption, a quiz's question, hints and explanation, and a checkpoint's points are read one
-sentence at a time (a question asks and a choice may be meant to be wrong: neither states
+A caption, a table's ``label`` (about that table alone), a quiz's question, hints and
+explanation, and a checkpoint's title and points are read one sentence at a time (a question asks and a choice may be meant to be wrong: neither states
 anything). A sentence that states a relation is tied to a table of its own step (a ``show``'s,
 a ``compare``'s two sides, a quiz's ``show:`` and ``cells:``, or for a quiz without tables the
 show step's before it, as the walk shows them) when its words name it (the tensor or its

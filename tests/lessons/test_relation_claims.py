@@ -215,6 +215,9 @@ def test_claims_lists_what_was_checked_and_what_is_prose(
         f"{path}:{caption}: \"Each row of the weights sums to 1\" -- checked: the row sums of 'weights'"
         in lines
     )
+    assert lines[-1] == (
+        f"{path}: 2 sentences state a relation or a count: 1 checked (0 false), 1 prose"
+    )
 
 
 def test_claims_goes_only_with_check(attn: Callable[..., tuple[int, str, str]]) -> None:

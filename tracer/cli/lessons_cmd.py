@@ -481,7 +481,14 @@ def claim_lines(lesson: Lesson, host: PluginHost) -> list[str]:
     finally:
         runner.close()
     path = str(lesson.path) if lesson.path is not None else "<lesson>"
-    return [f'{path}:{c.line}:{c.column}: "{c.sentence}" -- {c.verdict}' for c in found]
+    lines = [f'{path}:{c.line}:{c.column}: "{c.sentence}" -- {c.verdict}' for c in found]
+    checked = sum(1 for c in found if c.checked is not None)
+    false = sum(1 for c in found if c.false is not None)
+    return [
+        *lines,
+        f"{path}: {len(found)} sentence{' states' if len(found) == 1 else 's state'} a relation or a "
+        f"count: {checked} checked ({false} false), {len(found) - checked} prose",
+    ]
 
 
 def export(target: str, args: argparse.Namespace) -> int:

@@ -446,3 +446,18 @@ def test_a_label_is_checked_against_its_own_table(host: PluginHost, tmp_path: Pa
     warned = warnings_of(text, host, tmp_path)
     assert len(warned) == 1 and warned[0].startswith(where(text, "all 30 scores")), warned
     assert warnings_of(text.replace("all 30", "all 36"), host, tmp_path) == []
+
+
+def test_the_row_of_a_token_is_checked_alone(host: PluginHost, tmp_path: Path) -> None:
+    """journey's row of X Xᵀ (numpy) does not sum to 1; its row of weights does, and so do the
+    causal weights' rows, whose future cells are 0 ('the future rows' is a part: prose)."""
+    assert not np.isclose(SCORES[1].sum(), 1) and np.isclose(WEIGHTS[1].sum(), 1)
+    text = SHOW.format(stage="scores", caption="The row of 'journey' sums to 1.")
+    warned = warnings_of(text, host, tmp_path)
+    assert len(warned) == 1 and "row of 'journey'" in warned[0], warned
+    assert warned[0].startswith(where(text, "The row of"))
+    text = SHOW.format(stage="weights", caption="The row of 'journey' sums to 1.")
+    assert warnings_of(text, host, tmp_path) == []
+    assert not np.allclose(WEIGHTS[0], WEIGHTS[1])  # read whole, the sentence would be false
+    text = SHOW.format(stage="weights", caption="Here the future rows are the same.")
+    assert warnings_of(text, host, tmp_path) == []

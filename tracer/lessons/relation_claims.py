@@ -328,6 +328,8 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
+_LEADING = frozenset({"with", "and", "so", "then", "now", "here", "there", "where", "when"})
+"""Words a sentence may have just before "every row is the same" without naming a part."""
 _ARTICLES = frozenset({"the", "its", "their", "this", "that", "these", "those", "a", "an", "of"})
 
 
@@ -384,15 +386,22 @@ def _sums(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _Verdict
     if _EXCEPTION.search(match.group("between")):
         return "an exception ('but', 'most') the check does not locate"
     subject = re.search(r"\bof (?:the )?(.*)$", match.group("between").strip())
-    named = _named(subject.group(1) if subject else "", tables)
+    phrase = subject.group(1) if subject else ""
+    axis = match.group("axis").lower().rstrip("s")
+    token, phrase = _token_in(phrase, tables) if axis == "row" else (None, phrase)
+    named = _named(phrase, tables)
     if len(named) != 1:
         return "the sentence names no one table the step shows"
     table = named[0]
-    grid = _as_grid(table.tensor)
-    axis = match.group("axis").lower().rstrip("s")
-    if axis == "column" and table.tensor.dim() < 2:
+    tensor = table.tensor
+    if axis == "column" and tensor.dim() < 2:
         return "a table without columns"
-    sums = grid.sum(dim=-1 if axis == "row" else 0)
+    sums = tensor.sum(dim=-1 if axis == "row" else -2)  # each matrix's own, heads apart
+    if token is not None:
+        row = _token_row(table, token)
+        if row is None:
+            return f"'{token}' is no one row of '{table.title}'"
+        sums, axis = sums[row : row + 1], f"row of '{token}'"
     said = match.group("target").lower()
     if said == "less than 1":
         holds = bool((sums < 1 - ROUNDING).all())
@@ -406,6 +415,27 @@ def _sums(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _Verdict
     if holds:
         return what, None
     return what, _false_sum(match.group(), table, axis, sums, negated)
+
+
+def _token_in(phrase: str, tables: Sequence[_Table]) -> tuple[str | None, str]:
+    """The token ``phrase`` names a row by ("the row of 'journey'"), and the phrase without
+    it; (None, phrase) when it names none."""
+    tokens = {token for table in tables for token in table.resolved.tokens if token.strip()}
+    for token in sorted(tokens, key=len, reverse=True):
+        found = re.search(rf"['\"‘“]?(?<![\w]){re.escape(token)}(?![\w])['\"’”]?", phrase)
+        if found is not None:
+            return token, (phrase[: found.start()] + phrase[found.end() :]).strip()
+    return None, phrase
+
+
+def _token_row(table: _Table, token: str) -> int | None:
+    """The row of ``token`` in a table of one row per token (None: no one row is it)."""
+    tokens, axes, tensor = table.resolved.tokens, table.resolved.axes or (), table.tensor
+    if tensor.dim() != 2 or not axes or axes[0] not in ("query", "token"):
+        return None
+    if tokens.count(token) != 1 or tensor.shape[0] != len(tokens):
+        return None
+    return tokens.index(token)
 
 
 def _false_sum(written: str, table: _Table, axis: str, sums: torch.Tensor, negated: bool) -> str:
@@ -481,10 +511,15 @@ def _same_lines(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _V
     if match is None or _NEGATION.search(sentence[: match.end()]):
         return None
     before = sentence[: match.start()]
+    last = re.search(r"([A-Za-z]+)\W*$", before)
+    if last is not None and last.group(1).lower() not in _LEADING:
+        return "a part of the table ('the future rows') the check does not locate"
     named = _named(before, tables) or (list(tables) if len(tables) == 1 else [])
     if len(named) != 1:
         return "the sentence names no one table the step shows"
     table = named[0]
+    if table.tensor.dim() > 2:
+        return "a table of several matrices: which one's rows is not said"
     grid = _as_grid(table.tensor)
     axis = match.group("axis").lower().rstrip("s")
     lines = grid if axis == "row" else grid.T
@@ -504,6 +539,8 @@ def _first_agree(
     match = _FIRST_AGREE.search(sentence)
     if match is None or not isinstance(step, Compare) or len(tables) != 2:
         return None
+    if max(t.tensor.dim() for t in tables) > 2:
+        return "tables of several matrices: which one's rows is not said"
     left, right = (_as_grid(t.tensor) for t in tables)
     if left.shape != right.shape:
         return "the two sides differ in shape"

@@ -22,9 +22,10 @@ from tracer.lessons.check import examine
 from tracer.lessons.lesson_runner import LessonRunner
 from tracer.lessons.loader import load_lesson, shipped_dir
 from tracer.lessons.model import Loop
-from tracer.lessons.relation_claims import _so_far, holds_stage, relation_warnings
+from tracer.lessons.relation_claims import _so_far, relation_warnings
 from tracer.lessons.typed_values import unshown_numbers
 from tracer.plugin_host import PluginHost
+from tracer.render.labels import holds_stage
 
 X = np.array(seeds.SEED_003_INPUTS)
 SCORES = X @ X.T

@@ -51,6 +51,7 @@ from tracer.lessons.hiding import quiz_context
 from tracer.lessons.model import Checkpoint, Compare, Lesson, LessonStep, Loop, Quiz, Show
 from tracer.lessons.statements import locate, source_lines
 from tracer.lessons.unsaid import NUMBER_WORDS, sentence_spans
+from tracer.render.labels import holds_stage
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
@@ -732,15 +733,6 @@ _CHECKERS: tuple[_Checker, ...] = (
 # Loops titled "so far" ---------------------------------------------------------------
 
 
-def holds_stage(stage: str, result: str) -> bool:
-    """Whether a loop's table holds ``stage``'s own values (titled "<stage> so far"): the
-    number each sub-step writes (``result``) is the stage's tensor, not another quantity.
-    The app's loop pane titles its table by this same rule (``tracer/tui/tensor_pane.py``,
-    which cannot import this layer's code); change both together."""
-    held = result or stage
-    return held in (stage, f"{stage}s") or f"{held}s" == stage
-
-
 def so_far_loops(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
     """A warning at each loop whose table the walk titles "<stage> so far" while its cells are
     not the stage's (another quantity, or cells left empty when the loop has run through)."""
@@ -823,4 +815,4 @@ def _final(step: Loop, runner: LessonRunner) -> torch.Tensor | None:
     return tensor if tensor.dim() <= 2 else None
 
 
-__all__ = ["Claim", "claims", "holds_stage", "relation_warnings", "so_far_loops"]
+__all__ = ["Claim", "claims", "relation_warnings", "so_far_loops"]

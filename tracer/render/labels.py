@@ -182,3 +182,13 @@ def position_tokens(
         at = index + start
         named.append(sequence[at] if sequence is not None and 0 <= at < len(sequence) else "")
     return tuple(named)
+
+
+def holds_stage(stage: str, result: str) -> bool:
+    """Whether a loop's table holds ``stage``'s own values, so it may be titled "<stage> so
+    far": the number each sub-step writes (``result``, a scalar's name) is the stage's tensor
+    (naive-loop's ``score`` of ``scores``), not another quantity (lesson 14's ``D`` in the
+    ``grad_scores`` loop). The app titles its loop tables by it and ``attn lesson check``
+    checks the tables so titled."""
+    held = result or stage
+    return held in (stage, f"{stage}s") or f"{held}s" == stage

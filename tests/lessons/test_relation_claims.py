@@ -206,6 +206,8 @@ def test_claims_lists_what_was_checked_and_what_is_prose(
     path.write_text(text, encoding="utf-8")
     status, out, err = attn("lesson", "check", str(path), "--claims")
     assert (status, err) == (0, "")
+    # An option before the path is read as one after it (argparse alone would refuse the path).
+    assert attn("lesson", "check", "--claims", str(path)) == (status, out, err)
     lines = out.splitlines()
     narration, caption = where(text, "Each column"), where(text, "Each row")
     assert (
@@ -224,6 +226,8 @@ def test_claims_lists_what_was_checked_and_what_is_prose(
 def test_claims_goes_only_with_check(attn: Callable[..., tuple[int, str, str]]) -> None:
     status, _out, err = attn("lesson", "run", "01", "--plain", "--claims")
     assert status == 2 and "--claims goes with 'attn lesson check'" in err
+    status, _out, err = attn("lesson", "check", "--claims", "--bogus", "lessons")
+    assert status == 2 and "unrecognized arguments: --bogus" in err
 
 
 def test_a_typed_number_no_table_shows_is_warned_where_it_is_typed(

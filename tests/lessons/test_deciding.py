@@ -51,3 +51,44 @@ def test_no_shipped_lesson_shows_a_computed_choices_row_before_asking(host: obje
         finally:
             runner.close()
     assert found == []
+
+
+def test_the_walk_draws_the_row_question_marks_until_the_quiz_is_answered(host: object) -> None:
+    """Before the quiz, the row of scores of "journey" reads "?" wherever it is drawn (as a
+    row of the whole table too), with a legend that says why; answered, it shows. The row
+    is recomputed with numpy from the course notes' embeddings."""
+    import numpy as np
+
+    from tests.data import seeds
+    from tracer.lessons.hiding import Why, hidden_legend
+    from tracer.lessons.lesson_runner import LessonRunner
+    from tracer.lessons.loader import parse_lesson
+    from tracer.lessons.views import step_view
+    from tracer.text.plain_lesson import plain_lines
+
+    x = np.array(seeds.SEED_003_INPUTS)
+    journey = 1
+    whole = "  - show: {variant: naive-loop, stage: scores}\n"
+    text = "title: t\nsummary: s\ninputs: your-journey\nsteps:\n" + ROW + whole + QUIZ
+    lesson = parse_lesson(text, "l.yaml", host)  # type: ignore[arg-type]
+    runner = LessonRunner(lesson, host)  # type: ignore[arg-type]
+    try:
+        (row,) = step_view(lesson, runner, 0).tables
+        assert np.allclose(row.resolved.tensor.double().numpy(), x[journey] @ x.T, atol=1e-5)
+        assert row.hidden == {(0, column) for column in range(6)}
+        assert row.why == (Why("decides", 2),)
+        assert hidden_legend([row]) == (
+            "(? = hidden until the quiz at step 3 is answered: the numbers its right choice "
+            "is read off)"
+        )
+        (table,) = step_view(lesson, runner, 1).tables
+        scores = x @ x.T  # symmetric: the row of journey is also its column
+        assert np.allclose(table.resolved.tensor.double().numpy(), scores, atol=1e-5)
+        assert table.hidden == {(journey, c) for c in range(6)} | {(r, journey) for r in range(6)}
+        answered = {"step-3"}
+        assert step_view(lesson, runner, 1, answered).tables[0].hidden == frozenset()
+        printed = "\n".join(plain_lines(lesson, host))  # type: ignore[arg-type]
+        before = printed.split("--- Step 3")[0]
+        assert "the numbers its right choice is read off" in before
+    finally:
+        runner.close()

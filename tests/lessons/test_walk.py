@@ -333,7 +333,13 @@ def test_a_quiz_hides_every_number_within_its_tolerance() -> None:
     with_, journey = TOKENS.index("with"), TOKENS.index("journey")
     assert answer == pytest.approx(float(weights[with_, journey])) and answer > 0
     near = {(r, c) for r in range(6) for c in range(6) if abs(weights[r, c] - answer) <= 0.005}
-    assert table.hidden == near and (with_, journey) in near
+    # Dropout kept every weight of the row of "with": it adds up to 2 (twice 1), a number the
+    # table shows (row 0), so 2 minus the rest would give the answer: one more cell of that
+    # row reads "?", the next one, and no other.
+    row = weights[with_]
+    assert abs(float(row.sum()) - 2) < 1e-4 and float(weights[0, 0]) == 2.0
+    assert near == {(with_, journey)}
+    assert table.hidden == near | {(with_, journey + 1)}
 
 
 def test_lesson_08s_cache_quizzes_come_before_the_table_that_states_their_answers() -> None:

@@ -3,8 +3,10 @@
 
 A choice quiz whose answer is computed with ``argmax`` or ``argmin`` ("which key weighs most
 for 'journey'?") is decided by one row of numbers. A table shown on an earlier step that
-holds that row whole (as a row or a column) lets a learner read the answer off it before
-answering, and the walk hides numbers, not a position. The warning is at the table's step::
+holds that row whole (as a row or a column) would let a learner read the answer off it
+before answering: the walk draws that row "?" there until the quiz is answered
+(:func:`tracer.lessons.hiding.conceal`), and the warning says the teacher's table is blanked.
+The warning is at the table's step::
 
     from tracer.lessons.deciding import deciding_rows
     warnings = deciding_rows(lesson, runner, path)   # [] when no earlier table holds one
@@ -12,10 +14,11 @@ answering, and the walk hides numbers, not a position. The warning is at the tab
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.hiding import DECIDING as DECIDING
+from tracer.lessons.hiding import deciding_row
 from tracer.lessons.model import Lesson, TensorRef
 from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem
@@ -24,9 +27,6 @@ if TYPE_CHECKING:
     import torch
 
     from tracer.lessons.lesson_runner import LessonRunner
-
-DECIDING = ("argmax", "argmin")
-"""The last operations of a computed choice's answer that pick a position in a row."""
 
 
 def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
@@ -37,13 +37,8 @@ def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
         ref = quiz.answer if quiz is not None else None
         if quiz is None or quiz.quiz_kind != "choice" or not isinstance(ref, TensorRef):
             continue
-        if not ref.then or ref.then[-1].name not in DECIDING:
-            continue
-        try:
-            row = runner.tensor(replace(ref, then=ref.then[:-1], cell=None)).tensor
-        except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
-            continue  # check_lesson reports it
-        if row.dim() != 1 or row.numel() < 2:
+        row = deciding_row(quiz, runner)
+        if row is None or not ref.then:
             continue
         for earlier in range(number):
             step = lesson.steps[earlier]
@@ -60,9 +55,9 @@ def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
                         line,
                         column,
                         f"warning: this table holds, whole, the row the quiz at line "
-                        f"{quiz.line} takes its answer from ({ref.then[-1].name}): a learner "
-                        "reads the answer off it before answering; show it after the quiz, "
-                        "or ask about something it does not show",
+                        f"{quiz.line} takes its answer from ({ref.then[-1].name}): it reads "
+                        '"?" there until the quiz is answered; show it after the quiz, or ask '
+                        "about something it does not show",
                         path,
                     )
                 )

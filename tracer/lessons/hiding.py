@@ -31,10 +31,11 @@ Words quoted in double quotes or backticks are tokens ("one"), not claims.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import weakref
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -86,6 +87,56 @@ HIDDEN_NOTE = "(? = a number that would give away a quiz's answer; shown once it
 """Said under a table outside a quiz whose cells the walk hides (see :func:`conceal`)."""
 
 
+@dataclass(frozen=True, order=True)
+class Why:
+    """Why some hidden cells of a table read "?": ``kind`` for the quiz at step ``step``
+    (0-based; -1 when unknown).
+
+    ``answer``: the answer's own cell. ``equal``: a number within the quiz's tolerance of its
+    answer, whatever quantity it is (read off, it would be accepted). ``derives``: a number
+    that, with those shown, gives the answer by one operation (a step, a total, a difference,
+    a stated factor). ``decides``: a row or column a choice quiz's answer is read off.
+    """
+
+    kind: str
+    step: int = -1
+
+
+_WHY_WORDS = {
+    "answer": "the cell that holds {its} answer",
+    "equal": "a number equal to {its} answer within its tolerance, read off it would be accepted",
+    "derives": "a number that, with those shown, gives {its} answer by one operation",
+    "decides": "the numbers {its} right choice is read off",
+}
+
+
+def hidden_legend(tables: Iterable[Table]) -> str:
+    """What the "?" of ``tables`` stands for, in words that are true of every hidden cell of
+    them ("" when none is hidden): which quiz each waits for and why it is hidden.
+
+    ``(? = hidden until the quiz at step 7 is answered: a number equal to its answer within
+    its tolerance, read off it would be accepted)``. A table hidden without a reason
+    recorded says :data:`HIDDEN_NOTE`.
+    """
+    tables = [table for table in tables if table.hidden]
+    if not tables:
+        return ""
+    if any(not table.why for table in tables):
+        return HIDDEN_NOTE
+    why = sorted({reason for table in tables for reason in table.why})
+    steps = sorted({reason.step for reason in why})
+    if any(step < 0 for step in steps):
+        waits, its = "a quiz is answered", "its"
+    elif len(steps) == 1:
+        waits, its = f"the quiz at step {steps[0] + 1} is answered", "its"
+    else:
+        named = ", ".join(str(step + 1) for step in steps[:-1]) + f" and {steps[-1] + 1}"
+        waits, its = f"the quizzes at steps {named} are answered", "one's"
+    kinds = [kind for kind in _WHY_WORDS if any(reason.kind == kind for reason in why)]
+    said = "; ".join(_WHY_WORDS[kind].format(its=its) for kind in kinds)
+    return f"(? = hidden until {waits}: {said})"
+
+
 @dataclass(frozen=True)
 class Table:
     """One tensor a step shows: the resolved tensor, what to emphasise and what to hide."""
@@ -106,6 +157,8 @@ class Table:
     unsaid: tuple[Statement, ...] = field(default=(), compare=False)
     """The statements of the quizzes not answered yet: a sentence of the stage's title that
     makes one is left out (:func:`hide_statements`)."""
+    why: tuple[Why, ...] = field(default=(), compare=False)
+    """Why its hidden cells are hidden, and for which quiz (:func:`hidden_legend`)."""
 
     @property
     def name(self) -> str:
@@ -254,8 +307,11 @@ def quiz_tables(
             tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
     kept = own_screen(secrets(lesson, runner, number, answered), number)
-    concealed = conceal(tables, kept, runner)
-    mine = conceal(tables, [secret for secret in kept if secret.number == number], runner)
+    deciding = deciders(lesson, runner, number, answered)
+    concealed = conceal(tables, kept, runner, deciding, working=True)
+    mine = conceal(
+        tables, [secret for secret in kept if secret.number == number], runner, working=True
+    )
     own = all(table.hidden <= alone.hidden for table, alone in zip(concealed, mine, strict=True))
     said = unsaid(lesson, runner, number, answered)
     return QuizTables(quiz, unsaying(concealed, said), context, own)
@@ -414,16 +470,35 @@ def conceal_text(text: str, kept: Iterable[Secret], *, whole: bool = True) -> st
 
 
 def conceal(
-    tables: Iterable[Table], kept: Iterable[Secret], runner: LessonRunner | None = None
+    tables: Iterable[Table],
+    kept: Iterable[Secret],
+    runner: LessonRunner | None = None,
+    deciding: Iterable[Decider] = (),
+    *,
+    working: bool = False,
 ) -> tuple[Table, ...]:
     """``tables`` with what gives away an unanswered quiz's answer hidden: the one place that
     decides it, for every step of every front end.
 
+    ``working``: the tables are a quiz's own, the numbers the author gives to work it out
+    from ("by what angle is pair 1 of position 3 turned?" beside the speed of each pair), so
+    a shown cell is not hidden there for being a stated factor or a difference away from an
+    answer: that operation is what such a quiz asks for.
+
     - every cell whose number is within the quiz's tolerance of its answer (the answer's
-      own cell, the twin of a symmetric table, the same value in a table beside it);
+      own cell, the twin of a symmetric table, the same value beside it: another quantity
+      that happens to be as near is hidden too, since read off it would be accepted);
     - the answer's own cell when the table is the answer's tensor, whatever it reads;
-    - the rest of a row or column of non-negative values that adds up to 1 (a softmax's
-      row) where one cell of it is hidden: it would be 1 minus the others;
+    - one more cell of a row or column whose total is known where one cell of it is hidden
+      (a softmax's row adds up to 1, a row of dS to 0, a total drawn beside it or shown in
+      another table of the screen): it would be that total less the others; with two hidden,
+      a subtraction gives only their sum;
+    - the shown neighbours that give a hidden answer by one step of a sequence
+      (:func:`_one_step_away`), a shown cell that a constant the lesson states (a scale
+      1/√d, a count) multiplies or divides into the answer, and one of two shown cells
+      whose difference is the answer (:func:`_derived_on_screen`);
+    - each row or column that an unanswered computed-choice quiz's answer is read off
+      (``deciding``, :func:`deciders`: "which key weighs most for journey?");
     - each number in the stage's title or formula that states such an answer, which reads
       "?" (:attr:`Table.title`, :attr:`Table.formula`).
 
@@ -434,19 +509,20 @@ def conceal(
     a live value in prose works it out, never merely for being equal; but on its own
     quiz's screen (:func:`own_screen`) no number within its tolerance shows.
 
-    Each front end draws the ``hidden`` cells as "?", and a table's range
-    (:attr:`Table.legend`) leaves them out; once the quiz is answered the session
-    asks again without it, and they show.
+    Each table records why its cells are hidden (:attr:`Table.why`, said by
+    :func:`hidden_legend`). Each front end draws the ``hidden`` cells as "?", and a table's
+    range (:attr:`Table.legend`) leaves them out; once the quiz is answered the session asks
+    again without it, and they show.
     """
-    kept = tuple(kept)
-    result = []
-    for table in tables:
-        if not kept:
-            result.append(table)
-            continue
-        tensor = table.resolved.tensor.detach().cpu()
-        shape = tuple(int(n) for n in tensor.shape)
-        answer_cells: set[Cell] = set()
+    kept, deciding, tables = tuple(kept), tuple(deciding), tuple(tables)
+    if not kept and not deciding:
+        return tuple(replace(table, concealing=kept) for table in tables)
+    grids = [_grid(table.resolved.tensor) for table in tables]
+    shut: list[set[Cell]] = [set(table.hidden) for table in tables]
+    why: list[set[Why]] = [{Why("answer")} if table.hidden else set() for table in tables]
+    for at, table in enumerate(tables):
+        grid = grids[at]
+        shape = tuple(int(n) for n in table.resolved.tensor.shape)
         for secret in kept:
             ref = secret.quiz.answer
             if (
@@ -457,10 +533,65 @@ def conceal(
             ):
                 cell = grid_cell(shape, runner.cell_of(ref) or ())
                 if cell is not None:
-                    answer_cells.add(cell)
-        hidden = hidden_cells(tensor, kept, table.hidden | answer_cells)
-        result.append(replace(table, hidden=hidden, concealing=kept))
-    return tuple(result)
+                    shut[at].add(cell)
+                    why[at].add(Why("answer", secret.number))
+        for secret in telling(kept):
+            near = _near(grid, secret) - shut[at]
+            if near:
+                shut[at] |= near
+                why[at].add(Why("equal", secret.number))
+        for decider in deciding:
+            lines = _deciding_lines(grid, decider.row)
+            if lines:
+                shut[at] |= lines
+                why[at].add(Why("decides", decider.step))
+    stated = stated_constants(runner, tables)
+    while True:  # each rule may hide a cell another then reads from
+        totals = _shown_values(grids, shut)
+        changed = False
+        for at, grid in enumerate(grids):
+            more = _close(grid, shut[at], telling(kept), totals)
+            if more:
+                shut[at] |= more
+                steps = {reason.step for reason in why[at]} or {-1}
+                why[at] |= {Why("derives", step) for step in steps}
+                changed = True
+        screen = () if working else telling(kept)
+        for at, cell, step in _derived_on_screen(grids, shut, screen, stated):
+            shut[at].add(cell)
+            why[at].add(Why("derives", step))
+            changed = True
+        if not changed:
+            break
+    return tuple(
+        replace(
+            table,
+            hidden=frozenset(shut[at]),
+            concealing=kept,
+            why=tuple(sorted(why[at])) if shut[at] else (),
+        )
+        for at, table in enumerate(tables)
+    )
+
+
+def _grid(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` folded to two dimensions as drawn (leading axes into rows), as doubles."""
+    tensor = tensor.detach().cpu()
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    return tensor.double().reshape(-1, columns) if tensor.numel() else tensor.double()
+
+
+def _near(grid: torch.Tensor, secret: Secret) -> set[Cell]:
+    """The cells of ``grid`` whose number would read as ``secret``'s answer."""
+    if not grid.numel():
+        return set()
+    # Candidates by torch (a table may hold a million values), then exactly.
+    close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
+    return {
+        (row, column)
+        for row, column in close.nonzero().tolist()
+        if secret.near(float(grid[row, column]))
+    }
 
 
 def hidden_cells(
@@ -468,31 +599,40 @@ def hidden_cells(
 ) -> frozenset[Cell]:
     """The cells of ``tensor`` (folded to two dimensions) that read "?" while the quizzes of
     ``kept`` are unanswered: ``hidden`` (cells already known to hold an answer), each cell
-    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and the
-    rest of any row or column adding up to 1 with one of them in it (see :func:`conceal`).
-    Non-finite values (a loop matrix's cells not written yet) are never an answer."""
+    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and those
+    the answer follows from by one operation within the table (see :func:`conceal`, which
+    also weighs the other tables of a screen). Non-finite values (a loop matrix's cells not
+    written yet) are never an answer."""
     kept = tuple(kept)
     shut: set[Cell] = set(hidden)
     if not kept:
         return frozenset(shut)
-    tensor = tensor.detach().cpu()
-    if not tensor.numel():
+    grid = _grid(tensor)
+    if not grid.numel():
         return frozenset(shut)
-    columns = int(tensor.shape[-1]) if tensor.dim() else 1
-    grid = tensor.double().reshape(-1, columns)
     for secret in telling(kept):
-        # Candidates by torch (a table may hold a million values), then exactly.
-        close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
-        for row, column in close.nonzero().tolist():
-            if secret.near(float(grid[row, column])):
-                shut.add((row, column))
-    while shut:  # each rule may hide a cell the other then reads from
-        more = _one_step_away(grid, shut, telling(kept))
-        more |= _sums_to_one(grid, shut | more)
+        shut |= _near(grid, secret)
+    if shut:
+        shut |= _close(grid, shut, telling(kept), ())
+    return frozenset(shut)
+
+
+def _close(
+    grid: torch.Tensor, hidden: set[Cell], kept: tuple[Secret, ...], totals: Sequence[float]
+) -> set[Cell]:
+    """The cells of one table to hide besides ``hidden`` so that no hidden cell follows from
+    the shown ones of its row or column by one operation (:func:`_one_step_away`,
+    :func:`_known_totals`); ``totals``: the numbers shown on the screen."""
+    shut = set(hidden)
+    if not shut or not grid.numel():
+        return set()
+    while True:
+        more = _one_step_away(grid, shut, kept)
+        more |= _known_totals(grid, shut | more, totals)
         if not more:
             break
         shut |= more
-    return frozenset(shut)
+    return shut - hidden
 
 
 DEEPEST_STEP = 2
@@ -665,32 +805,307 @@ def substep_view(
     )
 
 
-def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
-    """The cells to hide besides ``hidden`` so that no hidden cell is 1 minus the rest of a
-    row or column that adds up to 1: a row (column) with one hidden cell is hidden whole.
-    A table of whole numbers alone is not read as weights (a mask's column of one 1)."""
+def _known_totals(grid: torch.Tensor, hidden: set[Cell], totals: Sequence[float]) -> set[Cell]:
+    """The cells to hide besides ``hidden`` so that no hidden cell is a known total less the
+    shown rest of its row or column (or the sum of the rest, where it is the total): one more
+    cell of such a line is hidden, the shown one nearest to it, so that a subtraction gives
+    only the sum of the two. A line's total is known where it adds up to 1 with no negative
+    value (a softmax's row), to 0 with values of both signs (a row of dS), where one of its
+    cells is the sum of the others (a total drawn beside them) or where it is a number shown
+    on the screen (``totals``, sorted). A table of whole numbers (a mask's 0s and 1s, a
+    count) is read so only against a total beyond a single digit shown on the screen."""
     import torch  # here: the walk is imported before torch is needed (tables come from a run)
 
-    finite = grid[torch.isfinite(grid)]
-    if not bool((finite != finite.trunc()).any()):
-        return set()  # 0s and 1s (a mask, a count) are no weights that must add up to 1
     rows, columns = grid.shape
-    shut = torch.zeros((rows, columns), dtype=torch.bool)
-    for row, column in hidden:
-        if 0 <= row < rows and 0 <= column < columns:
-            shut[row, column] = True
-    before = shut.clone()
-    plain = torch.isfinite(grid) & (grid >= 0)
-    row_ones = plain.all(dim=1) & ((grid.sum(dim=1) - 1).abs() <= SUMS_TO_ONE) & (columns > 1)
-    column_ones = plain.all(dim=0) & ((grid.sum(dim=0) - 1).abs() <= SUMS_TO_ONE) & (rows > 1)
+    finite = grid[torch.isfinite(grid)]
+    whole = not bool((finite != finite.trunc()).any())
+    values = grid.tolist()
+    shut = set(hidden)
     while True:
-        lone_rows = row_ones & (shut.sum(dim=1) == 1)
-        lone_columns = column_ones & (shut.sum(dim=0) == 1)
-        if not bool(lone_rows.any() or lone_columns.any()):
-            break
-        shut[lone_rows, :] = True
-        shut[:, lone_columns] = True
-    return {(int(r), int(c)) for r, c in (shut & ~before).nonzero().tolist()}
+        per_row: dict[int, list[Cell]] = {}
+        per_column: dict[int, list[Cell]] = {}
+        for row, column in shut:
+            if 0 <= row < rows and 0 <= column < columns:
+                per_row.setdefault(row, []).append((row, column))
+                per_column.setdefault(column, []).append((row, column))
+        more: set[Cell] = set()
+        for cells in per_row.values():
+            if len(cells) == 1 and columns > 1:
+                (row, column), line = cells[0], [(cells[0][0], c) for c in range(columns)]
+                more |= _one_more(line, column, values, shut, whole, totals)
+        for cells in per_column.values():
+            if len(cells) == 1 and rows > 1:
+                (row, column), line = cells[0], [(r, cells[0][1]) for r in range(rows)]
+                more |= _one_more(line, row, values, shut, whole, totals)
+        more -= shut
+        if not more:
+            return shut - hidden
+        shut |= more
+
+
+def _one_more(
+    line: list[Cell],
+    at: int,
+    values: list[list[float]],
+    shut: set[Cell],
+    whole: bool,
+    totals: Sequence[float],
+) -> set[Cell]:
+    """The cell to hide beside the one hidden cell ``line[at]`` if the line's total is known
+    (:func:`_known_totals`): the nearest shown one; none if the total is not known."""
+    numbers = [values[row][column] for row, column in line]
+    if not all(math.isfinite(value) for value in numbers):
+        return set()
+    total = math.fsum(numbers)
+    size = math.fsum(abs(value) for value in numbers)
+    if whole:
+        known = (
+            abs(total) > PLAIN_LIMIT
+            and sum(1 for value in numbers if value) > 1
+            and _among(total, totals, 0.0)
+        )
+    else:
+        known = (
+            (all(value >= 0 for value in numbers) and abs(total - 1) <= SUMS_TO_ONE)
+            or (
+                any(value > 0 for value in numbers)
+                and any(value < 0 for value in numbers)
+                and abs(total) <= SUMS_TO_ONE * max(1.0, size)
+            )
+            or any(
+                value and abs(total - 2 * value) <= SUMS_TO_ONE * max(1.0, abs(value))
+                for value in numbers
+            )
+            or (
+                sum(1 for value in numbers if value) > 1  # not the cell itself, shown twice
+                and _among(total, totals, SUMS_TO_ONE * max(1.0, abs(total)))
+            )
+        )
+    if not known:
+        return set()
+    for distance in range(1, len(line)):
+        for place in (at + distance, at - distance):
+            if 0 <= place < len(line) and line[place] not in shut:
+                return {line[place]}
+    return set()
+
+
+def _among(value: float, sorted_values: Sequence[float], within: float) -> bool:
+    """Whether a number of ``sorted_values`` is within ``within`` of ``value``."""
+    place = bisect.bisect_left(sorted_values, value - within)
+    return place < len(sorted_values) and sorted_values[place] <= value + within
+
+
+SCREEN_CELLS = 1024
+"""Tables of at most this many cells are weighed together, a screen at a time
+(:func:`_derived_on_screen`, and the totals :func:`_known_totals` reads): a larger one is a
+run's whole text, which a learner reads no sum or difference off."""
+
+EXACT = 1e-6
+"""How close (relative to the numbers, at least 1) a product or a difference of shown numbers
+must come to a hidden answer to be the answer worked out, not a number that happens to be
+near it (the tensors are float32)."""
+
+
+def _shown_values(grids: Sequence[torch.Tensor], shut: Sequence[set[Cell]]) -> list[float]:
+    """Every finite number shown on the screen (tables of at most :data:`SCREEN_CELLS`), sorted."""
+    found = []
+    for grid, hidden in zip(grids, shut, strict=True):
+        if not grid.numel() or grid.numel() > SCREEN_CELLS:
+            continue
+        columns = int(grid.shape[-1])
+        for flat, value in enumerate(grid.reshape(-1).tolist()):
+            if math.isfinite(value) and (flat // columns, flat % columns) not in hidden:
+                found.append(float(value))
+    return sorted(found)
+
+
+def _derived_on_screen(
+    grids: Sequence[torch.Tensor],
+    shut: Sequence[set[Cell]],
+    kept: tuple[Secret, ...],
+    stated: Sequence[float],
+) -> list[tuple[int, Cell, int]]:
+    """Cells to hide, as (table, cell, quiz step), so that no hidden answer is one operation
+    on the numbers shown anywhere on the screen: a shown cell times or divided by a constant
+    the lesson states (``stated``: the scale 1/√d, a count), and the difference of two shown
+    cells (one of the two is hidden, the later). The answer must come out to within
+    :data:`EXACT`: it is worked out so, not near it by chance. Whole numbers are left out
+    (the lesson's settings: a count times a count), and so are single-digit answers."""
+    import torch  # here: the walk is imported before torch is needed
+
+    kept = tuple(secret for secret in kept if not secret.single_digit)
+    if not kept:
+        return []
+    places: list[tuple[int, Cell]] = []
+    numbers: list[float] = []
+    for at, grid in enumerate(grids):
+        if not grid.numel() or grid.numel() > SCREEN_CELLS:
+            continue
+        columns = int(grid.shape[-1])
+        for flat, value in enumerate(grid.reshape(-1).tolist()):
+            cell = (flat // columns, flat % columns)
+            if cell in shut[at] or not math.isfinite(value):
+                continue
+            if value == 0 or value == math.trunc(value):
+                continue  # a setting, a mask's 0 or 1: no derivation a learner makes
+            places.append((at, cell))
+            numbers.append(float(value))
+    if not numbers:
+        return []
+    shown = torch.tensor(numbers, dtype=torch.float64)
+    found: dict[tuple[int, Cell], int] = {}
+    for secret in kept:
+        answer = secret.value
+        for factor in stated:
+            for worked in (shown * factor, shown / factor):
+                exact = EXACT * torch.clamp(worked.abs(), min=1.0)
+                for (place,) in ((worked - answer).abs() <= exact).nonzero().tolist():
+                    found.setdefault(places[place], secret.number)
+        # Differences: for each shown a, a shown b = a − answer, found by a sorted search.
+        order = torch.argsort(shown)
+        ordered = shown[order]
+        wanted = shown - answer
+        starts = torch.searchsorted(ordered, wanted - EXACT * torch.clamp(shown.abs(), min=1.0))
+        for first, start in enumerate(starts.tolist()):
+            bound = EXACT * max(1.0, abs(numbers[first]))
+            for other in range(start, len(numbers)):
+                b = int(order[other])
+                if float(ordered[other]) > float(wanted[first]) + bound:
+                    break
+                if b == first:
+                    continue
+                pair = (places[first], places[b])
+                if any(place in found for place in pair):
+                    continue
+                found[max(pair)] = secret.number
+    return [(at, cell, step) for (at, cell), step in found.items()]
+
+
+_STATED: weakref.WeakKeyDictionary[LessonRunner, tuple[float, ...]] = weakref.WeakKeyDictionary()
+
+
+def stated_constants(runner: LessonRunner | None, tables: Sequence[Table] = ()) -> list[float]:
+    """The constants a learner may multiply or divide a shown number by: each number the
+    lesson writes (its summary and every step's words), in the titles and formulas of
+    ``tables``, and the sizes of their axes (a head's width d), each with its square root (the
+    scale 1/√d); 0 and 1 left out."""
+    written: set[float] = set()
+    if runner is not None:
+        found = _STATED.get(runner)
+        if found is None:
+            lesson = runner.lesson
+            texts = [lesson.summary]
+            for step in lesson.steps:
+                texts += _step_words(step)
+            found = tuple(value for text in texts for _match, value in numbers_in(text))
+            _STATED[runner] = found
+        written.update(found)
+    for table in tables:
+        stage = table.resolved.stage
+        words = f"{stage.title} {stage.formula_for(table.resolved.ref.tensor or '') or ''}"
+        written.update(value for _match, value in numbers_in(words))
+        written.update(float(size) for size in table.resolved.tensor.shape)
+    constants = set()
+    for value in written:
+        size = abs(value)
+        if math.isfinite(size) and size not in (0.0, 1.0):
+            constants |= {size, math.sqrt(size)}
+    return sorted(constants)
+
+
+def _step_words(step: object) -> list[str]:
+    """The words a step writes: a narration's text, a caption, a quiz's question, choices and
+    hints, a checkpoint's title and points."""
+    if isinstance(step, Narration):
+        return [step.text]
+    if isinstance(step, (Show, Loop, Compare)):
+        return [step.caption]
+    if isinstance(step, Quiz):
+        return [step.question, *step.choices, *step.hints]
+    if isinstance(step, Checkpoint):
+        return [step.title, *step.points]
+    return []
+
+
+# Computed choices ---------------------------------------------------------------------
+
+DECIDING = ("argmax", "argmin")
+"""The last operations of a computed choice's answer that pick a position in a row."""
+
+
+@dataclass(frozen=True)
+class Decider:
+    """The row a computed-choice quiz (step ``step``) takes its answer from with ``argmax`` or
+    ``argmin``: while the quiz is unanswered, no other screen shows it (:func:`conceal`)."""
+
+    step: int
+    quiz: Quiz
+    row: torch.Tensor = field(compare=False)
+
+
+_DECIDERS: weakref.WeakKeyDictionary[LessonRunner, tuple[Decider, ...]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def deciding_row(quiz: Quiz, runner: LessonRunner) -> torch.Tensor | None:
+    """The row (one dimension, two values or more) choice quiz ``quiz``'s answer is read off
+    by its last ``argmax`` or ``argmin``; None if it has none or it cannot be computed."""
+    ref = quiz.answer
+    if quiz.quiz_kind != "choice" or not isinstance(ref, TensorRef):
+        return None
+    if not ref.then or ref.then[-1].name not in DECIDING:
+        return None
+    try:
+        row = runner.tensor(replace(ref, then=ref.then[:-1], cell=None)).tensor
+    except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+        return None  # `attn lesson check` reports it
+    if row.dim() != 1 or row.numel() < 2 or not row.is_floating_point():
+        return None
+    return row.detach().cpu().double()
+
+
+def deciders(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> tuple[Decider, ...]:
+    """The deciding rows step ``number`` keeps off screen: those of the computed-choice
+    quizzes not answered (``answered`` as for :func:`secrets`), its own quiz's left out (a
+    quiz's own tables are what it is worked out from)."""
+    found = _DECIDERS.get(runner)
+    if found is None:
+        kept = []
+        for at, step in enumerate(lesson.steps):
+            if isinstance(step, Quiz):
+                row = deciding_row(step, runner)
+                if row is not None:
+                    kept.append(Decider(at, step, row))
+        found = tuple(kept)
+        _DECIDERS[runner] = found
+    if answered is None:
+        return tuple(one for one in found if one.step > number)
+    return tuple(
+        one for one in found if one.step != number and quiz_id(one.step, one.quiz) not in answered
+    )
+
+
+def _deciding_lines(grid: torch.Tensor, row: torch.Tensor) -> set[Cell]:
+    """The cells of each row and each column of ``grid`` that is ``row``."""
+    import torch
+
+    if not grid.numel() or grid.dim() != 2:
+        return set()
+    found: set[Cell] = set()
+    rows, columns = grid.shape
+    if columns == row.numel():
+        close = torch.isclose(grid, row.expand_as(grid), rtol=1e-5, atol=1e-6).all(dim=1)
+        for (line,) in close.nonzero().tolist():
+            found |= {(line, column) for column in range(columns)}
+    if rows == row.numel():
+        close = torch.isclose(grid.T, row.expand(columns, rows), rtol=1e-5, atol=1e-6).all(dim=1)
+        for (line,) in close.nonzero().tolist():
+            found |= {(r, line) for r in range(rows)}
+    return found
 
 
 def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:

@@ -32,6 +32,7 @@ from tracer.lessons.hiding import (
     Table,
     conceal,
     conceal_text,
+    deciders,
     hidden_cells,
     own_screen,
     quiz_id,
@@ -209,7 +210,9 @@ def step_view(
             *(Table(other.ref, other, "show") for other in others),
         )
         caption = live(runner, step.caption, kept=kept, said=said)
-        return StepView(number, step, caption, unsaying(conceal(tables, kept, runner), said))
+        deciding = deciders(lesson, runner, number, answered)
+        concealed = conceal(tables, kept, runner, deciding)
+        return StepView(number, step, caption, unsaying(concealed, said))
     if isinstance(step, Compare):
         left, right, difference = runner.compare(step)
 
@@ -221,7 +224,8 @@ def step_view(
             Table(step.right, right, "right", label=label(step.right.label)),
         )
         caption = live(runner, step.caption, kept=kept, said=said)
-        tables = unsaying(conceal(tables, kept, runner), said)
+        deciding = deciders(lesson, runner, number, answered)
+        tables = unsaying(conceal(tables, kept, runner, deciding), said)
         if difference is None:
             return StepView(number, step, caption, tables)
         # Where one side is hidden and the other shown, the difference gives the hidden one by

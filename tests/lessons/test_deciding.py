@@ -92,3 +92,40 @@ def test_the_walk_draws_the_row_question_marks_until_the_quiz_is_answered(host: 
         assert "the numbers its right choice is read off" in before
     finally:
         runner.close()
+
+
+LOOP = (
+    "  - loop:\n      variant: naive-loop\n      stage: scores\n      query: journey\n"
+    "      caption: journey with each token in turn.\n"
+)
+
+
+def test_a_loop_that_works_the_row_out_before_the_quiz_is_reported_and_hidden(
+    tmp_path: Path, host: object
+) -> None:
+    """A loop that works out the scores of "journey" one by one, then "which token has the
+    largest score with journey?": the check warns at the loop, and each score the loop shows
+    reads "?" until the quiz is answered (numpy's scores from the course notes' embeddings)."""
+    import numpy as np
+
+    from tests.data import seeds
+    from tracer.lessons.loader import parse_lesson
+    from tracer.text.plain_lesson import plain_lines
+
+    lines = check(tmp_path, LOOP + QUIZ)
+    assert lines[0].startswith(
+        "5:5: warning: this loop works out, whole, the row the quiz at line 10 takes its "
+        "answer from (argmax)"
+    )
+    x = np.array(seeds.SEED_003_INPUTS)
+    scores = x[1] @ x.T
+    text = "title: t\nsummary: s\ninputs: your-journey\nsteps:\n" + LOOP + QUIZ
+    printed = "\n".join(plain_lines(parse_lesson(text, "l.yaml", host), host))  # type: ignore[arg-type]
+    loop = printed.split("--- Step 2")[0]
+    assert loop.count("score = ?") == 6
+    assert not any(f"{value:.4f}" in loop for value in scores)
+    after = "\n".join(plain_lines(parse_lesson(QUIZ_FIRST + LOOP, "l.yaml", host), host))  # type: ignore[arg-type]
+    assert all(f"{value:.4f}" in after for value in scores)  # after the quiz: every score
+
+
+QUIZ_FIRST = "title: t\nsummary: s\ninputs: your-journey\nsteps:\n" + QUIZ

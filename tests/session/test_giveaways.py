@@ -419,14 +419,20 @@ def leaks(
     rows: list[tuple[str, int, np.ndarray]] | None = None,
 ) -> list[str]:
     """What ``view`` gives away of the ``unanswered`` quizzes (and of the computed choices
-    ``rows``, unanswered too); ``stated``: the numbers the lesson writes."""
+    ``rows``, unanswered too, on the screens before them); ``stated``: the numbers the
+    lesson writes."""
     found = []
     screen = screen_values(view.tables)
     if view.quiz is None:  # a quiz's own tables are what it asks to work from
         found += screen_derivations(view.tables, unanswered, stated or set())
-    own = view.position.step if view.quiz is not None else -1
+    # A computed choice's row is kept off the screens before it (after it, the lesson shows
+    # what it asked about).
+    later = [row for row in rows or () if row[1] > view.position.step]
     for table in view.tables:
-        found += rows_shown(table, [row for row in rows or () if row[1] != own])
+        found += rows_shown(table, later)
+    if view.loop is not None:
+        for quiz, _step, row in later:
+            found += loop_row(view.loop, row, quiz)
     if view.loop is not None:
         found += loop_leaks(view.loop, unanswered)
     difference = view.step.difference
@@ -627,11 +633,34 @@ def _right_choice(session: LessonSession, quiz: Quiz) -> str | None:
     return text if len(text.split()) >= 6 else None
 
 
+def loop_row(loop: LoopView, row: np.ndarray, quiz: str) -> list[str]:
+    """A value of ``row`` the loop's sub-step shows (its tensors, or its matrix so far)."""
+    said = loop.shown
+    assert said is not None
+    found = []
+    for name, tensor in loop.sub.tensors.items():
+        hidden = said.hidden.get(name, frozenset())
+        for cell, value in grid_cells(tensor):
+            if cell not in hidden and np.isclose(row, value, rtol=1e-5, atol=1e-6).any():
+                found.append(f"{name} {cell} is of the row quiz {quiz} is read off")
+    canvas = loop.canvas
+    if canvas is not None and canvas.cols == row.size:
+        for r in range(canvas.rows):
+            written = [canvas.value(r, c, loop.sub.index) for c in range(canvas.cols)]
+            cells = [c for c, v in enumerate(written) if v is not None and math.isfinite(v)]
+            same = all(np.isclose(row[c], written[c], rtol=1e-5, atol=1e-6) for c in cells)
+            shown = [c for c in cells if (r, c) not in said.canvas_hidden]
+            if len(cells) >= 2 and same and shown:
+                found.append(f"the loop's matrix row {r} is the row quiz {quiz} is read off")
+    return found
+
+
 def test_each_computed_choice_alone_unanswered_keeps_its_row_off_other_screens(
     sessions: list[LessonSession],
 ) -> None:
     """A choice quiz read off a row by argmax or argmin ("which key weighs most for
-    journey?"), every other quiz answered: no other screen shows that row whole."""
+    journey?"), every other quiz answered: no screen before it shows that row whole (or
+    works it out in a loop, the values the loop shows)."""
     found, checked = [], 0
     for session in sessions:
         rows = deciding_rows(session)
@@ -641,20 +670,25 @@ def test_each_computed_choice_alone_unanswered_keeps_its_row_off_other_screens(
             for other_number, other in quizzes:
                 if quiz_id(other_number, other) != quiz:
                     session.progress.answers[quiz_id(other_number, other)] = _Right()  # type: ignore[assignment]
-            for seen in range(len(session.steps)):
-                if seen == number:
-                    continue
+            for seen in range(number):
                 session.go_to(seen)
-                try:
-                    view = session.view()
-                except Exception:  # a step the session reports as failing elsewhere
-                    continue
-                checked += 1
-                for table in view.tables:
-                    found += [
-                        f"{session.lesson.name} step {seen + 1}: {leak}"
-                        for leak in rows_shown(table, [(quiz, number, row)])
-                    ]
+                for sub in range(SUB_STEPS):  # a loop's every sub-step, as → shows them
+                    try:
+                        view = session.view()
+                    except Exception:  # a step the session reports as failing elsewhere
+                        break
+                    checked += 1
+                    where = f"{session.lesson.name} step {seen + 1}.{sub + 1}"
+                    for table in view.tables:
+                        found += [
+                            f"{where}: {leak}" for leak in rows_shown(table, [(quiz, number, row)])
+                        ]
+                    if view.loop is not None:
+                        found += [f"{where}: {leak}" for leak in loop_row(view.loop, row, quiz)]
+                    if view.loop is None or not isinstance(session.next(), Moved):
+                        break
+                    if session.position.step != seen:
+                        break
         session.progress.answers.clear()
     assert checked  # the shipped lessons ask computed choices
     assert found == []

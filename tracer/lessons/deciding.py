@@ -3,9 +3,10 @@
 
 A choice quiz whose answer is computed with ``argmax`` or ``argmin`` ("which key weighs most
 for 'journey'?") is decided by one row of numbers. A table shown on an earlier step that
-holds that row whole (as a row or a column) would let a learner read the answer off it
-before answering: the walk draws that row "?" there until the quiz is answered
-(:func:`tracer.lessons.hiding.conceal`), and the warning says the teacher's table is blanked.
+holds that row whole (as a row or a column), or a loop that fills it, would let a learner
+read the answer off it before answering: the walk draws that row "?" there until the quiz
+is answered (:func:`tracer.lessons.hiding.conceal`, :func:`~tracer.lessons.hiding.substep_view`),
+and the warning says so.
 The warning is at the table's step::
 
     from tracer.lessons.deciding import deciding_rows
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.hiding import DECIDING as DECIDING
-from tracer.lessons.hiding import deciding_row
+from tracer.lessons.hiding import deciding_row, loop_matrix
 from tracer.lessons.model import Lesson, TensorRef
 from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem
@@ -42,7 +43,8 @@ def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
             continue
         for earlier in range(number):
             step = lesson.steps[earlier]
-            for shown in step.tables():
+            built = loop_matrix(step)  # the matrix a loop fills, shown as it is filled
+            for shown in (*step.tables(), *built):
                 try:
                     table = runner.tensor(shown).tensor
                 except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
@@ -50,17 +52,24 @@ def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
                 if not _holds(table, row):
                     continue
                 line, column = (shown.line, shown.column) if shown.line else (step.line, 1)
-                found.append(
-                    Problem(
-                        line,
-                        column,
-                        f"warning: this table holds, whole, the row the quiz at line "
-                        f"{quiz.line} takes its answer from ({ref.then[-1].name}): it reads "
-                        '"?" there until the quiz is answered; show it after the quiz, or ask '
-                        "about something it does not show",
-                        path,
+                if shown in built:
+                    column = getattr(step, "column", 0) or 1
+                what = ref.then[-1].name
+                if shown in built:
+                    message = (
+                        f"warning: this loop works out, whole, the row the quiz at line "
+                        f"{quiz.line} takes its answer from ({what}): its values read "
+                        '"?" there until the quiz is answered; put the loop after the quiz, '
+                        "or ask about something it does not work out"
                     )
-                )
+                else:
+                    message = (
+                        f"warning: this table holds, whole, the row the quiz at line "
+                        f"{quiz.line} takes its answer from ({what}): it reads "
+                        '"?" there until the quiz is answered; show it after the quiz, or ask '
+                        "about something it does not show"
+                    )
+                found.append(Problem(line, column, message, path))
                 break
     return found
 

@@ -765,16 +765,19 @@ def substep_view(
     kept: Iterable[Secret],
     canvas: LoopCanvas | None = None,
     count: int | None = None,
+    deciding: Iterable[Decider] = (),
 ) -> SubStepView:
     """What sub-step ``sub`` shows while the quizzes of ``kept`` are unanswered: the one place
     that decides it for a loop, as :func:`conceal` does for a step's tables.
 
     ``canvas``: the matrix the loop is filling (its cells written so far); ``count``: the
-    loop's length, when known.
+    loop's length, when known; ``deciding``: the rows of unanswered computed choices that the
+    loop works out (:func:`loop_deciders`): a line of the matrix whose cells written so far
+    are that row's reads "?", and so does each value of the sub-step that is one of them.
     """
-    kept = tuple(kept)
+    kept, deciding = tuple(kept), tuple(deciding)
     formula = sub.formula or ""
-    if not kept:
+    if not kept and not deciding:
         return SubStepView(sub, {name: frozenset() for name in sub.tensors}, formula=formula)
     hidden = {name: hidden_cells(tensor, kept) for name, tensor in sub.tensors.items()}
     canvas_hidden: frozenset[Cell] = frozenset()
@@ -783,7 +786,17 @@ def substep_view(
 
         # A view of the canvas's own buffer (a loop over a long text fills a million cells).
         written = torch.frombuffer(canvas.values, dtype=torch.float64)
-        canvas_hidden = hidden_cells(written.reshape(canvas.rows, canvas.cols), kept)
+        grid = written.reshape(canvas.rows, canvas.cols)
+        canvas_hidden = hidden_cells(grid, kept)
+        canvas_hidden |= {
+            cell
+            for decider in deciding
+            for cell in _deciding_lines(grid, decider.row, partial=True)
+        }
+    if deciding:
+        rows = [decider.row for decider in deciding]
+        for name, tensor in sub.tensors.items():
+            hidden[name] = hidden[name] | _among_rows(_grid(tensor), rows)
     named = {
         name
         for equation in sub.equations
@@ -803,6 +816,18 @@ def substep_view(
         arithmetic,
         count_shown,
     )
+
+
+def _among_rows(grid: torch.Tensor, rows: Sequence[torch.Tensor]) -> frozenset[Cell]:
+    """The cells of ``grid`` whose value is one of a deciding row's (a score the loop just
+    worked out, of the row a choice is read off)."""
+    import torch
+
+    if not grid.numel() or not rows:
+        return frozenset()
+    values = torch.cat([row.reshape(-1) for row in rows])
+    close = torch.isclose(grid.unsqueeze(-1), values, rtol=1e-5, atol=1e-6).any(dim=-1)
+    return frozenset((int(r), int(c)) for r, c in close.nonzero().tolist())
 
 
 def _known_totals(grid: torch.Tensor, hidden: set[Cell], totals: Sequence[float]) -> set[Cell]:
@@ -1085,26 +1110,56 @@ def deciders(
     if answered is None:
         return tuple(one for one in found if one.step > number)
     return tuple(
-        one for one in found if one.step != number and quiz_id(one.step, one.quiz) not in answered
+        one for one in found if one.step > number and quiz_id(one.step, one.quiz) not in answered
     )
 
 
-def _deciding_lines(grid: torch.Tensor, row: torch.Tensor) -> set[Cell]:
-    """The cells of each row and each column of ``grid`` that is ``row``."""
+def loop_matrix(step: object) -> tuple[TensorRef, ...]:
+    """The tensor a loop step fills as it is stepped through (one), shown cell by cell; ()
+    for any other step."""
+    if not isinstance(step, Loop):
+        return ()
+    return (TensorRef(step.variant, step.stage, query=step.query, options=step.options),)
+
+
+def loop_deciders(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> tuple[Decider, ...]:
+    """The deciding rows (:func:`deciders`) that loop step ``number`` works out: those the
+    tensor its stage builds holds as a row or a column."""
+    step = lesson.steps[number]
+    kept = deciders(lesson, runner, number, answered)
+    if not isinstance(step, Loop) or not kept:
+        return ()
+    try:
+        grid = _grid(runner.tensor(loop_matrix(step)[0]).tensor)
+    except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+        return ()
+    return tuple(decider for decider in kept if _deciding_lines(grid, decider.row))
+
+
+def _deciding_lines(grid: torch.Tensor, row: torch.Tensor, *, partial: bool = False) -> set[Cell]:
+    """The cells of each row and each column of ``grid`` that is ``row`` (``partial``: a loop's
+    matrix, whose cells not written yet are NaN: a line whose written cells, two at least,
+    are ``row``'s at the same places)."""
     import torch
 
     if not grid.numel() or grid.dim() != 2:
         return set()
     found: set[Cell] = set()
-    rows, columns = grid.shape
-    if columns == row.numel():
-        close = torch.isclose(grid, row.expand_as(grid), rtol=1e-5, atol=1e-6).all(dim=1)
-        for (line,) in close.nonzero().tolist():
-            found |= {(line, column) for column in range(columns)}
-    if rows == row.numel():
-        close = torch.isclose(grid.T, row.expand(columns, rows), rtol=1e-5, atol=1e-6).all(dim=1)
-        for (line,) in close.nonzero().tolist():
-            found |= {(r, line) for r in range(rows)}
+    for lines, across in ((grid, True), (grid.T, False)):
+        if lines.shape[1] != row.numel():
+            continue
+        wanted = row.expand_as(lines)
+        same = torch.isclose(lines, wanted, rtol=1e-5, atol=1e-6)
+        if partial:
+            written = torch.isfinite(lines)
+            matching = ((same | ~written).all(dim=1)) & (written.sum(dim=1) >= 2)
+        else:
+            matching = same.all(dim=1)
+        for (line,) in matching.nonzero().tolist():
+            width = int(lines.shape[1])
+            found |= {(line, c) if across else (c, line) for c in range(width)}
     return found
 
 

@@ -34,6 +34,7 @@ from tracer.lessons.hiding import (
     conceal_text,
     deciders,
     hidden_cells,
+    loop_deciders,
     own_screen,
     quiz_id,
     quiz_tables,
@@ -74,9 +75,10 @@ def loop_substeps(
     text front end that prints the loop whole (``answered``: as for :func:`step_view`)."""
     step = step_as(lesson.steps[number], Loop)
     kept = secrets(lesson, runner, number, answered)
+    deciding = loop_deciders(lesson, runner, number, answered)
     subs = list(runner.substeps(step))
     for sub in subs:
-        yield substep_view(sub, kept, count=len(subs))
+        yield substep_view(sub, kept, count=len(subs), deciding=deciding)
 
 
 # One view per step -------------------------------------------------------------------

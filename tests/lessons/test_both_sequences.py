@@ -134,3 +134,37 @@ def test_a_lesson_cell_reads_it_on_the_key_axis_as_the_source_does(
     assert runner.cell_of(ref) == (2, SOURCE.index("cat"))
     assert abs(float(runner.answer(quiz)) - weights[2, 2]) < 1e-5  # type: ignore[arg-type]
     assert abs(weights[2, 2] - weights[2, 1]) > 1e-3  # the two readings differ
+
+
+PICKED = """  - quiz:
+      id: row
+      question: Select the source keys "dort" gives more than a quarter of its weight.
+      cells: {variant: cross-attention, stage: weights, then: [{pick: dort}]}
+      answer: {variant: cross-attention, stage: weights, then: [{pick: dort}, {compare: '> 0.25'}]}
+"""
+
+
+def test_a_row_picked_over_the_source_takes_the_source_tokens_it_shows(
+    host_module: PluginHost,
+) -> None:
+    """A cells quiz on the row of "dort" (a derived table over the source's keys) is typed
+    with the labels that row shows: "cat" is the source's, the only "cat" it shows, not a
+    token refused for being in both sequences. The row is recomputed with numpy."""
+    lesson = parse_lesson(LESSON + PICKED, "l.yaml", host_module)
+    runner = LessonRunner(lesson, host_module)
+    try:
+        quiz = lesson.steps[2]
+        assert isinstance(quiz, Quiz) and isinstance(quiz.cells, TensorRef)
+        ref = replace(quiz.cells, then=(), cell=None, cell_names=())
+        q = runner.tensor(replace(ref, stage="queries")).tensor.double().numpy()
+        k = runner.tensor(replace(ref, stage="keys")).tensor.double().numpy()
+        scores = q @ k.T / np.sqrt(k.shape[-1])
+        row = np.exp(scores[2]) / np.exp(scores[2]).sum()  # "dort", target token 2
+        chosen = [SOURCE[i] for i in range(len(SOURCE)) if row[i] > 0.25]
+        assert "cat" in chosen  # the case: a token of both sequences, chosen by the source's
+        answer = runner.answer(quiz)
+        assert grade(quiz, answer, "; ".join(chosen)).right is True
+        others = [token for token in SOURCE if token not in chosen]
+        assert grade(quiz, answer, "; ".join(others)).right is False
+    finally:
+        runner.close()

@@ -304,7 +304,8 @@ def quiz_tables(
             shown = lesson.steps[context]
             assert isinstance(shown, Show)
             resolved = runner.tensors(shown.ref)
-            tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
+            focus = runner.focus_of(shown.focus, resolved[0]) if shown.focus else None
+            tables.append(Table(shown.ref, resolved[0], "context", focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
     kept = own_screen(secrets(lesson, runner, number, answered), number)
     deciding = deciders(lesson, runner, number, answered)

@@ -208,7 +208,9 @@ def step_view(
         resolved = runner.tensors(step.ref)
         first, *others = resolved
         tables = (
-            Table(step.ref, first, "show", step.focus),
+            Table(
+                step.ref, first, "show", runner.focus_of(step.focus, first) if step.focus else None
+            ),
             *(Table(other.ref, other, "show") for other in others),
         )
         caption = live(runner, step.caption, kept=kept, said=said)

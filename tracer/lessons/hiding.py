@@ -3,10 +3,13 @@
 Decided here, once, over the whole screen (:func:`conceal`): while a number quiz
 is not answered, no number within its tolerance of its answer is shown on any
 step (a cell of any table, a table's title or formula, a caption, a question, a
-hint), no cell is left that follows from the shown cells of a row or column that
-adds up to 1 or from its neighbours by one operation, and so skipping a quiz and
-coming back gives nothing away. The step views (:mod:`tracer.lessons.views`), a
-loop's sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
+hint), no cell is left that follows by one operation from what the screen shows (the
+rest of a row or column whose total is known, its neighbours in a sequence, a shown cell
+and a constant the lesson states, two shown cells' difference), no screen before a
+computed-choice quiz shows the row its answer is read off, and so skipping a quiz and
+coming back gives nothing away. Each table says why its cells are hidden
+(:func:`hidden_legend`). The step views (:mod:`tracer.lessons.views`), a loop's
+sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
 
 A sentence can give a quiz away without a number. Each quiz knows its answer as a statement
 too (:func:`statement`), and a sentence that makes it is left out of every screen while the

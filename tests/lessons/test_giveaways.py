@@ -222,7 +222,7 @@ def test_plain_says_what_a_hidden_cell_of_a_show_step_means(host: PluginHost) ->
     assert (
         "(? = hidden until the quiz at step 2 is answered: the cell that holds its answer; "
         "a number equal to its answer within its tolerance, read off it would be accepted; "
-        "a number that, with those shown, gives its answer by one operation)"
+        "a number its answer follows from in one operation)"
     ) in first_show
     assert "(? = " not in text.split("--- Step 4")[1]  # after both quizzes: nothing hidden
 

@@ -97,7 +97,7 @@ class Why:
 
     ``answer``: the answer's own cell. ``equal``: a number within the quiz's tolerance of its
     answer, whatever quantity it is (read off, it would be accepted). ``derives``: a number
-    that, with those shown, gives the answer by one operation (a step, a total, a difference,
+    the answer follows from in one operation, with those shown (a step, a total, a difference,
     a stated factor). ``decides``: a row or column a choice quiz's answer is read off.
     """
 
@@ -108,7 +108,7 @@ class Why:
 _WHY_WORDS = {
     "answer": "the cell that holds {its} answer",
     "equal": "a number equal to {its} answer within its tolerance, read off it would be accepted",
-    "derives": "a number that, with those shown, gives {its} answer by one operation",
+    "derives": "a number {its} answer follows from in one operation",
     "decides": "the numbers {its} right choice is read off",
 }
 
@@ -134,7 +134,7 @@ def hidden_legend(tables: Iterable[Table]) -> str:
         waits, its = f"the quiz at step {steps[0] + 1} is answered", "its"
     else:
         named = ", ".join(str(step + 1) for step in steps[:-1]) + f" and {steps[-1] + 1}"
-        waits, its = f"the quizzes at steps {named} are answered", "one's"
+        waits, its = f"the quizzes at steps {named} are answered", "a quiz's"
     kinds = [kind for kind in _WHY_WORDS if any(reason.kind == kind for reason in why)]
     said = "; ".join(_WHY_WORDS[kind].format(its=its) for kind in kinds)
     return f"(? = hidden until {waits}: {said})"

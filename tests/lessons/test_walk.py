@@ -216,14 +216,14 @@ def test_grading_a_quiz_checks_against_the_inputs_and_names_what_to_record() -> 
 
 def test_the_walk_says_which_steps_are_loops_and_quizzes() -> None:
     lesson, _, _ = lesson_and_runner("01_dot_products")
-    assert [n for n in range(len(lesson.steps)) if loop_at(lesson, n)] == [5, 9]
-    assert [n for n in range(len(lesson.steps)) if quiz_at(lesson, n)] == [3, 6, 11, 12]
+    assert [n for n in range(len(lesson.steps)) if loop_at(lesson, n)] == [6, 9]
+    assert [n for n in range(len(lesson.steps)) if quiz_at(lesson, n)] == [3, 4, 11, 12]
     assert loop_at(lesson, len(lesson.steps)) is None and quiz_at(lesson, -1) is None
 
 
 def test_stepping_a_loop_finds_one_sub_step_per_key_then_its_end() -> None:
     lesson, runner, _ = lesson_and_runner("01_dot_products")
-    loop = step_as(lesson.steps[5], Loop)  # "journey" with each token
+    loop = step_as(lesson.steps[6], Loop)  # "journey" with each token
     state = start_loop(runner, loop)
     assert state is not None
     sub, seen = 0, []
@@ -246,7 +246,7 @@ def test_the_lesson_summary_counts_what_was_recorded() -> None:
     lesson, _, _ = lesson_and_runner("01_dot_products")
     summary = lesson_summary(lesson, {"your-journey": Saved(True), "one-step": Saved(False)})
     assert "Quizzes: 1 of 4 right (2 answered)." in summary
-    assert "Not answered: step 7, 13." in summary
+    assert "Not answered: step 5, 13." in summary
     assert "What it covered:" in summary
 
 
@@ -333,7 +333,13 @@ def test_a_quiz_hides_every_number_within_its_tolerance() -> None:
     with_, journey = TOKENS.index("with"), TOKENS.index("journey")
     assert answer == pytest.approx(float(weights[with_, journey])) and answer > 0
     near = {(r, c) for r in range(6) for c in range(6) if abs(weights[r, c] - answer) <= 0.005}
-    assert table.hidden == near and (with_, journey) in near
+    # Dropout kept every weight of the row of "with": it adds up to 2 (twice 1), a number the
+    # table shows (row 0), so 2 minus the rest would give the answer: one more cell of that
+    # row reads "?", the next one, and no other.
+    row = weights[with_]
+    assert abs(float(row.sum()) - 2) < 1e-4 and float(weights[0, 0]) == 2.0
+    assert near == {(with_, journey)}
+    assert table.hidden == near | {(with_, journey + 1)}
 
 
 def test_lesson_08s_cache_quizzes_come_before_the_table_that_states_their_answers() -> None:

@@ -375,7 +375,8 @@ def _check_step(step: LessonStep, runner: LessonRunner) -> None:
 def _show_focus(step: LessonStep, runner: LessonRunner) -> None:
     show = step_as(step, Show)
     if show.focus is not None:
-        _check_focus(show.focus, runner.tensor(show.ref))
+        shown = runner.tensor(show.ref)
+        _check_focus(runner.focus_of(show.focus, shown), shown)
 
 
 def _loop_substeps(step: LessonStep, runner: LessonRunner) -> None:

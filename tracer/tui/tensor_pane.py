@@ -461,8 +461,8 @@ class TableTitle(Label):
         return Text(shorten(text, width) if width > 0 else text)
 
 
-HIDDEN_MARK = "? = a quiz's answer, shown once answered"
-HIDDEN_MARK_SHORT = ("? = a hidden answer", "? = hidden")
+HIDDEN_MARK = "? = hidden until a quiz is answered"
+HIDDEN_MARK_SHORT = ("? = hidden until answered", "? = hidden")
 """What :data:`HIDDEN_MARK` says where it does not fit, longest first."""
 """The border's note under tables that draw a cell as "?"."""
 

@@ -12,7 +12,9 @@ accepted response nearer the answer than the other value (half their distance)::
 The other values are the cells that share all but one index with the answer's cell (its row
 and its column, in a table of any rank), as the learner types them: to 4 decimals. A cell
 equal to the answer (a symmetric table's transpose, equal columns) is the same number, and
-right; a cell that is not a finite number (a masked ``-inf``) is no answer anyone types.
+right; a cell that is not a finite number (a masked ``-inf``) is no answer anyone types. A
+tolerance that lets a naive guess through (:mod:`tracer.lessons.guesses`) is warned about once,
+for the guess.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.guesses import accepted
 from tracer.lessons.hiding import lesson_secrets
 from tracer.lessons.model import Lesson, TensorRef
 from tracer.lessons.statements import source_lines
@@ -80,6 +83,8 @@ def neighbour_values(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
         quiz = secret.quiz
         if not isinstance(quiz.answer, TensorRef) or secret.tolerance <= 0:
             continue
+        if accepted(secret, len(lesson.inputs.tokens)):
+            continue  # a guess (0, 1, 1/n) gets through: that tolerance is warned about already
         try:
             table = _lines_through(quiz.answer, runner)
         except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):

@@ -13,6 +13,11 @@ author may not mean, though the lesson loads and runs as it is.
   :mod:`tracer.lessons.deciding`.
 - A sentence that puts a table's masked cells on the wrong side of its diagonal, or a
   caption that gives a shape the table does not have: :mod:`tracer.lessons.caption_claims`.
+- A sentence whose relation ("each row sums to 1", "the same weights", "keeps pair 0", "all
+  36 scores") its step's tables contradict, and a loop table titled "so far" that holds
+  something else: :mod:`tracer.lessons.relation_claims`.
+- A two-decimal number typed into prose that no table, live value or shown formula holds:
+  :mod:`tracer.lessons.typed_values`.
 
 Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
 """
@@ -28,7 +33,9 @@ from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.hiding import Secret, numbers_in, own_screen, secrets
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
+from tracer.lessons.relation_claims import relation_warnings
 from tracer.lessons.statements import source_lines, stated_answers
+from tracer.lessons.typed_values import unshown_numbers
 from tracer.lessons.views import live, step_view
 from tracer.yamldoc import Problem
 
@@ -47,6 +54,8 @@ def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
         *deciding_rows(lesson, runner, path),
         *diagonal_sides(lesson, runner, path),
         *shape_claims(lesson, runner, path),
+        *relation_warnings(lesson, runner, path),
+        *unshown_numbers(lesson, runner, path),
     ]
     return sorted(found, key=lambda p: (p.line, p.column))
 

@@ -208,3 +208,13 @@ def _windowed(sub: SubStep | None, kind: str, token: int) -> bool:
             if (parse_axis(spec)[1], size) != (token, 1):
                 return True
     return False
+
+
+def holds_stage(stage: str, result: str) -> bool:
+    """Whether a loop's table holds ``stage``'s own values, so it may be titled "<stage> so
+    far": the number each sub-step writes (``result``, a scalar's name) is the stage's tensor
+    (naive-loop's ``score`` of ``scores``), not another quantity (lesson 14's ``D`` in the
+    ``grad_scores`` loop). The app titles its loop tables by it and ``attn lesson check``
+    checks the tables so titled."""
+    held = result or stage
+    return held in (stage, f"{stage}s") or f"{held}s" == stage

@@ -41,6 +41,7 @@ from tracer.lessons.model import (
     TensorRef,
     TypedNumber,
 )
+from tracer.lessons.neighbour_values import neighbour_values
 from tracer.lessons.prose import TOKEN_FORMAT, format_value, placeholders
 from tracer.lessons.reading import LessonError, one_line
 from tracer.lessons.views import quiz_at, step_as
@@ -98,6 +99,7 @@ def examine(
         warnings = markup_warnings(lesson) + repeated_cells(lesson, runner)
         if not problems:  # what a learner would see that the author may not mean
             warnings += cautions(lesson, runner)
+            warnings += neighbour_values(lesson, runner)
     except BaseException:
         runner.close()  # a plugin's worker processes stop now, not when collected
         raise

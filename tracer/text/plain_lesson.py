@@ -282,7 +282,7 @@ def substep_lines(
     journey, key with"), a source's token as the source's.
     """
     where = ", ".join(str(i) for i in sub.position)
-    names = position_tokens(sub.position, axes, tokens)
+    names = position_tokens(sub.position, axes, tokens, sub)
     source = source_tokens(tokens)
     parts = []
     kinds = axes if axes is not None and len(axes) == len(names) else ("",) * len(names)

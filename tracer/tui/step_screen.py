@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from tracer.errors import TracerError
 from tracer.session.moves import Cancelled, Move, Pending
 from tracer.tui import textual_hooks as hooks
+from tracer.tui.backdrop import Backdrop
 from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
@@ -73,7 +74,7 @@ def thaw_heap() -> None:
     gc.unfreeze()
 
 
-class StepScreen(Screen[None]):
+class StepScreen(Screen[None], Backdrop):
     """Base for screens that step through something: keys, auto-play and background work."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

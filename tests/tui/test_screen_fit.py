@@ -141,7 +141,7 @@ async def test_a_show_step_names_its_tensor_and_prints_whole_numbers_whole() -> 
         pane = screen.query_one("#tensors", TensorPane)
         assert pane.full_title.startswith("renormalized.zeroed · ")
         assert "softmax" not in pane.detail.plain  # the renormalising formula is not zeroed's
-        screen = await go(app, pilot, 1)  # the causal mask
+        screen = await go(app, pilot, 3)  # the causal mask, after the quizzes that ask about it
         grid = pane.view.grid
         assert grid is not None and grid.whole
         mask = torch.ones(6, 6).triu(1)  # 1 = hidden from the query

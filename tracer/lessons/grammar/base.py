@@ -253,6 +253,10 @@ class ReaderBase:
             if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) and what in PROSE_FIELDS:
                 bracket = "[" if isinstance(node, yaml.SequenceNode) else "{"
                 hint = f"; text starting with '{bracket}' must be in quotes"
+                if not node.flow_style and isinstance(node, yaml.MappingNode):
+                    hint = "; text that holds ': ' (a colon and a space) must be in quotes"
+                elif not node.flow_style:
+                    hint = "; text that starts with '- ' must be in quotes"
             self.problem(node, f"{what} must be text, not {_kind(node)}{hint}")
             return None
         value = str(node.value)

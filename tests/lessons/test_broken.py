@@ -418,7 +418,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "quiz_ref_cell_dims",
         H
         + "  - quiz: {question: q, answer: {variant: naive-loop, stage: scores, query: 1, cell: [1, 2]}}\n",
-        ["4:33: cell has 2 indices but 'scores' has 1 dimension (6)"],
+        ["4:87: cell has 2 indices but 'scores' has 1 dimension (6)"],
     ),
     (
         "quiz_duplicate_id",

@@ -1,13 +1,14 @@
 """A computed-choice quiz whose deciding row is shown in full before it is asked, as
-``attn lesson check`` warns about it.
+``attn lesson check`` refuses it.
 
 A choice quiz whose answer is computed with ``argmax`` or ``argmin`` ("which key weighs most
 for 'journey'?") is decided by one row of numbers. A table shown on an earlier step that
 holds that row whole (as a row or a column) lets a learner read the answer off it before
-answering, and the walk hides numbers, not a position. The warning is at the table's step::
+answering, and the walk hides numbers, not a position: the quiz gives its answer away, so it
+is a problem, at the table that shows the row::
 
     from tracer.lessons.deciding import deciding_rows
-    warnings = deciding_rows(lesson, runner, path)   # [] when no earlier table holds one
+    problems = deciding_rows(lesson, runner, path)   # [] when no earlier table holds one
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ DECIDING = ("argmax", "argmin")
 
 
 def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
-    """A warning at each earlier step whose table holds a computed choice's deciding row."""
+    """A problem at each earlier step whose table holds a computed choice's deciding row."""
     found = []
     for number in range(len(lesson.steps)):
         quiz = quiz_at(lesson, number)
@@ -59,7 +60,7 @@ def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
                     Problem(
                         line,
                         column,
-                        f"warning: this table holds, whole, the row the quiz at line "
+                        f"this table holds, whole, the row the quiz at line "
                         f"{quiz.line} takes its answer from ({ref.then[-1].name}): a learner "
                         "reads the answer off it before answering; show it after the quiz, "
                         "or ask about something it does not show",

@@ -254,6 +254,13 @@ _KEY_VALUE = re.compile(r"^\s*(?:- +)?([^\s:#'\"\[{][^:#]*?):(\S.*)?$")
 _KEY_WITH_TEXT = re.compile(r"^\s*(?:- +)?[^\s:#'\"\[{][^:#]*?: +[^\s#|>].*$")
 
 
+def _spaced(key: str, value: str) -> str:
+    """The fix for ``key:value``: the line as it should be, or the space to add."""
+    if len(value.split()) == 1 and len(value) <= 40:
+        return f"write '{key}: {value}'"
+    return f"put a space after '{key}:'"
+
+
 def _found(exc: yaml.MarkedYAMLError) -> str:
     """What PyYAML found where it expected something else ('<scalar>', '-', '}')."""
     match = _FOUND.search(exc.problem or "")
@@ -270,9 +277,17 @@ def _in_words(
         return _quoted(exc, text, line, column, opened)
     if "found character '\\t'" in problem or "tab character" in problem:
         return line, column, "a tab character; indent with spaces, not tabs"
-    for char in _STARTERS:
-        if f"found character '{char}' that cannot start any token" in problem:
-            return line, column, f"text that starts with {char} must be in quotes"
+    starter = re.search(r"found character '(.)' that cannot start any token", problem)
+    if starter is not None:
+        return line, column, f"text that starts with {starter.group(1)} must be in quotes"
+    if "directive" in context:
+        return (
+            *opened,
+            "a line that starts with '%' is a YAML directive; indent it like the text it "
+            "belongs to, or put the text in quotes",
+        )
+    if "tag" in context:
+        return *opened, "text that starts with '!' must be in quotes (YAML reads ! as a tag)"
     if "alias" in context:
         return (
             *opened,
@@ -293,6 +308,14 @@ def _in_words(
         )
     if "could not find expected ':'" in problem:
         written = text.line(opened[0]).strip()
+        key = _KEY_VALUE.match(written)
+        if key is not None and key.group(2) is not None and ": " not in written:
+            word = key.group(1).strip()
+            return (
+                *opened,
+                f"'{_short(written)}' has no space after its ':', so YAML does not read "
+                f"'{word}' as a key; {_spaced(word, key.group(2))}",
+            )
         return (
             *opened,
             f"'{_short(written)}' is neither 'key: value' nor a '- ' list entry; write a "
@@ -304,6 +327,10 @@ def _in_words(
             "text that starts with | or > must be in quotes (YAML reads them as the start "
             "of a block of lines)",
         )
+    if "node content" in problem and _found(exc) in ("]", "}"):
+        found = _found(exc)
+        opener = "[" if found == "]" else "{"
+        return line, column, f"this '{found}' closes nothing; remove it, or add its '{opener}'"
     if "flow" in context or ("node content" in problem and "<stream end>" in problem):
         return _flow(exc, text, line, column, opened)
     if "expected <block end>" in problem:
@@ -336,12 +363,12 @@ def _colon(text: _Text, line: int, column: int) -> tuple[int, int, str]:
     for number, earlier in text.before(line):
         key = _KEY_VALUE.match(earlier)
         if key is not None and key.group(2) is not None and ": " not in earlier:
-            word, value = key.group(1).strip(), key.group(2).split()[0]
+            word = key.group(1).strip()
             return (
                 number,
                 _indent(earlier) + earlier.lstrip(" ").find(word),
-                f"'{word}:{value}' has no space after its ':', so YAML reads it, and the "
-                f"lines under it, as text; write '{word}: {value}'",
+                f"'{_short(earlier.strip())}' has no space after its ':', so YAML reads it, "
+                f"and the lines under it, as text; {_spaced(word, key.group(2))}",
             )
         if _indent(earlier) < _indent(written) and _KEY_WITH_TEXT.match(earlier):
             return (
@@ -393,11 +420,25 @@ def _flow(
             f"text goes on after a quoted part of an item of this {what}; put the whole item "
             "in quotes",
         )
+    if found == ":":
+        return (
+            line,
+            column,
+            "a colon inside an item of a [...] or {...} (a second ': ' in one item); put "
+            "the item in quotes",
+        )
+    if found == "-":
+        return (
+            line,
+            column,
+            "a '- ' inside [...] or {...} is not a list entry; write the item without it, or "
+            "in quotes",
+        )
     return (
         line,
         column,
         f"a ',' or '{closer}' is needed here: items of a [...] or {{...}} are separated by "
-        "commas, and an item that holds ',', ':', '[' or '{' must be in quotes",
+        "commas, and an item that holds ',', ':', '?', '[' or '{' must be in quotes",
     )
 
 
@@ -428,6 +469,23 @@ def _block_end(
     a line indented like nothing above it."""
     found = _found(exc)
     written = text.line(line)
+    comment = _comment_above(text, line, column)
+    if comment is not None:
+        return (
+            comment,
+            _indent(text.line(comment)),
+            f"this comment, less indented than the text around it, ends the block of text "
+            f"above it, so line {line} is out of place; indent the comment like the text, or "
+            "remove it",
+        )
+    dashed = re.match(r"\s*-(\S+)", written)
+    if dashed is not None and column == _indent(written):
+        return (
+            line,
+            column,
+            f"'-{_short(dashed.group(1))}' needs a space after its '-' to be a list entry; "
+            f"write '- {_short(dashed.group(1))}'",
+        )
     if found == "<scalar>":
         before = written[: column - 1].rstrip()
         if before.endswith(("]", "}")):
@@ -459,6 +517,14 @@ def _block_end(
             "belongs to",
         )
     entry = found in ("-", "<block sequence start>")
+    if entry and column == opened[1] and not _entry(text.line(opened[0])):
+        return (
+            line,
+            column,
+            f"a '- ' list entry where the lines around it are keys (from line {opened[0]}, "
+            f"at column {opened[1]}); write it as 'key: value', or indent it under the key "
+            "whose list it belongs to",
+        )
     for number, earlier in text.before(line):
         if entry and not _entry(earlier):
             continue
@@ -474,6 +540,17 @@ def _block_end(
             f"at column {at}); indent it to column {at}"
             + ("" if entry else ", or under a key that ends with ':' to nest it"),
         )
+    for number, earlier in text.before(line):
+        at = _indent(earlier) + (2 if _entry(earlier) and not entry else 0)
+        if opened[1] < column < at:
+            return (
+                line,
+                column,
+                f"this line is at column {column}, between the lines above it: line {number} "
+                f"at column {at} and the block from line {opened[0]} at column {opened[1]}; "
+                "indent it like one of them",
+            )
+        break
     return (
         line,
         column,
@@ -492,16 +569,35 @@ def _second_document(text: _Text, line: int, column: int) -> tuple[int, int, str
                 f"'{_short(written.strip())}' starts another YAML document; a lesson is one "
                 "document: remove the line, or indent it",
             )
+    for number, earlier in text.before(line):
+        if _indent(earlier) > column:
+            return (
+                line,
+                column,
+                f"this line is indented less than line {number} above it (column "
+                f"{_indent(earlier)}), where the document's top level starts; start every "
+                "top-level key at column 1",
+            )
+        break
     return line, column, "a lesson is one YAML document; remove what follows it"
+
+
+def _comment_above(text: _Text, line: int, column: int) -> int | None:
+    """The comment line just above ``line`` that is less indented than it, if any: such a
+    comment ends a block of text (``>-``, ``|``), leaving the lines after it out of place."""
+    for index in range(line - 2, -1, -1):
+        written = text.lines[index] if index < len(text.lines) else ""
+        if not written.strip():
+            continue
+        if written.lstrip(" ").startswith("#") and _indent(written) < column:
+            return index + 1
+        return None
+    return None
 
 
 def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-_STARTERS = "@`%"
-"""Characters YAML reserves: a plain value may not start with them."""
 
 
 def _duplicate_keys(root: yaml.Node, path: str) -> Iterator[Problem]:

@@ -9,6 +9,7 @@ what to change: written from the lesson, not copied from the tool's output.
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -110,6 +111,13 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "yaml_exclamation": ("4:16", "put text that starts with '!' in quotes"),
     "yaml_second_document": ("5:1", "'---' starts another YAML document"),
     "yaml_percent": ("5:1", "'%YAML 1.1' starts another YAML document"),
+    "yaml_comment_ends_text": ("6:3", "this comment, less indented than the text around it"),
+    "yaml_stray_bracket_line": ("5:1", "this ']' closes nothing"),
+    "yaml_entry_among_keys": ("5:1", "a '- ' list entry where the lines around it are keys"),
+    "yaml_first_key_indented": ("2:1", "start every top-level key at column 1"),
+    "yaml_colon_in_flow_item": ("4:61", "a colon inside an item of a [...] or {...}"),
+    "yaml_caption_without_space": ("7:7", "put a space after 'caption:'"),
+    "yaml_second_step_without_space": ("5:3", "write '- show:'"),
 }
 
 PYYAML_WORDS = (
@@ -227,3 +235,53 @@ def test_what_is_not_a_mistake_checks_clean(tmp_path: Path) -> None:
             ("tight_tolerance", "1 step"),
         ]
     )
+
+
+SLIPS = ('"', "'", "[", "{", "]", "}", ":", "\t", "#", "- ", "*", "&", "!", "|", ">", "%", "@", "`")
+
+
+def _slip(text: str, rng: random.Random) -> str:
+    """One typing slip in ``text``: a line indented one more or one less, a colon or its space
+    lost, a character YAML reads as syntax typed in, a tab, a stray line."""
+    lines = text.split("\n")
+    at = rng.randrange(len(lines))
+    line = lines[at]
+    slip = rng.randrange(6)
+    if slip == 0:
+        lines[at] = line[1:] if line.startswith(" ") else " " + line
+    elif slip == 1 and ": " in line:
+        lines[at] = line.replace(": ", rng.choice([":", " "]), 1)
+    elif slip == 2 and line:
+        where = rng.randrange(len(line))
+        lines[at] = line[:where] + rng.choice(SLIPS) + line[where:]
+    elif slip == 3:
+        lines[at] = line.replace("  ", "\t", 1)
+    elif slip == 4 and ": " in line:
+        lines[at] = line.replace(": ", ": Note: ", 1)
+    else:
+        lines.insert(at, "  " * rng.randrange(4) + rng.choice(["- x", "x: y", "x", "]", "---"]))
+    return "\n".join(lines)
+
+
+def test_a_slip_in_a_shipped_lesson_is_said_in_words_at_a_place_in_the_file() -> None:
+    """Hundreds of typing slips in the shipped lessons' YAML: each that breaks it is one line,
+    inside the file, in words (none of PyYAML's terms)."""
+    from tracer.yamldoc import DocumentError, compose
+
+    shipped = sorted((Path(__file__).parents[2] / "lessons").glob("*.yaml"))
+    texts = [path.read_text(encoding="utf-8") for path in shipped]
+    rng = random.Random(43)
+    broken = 0
+    for _ in range(600):
+        text = _slip(rng.choice(texts), rng)
+        try:
+            compose(text, "lesson.yaml")
+        except DocumentError as error:
+            broken += 1
+            for problem in error.problems:
+                assert "\n" not in problem.message
+                assert 1 <= problem.line <= text.count("\n") + 2, problem
+                assert problem.column >= 1, problem
+                terms = (*PYYAML_WORDS, "while ", "but found", "but got")
+                assert not [term for term in terms if term in problem.message], problem
+    assert broken > 200  # the slips did break the YAML, mostly

@@ -69,6 +69,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "then_arg_type": ("4:65", "must be a whole number, not text ('rows')"),
     "loop_stage_not_loop": ("4:40", "is not built by a loop; its loops: scores, context"),
     "empty_step": ("4:4", "step 1 must be a mapping"),
+    "checkpoint_points_as_text": ("6:15", "write each point on its own '- ' line"),
     # Structure.
     "yaml_less_indented": ("7:5", "'tolerance' belongs inside 'quiz': indent it under 'quiz:'"),
     "yaml_hint_colon": ("8:11", "text that holds ': ' (a colon and a space) must be in quotes"),

@@ -80,7 +80,7 @@ def _tighter(distance: float) -> str:
     for tolerance in ("0.05", "0.01", "0.005", "0.001", "0.0001"):
         if float(tolerance) < distance / 2:
             return tolerance
-    return "0"
+    return f"{distance / 4:.8f}".rstrip("0")  # a guess this near: a tolerance nearer still
 
 
 def _tolerance_at(source: list[str], line: int, column: int) -> tuple[int, int]:

@@ -49,3 +49,14 @@ def test_lesson_check_refuses_it_at_the_tolerance(tmp_path: Path) -> None:
     assert len(lines) == 1  # at the value the teacher wrote, with a tolerance to write instead
     assert lines[0].startswith("8:18: this tolerance accepts a guess, 0, though")
     assert lines[0].endswith("for example tolerance: 0.05")
+
+
+def test_the_tolerance_suggested_is_below_half_the_distance_and_reads_as_a_number() -> None:
+    import yaml
+
+    from tracer.lessons.guesses import _tighter
+
+    for distance in (0.9544, 0.03, 0.0003, 0.00015):
+        written = yaml.safe_load(f"tolerance: {_tighter(distance)}")["tolerance"]
+        assert isinstance(written, float)  # YAML reads 4e-05 as text; this is a number
+        assert 0 < written < distance / 2

@@ -98,7 +98,7 @@ def test_lesson_check_warns_where_the_lesson_names_it(tmp_path: Path) -> None:
     assert any(
         text.startswith(f"{line + 1}:{column}:")
         and "'cat' is in both sequences: token 1 of the target and 2 of the source" in text
-        and "a cell reads it on a key axis as the source's" in text
+        and "a cell, a focus or a pick reads it on a key axis as the source's" in text
         for text in said
     ), said
 
@@ -134,3 +134,82 @@ def test_a_lesson_cell_reads_it_on_the_key_axis_as_the_source_does(
     assert runner.cell_of(ref) == (2, SOURCE.index("cat"))
     assert abs(float(runner.answer(quiz)) - weights[2, 2]) < 1e-5  # type: ignore[arg-type]
     assert abs(weights[2, 2] - weights[2, 1]) > 1e-3  # the two readings differ
+
+
+PICKED = """  - quiz:
+      id: row
+      question: Select the source keys "dort" gives more than a quarter of its weight.
+      cells: {variant: cross-attention, stage: weights, then: [{pick: dort}]}
+      answer: {variant: cross-attention, stage: weights, then: [{pick: dort}, {compare: '> 0.25'}]}
+"""
+
+
+def test_a_row_picked_over_the_source_takes_the_source_tokens_it_shows(
+    host_module: PluginHost,
+) -> None:
+    """A cells quiz on the row of "dort" (a derived table over the source's keys) is typed
+    with the labels that row shows: "cat" is the source's, the only "cat" it shows, not a
+    token refused for being in both sequences. The row is recomputed with numpy."""
+    lesson = parse_lesson(LESSON + PICKED, "l.yaml", host_module)
+    runner = LessonRunner(lesson, host_module)
+    try:
+        quiz = lesson.steps[2]
+        assert isinstance(quiz, Quiz) and isinstance(quiz.cells, TensorRef)
+        ref = replace(quiz.cells, then=(), cell=None, cell_names=())
+        q = runner.tensor(replace(ref, stage="queries")).tensor.double().numpy()
+        k = runner.tensor(replace(ref, stage="keys")).tensor.double().numpy()
+        scores = q @ k.T / np.sqrt(k.shape[-1])
+        row = np.exp(scores[2]) / np.exp(scores[2]).sum()  # "dort", target token 2
+        chosen = [SOURCE[i] for i in range(len(SOURCE)) if row[i] > 0.25]
+        assert "cat" in chosen  # the case: a token of both sequences, chosen by the source's
+        answer = runner.answer(quiz)
+        assert grade(quiz, answer, "; ".join(chosen)).right is True
+        others = [token for token in SOURCE if token not in chosen]
+        assert grade(quiz, answer, "; ".join(others)).right is False
+    finally:
+        runner.close()
+
+
+BY_AXIS = """  - show:
+      variant: cross-attention
+      stage: weights
+      focus: {column: cat}
+  - show:
+      variant: cross-attention
+      stage: weights
+      focus: {row: cat}
+  - quiz:
+      id: picked
+      question: How much weight does "dort" give the source's "cat"?
+      answer: {variant: cross-attention, stage: weights, then: [transpose, {pick: cat}], cell: [dort]}
+      tolerance: 0.005
+"""
+
+
+def test_a_focus_and_a_pick_read_it_by_the_axis_they_index(host_module: PluginHost) -> None:
+    """A focus on the column "cat" of the (target, source) weights is the source's key 2; a
+    focus on the row "cat" is the target's token 1; a pick of "cat" from the transposed
+    weights, whose first axis is the source's keys, is the source's too, and is named so.
+    The weights are recomputed with numpy from the run's queries and keys."""
+    from tracer.lessons.lesson_runner import explain_steps
+    from tracer.lessons.views import step_view
+
+    lesson = parse_lesson(LESSON + BY_AXIS, "l.yaml", host_module)
+    runner = LessonRunner(lesson, host_module)
+    try:
+        column, row = step_view(lesson, runner, 2).tables[0], step_view(lesson, runner, 3).tables[0]
+        assert column.focus is not None and column.focus.column == SOURCE.index("cat") == 2
+        assert row.focus is not None and row.focus.row == TARGET.index("cat") == 1
+        quiz = lesson.steps[4]
+        assert isinstance(quiz, Quiz) and isinstance(quiz.answer, TensorRef)
+        ref = replace(quiz.answer, then=(), cell=None, cell_names=())
+        q = runner.tensor(replace(ref, stage="queries")).tensor.double().numpy()
+        k = runner.tensor(replace(ref, stage="keys")).tensor.double().numpy()
+        scores = q @ k.T / np.sqrt(k.shape[-1])
+        weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+        answer = float(runner.answer(quiz))  # type: ignore[arg-type]
+        assert abs(answer - weights[2, 2]) < 1e-5 and abs(weights[2, 2] - weights[2, 1]) > 1e-3
+        picked = runner.tensor(replace(quiz.answer, cell=None, cell_names=()))
+        assert 'the key "cat"' in " ".join(explain_steps(picked))
+    finally:
+        runner.close()

@@ -59,21 +59,26 @@ def steps(text: str, host: PluginHost) -> Lesson:
     return load("title: T\nsummary: S\nsteps:\n" + text, host)
 
 
-def test_a_hidden_weight_hides_the_rest_of_its_row(host: PluginHost) -> None:
+def test_a_hidden_weight_hides_one_more_of_its_row(host: PluginHost) -> None:
     """A row of softmax weights adds up to 1: with one cell hidden the rest of it would give
-    it away (1 minus the others), so the whole row reads "?"."""
+    it away (1 minus the others), so one more cell of it reads "?" (the next one), and a
+    subtraction gives only the sum of the two; the rest of the row stays shown."""
     lesson = load(TWO_QUIZZES, host)
     runner = LessonRunner(lesson, host)
     journey = TOKENS.index("journey")
     assert abs(WEIGHTS[journey].sum() - 1) < 1e-9  # the oracle: the row adds up to 1
     (table,) = quiz_tables(lesson, runner, 1, answered={"second"}).tables
-    # Every weight within the tolerance reads "?", and so does the rest of each row that
+    # Every weight within the tolerance reads "?", and so does the next cell of each row that
     # holds just one of them (a row with two hidden gives neither: only their sum).
     near = np.abs(WEIGHTS - WEIGHTS[journey, 0]) <= 0.005
-    alone = {int(r) for r in range(6) if near[r].sum() == 1}
     expected = {(int(r), int(c)) for r, c in zip(*np.nonzero(near), strict=True)}
-    expected |= {(r, c) for r in alone for c in range(6)}
-    assert journey in alone and table.hidden == expected
+    for row in range(6):
+        if near[row].sum() == 1:
+            (column,) = np.nonzero(near[row])[0]
+            expected.add((row, int(column) + 1 if column < 5 else int(column) - 1))
+    assert near[journey].sum() == 1 and table.hidden == expected
+    for row in range(6):  # no row holds a lone hidden weight: 1 minus the rest gives nothing
+        assert sum((row, c) in table.hidden for c in range(6)) in (0, 2, 3, 4, 5, 6)
     assert np.allclose(table.resolved.tensor.double().numpy(), WEIGHTS, atol=1e-6)
 
 
@@ -207,8 +212,19 @@ def test_plain_says_what_a_hidden_cell_of_a_show_step_means(host: PluginHost) ->
     lesson = load(TWO_QUIZZES, host)
     text = "\n".join(plain_lines(lesson, host))
     first_show = text.split("--- Step 2")[0]
-    assert "?" in first_show and HIDDEN_NOTE in first_show
-    assert HIDDEN_NOTE not in text.split("--- Step 4")[1]  # after both quizzes: nothing hidden
+    # The legend names the quiz the "?" waits for and says what the hidden cells are: the
+    # answer's own cell, other weights as near it, and the next weight of their rows (1
+    # minus the rest would give it).
+    journey = TOKENS.index("journey")
+    near = np.abs(WEIGHTS - WEIGHTS[journey, 0]) <= 0.005
+    assert near.sum() > 1  # the oracle: other weights are within the tolerance too
+    assert "?" in first_show
+    assert (
+        "(? = hidden until the quiz at step 2 is answered: the cell that holds its answer; "
+        "a number equal to its answer within its tolerance, read off it would be accepted; "
+        "a number its answer follows from in one operation)"
+    ) in first_show
+    assert "(? = " not in text.split("--- Step 4")[1]  # after both quizzes: nothing hidden
 
 
 CROSS = """title: T

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from tests import forked
 from tracer.render.labels import loop_matrix_axes, position_tokens
 from tracer.tui.lesson_drawing import loop_position
@@ -64,3 +66,43 @@ def test_a_position_of_one_index_in_a_matrix_loop_names_nothing_and_draws() -> N
     text = loop_position(sub, 2, 3, TARGET, ("query", "key")).plain
     assert "position (1), counted from 0" in text
     assert "chat" not in text
+
+
+def _tile(key_tile: int, query_tile: int, size: int) -> SubStep:
+    """A flash-backward tile: its tensors' token axes start where the tile starts."""
+    q_axis, k_axis = f"query:{query_tile * size}", f"key:{key_tile * size}"
+    return SubStep(
+        stage="tiles",
+        position=(key_tile, query_tile),
+        tensors={"S_ij": torch.zeros(size, size), "dQ_i": torch.zeros(size, 3)},
+        axes={"S_ij": (q_axis, k_axis), "dQ_i": (q_axis, "feature")},
+    )
+
+
+def test_a_tile_index_is_not_named_as_a_token() -> None:
+    plain = Tokens(["Your", "journey", "starts", "with", "one", "step"])
+    # The stage the tile loop builds is dQ, (query, feature): index 0 is a key tile there.
+    assert position_tokens((1, 0), ("query", "feature"), plain, _tile(1, 0, 2)) == ("", "")
+    assert position_tokens((2, 0), ("query", "feature"), plain, _tile(2, 0, 2)) == ("", "")
+    text = loop_position(_tile(1, 0, 2), 4, 9, plain, ("query", "feature")).plain
+    assert "journey" not in text and "starts" not in text
+    # A window of one token, the one the index names, is that token.
+    assert position_tokens((1, 1), ("query", "feature"), plain, _tile(1, 1, 1)) == ("journey", "")
+    # A loop over tokens, whose tensors name no window, still names them.
+    row = SubStep(stage="scores", position=(1, 2), tensors={}, axes={"x_i": ("feature",)})
+    assert position_tokens((1, 2), ("query", "key"), plain, row) == ("journey", "starts")
+
+
+def test_plain_text_names_no_token_for_flash_backwards_tiles(tmp_path: Path) -> None:
+    lesson = tmp_path / "lesson.yaml"
+    lesson.write_text(
+        "title: t\nsummary: s\ninputs: your-journey\noptions: {seed: 123, init: rand}\n"
+        "steps:\n  - loop: {variant: flash-backward, stage: tiles}\n",
+        encoding="utf-8",
+    )
+    result = forked.run_attn("lesson", "run", str(lesson), "--plain")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("sub-step")]
+    assert len(lines) == 9  # 3 key tiles × 3 query tiles of 2 tokens
+    assert lines[3].startswith("sub-step 4 at (1, 0): tile keys 2..3 × queries 0..1")
+    assert not any(";" in line.partition(":")[0] for line in lines)  # no "(1, 0; query ...)"

@@ -212,6 +212,8 @@ VALUE_ORACLES: dict[tuple[str, str], Callable[[], float]] = {
         torch.softmax(wide_scores() / 8, -1).max()
     ),
     ("05_causal_masking", "starts-journey"): lambda: float(causal_weights()[2, 1]),
+    # rᵢ = L·θᵢ/2π turns over L = 2048 positions, θᵢ = 10000^(−2i/d) with d = 8 (RoFormer).
+    ("16_rotary", "pair2-turns"): lambda: 2048 * 10000 ** (-2 * 2 / 8) / (2 * math.pi),
 }
 
 

@@ -23,7 +23,7 @@ MISTAKES = Path(__file__).parent / "teacher_mistakes"
 EXPECTED: dict[str, tuple[str, str]] = {
     # Giveaways: a quiz a learner passes without working it out.
     "tolerance_accepts_a_guess": ("7:18", "accepts a guess, 0"),  # the value after tolerance:
-    "choice_read_off_earlier_table": ("4:11", "holds, whole, the row the quiz at line 5"),
+    "choice_read_off_earlier_table": ("4:11", "warning: this table holds, whole, the row"),
     "question_states_number": ("5:17", "the quiz's question states its answer"),
     "hint_states_number": ("11:11", "the quiz's hint 2 states its answer"),
     "hint_names_right_choice": ("9:11", "names its right choice ('dividing by the sum')"),
@@ -121,6 +121,10 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "yaml_second_step_without_space": ("5:3", "write '- show:'"),
 }
 
+WARNED = {"choice_read_off_earlier_table"}
+"""Mistakes the walk mends (it draws the deciding row "?" until the quiz is answered): a
+warning at their place, and the lesson runs."""
+
 PYYAML_WORDS = (
     "<block end>",
     "<stream end>",
@@ -166,10 +170,14 @@ def test_each_mistake_is_one_line_at_its_place(
     name: str, checked: tuple[int, str, dict[str, list[str]]]
 ) -> None:
     place, phrase = EXPECTED[name]
-    (line,) = checked[2][name]  # exactly one line: no "ok", no second report of one mistake
+    lines = checked[2][name]
+    if name in WARNED:  # mended by the walk, which hides it: said, and the lesson runs
+        assert len(lines) == 2 and lines[1].startswith(" ok (")
+        lines = lines[:1]
+    (line,) = lines  # exactly one line: no "ok", no second report of one mistake
     assert line.startswith(f"{place}: ")
     assert phrase in line
-    assert "warning:" not in line  # a problem: the lesson is refused until it is fixed
+    assert ("warning:" in line) == (name in WARNED)  # else refused until it is fixed
     said = line.removeprefix(f"{place}: ")
     assert not [word for word in PYYAML_WORDS if word in said]
     assert COMMAND_LINE.search(said) is None

@@ -4,8 +4,12 @@ Every step of every shipped lesson is viewed through the session with no quiz an
 (a learner who skips each quiz with → and comes back) and with all but one answered.
 Whatever the step shows (prose, a quiz's question, choices and hints, each table's
 title, formula, range and every cell not hidden) must hold no number within a quiz's
-tolerance of its answer while that quiz is unanswered, no hidden cell may be 1 minus the
-shown rest of a row or column that adds up to 1, and the answer box's example (if any)
+tolerance of its answer while that quiz is unanswered, no hidden cell may be a known total
+less the shown rest of its row or column (a row adding up to 1, one adding up to 0, a total
+drawn beside its parts or shown elsewhere on the screen), no hidden answer may be a shown
+cell times or divided by a constant the lesson states, or the difference of two shown cells
+(but on its quiz's own screen, whose tables are what it asks to work from), no other screen
+may show whole the row a computed choice is read off, and the answer box's example (if any)
 is no right answer; and no sentence states a quiz's answer in words before it is answered
 (:mod:`tracer.lessons.statements`). The answers here are recomputed from the tables the variant produced
 (``Resolved.tensor`` at the answer's cell), not taken from the walk that hides them.
@@ -144,27 +148,173 @@ def shown_cells(table: Table) -> Iterator[tuple[tuple[int, int], float]]:
             yield cell, float(value)
 
 
-def derivable(table: Table) -> list[tuple[int, int]]:
-    return derivable_cells(table.resolved.tensor, table.hidden)
+def derivable(table: Table, screen: list[float] | None = None) -> list[tuple[int, int]]:
+    return derivable_cells(table.resolved.tensor, table.hidden, screen or [])
 
 
 def derivable_cells(
-    tensor: torch.Tensor, hidden: frozenset[tuple[int, int]]
+    tensor: torch.Tensor, hidden: frozenset[tuple[int, int]], screen: list[float] | None = None
 ) -> list[tuple[int, int]]:
-    """Hidden cells that are 1 minus the shown rest of a row or column adding up to 1."""
+    """Hidden cells that are a known total less the shown rest of their row or column (the
+    only hidden cell of it): a line of non-negative values adding up to 1, one of both signs
+    adding up to 0, one whose cell is the sum of the others, or one whose total is a number
+    ``screen`` shows. (A table of whole numbers: only a total beyond a single digit shown.)
+    Sums by numpy, tighter than the walk's, so a near miss is not counted."""
     tensor = tensor.detach().double()
     if tensor.dim() == 0:
         return []
-    grid = tensor.reshape(-1, tensor.shape[-1]).tolist()
-    lines = [[(r, c) for c in range(len(grid[0]))] for r in range(len(grid))]
-    lines += [[(r, c) for r in range(len(grid))] for c in range(len(grid[0]))]
+    grid = np.array(tensor.reshape(-1, tensor.shape[-1]).tolist())
+    finite = grid[np.isfinite(grid)]
+    whole = bool(np.all(finite == np.trunc(finite)))
+    shown = np.sort(np.array(screen or [], dtype=float))
+    lines = [[(r, c) for c in range(grid.shape[1])] for r in range(grid.shape[0])]
+    lines += [[(r, c) for r in range(grid.shape[0])] for c in range(grid.shape[1])]
     found = []
     for line in lines:
         shut = [cell for cell in line if cell in hidden]
-        values = [grid[r][c] for r, c in line]
-        adds_to_one = all(v >= 0 for v in values) and abs(sum(values) - 1) <= 1e-4
-        if len(line) > 1 and len(shut) == 1 and adds_to_one:
+        values = np.array([grid[r][c] for r, c in line])
+        if len(line) < 2 or len(shut) != 1 or not np.isfinite(values).all():
+            continue
+        total = float(values.sum())
+        nonzero = int((values != 0).sum())
+
+        def on_screen(within: float, total: float = total) -> bool:
+            return bool(shown.size) and bool(np.min(np.abs(shown - total)) <= within)
+
+        if whole:
+            known = abs(total) > 9 and nonzero > 1 and on_screen(0.0)
+        else:
+            known = (
+                ((values >= 0).all() and abs(total - 1) <= 1e-5)
+                or (
+                    (values > 0).any()
+                    and (values < 0).any()
+                    and abs(total) <= 1e-5 * max(1.0, float(np.abs(values).sum()))
+                )
+                or any(v != 0 and abs(total - 2 * v) <= 1e-5 * max(1.0, abs(v)) for v in values)
+                or (nonzero > 1 and on_screen(1e-5 * max(1.0, abs(total))))
+            )
+        if known:
             found += shut
+    return found
+
+
+SCREEN_CELLS = 1024
+"""Tables up to this size are read together, a screen at a time (as a learner reads them)."""
+
+
+def screen_values(tables: tuple[Table, ...]) -> list[float]:
+    """Every finite number the screen's tables (of at most SCREEN_CELLS cells) show."""
+    found = []
+    for table in tables:
+        if table.resolved.tensor.numel() <= SCREEN_CELLS:
+            found += [value for _cell, value in shown_cells(table) if math.isfinite(value)]
+    return found
+
+
+def number(written: str) -> float:
+    """A number as written in prose: "−1.5", and "0,3" read as 0.3 (a decimal comma)."""
+    return float(written.replace("−", "-").replace(",", "."))
+
+
+def stated_numbers(session: LessonSession) -> set[float]:
+    """Every number the lesson writes in words a learner reads before answering: its
+    summary, narrations, captions, questions, choices, hints, checkpoints."""
+    lesson = session.lesson
+    texts = [lesson.summary]
+    for step in lesson.steps:
+        for name in ("text", "caption", "question", "title"):
+            texts.append(str(getattr(step, name, "") or ""))
+        for name in ("choices", "hints", "points"):
+            texts += [str(text) for text in getattr(step, name, ())]
+    return {number(m.group()) for t in texts for m in WHOLE.finditer(t)}
+
+
+def screen_derivations(
+    tables: tuple[Table, ...], unanswered: list[Answer], stated: set[float]
+) -> list[str]:
+    """Hidden answers that one operation on the numbers shown gives exactly: a shown cell
+    times or divided by a constant written in the lesson or the tables' titles and formulas,
+    a table's size, or the square root of one (the scale 1/√d); or the difference of two shown
+    cells. Whole numbers (settings) and single-digit answers are left out, as the walk leaves
+    them. numpy, to 5e-7: tighter than the walk's 1e-6, so only an exact derivation counts."""
+    numbers = set(stated)
+    for table in tables:
+        stage = table.resolved.stage
+        name = table.resolved.ref.tensor or ""
+        words = f"{stage.title} {stage.formula_for(name) or ''}"
+        numbers |= {number(m.group()) for m in WHOLE.finditer(words)}
+        numbers |= {float(n) for n in table.resolved.tensor.shape}
+    factors = sorted(
+        {c for n in numbers if abs(n) not in (0.0, 1.0) for c in (abs(n), math.sqrt(abs(n)))}
+    )
+    shown: list[tuple[str, float]] = []
+    for table in tables:
+        if table.resolved.tensor.numel() > SCREEN_CELLS:
+            continue
+        shown += [
+            (f"{table.name} {cell}", value)
+            for cell, value in shown_cells(table)
+            if math.isfinite(value) and value != math.trunc(value)
+        ]
+    if not shown:
+        return []
+    values = np.array([value for _where, value in shown])
+    found = []
+    for answer in unanswered:
+        if answer.plain:
+            continue
+        for factor in factors:
+            for worked, how in ((values * factor, "times"), (values / factor, "divided by")):
+                close = np.abs(worked - answer.value) <= 5e-7 * np.maximum(np.abs(worked), 1)
+                found += [
+                    f"{shown[i][0]} {how} {factor:g} is {answer.id}" for i in np.nonzero(close)[0]
+                ]
+        differences = values[:, None] - values[None, :]
+        scale = np.maximum(np.maximum(np.abs(values)[:, None], np.abs(values)[None, :]), 1)
+        close = np.abs(differences - answer.value) <= 5e-7 * scale
+        found += [
+            f"{shown[i][0]} minus {shown[j][0]} is {answer.id}"
+            for i, j in zip(*np.nonzero(close), strict=True)
+            if i != j
+        ]
+    return found
+
+
+def deciding_rows(session: LessonSession) -> list[tuple[str, int, np.ndarray]]:
+    """(id, step, row) of each computed-choice quiz: the row its argmax or argmin reads."""
+    found = []
+    for number, step in enumerate(session.steps):
+        ref = step.answer if isinstance(step, Quiz) else None
+        if not isinstance(step, Quiz) or step.quiz_kind != "choice":
+            continue
+        if not isinstance(ref, TensorRef) or not ref.then:
+            continue
+        if ref.then[-1].name not in ("argmax", "argmin"):
+            continue
+        row = session.runner.tensor(replace(ref, then=ref.then[:-1], cell=None)).tensor
+        if row.dim() == 1 and row.numel() > 1:
+            found.append((quiz_id(number, step), number, row.detach().double().numpy()))
+    return found
+
+
+def rows_shown(table: Table, rows: list[tuple[str, int, np.ndarray]]) -> list[str]:
+    """A deciding row the table shows whole, or with any cell of it not hidden."""
+    tensor = table.resolved.tensor.detach()
+    if tensor.dim() == 0 or not tensor.is_floating_point():
+        return []
+    grid = np.array(tensor.double().reshape(-1, tensor.shape[-1]).tolist())
+    found = []
+    for quiz, _step, row in rows:
+        for lines, across in ((grid, True), (grid.T, False)):
+            if lines.shape[1] != row.size:
+                continue
+            for index, line in enumerate(lines):
+                if not np.allclose(line, row, rtol=1e-5, atol=1e-6):
+                    continue
+                cells = [(index, c) if across else (c, index) for c in range(row.size)]
+                if not all(cell in table.hidden for cell in cells):
+                    found.append(f"{table.name} shows the row quiz {quiz} is read off")
     return found
 
 
@@ -262,8 +412,27 @@ def loop_leaks(loop: LoopView, unanswered: list[Answer]) -> list[str]:
     return found
 
 
-def leaks(view: LessonView, unanswered: list[Answer]) -> list[str]:
+def leaks(
+    view: LessonView,
+    unanswered: list[Answer],
+    stated: set[float] | None = None,
+    rows: list[tuple[str, int, np.ndarray]] | None = None,
+) -> list[str]:
+    """What ``view`` gives away of the ``unanswered`` quizzes (and of the computed choices
+    ``rows``, unanswered too, on the screens before them); ``stated``: the numbers the
+    lesson writes."""
     found = []
+    screen = screen_values(view.tables)
+    if view.quiz is None:  # a quiz's own tables are what it asks to work from
+        found += screen_derivations(view.tables, unanswered, stated or set())
+    # A computed choice's row is kept off the screens before it (after it, the lesson shows
+    # what it asked about).
+    later = [row for row in rows or () if row[1] > view.position.step]
+    for table in view.tables:
+        found += rows_shown(table, later)
+    if view.loop is not None:
+        for quiz, _step, row in later:
+            found += loop_row(view.loop, row, quiz)
     if view.loop is not None:
         found += loop_leaks(view.loop, unanswered)
     difference = view.step.difference
@@ -306,7 +475,10 @@ def leaks(view: LessonView, unanswered: list[Answer]) -> list[str]:
             ]
         for end in table.legend or ():
             found += [f"{table.name} legend {end}: {a.id}" for a in unanswered if a.near(end)]
-        found += [f"{table.name} {cell} is 1 minus its row" for cell in derivable(table)]
+        found += [
+            f"{table.name} {cell} is a known total less its row's rest"
+            for cell in derivable(table, screen)
+        ]
         found += [
             f"{table.name} {leak}"
             for leak in one_operation_away(table.resolved.tensor, table.hidden, unanswered)
@@ -321,6 +493,7 @@ def test_no_step_of_a_shipped_lesson_shows_an_unanswered_quizs_answer(
     found = []
     for session in sessions:
         unanswered = answers(session)
+        stated, rows = stated_numbers(session), deciding_rows(session)
         for number in range(len(session.steps)):
             session.go_to(number)
             for sub in range(SUB_STEPS):  # a loop's every sub-step, as → shows them
@@ -330,7 +503,7 @@ def test_no_step_of_a_shipped_lesson_shows_an_unanswered_quizs_answer(
                     break
                 where = f"{session.lesson.name} step {number + 1}.{sub + 1}"
                 kept = [replace(a, own_screen=a.step == number) for a in unanswered]
-                found += [f"{where}: {leak}" for leak in leaks(view, kept)]
+                found += [f"{where}: {leak}" for leak in leaks(view, kept, stated, rows)]
                 if view.loop is None or not isinstance(session.next(), Moved):
                     break
                 if session.position.step != number:
@@ -345,6 +518,7 @@ def test_each_quiz_alone_unanswered_keeps_its_answer_off_its_screen(
     found = []
     for session in sessions:
         every = answers(session)
+        stated = stated_numbers(session)
         for answer in every:
             session.progress.answers.clear()
             for other in every:
@@ -353,9 +527,22 @@ def test_each_quiz_alone_unanswered_keeps_its_answer_off_its_screen(
             session.go_to(answer.step)
             view = session.view()
             where = f"{session.lesson.name} step {answer.step + 1}"
-            found += [
-                f"{where}: {leak}" for leak in leaks(view, [replace(answer, own_screen=True)])
-            ]
+            alone = [replace(answer, own_screen=True)]
+            found += [f"{where}: {leak}" for leak in leaks(view, alone, stated)]
+            for seen in range(len(session.steps)):  # the other screens: one operation away
+                if seen == answer.step:
+                    continue
+                session.go_to(seen)
+                try:
+                    other = session.view()
+                except Exception:  # a step the session reports as failing elsewhere
+                    continue
+                found += [
+                    f"{session.lesson.name} step {seen + 1}: {leak}"
+                    for leak in leaks(other, [answer], stated)
+                ]
+            session.go_to(answer.step)
+            view = session.view()
             quiz = view.quiz
             assert quiz is not None
             box = how_to_answer(quiz.quiz)
@@ -444,3 +631,64 @@ def _right_choice(session: LessonSession, quiz: Quiz) -> str | None:
         return None
     text = " ".join(quiz.choices[int(session.runner.answer(quiz))].lower().split())  # type: ignore[arg-type]
     return text if len(text.split()) >= 6 else None
+
+
+def loop_row(loop: LoopView, row: np.ndarray, quiz: str) -> list[str]:
+    """A value of ``row`` the loop's sub-step shows (its tensors, or its matrix so far)."""
+    said = loop.shown
+    assert said is not None
+    found = []
+    for name, tensor in loop.sub.tensors.items():
+        hidden = said.hidden.get(name, frozenset())
+        for cell, value in grid_cells(tensor):
+            if cell not in hidden and np.isclose(row, value, rtol=1e-5, atol=1e-6).any():
+                found.append(f"{name} {cell} is of the row quiz {quiz} is read off")
+    canvas = loop.canvas
+    if canvas is not None and canvas.cols == row.size:
+        for r in range(canvas.rows):
+            written = [canvas.value(r, c, loop.sub.index) for c in range(canvas.cols)]
+            cells = [c for c, v in enumerate(written) if v is not None and math.isfinite(v)]
+            same = all(np.isclose(row[c], written[c], rtol=1e-5, atol=1e-6) for c in cells)
+            shown = [c for c in cells if (r, c) not in said.canvas_hidden]
+            if len(cells) >= 2 and same and shown:
+                found.append(f"the loop's matrix row {r} is the row quiz {quiz} is read off")
+    return found
+
+
+def test_each_computed_choice_alone_unanswered_keeps_its_row_off_other_screens(
+    sessions: list[LessonSession],
+) -> None:
+    """A choice quiz read off a row by argmax or argmin ("which key weighs most for
+    journey?"), every other quiz answered: no screen before it shows that row whole (or
+    works it out in a loop, the values the loop shows)."""
+    found, checked = [], 0
+    for session in sessions:
+        rows = deciding_rows(session)
+        quizzes = [(n, s) for n, s in enumerate(session.steps) if isinstance(s, Quiz)]
+        for quiz, number, row in rows:
+            session.progress.answers.clear()
+            for other_number, other in quizzes:
+                if quiz_id(other_number, other) != quiz:
+                    session.progress.answers[quiz_id(other_number, other)] = _Right()  # type: ignore[assignment]
+            for seen in range(number):
+                session.go_to(seen)
+                for sub in range(SUB_STEPS):  # a loop's every sub-step, as → shows them
+                    try:
+                        view = session.view()
+                    except Exception:  # a step the session reports as failing elsewhere
+                        break
+                    checked += 1
+                    where = f"{session.lesson.name} step {seen + 1}.{sub + 1}"
+                    for table in view.tables:
+                        found += [
+                            f"{where}: {leak}" for leak in rows_shown(table, [(quiz, number, row)])
+                        ]
+                    if view.loop is not None:
+                        found += [f"{where}: {leak}" for leak in loop_row(view.loop, row, quiz)]
+                    if view.loop is None or not isinstance(session.next(), Moved):
+                        break
+                    if session.position.step != seen:
+                        break
+        session.progress.answers.clear()
+    assert checked  # the shipped lessons ask computed choices
+    assert found == []

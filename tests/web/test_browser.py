@@ -108,13 +108,17 @@ def test_a_lesson_steps_in_the_browser_and_shows_the_numbers(
             page.goto(url, timeout=SHOW_S * 1000)
             # The first step is narration: the lesson is open in the page's terminal.
             wait_for_text(page, frames, "Xᵀ")
-            shown_before = len(frames)
             page.locator(".xterm-helper-textarea").focus()
             page.keyboard.press("ArrowRight")
-            # Step 2: the scores X Xᵀ, computed by the vectorized variant in the app's process.
+            # Step 2: the quiz on the shape of X Xᵀ, asked before the table shows it; with
+            # its box empty, → goes on.
+            wait_for_text(page, frames, "What shape is X")
+            shown_before = len(frames)
+            page.keyboard.press("ArrowRight")
+            # Step 3: the scores X Xᵀ, computed by the vectorized variant in the app's process.
             # "journey"'s row, from the course; a cell that would give away one of the
             # lesson's quizzes (none answered yet) reads "?" instead.
-            hidden = {column for row, column in hidden_on_step_2() if row == 1}
+            hidden = {column for row, column in hidden_on_step_3() if row == 1}
             row = [f"{v:.4f}" for c, v in enumerate(SIMPLE_SCORES[1]) if c not in hidden]
             wait_for_text(page, frames, *row, *(["?"] if hidden else []), since=shown_before)
             assert len(children(server)) == 1, "one app process for the one page"
@@ -131,8 +135,8 @@ def test_a_lesson_steps_in_the_browser_and_shows_the_numbers(
             browser.close()
 
 
-def hidden_on_step_2() -> frozenset[tuple[int, int]]:
-    """The cells of 03_vectorising's step 2 the walk hides while no quiz is answered."""
+def hidden_on_step_3() -> frozenset[tuple[int, int]]:
+    """The cells of 03_vectorising's step 3 the walk hides while no quiz is answered."""
     from tracer.lessons.lesson_runner import LessonRunner
     from tracer.lessons.loader import load_lesson, resolve_lesson
     from tracer.lessons.views import step_view
@@ -140,7 +144,7 @@ def hidden_on_step_2() -> frozenset[tuple[int, int]]:
 
     host = PluginHost(())
     lesson = load_lesson(resolve_lesson("03_vectorising"), host)
-    view = step_view(lesson, LessonRunner(lesson, host), 1, answered=frozenset())
+    view = step_view(lesson, LessonRunner(lesson, host), 2, answered=frozenset())
     return view.tables[0].hidden
 
 

@@ -2,6 +2,8 @@
 
     attn lessons [--lessons-dir DIR]          numbered list: shipped lessons, then DIR's
     attn lesson check PATH|DIR... [--watch]   every problem as path:line:column: message
+    attn lesson check --claims PATH           each sentence stating a relation or a count:
+                                              what it was checked against, or why it is prose
     attn lesson run NAME|PATH --plain         the whole lesson as text (pipes, screen readers)
     attn lesson run NAME|PATH --plain -i      step by step as text, answered line by line
                                               (Enter: next, h: hint, b: back, q: quit)
@@ -130,6 +132,11 @@ def add_parser(commands: Any) -> None:
         help="with schema: write DIR/lesson.schema.json, which new lessons' first line names",
     )  # fmt: skip
     lesson.add_argument(
+        "--claims", action="store_true",
+        help="with check: list each sentence that states a relation or a count, as "
+        "'checked: <against what>' or 'prose (not checked: <why>)'",
+    )  # fmt: skip
+    lesson.add_argument(
         "--watch", action="store_true",
         help="with check: check again whenever a lesson is saved (Ctrl+C stops)",
     )  # fmt: skip
@@ -140,10 +147,11 @@ def add_parser(commands: Any) -> None:
 
 COMMAND_HELP = {
     "check": (
-        "attn lesson check PATH|DIR... [--watch] [--plugins-dir DIR]",
+        "attn lesson check PATH|DIR... [--watch] [--claims] [--plugins-dir DIR]",
         "Report every problem of each lesson as path:line:column: message (a folder: each "
         "lesson in it; inputs files beside the lessons are passed over). --watch: check "
-        "again whenever a file is saved (Ctrl+C stops). Exit status: 0 ok, 1 a lesson has "
+        "again whenever a file is saved (Ctrl+C stops). --claims: then list each sentence "
+        "that states a relation or a count, checked (against what) or prose (why). Exit status: 0 ok, 1 a lesson has "
         "problems, 2 usage error, 3 plugin failure.",
     ),
     "run": (
@@ -268,11 +276,15 @@ def run_lesson(args: argparse.Namespace) -> int:
         if not targets:
             raise UsageError("'attn lesson check' needs at least one lesson file or folder")
         files = lesson_files(targets)
+        if args.watch and args.claims:
+            raise UsageError("--claims lists a lesson's claims once; it does not go with --watch")
         if args.watch:
             return watch(files, args)
         return check(files, args)
     if args.watch:
         raise UsageError("--watch goes with 'attn lesson check'")
+    if args.claims:
+        raise UsageError("--claims goes with 'attn lesson check'")
     if action == "run":
         if len(targets) != 1:
             raise UsageError("'attn lesson run' takes one lesson: a name, a number or a .yaml path")
@@ -451,7 +463,32 @@ def check(targets: list[str], args: argparse.Namespace) -> int:
         if checked.lesson is not None and not checked.problems:
             count = len(checked.lesson.steps)
             print(f"{checked.path}: ok ({count} step{'' if count == 1 else 's'})")
+            if getattr(args, "claims", False) and host is not None:
+                for line in claim_lines(checked.lesson, host):
+                    print(message(line), flush=True)
     return status
+
+
+def claim_lines(lesson: Lesson, host: PluginHost) -> list[str]:
+    """``path:line:column: "sentence" -- checked: ...`` (or ``prose (not checked: ...)``) for
+    each sentence of ``lesson`` that states a relation or a count."""
+    from tracer.lessons.lesson_runner import LessonRunner
+    from tracer.lessons.relation_claims import claims
+
+    runner = LessonRunner(lesson, host)
+    try:
+        found = claims(lesson, runner)
+    finally:
+        runner.close()
+    path = str(lesson.path) if lesson.path is not None else "<lesson>"
+    lines = [f'{path}:{c.line}:{c.column}: "{c.sentence}" -- {c.verdict}' for c in found]
+    checked = sum(1 for c in found if c.checked is not None)
+    false = sum(1 for c in found if c.false is not None)
+    return [
+        *lines,
+        f"{path}: {len(found)} sentence{' states' if len(found) == 1 else 's state'} a relation or a "
+        f"count: {checked} checked ({false} false), {len(found) - checked} prose",
+    ]
 
 
 def export(target: str, args: argparse.Namespace) -> int:

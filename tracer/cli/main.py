@@ -69,7 +69,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_ascii_fallback()
     keep_warnings()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse fills ``targets`` (nargs="*") with the paths before the first option only:
+        # ``attn lesson check --claims PATH`` leaves PATH over. Paths after an option are
+        # still paths; anything else left over is the usual error.
+        targets = getattr(args, "targets", None)
+        if isinstance(targets, list) and not any(item.startswith("-") for item in extra):
+            targets.extend(extra)
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if _working_folder_gone():  # relative paths mean nothing, and torch's libraries fail to load
         _say(GONE)
         return EXIT_USAGE

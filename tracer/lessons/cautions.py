@@ -7,8 +7,15 @@ author may not mean, though the lesson loads and runs as it is.
   operations apply to the first tensor, the only one shown, so the warning names it.
 - A sentence that states a quiz's answer in words before it is answered (a summary, narration
   that rewords the right choice): :mod:`tracer.lessons.statements`.
+- A computed-choice quiz whose deciding row an earlier table holds whole:
+  :mod:`tracer.lessons.deciding`.
 - A sentence that puts a table's masked cells on the wrong side of its diagonal, or a
   caption that gives a shape the table does not have: :mod:`tracer.lessons.caption_claims`.
+- A sentence whose relation ("each row sums to 1", "the same weights", "keeps pair 0", "all
+  36 scores") its step's tables contradict, and a loop table titled "so far" that holds
+  something else: :mod:`tracer.lessons.relation_claims`.
+- A two-decimal number typed into prose that no table, live value or shown formula holds:
+  :mod:`tracer.lessons.typed_values`.
 
 Both are computed on the lesson's own runner, after :func:`tracer.lessons.check.check_lesson`.
 """
@@ -19,10 +26,13 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.caption_claims import diagonal_sides, shape_claims
+from tracer.lessons.deciding import deciding_rows
 from tracer.lessons.hiding import Secret, numbers_in, own_screen, secrets
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
+from tracer.lessons.relation_claims import relation_warnings
 from tracer.lessons.statements import source_lines, stated_answers
+from tracer.lessons.typed_values import unshown_numbers
 from tracer.lessons.views import live, step_view
 from tracer.yamldoc import Problem
 
@@ -37,8 +47,11 @@ def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
         *hidden_live_values(lesson, runner, path),
         *first_tensor_only(lesson, runner, path),
         *stated_answers(lesson, runner, path),
+        *deciding_rows(lesson, runner, path),
         *diagonal_sides(lesson, runner, path),
         *shape_claims(lesson, runner, path),
+        *relation_warnings(lesson, runner, path),
+        *unshown_numbers(lesson, runner, path),
     ]
     return sorted(found, key=lambda p: (p.line, p.column))
 

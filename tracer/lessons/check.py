@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.cautions import cautions
-from tracer.lessons.deciding import deciding_rows
 from tracer.lessons.giveaways import giveaways, named_choices
 from tracer.lessons.grammar.keys import the
 from tracer.lessons.guesses import naive_guesses
@@ -45,6 +44,7 @@ from tracer.lessons.model import (
     TensorRef,
     TypedNumber,
 )
+from tracer.lessons.neighbour_values import neighbour_values
 from tracer.lessons.prose import TOKEN_FORMAT, format_value, placeholders
 from tracer.lessons.reading import LessonError, one_line
 from tracer.lessons.views import quiz_at, step_as
@@ -102,6 +102,7 @@ def examine(
         warnings = markup_warnings(lesson) + repeated_cells(lesson, runner)
         if not problems:  # what a learner would see that the author may not mean
             warnings += cautions(lesson, runner)
+            warnings += neighbour_values(lesson, runner)
     except BaseException:
         runner.close()  # a plugin's worker processes stop now, not when collected
         raise
@@ -189,7 +190,6 @@ def check_lesson(
         problems += stated
         problems += named_choices(lesson, runner, path)  # a hint that points at the choice
         problems += naive_guesses(lesson, runner, path)  # a tolerance a guess gets through
-        problems += deciding_rows(lesson, runner, path)  # a choice read off an earlier table
     if own:
         runner.close()  # a plugin's worker processes stop now, not when collected
     if typed:
@@ -406,7 +406,8 @@ def _check_step(step: LessonStep, runner: LessonRunner) -> None:
 def _show_focus(step: LessonStep, runner: LessonRunner) -> None:
     show = step_as(step, Show)
     if show.focus is not None:
-        _check_focus(show.focus, runner.tensor(show.ref))
+        shown = runner.tensor(show.ref)
+        _check_focus(runner.focus_of(show.focus, shown), shown)
 
 
 def _loop_substeps(step: LessonStep, runner: LessonRunner) -> None:

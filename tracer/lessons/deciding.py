@@ -1,22 +1,25 @@
 """A computed-choice quiz whose deciding row is shown in full before it is asked, as
-``attn lesson check`` refuses it.
+``attn lesson check`` warns about it.
 
 A choice quiz whose answer is computed with ``argmax`` or ``argmin`` ("which key weighs most
 for 'journey'?") is decided by one row of numbers. A table shown on an earlier step that
-holds that row whole (as a row or a column) lets a learner read the answer off it before
-answering, and the walk hides numbers, not a position: the quiz gives its answer away, so it
-is a problem, at the table that shows the row::
+holds that row whole (as a row or a column), or a loop that fills it, would let a learner
+read the answer off it before answering: the walk draws that row "?" there until the quiz
+is answered (:func:`tracer.lessons.hiding.conceal`, :func:`~tracer.lessons.hiding.substep_view`),
+and the warning says so.
+The warning is at the table's step::
 
     from tracer.lessons.deciding import deciding_rows
-    problems = deciding_rows(lesson, runner, path)   # [] when no earlier table holds one
+    warnings = deciding_rows(lesson, runner, path)   # [] when no earlier table holds one
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.hiding import DECIDING as DECIDING
+from tracer.lessons.hiding import deciding_row, loop_matrix
 from tracer.lessons.model import Lesson, TensorRef
 from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem
@@ -26,29 +29,22 @@ if TYPE_CHECKING:
 
     from tracer.lessons.lesson_runner import LessonRunner
 
-DECIDING = ("argmax", "argmin")
-"""The last operations of a computed choice's answer that pick a position in a row."""
-
 
 def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
-    """A problem at each earlier step whose table holds a computed choice's deciding row."""
+    """A warning at each earlier step whose table holds a computed choice's deciding row."""
     found = []
     for number in range(len(lesson.steps)):
         quiz = quiz_at(lesson, number)
         ref = quiz.answer if quiz is not None else None
         if quiz is None or quiz.quiz_kind != "choice" or not isinstance(ref, TensorRef):
             continue
-        if not ref.then or ref.then[-1].name not in DECIDING:
-            continue
-        try:
-            row = runner.tensor(replace(ref, then=ref.then[:-1], cell=None)).tensor
-        except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
-            continue  # check_lesson reports it
-        if row.dim() != 1 or row.numel() < 2:
+        row = deciding_row(quiz, runner)
+        if row is None or not ref.then:
             continue
         for earlier in range(number):
             step = lesson.steps[earlier]
-            for shown in step.tables():
+            built = loop_matrix(step)  # the matrix a loop fills, shown as it is filled
+            for shown in (*step.tables(), *built):
                 try:
                     table = runner.tensor(shown).tensor
                 except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
@@ -56,17 +52,24 @@ def deciding_rows(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
                 if not _holds(table, row):
                     continue
                 line, column = (shown.line, shown.column) if shown.line else (step.line, 1)
-                found.append(
-                    Problem(
-                        line,
-                        column,
-                        f"this table holds, whole, the row the quiz at line "
-                        f"{quiz.line} takes its answer from ({ref.then[-1].name}): a learner "
-                        "reads the answer off it before answering; show it after the quiz, "
-                        "or ask about something it does not show",
-                        path,
+                if shown in built:
+                    column = getattr(step, "column", 0) or 1
+                what = ref.then[-1].name
+                if shown in built:
+                    message = (
+                        f"warning: this loop works out, whole, the row the quiz at line "
+                        f"{quiz.line} takes its answer from ({what}): its values read "
+                        '"?" there until the quiz is answered; put the loop after the quiz, '
+                        "or ask about something it does not work out"
                     )
-                )
+                else:
+                    message = (
+                        f"warning: this table holds, whole, the row the quiz at line "
+                        f"{quiz.line} takes its answer from ({what}): it reads "
+                        '"?" there until the quiz is answered; show it after the quiz, or ask '
+                        "about something it does not show"
+                    )
+                found.append(Problem(line, column, message, path))
                 break
     return found
 

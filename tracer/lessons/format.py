@@ -283,6 +283,7 @@ FOCUS = Shape(
     ),
     model="Focus",
     short=Field("token", "index", "a token: its row and column", model=("kind", "row", "column")),
+    unwritten=("names",),  # the tokens as written, read along the table's axes when run
 )
 
 SHOW = Shape(

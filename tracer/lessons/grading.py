@@ -112,6 +112,18 @@ class CellAnswer:
             "0-based index of the one you mean"
         )
 
+    def labelled_twice(self, token: str) -> bool:
+        """Whether ``token`` labels a position on two axes or more of the table (the target's
+        "cat" on its rows and the source's on its columns): typed alone, it could be either.
+        A table that shows it on one axis only (a row picked from it, over the source's keys)
+        is read as it labels it."""
+        axes = [
+            names
+            for names in self.labels
+            if token in names or token in (bare_token(name) for name in names)
+        ]
+        return len(axes) > 1
+
     def label(self, axis: int, index: int) -> str:
         names = self.labels[axis] if axis < len(self.labels) else ()
         return names[index] if index < len(names) else str(index)
@@ -192,7 +204,7 @@ def parse_cells(text: str, answer: CellAnswer) -> frozenset[tuple[int, ...]] | s
             names = answer.labels[axis] if axis < len(answer.labels) else ()
             bare = [bare_token(name) for name in names]  # "the" for "the@0": its first
             number = ascii_index(piece)
-            both = answer.in_both(piece) if piece in names or piece in bare else ""
+            both = answer.in_both(piece) if answer.labelled_twice(piece) else ""
             if both:
                 return both
             if piece in names:

@@ -3,10 +3,13 @@
 Decided here, once, over the whole screen (:func:`conceal`): while a number quiz
 is not answered, no number within its tolerance of its answer is shown on any
 step (a cell of any table, a table's title or formula, a caption, a question, a
-hint), no cell is left that follows from the shown cells of a row or column that
-adds up to 1 or from its neighbours by one operation, and so skipping a quiz and
-coming back gives nothing away. The step views (:mod:`tracer.lessons.views`), a
-loop's sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
+hint), no cell is left that follows by one operation from what the screen shows (the
+rest of a row or column whose total is known, its neighbours in a sequence, a shown cell
+and a constant the lesson states, two shown cells' difference), no screen before a
+computed-choice quiz shows the row its answer is read off, and so skipping a quiz and
+coming back gives nothing away. Each table says why its cells are hidden
+(:func:`hidden_legend`). The step views (:mod:`tracer.lessons.views`), a loop's
+sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
 
 A sentence can give a quiz away without a number. Each quiz knows its answer as a statement
 too (:func:`statement`), and a sentence that makes it is left out of every screen while the
@@ -34,12 +37,12 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.derivations import close, derived_on_screen, shown_values
 from tracer.lessons.model import (
     Checkpoint,
     Compare,
@@ -86,6 +89,56 @@ HIDDEN_NOTE = "(? = a number that would give away a quiz's answer; shown once it
 """Said under a table outside a quiz whose cells the walk hides (see :func:`conceal`)."""
 
 
+@dataclass(frozen=True, order=True)
+class Why:
+    """Why some hidden cells of a table read "?": ``kind`` for the quiz at step ``step``
+    (0-based; -1 when unknown).
+
+    ``answer``: the answer's own cell. ``equal``: a number within the quiz's tolerance of its
+    answer, whatever quantity it is (read off, it would be accepted). ``derives``: a number
+    the answer follows from in one operation, with those shown (a step, a total, a difference,
+    a stated factor). ``decides``: a row or column a choice quiz's answer is read off.
+    """
+
+    kind: str
+    step: int = -1
+
+
+_WHY_WORDS = {
+    "answer": "the cell that holds {its} answer",
+    "equal": "a number equal to {its} answer within its tolerance, read off it would be accepted",
+    "derives": "a number {its} answer follows from in one operation",
+    "decides": "the numbers {its} right choice is read off",
+}
+
+
+def hidden_legend(tables: Iterable[Table]) -> str:
+    """What the "?" of ``tables`` stands for, in words that are true of every hidden cell of
+    them ("" when none is hidden): which quiz each waits for and why it is hidden.
+
+    ``(? = hidden until the quiz at step 7 is answered: a number equal to its answer within
+    its tolerance, read off it would be accepted)``. A table hidden without a reason
+    recorded says :data:`HIDDEN_NOTE`.
+    """
+    tables = [table for table in tables if table.hidden]
+    if not tables:
+        return ""
+    if any(not table.why for table in tables):
+        return HIDDEN_NOTE
+    why = sorted({reason for table in tables for reason in table.why})
+    steps = sorted({reason.step for reason in why})
+    if any(step < 0 for step in steps):
+        waits, its = "a quiz is answered", "its"
+    elif len(steps) == 1:
+        waits, its = f"the quiz at step {steps[0] + 1} is answered", "its"
+    else:
+        named = ", ".join(str(step + 1) for step in steps[:-1]) + f" and {steps[-1] + 1}"
+        waits, its = f"the quizzes at steps {named} are answered", "a quiz's"
+    kinds = [kind for kind in _WHY_WORDS if any(reason.kind == kind for reason in why)]
+    said = "; ".join(_WHY_WORDS[kind].format(its=its) for kind in kinds)
+    return f"(? = hidden until {waits}: {said})"
+
+
 @dataclass(frozen=True)
 class Table:
     """One tensor a step shows: the resolved tensor, what to emphasise and what to hide."""
@@ -106,6 +159,8 @@ class Table:
     unsaid: tuple[Statement, ...] = field(default=(), compare=False)
     """The statements of the quizzes not answered yet: a sentence of the stage's title that
     makes one is left out (:func:`hide_statements`)."""
+    why: tuple[Why, ...] = field(default=(), compare=False)
+    """Why its hidden cells are hidden, and for which quiz (:func:`hidden_legend`)."""
 
     @property
     def name(self) -> str:
@@ -251,11 +306,15 @@ def quiz_tables(
             shown = lesson.steps[context]
             assert isinstance(shown, Show)
             resolved = runner.tensors(shown.ref)
-            tables.append(Table(shown.ref, resolved[0], "context", shown.focus))
+            focus = runner.focus_of(shown.focus, resolved[0]) if shown.focus else None
+            tables.append(Table(shown.ref, resolved[0], "context", focus))
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
     kept = own_screen(secrets(lesson, runner, number, answered), number)
-    concealed = conceal(tables, kept, runner)
-    mine = conceal(tables, [secret for secret in kept if secret.number == number], runner)
+    deciding = deciders(lesson, runner, number, answered)
+    concealed = conceal(tables, kept, runner, deciding, working=True)
+    mine = conceal(
+        tables, [secret for secret in kept if secret.number == number], runner, working=True
+    )
     own = all(table.hidden <= alone.hidden for table, alone in zip(concealed, mine, strict=True))
     said = unsaid(lesson, runner, number, answered)
     return QuizTables(quiz, unsaying(concealed, said), context, own)
@@ -315,10 +374,6 @@ def telling(kept: Iterable[Secret]) -> tuple[Secret, ...]:
     :attr:`~Secret.plain`."""
     return tuple(secret for secret in kept if not secret.plain)
 
-
-SUMS_TO_ONE = 1e-4
-"""How close to 1 a row or column of non-negative values must add up for a learner to read
-it as one that adds up to 1 (a softmax's row), so a hidden cell in it is 1 minus the rest."""
 
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
 """A number written in prose or a title: 742, 0.2935, -1.5, 1.2e-07."""
@@ -414,16 +469,35 @@ def conceal_text(text: str, kept: Iterable[Secret], *, whole: bool = True) -> st
 
 
 def conceal(
-    tables: Iterable[Table], kept: Iterable[Secret], runner: LessonRunner | None = None
+    tables: Iterable[Table],
+    kept: Iterable[Secret],
+    runner: LessonRunner | None = None,
+    deciding: Iterable[Decider] = (),
+    *,
+    working: bool = False,
 ) -> tuple[Table, ...]:
     """``tables`` with what gives away an unanswered quiz's answer hidden: the one place that
     decides it, for every step of every front end.
 
+    ``working``: the tables are a quiz's own, the numbers the author gives to work it out
+    from ("by what angle is pair 1 of position 3 turned?" beside the speed of each pair), so
+    a shown cell is not hidden there for being a stated factor or a difference away from an
+    answer: that operation is what such a quiz asks for.
+
     - every cell whose number is within the quiz's tolerance of its answer (the answer's
-      own cell, the twin of a symmetric table, the same value in a table beside it);
+      own cell, the twin of a symmetric table, the same value beside it: another quantity
+      that happens to be as near is hidden too, since read off it would be accepted);
     - the answer's own cell when the table is the answer's tensor, whatever it reads;
-    - the rest of a row or column of non-negative values that adds up to 1 (a softmax's
-      row) where one cell of it is hidden: it would be 1 minus the others;
+    - one more cell of a row or column whose total is known where one cell of it is hidden
+      (a softmax's row adds up to 1, a row of dS to 0, a total drawn beside it or shown in
+      another table of the screen): it would be that total less the others; with two hidden,
+      a subtraction gives only their sum;
+    - the shown neighbours that give a hidden answer by one step of a sequence
+      (:func:`~tracer.lessons.derivations.close`), a shown cell that a constant the lesson states (a scale
+      1/√d, a count) multiplies or divides into the answer, and one of two shown cells
+      whose difference is the answer (:func:`~tracer.lessons.derivations.derived_on_screen`);
+    - each row or column that an unanswered computed-choice quiz's answer is read off
+      (``deciding``, :func:`deciders`: "which key weighs most for journey?");
     - each number in the stage's title or formula that states such an answer, which reads
       "?" (:attr:`Table.title`, :attr:`Table.formula`).
 
@@ -434,19 +508,20 @@ def conceal(
     a live value in prose works it out, never merely for being equal; but on its own
     quiz's screen (:func:`own_screen`) no number within its tolerance shows.
 
-    Each front end draws the ``hidden`` cells as "?", and a table's range
-    (:attr:`Table.legend`) leaves them out; once the quiz is answered the session
-    asks again without it, and they show.
+    Each table records why its cells are hidden (:attr:`Table.why`, said by
+    :func:`hidden_legend`). Each front end draws the ``hidden`` cells as "?", and a table's
+    range (:attr:`Table.legend`) leaves them out; once the quiz is answered the session asks
+    again without it, and they show.
     """
-    kept = tuple(kept)
-    result = []
-    for table in tables:
-        if not kept:
-            result.append(table)
-            continue
-        tensor = table.resolved.tensor.detach().cpu()
-        shape = tuple(int(n) for n in tensor.shape)
-        answer_cells: set[Cell] = set()
+    kept, deciding, tables = tuple(kept), tuple(deciding), tuple(tables)
+    if not kept and not deciding:
+        return tuple(replace(table, concealing=kept) for table in tables)
+    grids = [_grid(table.resolved.tensor) for table in tables]
+    shut: list[set[Cell]] = [set(table.hidden) for table in tables]
+    why: list[set[Why]] = [{Why("answer")} if table.hidden else set() for table in tables]
+    for at, table in enumerate(tables):
+        grid = grids[at]
+        shape = tuple(int(n) for n in table.resolved.tensor.shape)
         for secret in kept:
             ref = secret.quiz.answer
             if (
@@ -457,10 +532,65 @@ def conceal(
             ):
                 cell = grid_cell(shape, runner.cell_of(ref) or ())
                 if cell is not None:
-                    answer_cells.add(cell)
-        hidden = hidden_cells(tensor, kept, table.hidden | answer_cells)
-        result.append(replace(table, hidden=hidden, concealing=kept))
-    return tuple(result)
+                    shut[at].add(cell)
+                    why[at].add(Why("answer", secret.number))
+        for secret in telling(kept):
+            near = _near(grid, secret) - shut[at]
+            if near:
+                shut[at] |= near
+                why[at].add(Why("equal", secret.number))
+        for decider in deciding:
+            lines = _deciding_lines(grid, decider.row)
+            if lines:
+                shut[at] |= lines
+                why[at].add(Why("decides", decider.step))
+    stated = stated_constants(runner, tables)
+    while True:  # each rule may hide a cell another then reads from
+        totals = shown_values(grids, shut)
+        changed = False
+        for at, grid in enumerate(grids):
+            more = close(grid, shut[at], telling(kept), totals)
+            if more:
+                shut[at] |= more
+                steps = {reason.step for reason in why[at]} or {-1}
+                why[at] |= {Why("derives", step) for step in steps}
+                changed = True
+        screen = () if working else telling(kept)
+        for at, cell, step in derived_on_screen(grids, shut, screen, stated):
+            shut[at].add(cell)
+            why[at].add(Why("derives", step))
+            changed = True
+        if not changed:
+            break
+    return tuple(
+        replace(
+            table,
+            hidden=frozenset(shut[at]),
+            concealing=kept,
+            why=tuple(sorted(why[at])) if shut[at] else (),
+        )
+        for at, table in enumerate(tables)
+    )
+
+
+def _grid(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` folded to two dimensions as drawn (leading axes into rows), as doubles."""
+    tensor = tensor.detach().cpu()
+    columns = int(tensor.shape[-1]) if tensor.dim() else 1
+    return tensor.double().reshape(-1, columns) if tensor.numel() else tensor.double()
+
+
+def _near(grid: torch.Tensor, secret: Secret) -> set[Cell]:
+    """The cells of ``grid`` whose number would read as ``secret``'s answer."""
+    if not grid.numel():
+        return set()
+    # Candidates by torch (a table may hold a million values), then exactly.
+    close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
+    return {
+        (row, column)
+        for row, column in close.nonzero().tolist()
+        if secret.near(float(grid[row, column]))
+    }
 
 
 def hidden_cells(
@@ -468,117 +598,22 @@ def hidden_cells(
 ) -> frozenset[Cell]:
     """The cells of ``tensor`` (folded to two dimensions) that read "?" while the quizzes of
     ``kept`` are unanswered: ``hidden`` (cells already known to hold an answer), each cell
-    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and the
-    rest of any row or column adding up to 1 with one of them in it (see :func:`conceal`).
-    Non-finite values (a loop matrix's cells not written yet) are never an answer."""
+    within a quiz's tolerance of its answer (unless it is :attr:`~Secret.plain`), and those
+    the answer follows from by one operation within the table (see :func:`conceal`, which
+    also weighs the other tables of a screen). Non-finite values (a loop matrix's cells not
+    written yet) are never an answer."""
     kept = tuple(kept)
     shut: set[Cell] = set(hidden)
     if not kept:
         return frozenset(shut)
-    tensor = tensor.detach().cpu()
-    if not tensor.numel():
+    grid = _grid(tensor)
+    if not grid.numel():
         return frozenset(shut)
-    columns = int(tensor.shape[-1]) if tensor.dim() else 1
-    grid = tensor.double().reshape(-1, columns)
     for secret in telling(kept):
-        # Candidates by torch (a table may hold a million values), then exactly.
-        close = (grid - secret.value).abs() <= secret.tolerance + 1e-4
-        for row, column in close.nonzero().tolist():
-            if secret.near(float(grid[row, column])):
-                shut.add((row, column))
-    while shut:  # each rule may hide a cell the other then reads from
-        more = _one_step_away(grid, shut, telling(kept))
-        more |= _sums_to_one(grid, shut | more)
-        if not more:
-            break
-        shut |= more
+        shut |= _near(grid, secret)
+    if shut:
+        shut |= close(grid, shut, telling(kept), ())
     return frozenset(shut)
-
-
-DEEPEST_STEP = 2
-"""How far a constant step is carried on to reach a hidden answer (:func:`_one_step_away`):
-from the cell beside it, or from one cell further (the hidden 192 of a running total, and the
-742 one level deeper)."""
-
-
-def _monotone(line: list[float]) -> bool:
-    """Whether ``line`` (three values or more, all finite) only rises or only falls: a
-    sequence (a loss curve, a running total), which a learner may carry on."""
-    if len(line) < 3 or not all(math.isfinite(v) for v in line):
-        return False
-    steps = [b - a for a, b in pairwise(line)]
-    return all(s > 0 for s in steps) or all(s < 0 for s in steps)
-
-
-def _carried(values: list[float], k: int) -> float:
-    """The value at 0 of the polynomial through ``values`` at k, k + 1, ...: a sequence whose
-    step is constant (two values), or grows by a constant (three: a running total whose every
-    step costs a little more), carried on back to the hidden cell."""
-    xs = [k + j for j in range(len(values))]
-    total = 0.0
-    for j, value in enumerate(values):
-        weight = 1.0
-        for m, x in enumerate(xs):
-            if m != j:
-                weight *= (0 - x) / (xs[j] - x)
-        total += value * weight
-    return total
-
-
-def _one_step_away(grid: torch.Tensor, hidden: set[Cell], kept: tuple[Secret, ...]) -> set[Cell]:
-    """The cells to hide besides ``hidden`` so that no hidden answer follows from its shown
-    neighbours along a row or a column by one operation: a constant step carried on from the
-    two shown cells beyond it (1.8300 + (1.8300 − 1.8250)), a step that grows by a constant
-    (or whose growth does) carried on from three (four) of them (a running total whose every
-    step costs a little more), or the middle of the two shown cells either side of it. Only
-    along a line that only rises or only falls (a sequence); a row of weights is not one. The nearer shown cell is hidden, and the rule applied again past
-    it (k cells of that step from the next two shown cells: the answer one level deeper)."""
-    rows, columns = grid.shape
-    values = grid.tolist()
-    shut = set(hidden)
-
-    def shown(cell: Cell) -> float | None:
-        row, column = cell
-        if not (0 <= row < rows and 0 <= column < columns) or cell in shut:
-            return None
-        value = float(values[row][column])
-        return value if math.isfinite(value) else None
-
-    changed = True
-    while changed:
-        changed = False
-        for row, column in sorted(shut):
-            if not (0 <= row < rows and 0 <= column < columns):
-                continue
-            value = float(values[row][column])
-            secrets = [secret for secret in kept if secret.near(value)]
-            if not secrets:
-                continue
-            for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
-                line = values[row] if dr == 0 else [values[r][column] for r in range(rows)]
-                if not _monotone(line):
-                    continue  # a row of weights is no sequence a learner carries on
-                # The first shown cell that way (past cells already hidden), and the next.
-                k = 1
-                while (row + k * dr, column + k * dc) in shut:
-                    k += 1
-                if k > DEEPEST_STEP:
-                    continue  # a line carried on further is a guess, not a derivation
-                near = (row + k * dr, column + k * dc)
-                beyond = [shown((row + (k + j) * dr, column + (k + j) * dc)) for j in range(4)]
-                a = beyond[0]
-                c = shown((row - dr, column - dc)) if k == 1 else None
-                guesses = []
-                for degree in (1, 2, 3):  # a constant step, a step that grows by a constant...
-                    points = beyond[: degree + 1]
-                    if all(value is not None for value in points):
-                        guesses.append(_carried(points, k))  # type: ignore[arg-type]
-                if a is not None and c is not None:
-                    guesses.append((a + c) / 2)  # the middle of its two neighbours
-                if any(secret.near(guess) for guess in guesses for secret in secrets):
-                    shut.add(near)
-                    changed = True
-    return shut - set(hidden)
 
 
 @dataclass(frozen=True)
@@ -625,16 +660,19 @@ def substep_view(
     kept: Iterable[Secret],
     canvas: LoopCanvas | None = None,
     count: int | None = None,
+    deciding: Iterable[Decider] = (),
 ) -> SubStepView:
     """What sub-step ``sub`` shows while the quizzes of ``kept`` are unanswered: the one place
     that decides it for a loop, as :func:`conceal` does for a step's tables.
 
     ``canvas``: the matrix the loop is filling (its cells written so far); ``count``: the
-    loop's length, when known.
+    loop's length, when known; ``deciding``: the rows of unanswered computed choices that the
+    loop works out (:func:`loop_deciders`): a line of the matrix whose cells written so far
+    are that row's reads "?", and so does each value of the sub-step that is one of them.
     """
-    kept = tuple(kept)
+    kept, deciding = tuple(kept), tuple(deciding)
     formula = sub.formula or ""
-    if not kept:
+    if not kept and not deciding:
         return SubStepView(sub, {name: frozenset() for name in sub.tensors}, formula=formula)
     hidden = {name: hidden_cells(tensor, kept) for name, tensor in sub.tensors.items()}
     canvas_hidden: frozenset[Cell] = frozenset()
@@ -643,7 +681,17 @@ def substep_view(
 
         # A view of the canvas's own buffer (a loop over a long text fills a million cells).
         written = torch.frombuffer(canvas.values, dtype=torch.float64)
-        canvas_hidden = hidden_cells(written.reshape(canvas.rows, canvas.cols), kept)
+        grid = written.reshape(canvas.rows, canvas.cols)
+        canvas_hidden = hidden_cells(grid, kept)
+        canvas_hidden |= {
+            cell
+            for decider in deciding
+            for cell in _deciding_lines(grid, decider.row, partial=True)
+        }
+    if deciding:
+        rows = [decider.row for decider in deciding]
+        for name, tensor in sub.tensors.items():
+            hidden[name] = hidden[name] | _among_rows(_grid(tensor), rows)
     named = {
         name
         for equation in sub.equations
@@ -665,32 +713,172 @@ def substep_view(
     )
 
 
-def _sums_to_one(grid: torch.Tensor, hidden: set[Cell]) -> set[Cell]:
-    """The cells to hide besides ``hidden`` so that no hidden cell is 1 minus the rest of a
-    row or column that adds up to 1: a row (column) with one hidden cell is hidden whole.
-    A table of whole numbers alone is not read as weights (a mask's column of one 1)."""
-    import torch  # here: the walk is imported before torch is needed (tables come from a run)
+def _among_rows(grid: torch.Tensor, rows: Sequence[torch.Tensor]) -> frozenset[Cell]:
+    """The cells of ``grid`` whose value is one of a deciding row's (a score the loop just
+    worked out, of the row a choice is read off)."""
+    import torch
 
-    finite = grid[torch.isfinite(grid)]
-    if not bool((finite != finite.trunc()).any()):
-        return set()  # 0s and 1s (a mask, a count) are no weights that must add up to 1
-    rows, columns = grid.shape
-    shut = torch.zeros((rows, columns), dtype=torch.bool)
-    for row, column in hidden:
-        if 0 <= row < rows and 0 <= column < columns:
-            shut[row, column] = True
-    before = shut.clone()
-    plain = torch.isfinite(grid) & (grid >= 0)
-    row_ones = plain.all(dim=1) & ((grid.sum(dim=1) - 1).abs() <= SUMS_TO_ONE) & (columns > 1)
-    column_ones = plain.all(dim=0) & ((grid.sum(dim=0) - 1).abs() <= SUMS_TO_ONE) & (rows > 1)
-    while True:
-        lone_rows = row_ones & (shut.sum(dim=1) == 1)
-        lone_columns = column_ones & (shut.sum(dim=0) == 1)
-        if not bool(lone_rows.any() or lone_columns.any()):
-            break
-        shut[lone_rows, :] = True
-        shut[:, lone_columns] = True
-    return {(int(r), int(c)) for r, c in (shut & ~before).nonzero().tolist()}
+    if not grid.numel() or not rows:
+        return frozenset()
+    values = torch.cat([row.reshape(-1) for row in rows])
+    close = torch.isclose(grid.unsqueeze(-1), values, rtol=1e-5, atol=1e-6).any(dim=-1)
+    return frozenset((int(r), int(c)) for r, c in close.nonzero().tolist())
+
+
+_STATED: weakref.WeakKeyDictionary[LessonRunner, tuple[float, ...]] = weakref.WeakKeyDictionary()
+
+
+def stated_constants(runner: LessonRunner | None, tables: Sequence[Table] = ()) -> list[float]:
+    """The constants a learner may multiply or divide a shown number by: each number the
+    lesson writes (its summary and every step's words), in the titles and formulas of
+    ``tables``, and the sizes of their axes (a head's width d), each with its square root (the
+    scale 1/√d); 0 and 1 left out."""
+    written: set[float] = set()
+    if runner is not None:
+        found = _STATED.get(runner)
+        if found is None:
+            lesson = runner.lesson
+            texts = [lesson.summary]
+            for step in lesson.steps:
+                texts += _step_words(step)
+            found = tuple(value for text in texts for _match, value in numbers_in(text))
+            _STATED[runner] = found
+        written.update(found)
+    for table in tables:
+        stage = table.resolved.stage
+        words = f"{stage.title} {stage.formula_for(table.resolved.ref.tensor or '') or ''}"
+        written.update(value for _match, value in numbers_in(words))
+        written.update(float(size) for size in table.resolved.tensor.shape)
+    constants = set()
+    for value in written:
+        size = abs(value)
+        if math.isfinite(size) and size not in (0.0, 1.0):
+            constants |= {size, math.sqrt(size)}
+    return sorted(constants)
+
+
+def _step_words(step: object) -> list[str]:
+    """The words a step writes: a narration's text, a caption, a quiz's question, choices and
+    hints, a checkpoint's title and points."""
+    if isinstance(step, Narration):
+        return [step.text]
+    if isinstance(step, (Show, Loop, Compare)):
+        return [step.caption]
+    if isinstance(step, Quiz):
+        return [step.question, *step.choices, *step.hints]
+    if isinstance(step, Checkpoint):
+        return [step.title, *step.points]
+    return []
+
+
+# Computed choices ---------------------------------------------------------------------
+
+DECIDING = ("argmax", "argmin")
+"""The last operations of a computed choice's answer that pick a position in a row."""
+
+
+@dataclass(frozen=True)
+class Decider:
+    """The row a computed-choice quiz (step ``step``) takes its answer from with ``argmax`` or
+    ``argmin``: while the quiz is unanswered, no other screen shows it (:func:`conceal`)."""
+
+    step: int
+    quiz: Quiz
+    row: torch.Tensor = field(compare=False)
+
+
+_DECIDERS: weakref.WeakKeyDictionary[LessonRunner, tuple[Decider, ...]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def deciding_row(quiz: Quiz, runner: LessonRunner) -> torch.Tensor | None:
+    """The row (one dimension, two values or more) choice quiz ``quiz``'s answer is read off
+    by its last ``argmax`` or ``argmin``; None if it has none or it cannot be computed."""
+    ref = quiz.answer
+    if quiz.quiz_kind != "choice" or not isinstance(ref, TensorRef):
+        return None
+    if not ref.then or ref.then[-1].name not in DECIDING:
+        return None
+    try:
+        row = runner.tensor(replace(ref, then=ref.then[:-1], cell=None)).tensor
+    except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+        return None  # `attn lesson check` reports it
+    if row.dim() != 1 or row.numel() < 2 or not row.is_floating_point():
+        return None
+    return row.detach().cpu().double()
+
+
+def deciders(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> tuple[Decider, ...]:
+    """The deciding rows step ``number`` keeps off screen: those of the computed-choice
+    quizzes not answered (``answered`` as for :func:`secrets`), its own quiz's left out (a
+    quiz's own tables are what it is worked out from)."""
+    found = _DECIDERS.get(runner)
+    if found is None:
+        kept = []
+        for at, step in enumerate(lesson.steps):
+            if isinstance(step, Quiz):
+                row = deciding_row(step, runner)
+                if row is not None:
+                    kept.append(Decider(at, step, row))
+        found = tuple(kept)
+        _DECIDERS[runner] = found
+    if answered is None:
+        return tuple(one for one in found if one.step > number)
+    return tuple(
+        one for one in found if one.step > number and quiz_id(one.step, one.quiz) not in answered
+    )
+
+
+def loop_matrix(step: object) -> tuple[TensorRef, ...]:
+    """The tensor a loop step fills as it is stepped through (one), shown cell by cell; ()
+    for any other step."""
+    if not isinstance(step, Loop):
+        return ()
+    return (TensorRef(step.variant, step.stage, query=step.query, options=step.options),)
+
+
+def loop_deciders(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> tuple[Decider, ...]:
+    """The deciding rows (:func:`deciders`) that loop step ``number`` works out: those the
+    tensor its stage builds holds as a row or a column."""
+    step = lesson.steps[number]
+    kept = deciders(lesson, runner, number, answered)
+    if not isinstance(step, Loop) or not kept:
+        return ()
+    try:
+        grid = _grid(runner.tensor(loop_matrix(step)[0]).tensor)
+    except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+        return ()
+    return tuple(decider for decider in kept if _deciding_lines(grid, decider.row))
+
+
+def _deciding_lines(grid: torch.Tensor, row: torch.Tensor, *, partial: bool = False) -> set[Cell]:
+    """The cells of each row and each column of ``grid`` that is ``row`` (``partial``: a loop's
+    matrix, whose cells not written yet are NaN: a line whose written cells, two at least,
+    are ``row``'s at the same places)."""
+    import torch
+
+    if not grid.numel() or grid.dim() != 2:
+        return set()
+    found: set[Cell] = set()
+    for lines, across in ((grid, True), (grid.T, False)):
+        if lines.shape[1] != row.numel():
+            continue
+        wanted = row.expand_as(lines)
+        same = torch.isclose(lines, wanted, rtol=1e-5, atol=1e-6)
+        if partial:
+            written = torch.isfinite(lines)
+            matching = ((same | ~written).all(dim=1)) & (written.sum(dim=1) >= 2)
+        else:
+            matching = same.all(dim=1)
+        for (line,) in matching.nonzero().tolist():
+            width = int(lines.shape[1])
+            found |= {(line, c) if across else (c, line) for c in range(width)}
+    return found
 
 
 def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:

@@ -30,7 +30,16 @@ import torch
 
 from tracer.errors import EXIT_PROBLEMS, Location, TracerError
 from tracer.lessons.grading import Answer, CellAnswer, answer_text, grade
-from tracer.lessons.model import Compare, Lesson, Loop, Operation, Options, Quiz, TensorRef
+from tracer.lessons.model import (
+    Compare,
+    Focus,
+    Lesson,
+    Loop,
+    Operation,
+    Options,
+    Quiz,
+    TensorRef,
+)
 from tracer.lessons.prose import INTEGRAL_OPERATIONS, live_text
 from tracer.options import LEGACY_OPTIONS, option_for
 from tracer.render.labels import effective_axes, label_axes
@@ -157,7 +166,13 @@ class LessonRunner:
             )
         tensor = stage.tensors[name].detach()
         label = f"{ref.stage}.{name}" if name != ref.stage else name
-        for operation in ref.then:
+        declared = stage.axes.get(name)
+        shown = effective_axes(tuple(tensor.shape), declared, ref.query) if declared else None
+        axes = list(shown) if shown is not None else None
+        for written in ref.then:
+            operation = read_pick(written, axes, trace.tokens)
+            if axes is not None:
+                axes = axes_after(axes, operation)
             other = None
             if isinstance(operation.argument, TensorRef):
                 other = self.operand(operation.argument)
@@ -171,6 +186,20 @@ class LessonRunner:
                 raise _at(error, operation) from None
             label += f" → {describe(operation)}"
         return Resolved(ref, label, tensor, trace.tokens, ref.query, stage)
+
+    def focus_of(self, focus: Focus, resolved: Resolved) -> Focus:
+        """``focus`` as the table's axes read it: a token in both sequences of a
+        cross-attention run is the source's on a key or source axis (a weights table's
+        columns), as ``cell:`` reads it (:meth:`cell_of`), and the target's elsewhere."""
+        if not any(focus.names):
+            return focus
+        axes = resolved.axes
+        if not axes:
+            return focus
+        row_axis = axes[0] if len(axes) == 2 else None
+        row = _on_axis(focus.row, focus.names[0], row_axis, resolved.tokens)
+        column = _on_axis(focus.column, focus.names[1], axes[-1], resolved.tokens)
+        return replace(focus, row=row, column=column)
 
     def tensors(self, ref: TensorRef) -> list[Resolved]:
         """What a ``show`` step displays: the named tensor or, when ``ref.tensor`` is None and
@@ -438,6 +467,31 @@ def explain(operation: Operation) -> str:
     return f"{_ALONG_WORDS.get(name, name)} {_along(argument)}"
 
 
+def _on_axis(index: int | None, name: str, axis: str | None, tokens: tuple[str, ...]) -> int | None:
+    """``index`` (read from token ``name`` as the target's), read along ``axis`` instead: on a
+    key or source axis of a run with a source, the source's ``name``."""
+    source = source_tokens(tokens)
+    if index is None or not name or axis is None or source is None:
+        return index
+    kind, start = parse_axis(axis)
+    if kind in ("source", "key") and name in source:
+        return source.index(name) - start
+    return index
+
+
+def read_pick(operation: Operation, axes: list[str] | None, tokens: tuple[str, ...]) -> Operation:
+    """``operation`` with a ``pick`` written as a token read along the axis it picks from
+    (the first of ``axes``): on a key or source axis of a cross-attention run, a token of
+    both sequences is the source's, as the table labels it."""
+    if operation.name != "pick" or not operation.token or not axes:
+        return operation
+    index = operation.argument
+    if not isinstance(index, int) or isinstance(index, bool):
+        return operation
+    fixed = _on_axis(index, operation.token, axes[0], tokens)
+    return operation if fixed is None or fixed == index else replace(operation, argument=fixed)
+
+
 def _token_square(names: list[str]) -> bool:
     """Whether axes ``names`` are two axes of the same tokens (queries and keys of one
     sequence, not a source), so a diagonal pairs each token with itself."""
@@ -488,7 +542,8 @@ def explain_steps(resolved: Resolved) -> list[str]:
     not "row 1" of a table that has no rows left."""
     names = axes_before(resolved)
     words = []
-    for operation in resolved.ref.then:
+    for written in resolved.ref.then:
+        operation = read_pick(written, names, resolved.tokens)
         argument = operation.argument
         if (
             operation.name == "pick"
@@ -511,7 +566,9 @@ def _picked(index: int, axis: str | None, tokens: tuple[str, ...]) -> str:
     if axis is None:
         return f"entry {index} of the first axis"
     kind = parse_axis(axis)[0]
-    labels = source_tokens(tokens) if kind == "source" else tokens
+    source = source_tokens(tokens)
+    # A source's axis, or the keys of a run with a source (cross-attention), as labelled.
+    labels = source if kind == "source" or (kind == "key" and source) else tokens
     if kind in TOKEN_AXES and labels is not None and 0 <= index < len(labels):
         return f'the {kind} "{labels[index]}"'
     return f"{kind} {index}"

@@ -132,6 +132,10 @@ class Operation:
     (``'> 0'``) or a second tensor (add, subtract, multiply, divide)."""
     line: int = 0
     column: int = 0
+    token: str = field(default="", compare=False)
+    """A ``pick`` written as a token ("cat"): the token as written, so that on a key or source
+    axis a token of both sequences of a cross-attention run is read as the source's
+    (:meth:`~tracer.lessons.lesson_runner.LessonRunner.tensor`)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,10 @@ class Focus:
     kind: FocusKind
     row: int | None = None
     column: int | None = None
+    names: tuple[str, str] = field(default=("", ""), compare=False)
+    """The row's and the column's token as written ("" for an index), so that on a key or
+    source axis a token of both sequences is read as the source's
+    (:meth:`~tracer.lessons.lesson_runner.LessonRunner.focus_of`)."""
 
 
 @dataclass(frozen=True)

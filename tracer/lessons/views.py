@@ -32,7 +32,9 @@ from tracer.lessons.hiding import (
     Table,
     conceal,
     conceal_text,
+    deciders,
     hidden_cells,
+    loop_deciders,
     own_screen,
     quiz_id,
     quiz_tables,
@@ -73,9 +75,10 @@ def loop_substeps(
     text front end that prints the loop whole (``answered``: as for :func:`step_view`)."""
     step = step_as(lesson.steps[number], Loop)
     kept = secrets(lesson, runner, number, answered)
+    deciding = loop_deciders(lesson, runner, number, answered)
     subs = list(runner.substeps(step))
     for sub in subs:
-        yield substep_view(sub, kept, count=len(subs))
+        yield substep_view(sub, kept, count=len(subs), deciding=deciding)
 
 
 # One view per step -------------------------------------------------------------------
@@ -205,11 +208,15 @@ def step_view(
         resolved = runner.tensors(step.ref)
         first, *others = resolved
         tables = (
-            Table(step.ref, first, "show", step.focus),
+            Table(
+                step.ref, first, "show", runner.focus_of(step.focus, first) if step.focus else None
+            ),
             *(Table(other.ref, other, "show") for other in others),
         )
         caption = live(runner, step.caption, kept=kept, said=said)
-        return StepView(number, step, caption, unsaying(conceal(tables, kept, runner), said))
+        deciding = deciders(lesson, runner, number, answered)
+        concealed = conceal(tables, kept, runner, deciding)
+        return StepView(number, step, caption, unsaying(concealed, said))
     if isinstance(step, Compare):
         left, right, difference = runner.compare(step)
 
@@ -221,7 +228,8 @@ def step_view(
             Table(step.right, right, "right", label=label(step.right.label)),
         )
         caption = live(runner, step.caption, kept=kept, said=said)
-        tables = unsaying(conceal(tables, kept, runner), said)
+        deciding = deciders(lesson, runner, number, answered)
+        tables = unsaying(conceal(tables, kept, runner, deciding), said)
         if difference is None:
             return StepView(number, step, caption, tables)
         # Where one side is hidden and the other shown, the difference gives the hidden one by

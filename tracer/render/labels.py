@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tracer.variant import TOKEN_AXES, parse_axis, source_tokens
+from tracer.variant import TOKEN_AXES, SubStep, parse_axis, source_tokens
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,10 @@ def loop_matrix_axes(axes: Sequence[str] | None) -> tuple[str, ...] | None:
 
 
 def position_tokens(
-    position: Sequence[int], axes: Sequence[str] | None, tokens: Sequence[str]
+    position: Sequence[int],
+    axes: Sequence[str] | None,
+    tokens: Sequence[str],
+    sub: SubStep | None = None,
 ) -> tuple[str, ...]:
     """The token each index of a loop sub-step's position names ("" where none does).
 
@@ -168,6 +171,12 @@ def position_tokens(
     sequence (cross-attention), it names a token of the source, never the target's token at
     that index. Unknown axes, or a position that does not index them, name nothing: an index
     alone is never false.
+
+    ``sub``: the sub-step itself. A loop over tiles or blocks of tokens declares its tensors'
+    token axes from where the tile starts (``"query:2"`` for queries 2 and 3): where a
+    sub-step's tensors hold a window of that kind of token other than the one token the index
+    would name, the index counts tiles, not tokens, and names none (flash-backward's
+    ``(1, 0)`` is key tile 1, query tile 0, not the query "journey").
     """
     if axes is None or len(axes) != len(position):
         return ("",) * len(position)
@@ -175,10 +184,37 @@ def position_tokens(
     named = []
     for index, spec in zip(position, axes, strict=True):
         name, start = parse_axis(spec)
-        if name not in TOKEN_AXES:
+        if name not in TOKEN_AXES or _windowed(sub, name, index + start):
             named.append("")
             continue
         sequence = source if name == "source" or (name == "key" and source) else tokens
         at = index + start
         named.append(sequence[at] if sequence is not None and 0 <= at < len(sequence) else "")
     return tuple(named)
+
+
+def _windowed(sub: SubStep | None, kind: str, token: int) -> bool:
+    """Whether ``sub``'s tensors hold a window of ``kind`` tokens (an axis written
+    ``"kind:start"``) that is not the single token ``token``: the loop runs over tiles."""
+    if sub is None:
+        return False
+    for name, specs in sub.axes.items():
+        shape = getattr(sub.tensors.get(name), "shape", None)
+        for axis, spec in enumerate(specs):
+            written, _, offset = spec.partition(":")
+            if written != kind or not offset:
+                continue
+            size = shape[axis] if shape is not None and axis < len(shape) else 1
+            if (parse_axis(spec)[1], size) != (token, 1):
+                return True
+    return False
+
+
+def holds_stage(stage: str, result: str) -> bool:
+    """Whether a loop's table holds ``stage``'s own values, so it may be titled "<stage> so
+    far": the number each sub-step writes (``result``, a scalar's name) is the stage's tensor
+    (naive-loop's ``score`` of ``scores``), not another quantity (lesson 14's ``D`` in the
+    ``grad_scores`` loop). The app titles its loop tables by it and ``attn lesson check``
+    checks the tables so titled."""
+    held = result or stage
+    return held in (stage, f"{stage}s") or f"{held}s" == stage

@@ -39,6 +39,7 @@ from tracer.lessons.grading import grade as grade_response
 from tracer.lessons.hiding import (
     SubStepView,
     Table,
+    loop_deciders,
     quiz_has_tables,
     quiz_id,
     secrets,
@@ -723,7 +724,8 @@ class LessonSession:
             answered = frozenset(self.progress.answers)
             kept = secrets(self.lesson, self.runner, number, answered)
             canvas = state.stepper.canvases.get(sub.stage)
-            said = substep_view(sub, kept, canvas, count)
+            deciding = loop_deciders(self.lesson, self.runner, number, answered)
+            said = substep_view(sub, kept, canvas, count, deciding)
             at_hand = functools.partial(self._at_hand, state)
             loop = LoopView(sub, here.sub, count, tokens, canvas, built, said, at_hand)
         elif isinstance(step, Quiz):

@@ -57,7 +57,7 @@ def loop_words(
     said = "?" if number is None else f"{number:,}"
     head = f"{loop_noun(step)} {said} of {'?' if count is None else f'{count:,}'}"
     position = ", ".join(str(p) for p in step.position)
-    names = position_tokens(step.position, axes, tokens)
+    names = position_tokens(step.position, axes, tokens, step)
     source = source_tokens(tokens)
     named: list[str] = []
     kinds = axes if axes is not None and len(axes) == len(names) else ("",) * len(names)

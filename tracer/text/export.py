@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracer.inputs.input_set import InputSet, input_data
-from tracer.lessons.hiding import HIDDEN_NOTE, Table
+from tracer.lessons.hiding import HIDDEN_NOTE, Table, hidden_legend
 from tracer.lessons.model import (
     Lesson,
     LessonStep,
@@ -206,7 +206,8 @@ def _compare(view: StepView, context: Exporting) -> Iterator[Block]:
         drawn = format_tensor(
             difference, shown.tokens, shown.query, shown.axes, hidden, TABLE_WIDTH
         )
-        yield Block("output", "\n".join([drawn, HIDDEN_NOTE] if hidden else [drawn]))
+        note = hidden_legend(view.tables) or HIDDEN_NOTE
+        yield Block("output", "\n".join([drawn, note] if hidden else [drawn]))
 
 
 def _tensor_block(
@@ -229,7 +230,7 @@ def _tensor_block(
         resolved.tensor, resolved.tokens, resolved.query, resolved.axes, hidden, TABLE_WIDTH
     )
     if hidden and code:  # a quiz's own tables (code=False) say it under the quiz
-        extra = "\n".join(line for line in (extra, HIDDEN_NOTE) if line)
+        extra = "\n".join(line for line in (extra, hidden_legend([shown])) if line)
     program = _program(resolved, context) if context is not None and not hidden else None
     if program is None:
         yield Block("output", "\n".join([*heading, table, *([extra] if extra else [])]))
@@ -360,7 +361,7 @@ def _quiz(step_view: StepView, context: Exporting) -> Iterator[Block]:
             lines.append(
                 escape("(? = a number that would give the answer away, under Answer below)")
                 if view.own
-                else escape(HIDDEN_NOTE)
+                else escape(hidden_legend(view.tables))
             )
     # The view's choices and hints: what the walk lets them say (no other quiz's answer).
     lines += [

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.hiding import HIDDEN_NOTE, Table
+from tracer.lessons.hiding import HIDDEN_NOTE, Table, hidden_legend
 from tracer.lessons.model import Focus, Lesson, LessonStep, Loop, Quiz, TensorRef
 from tracer.lessons.views import (
     TABLE_WIDTH,
@@ -109,7 +109,7 @@ def table_lines(table: Table, *, title: bool = False, formula: bool = True) -> l
         )
     )
     if table.hidden:
-        lines.append(HIDDEN_NOTE)
+        lines.append(hidden_legend([table]))
     return lines
 
 
@@ -282,7 +282,7 @@ def substep_lines(
     journey, key with"), a source's token as the source's.
     """
     where = ", ".join(str(i) for i in sub.position)
-    names = position_tokens(sub.position, axes, tokens)
+    names = position_tokens(sub.position, axes, tokens, sub)
     source = source_tokens(tokens)
     parts = []
     kinds = axes if axes is not None and len(axes) == len(names) else ("",) * len(names)
@@ -335,7 +335,7 @@ def _compare(view: StepView) -> list[str]:
         format_tensor(difference, shown.tokens, shown.query, shown.axes, hidden, TABLE_WIDTH)
     )
     if hidden:
-        lines.append(HIDDEN_NOTE)
+        lines.append(hidden_legend(view.tables) or HIDDEN_NOTE)
     return lines
 
 
@@ -354,7 +354,7 @@ def quiz_lines(
         lines.append(
             f"(? = a number that would give the answer away, shown once {until})"
             if view.own
-            else HIDDEN_NOTE
+            else hidden_legend(step_view.tables)
         )
     written = choices if choices is not None else step_view.choices
     lines.extend(f"  {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(written))

@@ -21,7 +21,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.widgets import Static
 
-from tracer.render.labels import loop_matrix_axes
+from tracer.render.labels import holds_stage, loop_matrix_axes
 from tracer.render.text import shorten
 from tracer.session.explore import LoopCanvas, cell_of
 from tracer.tui import textual_hooks as hooks
@@ -221,11 +221,10 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
             # Named by what its cells hold: "so far" only where the sub-steps write the
             # stage's own tensor (naive-loop's score of scores); another number (lesson 14's
             # D in the grad_scores loop) is named as what each sub-step wrote.
-            held = canvas.result or step.stage
-            if held in (step.stage, f"{step.stage}s") or f"{held}s" == step.stage:
+            if holds_stage(step.stage, canvas.result):
                 title = f"{step.stage} so far · {matrix.shape}"
             else:
-                title = f"{held}, each cell as its sub-step wrote it · {matrix.shape}"
+                title = f"{canvas.result or step.stage}, each cell as its sub-step wrote it · {matrix.shape}"
             shown.append(Shown(title, matrix))
         for name, tensor in step.tensors.items():
             highlight = Highlight(hidden=hidden.get(name, frozenset()) if hidden else frozenset())
@@ -462,8 +461,8 @@ class TableTitle(Label):
         return Text(shorten(text, width) if width > 0 else text)
 
 
-HIDDEN_MARK = "? = a quiz's answer, shown once answered"
-HIDDEN_MARK_SHORT = ("? = a hidden answer", "? = hidden")
+HIDDEN_MARK = "? = hidden until a quiz is answered"
+HIDDEN_MARK_SHORT = ("? = hidden until answered", "? = hidden")
 """What :data:`HIDDEN_MARK` says where it does not fit, longest first."""
 """The border's note under tables that draw a cell as "?"."""
 

@@ -315,16 +315,17 @@ class ReaderBase:
         positions = [index for index, token in enumerate(tokens) if token == value]
         also = [i for i, token in enumerate(source_tokens(tokens) or ()) if token == value]
         if positions and also and also != positions:
-            # Cross-attention: a cell reads it on a key axis as the source's (the runner's
-            # cell_of), anything else as the target's; a learner's typed cells refuse it
+            # Cross-attention: a cell, a focus or a pick reads it on a key axis as the
+            # source's (the runner's cell_of, focus_of, read_pick), anything else as the
+            # target's; a learner's typed cells refuse it where the table labels it twice
             # (grading's in_both).
             self.warn(
                 node,
                 f"{what} '{value}' is in both sequences: token "
                 f"{', '.join(map(str, positions))} of the target and "
-                f"{', '.join(map(str, also))} of the source (counted from 0); a cell "
-                "reads it on a key axis as the source's, anything else as the target's; "
-                "write the 0-based index to say which",
+                f"{', '.join(map(str, also))} of the source (counted from 0); a cell, "
+                "a focus or a pick reads it on a key axis as the source's, anything else "
+                "(a query) as the target's; write the 0-based index to say which",
             )
             return positions[0]
         if len(positions) > 1:

@@ -259,7 +259,10 @@ class RefReader(OptionsReader):
             )
             return None
         argument = self.operation_value(name, name_node, value_node, tokens, entries, scope)
-        return Operation(name, argument, line, column) if argument is not None else None
+        if argument is None:
+            return None
+        token = _named_token(value_node) if name == "pick" and value_node is not None else ""
+        return Operation(name, argument, line, column, token)
 
     def operation_name(self, node: yaml.Node) -> tuple[str, yaml.Node, yaml.Node | None] | None:
         """An operation's name, where it is written, and its value (None: written bare)."""

@@ -8,7 +8,7 @@ import yaml
 from tracer.lessons.format import FOCUS
 from tracer.lessons.grammar.base import Entries, _Scope
 from tracer.lessons.grammar.nodes import _kind
-from tracer.lessons.grammar.refs import RefReader
+from tracer.lessons.grammar.refs import RefReader, _named_token
 from tracer.lessons.model import Focus, Show
 
 
@@ -36,7 +36,8 @@ class ShowReader(RefReader):
     def focus(self, node: yaml.Node, tokens: tuple[str, ...]) -> Focus | None:
         if isinstance(node, yaml.ScalarNode):
             index = self.index(node, "focus", tokens)
-            return Focus("token", index, index) if index is not None else None
+            both = (_named_token(node),) * 2
+            return Focus("token", index, index, both) if index is not None else None
         entries = self.mapping(node, FOCUS.what, FOCUS)
         if entries is None:
             return None
@@ -47,15 +48,23 @@ class ShowReader(RefReader):
         ((key, (_, value)),) = entries.items()
         if key == "cell":
             cell = self.cell(value, tokens)
-            return Focus("cell", cell[0], cell[1]) if cell is not None and len(cell) == 2 else None
+            if cell is None or len(cell) != 2:
+                return None
+            names = (
+                (_named_token(value.value[0]), _named_token(value.value[1]))
+                if isinstance(value, yaml.SequenceNode)
+                else ("", "")
+            )
+            return Focus("cell", cell[0], cell[1], names)
         index = self.index(value, f"focus {key}", tokens)
         if index is None:
             return None
+        name = _named_token(value)
         if key == "token":
-            return Focus("token", index, index)
+            return Focus("token", index, index, (name, name))
         if key == "row":
-            return Focus("row", row=index)
-        return Focus("column", column=index)
+            return Focus("row", row=index, names=(name, ""))
+        return Focus("column", column=index, names=("", name))
 
     def cell(self, node: yaml.Node, tokens: tuple[str, ...]) -> tuple[int, ...] | None:
         if not isinstance(node, yaml.SequenceNode) or not 1 <= len(node.value) <= 2:

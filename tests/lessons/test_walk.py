@@ -334,7 +334,14 @@ def test_a_quiz_hides_every_number_within_its_tolerance() -> None:
     with_, journey = TOKENS.index("with"), TOKENS.index("journey")
     assert answer == pytest.approx(float(weights[with_, journey])) and answer > 0
     near = {(r, c) for r in range(6) for c in range(6) if abs(weights[r, c] - answer) <= 0.005}
-    assert table.hidden == near and (with_, journey) in near
+    assert near <= table.hidden and (with_, journey) in near
+    # Every weight of "with" was kept, so its row adds up to 2, a number the table shows
+    # (the first row's): one more cell of that row is hidden, so no single subtraction of the
+    # shown cells from 2 gives the answer. Nothing else is.
+    row = weights[with_]
+    assert float(row.sum()) == pytest.approx(2.0) and (weights == 2.0).any()
+    extra = table.hidden - near
+    assert len(extra) == 1 and {r for r, _ in extra} == {with_}
 
 
 def test_lesson_08s_cache_quizzes_come_before_the_table_that_states_their_answers() -> None:

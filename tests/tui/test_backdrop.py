@@ -49,7 +49,9 @@ def rows(strips: list[Strip]) -> list[list[object]]:
 def backdrops_match(app: TracerApp) -> int:
     """Compare every container on screen with Textual's drawing; how many were compared."""
     compared = 0
-    for widget in app.screen.query("*").results(Backdrop):
+    screen = app.screen  # a stepping screen draws its background the same way
+    assert isinstance(screen, Backdrop)
+    for widget in [screen, *screen.query("*").results(Backdrop)]:
         if not widget.display or widget.region.area == 0:
             continue
         ours = rows(widget.render_lines(whole(widget)))

@@ -48,9 +48,10 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.hiding import quiz_context
-from tracer.lessons.model import Checkpoint, Compare, Lesson, LessonStep, Loop, Quiz, Show
+from tracer.lessons.model import Checkpoint, Lesson, LessonStep, Loop, Quiz, Show
 from tracer.lessons.statements import locate, source_lines
 from tracer.lessons.unsaid import NUMBER_WORDS, sentence_spans
+from tracer.lessons.views import step_as
 from tracer.render.labels import holds_stage
 from tracer.yamldoc import Problem
 
@@ -274,14 +275,15 @@ def _judge(
 def _said(step: LessonStep) -> Iterator[tuple[str, str | None]]:
     """(text, None) for each piece of the step's prose that states what it says; (text, why
     it is prose) for a choice, which may be meant to be wrong."""
-    if isinstance(step, Quiz):
-        yield from ((text, None) for text in (step.question, step.explanation, *step.hints))
+    if step.kind == "quiz":
+        quiz = step_as(step, Quiz)
+        yield from ((text, None) for text in (quiz.question, quiz.explanation, *quiz.hints))
         yield from (
-            (choice, "a choice: a wrong one is meant to be false") for choice in step.choices
+            (choice, "a choice: a wrong one is meant to be false") for choice in quiz.choices
         )
         return
-    if isinstance(step, Checkpoint):
-        yield step.title, None
+    if step.kind == "checkpoint":
+        yield step_as(step, Checkpoint).title, None
     yield from ((text, None) for text in step.prose())
 
 
@@ -292,14 +294,14 @@ def _tables(lesson: Lesson, number: int, runner: LessonRunner) -> list[_Table]:
     step = lesson.steps[number]
     if step.kind == "loop":
         return []
-    if isinstance(step, Compare):
+    if step.kind == "compare":
         pairs = [(ref, False) for ref in step.tables()]  # each side's own tensor
     else:
         refs = list(step.tables())
-        if isinstance(step, Quiz) and not refs:
+        if step.kind == "quiz" and not refs:
             context = quiz_context(lesson.steps, number)
             shown = lesson.steps[context] if context is not None else None
-            refs = [shown.ref] if isinstance(shown, Show) else []
+            refs = [step_as(shown, Show).ref] if shown is not None and shown.kind == "show" else []
         pairs = [(ref, True) for ref in refs]
     found: list[_Table] = []
     for ref, every in pairs:
@@ -538,7 +540,7 @@ def _first_agree(
     sentence: str, tables: Sequence[_Table], step: LessonStep
 ) -> _Verdict | str | None:
     match = _FIRST_AGREE.search(sentence)
-    if match is None or not isinstance(step, Compare) or len(tables) != 2:
+    if match is None or step.kind != "compare" or len(tables) != 2:
         return None
     if max(t.tensor.dim() for t in tables) > 2:
         return "tables of several matrices: which one's rows is not said"
@@ -559,7 +561,7 @@ def _first_agree(
 
 
 def _same_sides(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _Verdict | str | None:
-    if not isinstance(step, Compare) or len(tables) != 2:
+    if step.kind != "compare" or len(tables) != 2:
         return None
     match = _SAME_SIDES.search(sentence)
     if match is None:
@@ -669,7 +671,7 @@ def _keeps(sentence: str, tables: Sequence[_Table], step: LessonStep) -> _Verdic
     match = _KEEPS.search(sentence)
     if match is None:
         return None
-    if not isinstance(step, Compare) or len(tables) != 2:
+    if step.kind != "compare" or len(tables) != 2:
         return "what is kept is checked only where a compare shows before and after"
     verb = match.group().split()[0].lower()
     if verb.startswith("leave") and not re.search(r"\bas it was\b|\bunchanged\b", sentence):
@@ -738,10 +740,10 @@ def so_far_loops(lesson: Lesson, runner: LessonRunner, path: str) -> list[Proble
     not the stage's (another quantity, or cells left empty when the loop has run through)."""
     found: list[Problem] = []
     for step in lesson.steps:
-        if not isinstance(step, Loop):
+        if step.kind != "loop":
             continue
         try:
-            problem = _so_far(step, runner)
+            problem = _so_far(step_as(step, Loop), runner)
         except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError, TypeError):
             continue  # check_lesson reports it
         if problem is not None:

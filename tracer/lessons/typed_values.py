@@ -27,7 +27,7 @@ from tracer.errors import TracerError
 from tracer.lessons.model import Lesson, LessonStep, Loop
 from tracer.lessons.prose import PLACEHOLDER
 from tracer.lessons.statements import source_lines
-from tracer.lessons.views import quiz_at
+from tracer.lessons.views import quiz_at, step_as
 from tracer.yamldoc import Problem
 
 if TYPE_CHECKING:
@@ -126,8 +126,8 @@ def _shown_values(lesson: Lesson, runner: LessonRunner) -> list[float]:
             else:
                 if isinstance(answer, (int, float)):
                     values.append(float(answer))
-        if isinstance(step, Loop):
-            values += _loop_values(step, runner)
+        if step.kind == "loop":
+            values += _loop_values(step_as(step, Loop), runner)
             continue
         for ref in step.tables():
             try:

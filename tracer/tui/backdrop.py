@@ -18,6 +18,7 @@ With the speed-ups off (:mod:`tracer.tui.textual_hooks`) Textual draws every row
 from __future__ import annotations
 
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -28,9 +29,10 @@ class Backdrop(Widget):
     """A container that draws one row per band of blank rows and repeats it.
 
     A mixin: list it after the Textual class (``class Column(Vertical, SteadySize,
-    Backdrop)``). A class that draws content of its own (overrides ``render``), or a
-    container styled with a keyline or a hatch (rows that differ), is drawn by
-    Textual row by row, as before.
+    Backdrop)``), or after ``Screen`` (a screen's own content is its background: the compositor
+    asks for it under every repainted area, a millisecond a frame row by row). A class that
+    draws content of its own (overrides ``render``), or a container styled with a keyline or a
+    hatch (rows that differ), is drawn by Textual row by row, as before.
     """
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -38,7 +40,7 @@ class Backdrop(Widget):
         if (
             not (hooks.ROWS and hooks.hooks_on())
             or crop.height < 2
-            or type(self).render is not Widget.render
+            or type(self).render not in (Widget.render, Screen.render)
             or not self.is_container
             or styles.has_rule("keyline")
             or (styles.has_rule("hatch") and styles.hatch != "none")

@@ -5,7 +5,7 @@ frame in which the bindings changed, whether or not what it shows changed: three
 layout passes and frames each time the focus moves. Here the keys are a fixed set of
 widgets whose text is changed when what they show changes, and a screen can ask for that
 while it draws a step (:meth:`SteadyFooter.sync`), so the new keys land in the step's own
-frame. Bindings in a group (``Binding.group``) are left to Textual's own way.
+layout pass and frame. Bindings in a group (``Binding.group``) are left to Textual's own way.
 
 The key widget (``FooterKey``) and the footer's readiness flag are Textual's private
 parts: where they are not as expected, or the speed-ups are off
@@ -132,6 +132,13 @@ class SteadyFooter(Footer):
         self.styles.grid_size_columns = len(wanted)
         for index, key in enumerate(keys):
             self._fill(key, wanted[index] if index < len(wanted) else None)
+        if hooks.CHECK_REFRESH:
+            # Each key (and the palette's, restyled with the footer) asks for its layout at its
+            # own next idle, after the screen has laid the step out with the footer's old
+            # arrangement: a second layout pass and frame. Handing the requests over now (the
+            # private hook Textual's idle calls) puts the new keys in the step's own pass.
+            for key in (*keys, *palette):
+                key._check_refresh()
 
     def bindings_changed(self, screen: Screen[object]) -> None:
         if self.steady() and screen.app.app_focus and screen is self.screen:

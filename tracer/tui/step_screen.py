@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from textual import events, work
 from textual.binding import Binding, BindingType
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -23,6 +24,8 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
 from tracer.session.moves import Cancelled, Move, Pending
+from tracer.tui import textual_hooks as hooks
+from tracer.tui.backdrop import Backdrop
 from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
@@ -71,7 +74,7 @@ def thaw_heap() -> None:
     gc.unfreeze()
 
 
-class StepScreen(Screen[None]):
+class StepScreen(Screen[None], Backdrop):
     """Base for screens that step through something: keys, auto-play and background work."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -100,6 +103,18 @@ class StepScreen(Screen[None]):
         ),
         Binding("escape", "cancel", "Stop", id="attn.cancel", show=False),
     ]
+
+    if hooks.FOCUS_REPAINT:
+        # Textual's ``focused`` repaints the whole screen when the focus moves, in a frame of
+        # its own after the step's (a quiz takes the focus, the step after it drops it): the
+        # widgets that gain and lose the focus are restyled and repainted on their own, so
+        # that second frame draws nothing new. The same reactive, without the repaint.
+        focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+
+        def _watch_focused(self) -> None:
+            super()._watch_focused()  # type: ignore[no-untyped-call]  # Textual's, untyped
+            if not hooks.hooks_on():
+                self.refresh()  # the speed-ups off: Textual's whole-screen repaint
 
     def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)

@@ -21,6 +21,8 @@ import inspect
 import os
 
 from textual.app import App
+from textual.reactive import Reactive
+from textual.screen import Screen
 from textual.widget import Widget
 
 SWITCH = "ATTN_TEXTUAL_HOOKS"
@@ -58,7 +60,8 @@ pass handing a widget its size (:mod:`tracer.tui.steady`, the source pane's fold
 
 CHECK_REFRESH = _takes(Widget, "_check_refresh") and _instance_has("_repaint_required")
 """``Widget._check_refresh()`` and its ``_repaint_required`` flag: a scrollbar's repaint that
-the frame before it already drew is dropped."""
+the frame before it already drew is dropped; the footer's keys hand their layout requests
+to the screen at once."""
 
 SCROLLBARS = (
     isinstance(getattr(Widget, "vertical_scrollbar", None), property)
@@ -72,6 +75,17 @@ SCROLLBARS = (
 BORDER_TITLE = _instance_has("_border_title") and _takes(Widget, "render_str", "text_content")
 """``Widget._border_title``, where the ``border_title`` setter stores the title it renders:
 a pane resized by the layout pass fits its title there, inside that pass's frame."""
+
+_focused = Screen.__dict__.get("focused")
+FOCUS_REPAINT = (
+    isinstance(_focused, Reactive)
+    and getattr(_focused, "_repaint", None) is True
+    and not getattr(_focused, "_layout", True)
+    and callable(getattr(Screen, "_watch_focused", None))
+)
+"""``Screen.focused``, a reactive that repaints the whole screen when the focus moves (the
+widgets that gain and lose it are restyled and repainted on their own): a stepping screen
+declares it without that repaint, so a step that moves the focus is one frame, not two."""
 
 ROWS = _takes(Widget, "render_lines", "crop")
 """``Widget.render_lines(crop)``, public but the compositor's: kept rows and blank bands."""
@@ -99,4 +113,5 @@ def detected() -> dict[str, bool]:
         "scrollbars": SCROLLBARS,
         "render_lines": ROWS,
         "_border_title": BORDER_TITLE,
+        "Screen.focused": FOCUS_REPAINT,
     }

@@ -182,7 +182,10 @@ def _feature_problems(text: str, path: str) -> Iterator[Problem]:
                 )
             elif anchor is not None:
                 yield problem_at(
-                    event, f"anchors (&{anchor}) are not allowed; repeat the value", path
+                    event,
+                    f"anchors (&{anchor}) are not allowed; repeat the value, or put text that "
+                    "starts with '&' in quotes",
+                    path,
                 )
             tag = getattr(event, "tag", None)
             if tag is not None and tag != "!" and tag not in _PLAIN_TAGS:
@@ -192,7 +195,10 @@ def _feature_problems(text: str, path: str) -> Iterator[Problem]:
                         f"YAML tag {shown} is not allowed: these files never build Python objects"
                     )
                 else:
-                    message = f"YAML tag {shown} is not allowed; write plain values"
+                    message = (
+                        f"YAML tag {shown} is not allowed; write plain values, and put text that "
+                        "starts with '!' in quotes"
+                    )
                 yield problem_at(event, message, path)
     except yaml.MarkedYAMLError as exc:
         yield _syntax_problem(exc, path)
@@ -203,87 +209,395 @@ def _feature_problems(text: str, path: str) -> Iterator[Problem]:
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, path: str) -> Problem:
+    """PyYAML's error in words a teacher reads, at the place the mistake is written: never
+    PyYAML's own terms (``<block end>``, "flow mapping", "simple key", "scalar")."""
     mark = exc.problem_mark or exc.context_mark
     line, column = position(mark) if mark is not None else (1, 1)
-    what = _one_line(exc.problem or "not valid YAML")
-    context = exc.context_mark
-    started_here = context is not None and (context.line, context.column) == (line - 1, column - 1)
-    if exc.context and context is not None and "quoted scalar" in exc.context:
-        # Report where the quote opens: that is where the mistake is, not where the file ends.
-        opened, line, column = line, *position(context)
-        quote = _char_at(context)
-        return Problem(
-            line,
-            column,
-            f"malformed YAML: the quote {quote} opened here is never closed "
-            f"({what} at line {opened}, column {position(mark)[1] if mark else 1})",
-            path,
-        )
-    if exc.context and context is not None and "alias" in exc.context:
-        line, column = position(context)
-        return Problem(
-            line,
-            column,
-            f"malformed YAML: {what}; text that starts with '*' must be in quotes "
-            "(YAML reads * as an alias)",
-            path,
-        )
-    if "expected <block end>" in (exc.problem or "") and context is not None:
-        return Problem(line, column, _block_end(exc, context, column), path)
-    if exc.context and context is not None and not started_here:
-        # "while parsing a flow sequence" -> where the unclosed thing began
-        started = exc.context.replace("while parsing ", "").replace("while scanning ", "")
-        what += f" ({started} started at line {context.line + 1}, column {context.column + 1})"
-    what += _quote_hint(exc, mark)
-    return Problem(line, column, f"malformed YAML: {what}", path)
+    text = _Text(getattr(mark, "buffer", None))
+    said = _in_words(exc, text, line, column)
+    if said is None:  # a message nobody has put in words yet: PyYAML's, on one line
+        said = line, column, _one_line(exc.problem or exc.context or "not valid YAML")
+    line, column, words = said
+    return Problem(line, column, f"malformed YAML: {words}", path)
 
 
-def _block_end(exc: yaml.MarkedYAMLError, context: Any, column: int) -> str:
-    """PyYAML's "expected <block end>" in words: text after a [...] or {...} value on its
-    line, or a line that lines up with no entry of the block it is in."""
-    block_line, block_column = position(context)
-    if "found '<scalar>'" in (exc.problem or ""):
+class _Text:
+    """The document's lines, to say what a line holds (the buffer PyYAML's marks carry)."""
+
+    def __init__(self, buffer: object) -> None:
+        text = buffer if isinstance(buffer, str) else ""
+        self.lines = text.rstrip("\0").split("\n")
+
+    def line(self, number: int) -> str:
+        return self.lines[number - 1] if 0 < number <= len(self.lines) else ""
+
+    def before(self, number: int) -> Iterator[tuple[int, str]]:
+        """(line number, text) of each line with content before line ``number``, nearest
+        first: blank lines and comments left out."""
+        for index in range(min(number, len(self.lines) + 1) - 2, -1, -1):
+            stripped = self.lines[index].strip()
+            if stripped and not stripped.startswith("#"):
+                yield index + 1, self.lines[index]
+
+
+def _indent(text: str) -> int:
+    """The 1-based column where a line's content starts."""
+    return len(text) - len(text.lstrip(" ")) + 1
+
+
+def _entry(text: str) -> bool:
+    return text.lstrip(" ").startswith("- ") or text.strip() == "-"
+
+
+_FOUND = re.compile(r"found '(.*)'$|got '(.*)'$")
+_KEY_VALUE = re.compile(r"^\s*(?:- +)?([^\s:#'\"\[{][^:#]*?):(\S.*)?$")
+_KEY_WITH_TEXT = re.compile(r"^\s*(?:- +)?[^\s:#'\"\[{][^:#]*?: +[^\s#|>].*$")
+
+
+def _spaced(key: str, value: str) -> str:
+    """The fix for ``key:value``: the line as it should be, or the space to add."""
+    if len(value.split()) == 1 and len(value) <= 40:
+        return f"write '{key}: {value}'"
+    return f"put a space after '{key}:'"
+
+
+def _found(exc: yaml.MarkedYAMLError) -> str:
+    """What PyYAML found where it expected something else ('<scalar>', '-', '}')."""
+    match = _FOUND.search(exc.problem or "")
+    return (match.group(1) or match.group(2) or "") if match else ""
+
+
+def _in_words(
+    exc: yaml.MarkedYAMLError, text: _Text, line: int, column: int
+) -> tuple[int, int, str] | None:
+    problem = exc.problem or ""
+    context = exc.context or ""
+    opened = position(exc.context_mark) if exc.context_mark is not None else (line, column)
+    if "quoted scalar" in context:
+        return _quoted(exc, text, line, column, opened)
+    if "found character '\\t'" in problem or "tab character" in problem:
+        return line, column, "a tab character; indent with spaces, not tabs"
+    starter = re.search(r"found character '(.)' that cannot start any token", problem)
+    if starter is not None:
+        return line, column, f"text that starts with {starter.group(1)} must be in quotes"
+    if "directive" in context:
         return (
-            "malformed YAML: text goes on after a [...] or {...} value; text that starts "
-            "with [ or { must be in quotes"
+            *opened,
+            "a line that starts with '%' is a YAML directive; indent it like the text it "
+            "belongs to, or put the text in quotes",
         )
-    if column == block_column:
+    if "tag" in context:
+        return *opened, "text that starts with '!' must be in quotes (YAML reads ! as a tag)"
+    if "alias" in context:
         return (
-            f"malformed YAML: this line is a key where the list that starts at line "
-            f"{block_line} holds entries that start with '- '; start it with '- ' too, or "
-            "indent it under the entry it belongs to"
+            *opened,
+            "text that starts with '*' must be in quotes (YAML reads * as an alias)",
         )
+    if "anchor" in context:
+        return *opened, "text that starts with '&' must be in quotes (YAML reads & as an anchor)"
+    if "mapping values are not allowed" in problem:
+        return _colon(text, line, column)
+    if "mapping keys are not allowed" in problem:
+        return line, column, "text that starts with '? ' must be in quotes"
+    if "sequence entries are not allowed" in problem:
+        return (
+            line,
+            column,
+            "a '- ' list entry cannot follow a key on its line; start the list on the next "
+            "line, indented, or put the text in quotes",
+        )
+    if "could not find expected ':'" in problem:
+        written = text.line(opened[0]).strip()
+        key = _KEY_VALUE.match(written)
+        if key is not None and key.group(2) is not None and ": " not in written:
+            word = key.group(1).strip()
+            return (
+                *opened,
+                f"'{_short(written)}' has no space after its ':', so YAML does not read "
+                f"'{word}' as a key; {_spaced(word, key.group(2))}",
+            )
+        return (
+            *opened,
+            f"'{_short(written)}' is neither 'key: value' nor a '- ' list entry; write a "
+            "colon and a space after its key",
+        )
+    if "block scalar" in context:
+        return (
+            *opened,
+            "text that starts with | or > must be in quotes (YAML reads them as the start "
+            "of a block of lines)",
+        )
+    if "node content" in problem and _found(exc) in ("]", "}"):
+        found = _found(exc)
+        opener = "[" if found == "]" else "{"
+        return line, column, f"this '{found}' closes nothing; remove it, or add its '{opener}'"
+    if "flow" in context or ("node content" in problem and "<stream end>" in problem):
+        return _flow(exc, text, line, column, opened)
+    if "expected <block end>" in problem:
+        return _block_end(exc, text, line, column, opened)
+    if "another document" in problem or "<document start>" in problem:
+        return _second_document(text, line, column)
+    return None
+
+
+def _quoted(
+    exc: yaml.MarkedYAMLError, text: _Text, line: int, column: int, opened: tuple[int, int]
+) -> tuple[int, int, str]:
+    problem = exc.problem or ""
+    escape = re.search(r"unknown escape character '(.+)'", problem)
+    if escape is not None:
+        return (
+            line,
+            max(column - 1, 1),
+            f"'\\{escape.group(1)}' in double quotes is no escape YAML knows; write '\\\\' "
+            "for a backslash, or put the text in single quotes",
+        )
+    quote = text.line(opened[0])[opened[1] - 1 : opened[1]] or '"'
+    return *opened, f"the quote ({quote}) opened here is never closed; end the text with {quote}"
+
+
+def _colon(text: _Text, line: int, column: int) -> tuple[int, int, str]:
+    """ "mapping values are not allowed here": a ': ' inside text, mostly; or a key written
+    without its space, or indented under a line that already has its value."""
+    written = text.line(line)
+    for number, earlier in text.before(line):
+        key = _KEY_VALUE.match(earlier)
+        if key is not None and key.group(2) is not None and ": " not in earlier:
+            word = key.group(1).strip()
+            return (
+                number,
+                _indent(earlier) + earlier.lstrip(" ").find(word),
+                f"'{_short(earlier.strip())}' has no space after its ':', so YAML reads it, "
+                f"and the lines under it, as text; {_spaced(word, key.group(2))}",
+            )
+        if _indent(earlier) < _indent(written) and _KEY_WITH_TEXT.match(earlier):
+            return (
+                line,
+                _indent(written),
+                f"this line is indented further than line {number}, which already has its "
+                f"value, so YAML reads it as more of that text; indent it like line {number} "
+                f"(column {_indent(earlier) + (2 if _entry(earlier) else 0)})",
+            )
+        break
     return (
-        f"malformed YAML: this line starts at column {column}, which lines up with no "
-        f"entry of the block it is in (its entries start at column {block_column}, from "
-        f"line {block_line}); indent it like them, or further to nest it in one"
+        line,
+        column,
+        "a colon and a space inside unquoted text read as a new key; put the text in quotes, "
+        "or write it as a block after '>-'",
     )
 
 
-def _char_at(mark: Any) -> str:
-    buffer = getattr(mark, "buffer", None)
-    if isinstance(buffer, str) and 0 <= mark.pointer < len(buffer):
-        return f"({buffer[mark.pointer]})"
-    return ""
+def _flow(
+    exc: yaml.MarkedYAMLError, text: _Text, line: int, column: int, opened: tuple[int, int]
+) -> tuple[int, int, str]:
+    """A [...] or {...} written on one line that is not closed, or holds text it cannot."""
+    found = _found(exc)
+    if "node content" in (exc.problem or "") or "flow node" in (exc.context or ""):
+        opened = _open_bracket(text) or opened
+    bracket = text.line(opened[0])[opened[1] - 1 : opened[1]]
+    if bracket not in ("[", "{"):
+        bracket = "[" if "sequence" in (exc.context or "") else "{"
+    closer = "]" if bracket == "[" else "}"
+    what = "list" if bracket == "[" else "mapping"
+    if found == "<stream end>" or (line > opened[0] and found not in ("{", "[")):
+        return (
+            *opened,
+            f"the '{bracket}' opened here is never closed; end the {what} with '{closer}' "
+            "on this line",
+        )
+    if found in ("{", "["):
+        live = text.line(line)[column - 1 : column + 1] == "{{"
+        item = "a live value {{...}}" if live else f"text with '{found}'"
+        return (
+            line,
+            column,
+            f"{item} inside [...] or {{...}} must be in quotes: put the whole item in quotes",
+        )
+    if found == "<scalar>":
+        return (
+            line,
+            column,
+            f"text goes on after a quoted part of an item of this {what}; put the whole item "
+            "in quotes",
+        )
+    if found == ":":
+        return (
+            line,
+            column,
+            "a colon inside an item of a [...] or {...} (a second ': ' in one item); put "
+            "the item in quotes",
+        )
+    if found == "-":
+        return (
+            line,
+            column,
+            "a '- ' inside [...] or {...} is not a list entry; write the item without it, or "
+            "in quotes",
+        )
+    return (
+        line,
+        column,
+        f"a ',' or '{closer}' is needed here: items of a [...] or {{...}} are separated by "
+        "commas, and an item that holds ',', ':', '?', '[' or '{' must be in quotes",
+    )
 
 
-_STARTERS = "@`"
-"""Characters YAML reserves: a plain value may not start with them."""
+def _open_bracket(text: _Text) -> tuple[int, int] | None:
+    """Where the last '[' or '{' left open in the text is written (quotes and comments
+    skipped), if any."""
+    stack: list[tuple[int, int]] = []
+    for number, written in enumerate(text.lines, start=1):
+        quote = ""
+        for index, char in enumerate(written):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"" and (index == 0 or written[index - 1] in " [{,:"):
+                quote = char
+            elif char == "#" and (index == 0 or written[index - 1] == " "):
+                break
+            elif char in "[{":
+                stack.append((number, index + 1))
+            elif char in "]}" and stack:
+                stack.pop()
+    return stack[-1] if stack else None
 
 
-def _quote_hint(exc: yaml.MarkedYAMLError, mark: Any) -> str:
-    """'; ... must be in quotes' when the error comes from text that starts with YAML syntax."""
-    problem = exc.problem or ""
-    for char in _STARTERS:
-        if f"found character '{char}' that cannot start any token" in problem:
-            return f"; text that starts with {char} must be in quotes"
-    buffer = getattr(mark, "buffer", None)
-    if "expected <block end>" in problem and isinstance(buffer, str) and mark is not None:
-        start = buffer.rfind("\n", 0, mark.index) + 1
-        text = buffer[start : buffer.find("\n", mark.index)]
-        if ": [" in text or ": {" in text or "- [" in text or "- {" in text:
-            return "; text that starts with [ or { must be in quotes"
-    return ""
+def _block_end(
+    exc: yaml.MarkedYAMLError, text: _Text, line: int, column: int, opened: tuple[int, int]
+) -> tuple[int, int, str]:
+    """PyYAML's "expected <block end>": text after a value on its line, a stray closer, or
+    a line indented like nothing above it."""
+    found = _found(exc)
+    written = text.line(line)
+    comment = _comment_above(text, line, column)
+    if comment is not None:
+        return (
+            comment,
+            _indent(text.line(comment)),
+            f"this comment, less indented than the text around it, ends the block of text "
+            f"above it, so line {line} is out of place; indent the comment like the text, or "
+            "remove it",
+        )
+    dashed = re.match(r"\s*-(\S+)", written)
+    if dashed is not None and column == _indent(written):
+        return (
+            line,
+            column,
+            f"'-{_short(dashed.group(1))}' needs a space after its '-' to be a list entry; "
+            f"write '- {_short(dashed.group(1))}'",
+        )
+    if found == "<scalar>":
+        before = written[: column - 1].rstrip()
+        if before.endswith(("]", "}")):
+            return (
+                line,
+                column,
+                "text goes on after a [...] or {...} value; text that starts with [ or { "
+                "must be in quotes",
+            )
+        apostrophe = " (in single quotes, write '' for an apostrophe)" if before[-1:] == "'" else ""
+        return (
+            line,
+            column,
+            f"text goes on after a quoted part; put the whole text in quotes{apostrophe}",
+        )
+    if found in ("]", "}"):
+        opener = "[" if found == "]" else "{"
+        return line, column, f"this '{found}' closes nothing; remove it, or add its '{opener}'"
+    if (
+        found in ("?", "<block mapping start>")
+        and column == opened[1]
+        and _entry(text.line(opened[0]))
+    ):
+        return (
+            line,
+            column,
+            f"this line is a key where the list that starts at line {opened[0]} holds entries "
+            "that start with '- '; start it with '- ' too, or indent it under the entry it "
+            "belongs to",
+        )
+    entry = found in ("-", "<block sequence start>")
+    if entry and column == opened[1] and not _entry(text.line(opened[0])):
+        return (
+            line,
+            column,
+            f"a '- ' list entry where the lines around it are keys (from line {opened[0]}, "
+            f"at column {opened[1]}); write it as 'key: value', or indent it under the key "
+            "whose list it belongs to",
+        )
+    for number, earlier in text.before(line):
+        if entry and not _entry(earlier):
+            continue
+        at = _indent(earlier) if entry else _indent(earlier) + (2 if _entry(earlier) else 0)
+        if at == column:
+            break
+        kind = "list" if entry else "keys"
+        relation = "less" if column < at else "more"
+        return (
+            line,
+            column,
+            f"this line is indented {relation} than the {kind} above it (from line {number}, "
+            f"at column {at}); indent it to column {at}"
+            + ("" if entry else ", or under a key that ends with ':' to nest it"),
+        )
+    for number, earlier in text.before(line):
+        at = _indent(earlier) + (2 if _entry(earlier) and not entry else 0)
+        if opened[1] < column < at:
+            return (
+                line,
+                column,
+                f"this line is at column {column}, between the lines above it: line {number} "
+                f"at column {at} and the block from line {opened[0]} at column {opened[1]}; "
+                "indent it like one of them",
+            )
+        break
+    return (
+        line,
+        column,
+        f"this line starts at column {column}, which lines up with no entry above it (the "
+        f"entries of the block from line {opened[0]} start at column {opened[1]}); indent "
+        "it like them",
+    )
+
+
+def _second_document(text: _Text, line: int, column: int) -> tuple[int, int, str]:
+    for number, written in enumerate(text.lines, start=1):
+        if number > 1 and written.startswith(("---", "...", "%")):
+            return (
+                number,
+                1,
+                f"'{_short(written.strip())}' starts another YAML document; a lesson is one "
+                "document: remove the line, or indent it",
+            )
+    for number, earlier in text.before(line):
+        if _indent(earlier) > column:
+            return (
+                line,
+                column,
+                f"this line is indented less than line {number} above it (column "
+                f"{_indent(earlier)}), where the document's top level starts; start every "
+                "top-level key at column 1",
+            )
+        break
+    return line, column, "a lesson is one YAML document; remove what follows it"
+
+
+def _comment_above(text: _Text, line: int, column: int) -> int | None:
+    """The comment line just above ``line`` that is less indented than it, if any: such a
+    comment ends a block of text (``>-``, ``|``), leaving the lines after it out of place."""
+    for index in range(line - 2, -1, -1):
+        written = text.lines[index] if index < len(text.lines) else ""
+        if not written.strip():
+            continue
+        if written.lstrip(" ").startswith("#") and _indent(written) < column:
+            return index + 1
+        return None
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _duplicate_keys(root: yaml.Node, path: str) -> Iterator[Problem]:

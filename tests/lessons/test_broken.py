@@ -60,7 +60,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "anchor_alias",
         "title: &t T\nsummary: *t\nsteps:\n  - narration: hi\n",
         [
-            "1:8: anchors (&t) are not allowed; repeat the value (1 more anchor or alias in this file)"
+            "1:8: anchors (&t) are not allowed; repeat the value, or put text that starts with '&' in quotes (1 more anchor or alias in this file)"
         ],
     ),
     (
@@ -73,26 +73,28 @@ CORPUS: list[tuple[str, str, list[str]]] = [
     (
         "custom_tag",
         "title: !shout T\nsummary: S\nsteps:\n  - narration: hi\n",
-        ["1:8: YAML tag !shout is not allowed; write plain values"],
+        [
+            "1:8: YAML tag !shout is not allowed; write plain values, and put text that starts with '!' in quotes"
+        ],
     ),
     (
         "tab_indent",
         H + "\t- narration: hi\n",
-        [
-            "4:1: malformed YAML: found character '\\t' that cannot start any token; indent with spaces, not tabs"
-        ],
+        ["4:1: malformed YAML: a tab character; indent with spaces, not tabs"],
     ),
     (
         "unclosed_flow",
         "title: T\nsummary: S\nsteps: [\n",
-        ["4:1: malformed YAML: expected the node content, but found '<stream end>'"],
+        [
+            "3:8: malformed YAML: the '[' opened here is never closed; end the list with ']' on this line"
+        ],
     ),
     (
         "colon_in_caption",
         H
         + "  - show:\n      variant: naive-loop\n      stage: scores\n      caption: Note: this breaks\n",
         [
-            "7:20: malformed YAML: mapping values are not allowed here; text that contains ': ' must be quoted, or written as a block after '>-'"
+            "7:20: malformed YAML: a colon and a space inside unquoted text read as a new key; put the text in quotes, or write it as a block after '>-'"
         ],
     ),
     (
@@ -416,7 +418,7 @@ CORPUS: list[tuple[str, str, list[str]]] = [
         "quiz_ref_cell_dims",
         H
         + "  - quiz: {question: q, answer: {variant: naive-loop, stage: scores, query: 1, cell: [1, 2]}}\n",
-        ["4:33: cell has 2 indices but 'scores' has 1 dimension (6)"],
+        ["4:87: cell has 2 indices but 'scores' has 1 dimension (6)"],
     ),
     (
         "quiz_duplicate_id",

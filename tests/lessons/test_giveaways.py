@@ -239,12 +239,12 @@ values:
   best-chat: {variant: cross-attention, stage: weights, then: [{pick: chat}, argmax]}
   best-row: {variant: cross-attention, stage: weights, then: [{argmax: -1}], cell: [chat]}
 steps:
-  - show: {variant: cross-attention, stage: weights}
-  - narration: "chat attends most to {{best-chat:token}} ({{best-row:token}})."
   - quiz:
       question: Which source token does chat attend to most?
       choices: [The, cat, is, sleeping]
       answer: {variant: cross-attention, stage: weights, then: [{pick: chat}, argmax]}
+  - narration: "chat attends most to {{best-chat:token}} ({{best-row:token}})."
+  - show: {variant: cross-attention, stage: weights}
 """
 
 
@@ -254,7 +254,7 @@ def test_an_argmax_over_the_source_names_a_source_token(host: PluginHost) -> Non
     lesson = load(CROSS, host)
     assert check_lesson(lesson, host) == []
     runner = LessonRunner(lesson, host)
-    weights = runner.tensor(lesson.steps[0].tables()[0]).tensor
+    weights = runner.tensor(lesson.steps[2].tables()[0]).tensor  # shown after the quiz
     assert tuple(weights.shape) == (3, 4)  # target × source, as the variant computed it
     source = ("The", "cat", "is", "sleeping")
     best = source[int(np.argmax(weights.double().numpy()[1]))]

@@ -29,7 +29,7 @@ def test_a_tight_tolerance_or_an_answer_that_is_the_guess_is_not() -> None:
     assert accepted(secret(0.25, 0.01), 4) == ""  # the answer is the even split itself
 
 
-def test_lesson_check_warns_at_the_tolerance(tmp_path: Path) -> None:
+def test_lesson_check_refuses_it_at_the_tolerance(tmp_path: Path) -> None:
     lesson = tmp_path / "lesson.yaml"
     lesson.write_text(
         "title: t\nsummary: s\ninputs: four-words\nsteps:\n"
@@ -44,7 +44,19 @@ def test_lesson_check_warns_at_the_tolerance(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     result = forked.run_attn("lesson", "check", str(lesson))
-    assert (result.returncode, result.stderr) == (0, "")
+    assert (result.returncode, result.stderr) == (1, "")  # a problem: it refuses the lesson
     lines = [line.replace(f"{lesson}:", "") for line in result.stdout.splitlines()]
-    assert len(lines) == 2 and lines[1].endswith("ok (2 steps)")
-    assert lines[0].startswith("8:7: warning: this tolerance accepts a guess, 0, though")
+    assert len(lines) == 1  # at the value the teacher wrote, with a tolerance to write instead
+    assert lines[0].startswith("8:18: this tolerance accepts a guess, 0, though")
+    assert lines[0].endswith("for example tolerance: 0.05")
+
+
+def test_the_tolerance_suggested_is_below_half_the_distance_and_reads_as_a_number() -> None:
+    import yaml
+
+    from tracer.lessons.guesses import _tighter
+
+    for distance in (0.9544, 0.03, 0.0003, 0.00015):
+        written = yaml.safe_load(f"tolerance: {_tighter(distance)}")["tolerance"]
+        assert isinstance(written, float)  # YAML reads 4e-05 as text; this is a number
+        assert 0 < written < distance / 2

@@ -24,8 +24,8 @@ CASES: list[tuple[str, bytes, str]] = [
     (
         "billion_laughs",
         billion_laughs().encode(),
-        "1:7: anchors (&lol0) are not allowed; repeat the value (99 more anchors or aliases"
-        " in this file)",
+        "1:7: anchors (&lol0) are not allowed; repeat the value, or put text that starts "
+        "with '&' in quotes (99 more anchors or aliases in this file)",
     ),
     (
         "ten_megabytes",

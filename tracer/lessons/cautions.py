@@ -7,8 +7,6 @@ author may not mean, though the lesson loads and runs as it is.
   operations apply to the first tensor, the only one shown, so the warning names it.
 - A sentence that states a quiz's answer in words before it is answered (a summary, narration
   that rewords the right choice): :mod:`tracer.lessons.statements`.
-- A number quiz whose tolerance accepts a guess (0, 1, an even split):
-  :mod:`tracer.lessons.guesses`.
 - A computed-choice quiz whose deciding row an earlier table holds whole:
   :mod:`tracer.lessons.deciding`.
 - A sentence that puts a table's masked cells on the wrong side of its diagonal, or a
@@ -29,7 +27,6 @@ from typing import TYPE_CHECKING
 from tracer.errors import TracerError
 from tracer.lessons.caption_claims import diagonal_sides, shape_claims
 from tracer.lessons.deciding import deciding_rows
-from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.hiding import Secret, numbers_in, own_screen, secrets
 from tracer.lessons.model import Lesson
 from tracer.lessons.prose import ANSWER, placeholders
@@ -50,7 +47,6 @@ def cautions(lesson: Lesson, runner: LessonRunner) -> list[Problem]:
         *hidden_live_values(lesson, runner, path),
         *first_tensor_only(lesson, runner, path),
         *stated_answers(lesson, runner, path),
-        *naive_guesses(lesson, runner, path),
         *deciding_rows(lesson, runner, path),
         *diagonal_sides(lesson, runner, path),
         *shape_claims(lesson, runner, path),

@@ -22,12 +22,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.cautions import cautions
-from tracer.lessons.giveaways import giveaways
+from tracer.lessons.giveaways import giveaways, named_choices
+from tracer.lessons.grammar.keys import the
+from tracer.lessons.guesses import naive_guesses
 from tracer.lessons.loader import load_lesson, resolve_lesson
 from tracer.lessons.model import (
     Focus,
@@ -181,13 +184,36 @@ def check_lesson(
             elif exc.location is not None and exc.location.path:
                 message = f"{message} ({exc.location})"  # a plugin failed: say where in its file
             problems.append(Problem(line, column, message, path))
+    stated: list[Problem] = []
     if typed:  # a quiz that gives its answer away: refused like any problem (one gate)
-        problems += giveaways(lesson, runner, path)
+        stated = giveaways(lesson, runner, path)
+        problems += stated
+        problems += named_choices(lesson, runner, path)  # a hint that points at the choice
+        problems += naive_guesses(lesson, runner, path)  # a tolerance a guess gets through
     if own:
         runner.close()  # a plugin's worker processes stop now, not when collected
     if typed:
-        problems.extend(_typed(number, computed, path) for number in lesson.typed_numbers)
+        problems.extend(
+            _typed(number, computed, path)
+            for number in lesson.typed_numbers
+            if not _said_already(number, lesson, stated)
+        )
     return one_line(problems)
+
+
+def _said_already(number: TypedNumber, lesson: Lesson, stated: list[Problem]) -> bool:
+    """Whether a number typed into a quiz's own question, choice or hint is that quiz's
+    answer, already reported as stating it: one mistake, one line."""
+    if number.where not in ("question", "a choice", "a hint"):
+        return False
+    starts = [step.line for step in lesson.steps] + [10**9]
+    for start, end in pairwise(starts):
+        if start <= number.line < end:
+            return any(
+                start <= problem.line < end and problem.message.startswith("the quiz's ")
+                for problem in stated
+            )
+    return False
 
 
 def markup_warnings(lesson: Lesson) -> list[Problem]:
@@ -203,7 +229,7 @@ def markup_warnings(lesson: Lesson) -> list[Problem]:
         Problem(
             mark.line,
             mark.column,
-            f"warning: '{_short(mark.text)}' in the {mark.where} is Markdown ({mark.kind}), "
+            f"warning: '{_short(mark.text)}' in {the(mark.where)} is Markdown ({mark.kind}), "
             "which is shown as written: prose is plain text; write it without the markup",
             path,
         )
@@ -259,6 +285,7 @@ def _short(text: str) -> str:
 
 
 _NO_TENSOR = re.compile(r"^stage '[^']*' of '[^']*' has no tensor ")
+_CELL_ARITY = re.compile(r"^cell has \d+ ind")
 _CELL_INDEX = re.compile(r"^cell index -?\d+ is out of range for axis (\d+) ")
 
 
@@ -267,6 +294,8 @@ def _index_at(exc: TracerError, ref: TensorRef) -> tuple[int, int] | None:
     the mapping."""
     if ref.tensor_at is not None and _NO_TENSOR.match(exc.message):
         return ref.tensor_at
+    if ref.cell_at and _CELL_ARITY.match(exc.message):
+        return ref.cell_at[0]  # the cell as written, not the mapping it is in
     found = _CELL_INDEX.match(exc.message)
     if found is None or int(found.group(1)) >= len(ref.cell_at):
         return None
@@ -292,7 +321,7 @@ def in_lesson_words(message: str, step: object) -> tuple[str, OptionValue | None
     if isinstance(own, Options):
         options.append(own)
     for chosen in options:
-        for value in chosen.values:
+        for value in (*chosen.values, *chosen.trace_at):
             written.setdefault(value.name, value)
     first = None
     for name, value in written.items():
@@ -337,7 +366,7 @@ def _typed(number: TypedNumber, computed: dict[str, float], path: str) -> Proble
         )
     else:
         advice = "the lesson computes no such number; compute it under 'values:' and write {{name}}"
-    message = f"{number.text} is typed into the {number.where} and goes stale; {advice}"
+    message = f"{number.text} is typed into {the(number.where)} and goes stale; {advice}"
     return Problem(number.line, number.column, message, path)
 
 

@@ -474,7 +474,7 @@ TRACE_OPTIONS = Shape(
         ),
     ),
     model="Options",
-    unwritten=("inputs", "values"),
+    unwritten=("inputs", "values", "trace_at"),
 )
 """The options every lesson may write; any other name is an option a variant declares
 (``heads`` is one too, which every variant may be passed: :data:`tracer.options.LEGACY`)."""

@@ -14,11 +14,15 @@ written)::
   question would read as a riddle, not a question): reword it;
 - more than :data:`~tracer.lessons.hiding.MAX_COPIES` other cells of its tables read
   exactly its answer: hidden, each "?" says the answer all the same (the zeros of
-  a dropout or a causal table): ask about a number that singles out one cell.
+  a dropout or a causal table): ask about a number that singles out one cell;
+- a choice quiz's hint names its right choice, whole, and no wrong one ("Think about it;
+  dividing by the sum can"), where its question does not name it already
+  (:func:`named_choices`): the hint is the answer.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
@@ -78,6 +82,56 @@ def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def named_choices(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
+    """A problem at each hint of a choice quiz that names a right choice, whole, and no wrong
+    choice, where the question does not name it already: read before answering, the hint
+    says which choice to pick. Said where the hint is written."""
+    source = source_lines(lesson)
+    problems = []
+    for number in range(len(lesson.steps)):
+        quiz = quiz_at(lesson, number)
+        if quiz is None or quiz.quiz_kind not in ("choice", "multiple") or not quiz.hints:
+            continue
+        try:
+            answer = runner.answer(quiz)
+        except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+            continue  # the quiz's own problem, reported where it is
+        right = {answer} if isinstance(answer, int) else set(answer)  # type: ignore[arg-type]
+        rights = [c for n, c in enumerate(quiz.choices) if n in right]
+        wrongs = [c for n, c in enumerate(quiz.choices) if n not in right]
+        question = live(runner, quiz.question, quiz)
+        for count, hint in enumerate(quiz.hints, start=1):
+            said = live(runner, hint, quiz)
+            if any(_names(said, wrong) for wrong in wrongs):
+                continue  # it weighs the choices: no answer
+            named = next((c for c in rights if _names(said, c) and not _names(question, c)), None)
+            if named is None:
+                continue
+            line, column = locate(source, " ".join(hint.split()), quiz.line)
+            if (line, column) == (quiz.line, 1):
+                line, column = quiz.line, quiz.column
+            problems.append(
+                Problem(
+                    line,
+                    column,
+                    f"the quiz's hint {count} names its right choice ('{named}') and no other; "
+                    "a hint that points at one choice is the answer: hint at how to work it "
+                    "out instead",
+                    path,
+                )
+            )
+    return problems
+
+
+def _names(text: str, choice: str) -> bool:
+    """Whether ``text`` says ``choice`` whole, as words (case and spacing aside)."""
+    words = " ".join(choice.split())
+    if not words:
+        return False
+    pattern = r"(?<!\w)" + re.escape(words).replace(r"\ ", r"\s+") + r"(?!\w)"
+    return re.search(pattern, text, re.IGNORECASE) is not None
 
 
 def _stated(secret: Secret, runner: LessonRunner) -> tuple[str, str]:

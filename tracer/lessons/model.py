@@ -92,6 +92,9 @@ class Options:
     option, held in ``values`` like ``window``, and this field always agrees with it."""
     values: tuple[OptionValue, ...] = ()
     """Options the variant declares (``window``, ``heads``...), by name; later entries win."""
+    trace_at: tuple[OptionValue, ...] = field(default=(), compare=False)
+    """Where the trace options in effect (``seed``, ``init``, ``d_out``, ``dropout``) were
+    written, as read from a lesson: a problem with one is reported at its value."""
 
     def __post_init__(self) -> None:
         written = [value for value in self.values if value.name == "heads"]
@@ -114,6 +117,8 @@ class Options:
             d_out=self.d_out if self.d_out is not None else base.d_out,
             dropout=self.dropout if self.dropout is not None else base.dropout,
             values=tuple(v for v in base.values if v.name not in mine) + self.values,
+            trace_at=self.trace_at
+            + tuple(v for v in base.trace_at if v.name not in {w.name for w in self.trace_at}),
         )
 
 

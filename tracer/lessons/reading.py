@@ -2,8 +2,8 @@
 
 Size, encoding, control characters and nesting depth are checked before
 parsing; :mod:`tracer.yamldoc` then composes the node tree (no tags, anchors
-or duplicate keys) and this module adds the hints a lesson author needs
-("text that contains ': ' must be quoted"), one problem per line. Every
+or duplicate keys), saying each syntax error in words ("a colon and a space inside
+unquoted text read as a new key; put the text in quotes"), one problem per line. Every
 problem is a :class:`~tracer.yamldoc.Problem`; a lesson with problems raises
 :class:`LessonError`, carrying them all.
 """
@@ -68,29 +68,12 @@ def compose_text(text: str, path: str) -> yaml.Node | None:
     return compose(text, path)
 
 
-_HINTS = {
-    # The commonest slip in prose: "caption: Note: ..." reads as a mapping inside a value.
-    "mapping values are not allowed here": (
-        "; text that contains ': ' must be quoted, or written as a block after '>-'"
-    ),
-    "found character '\\t' that cannot start any token": "; indent with spaces, not tabs",
-}
-
-
 def tidy(problems: list[Problem]) -> list[Problem]:
-    """Add hints to PyYAML's terse messages; fold anchors and aliases into one line.
+    """Problems one to a line; anchors and aliases folded into one line.
 
     A billion-laughs file would otherwise print a hundred lines, one per alias.
     """
-    hinted = []
-    for problem in problems:
-        for text, hint in _HINTS.items():
-            if text in problem.message:
-                problem = Problem(
-                    problem.line, problem.column, problem.message + hint, problem.path
-                )
-        hinted.append(problem)
-    problems = one_line(hinted)
+    problems = one_line(problems)
     shared = [p for p in problems if "are not allowed; repeat the value" in p.message]
     if len(shared) <= 1:
         return problems

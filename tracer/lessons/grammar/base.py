@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 from tracer.lessons.format import Shape
-from tracer.lessons.grammar.keys import PROSE_FIELDS
+from tracer.lessons.grammar.keys import PROSE_FIELDS, the
 from tracer.lessons.grammar.nodes import _NULL, _POSITIONED, _STR, _kind, _scalar
 from tracer.lessons.model import Lesson, Markup, NamedValue, Options, OptionValue, TypedNumber
 from tracer.lessons.prose import ANSWER, format_problem, markup, placeholders, typed_numbers
@@ -135,14 +135,14 @@ class ReaderBase:
             if name == ANSWER and quiz:
                 if not answer_ok:
                     self.problem_at(
-                        line, column, f"{{{{answer}}}} in the {what} would give the answer away; "
+                        line, column, f"{{{{answer}}}} in {the(what)} would give the answer away; "
                         "use it in the explanation",
                     )  # fmt: skip
             elif name not in self.values and name not in self.value_names:
                 known = sorted(self.values) + ([ANSWER] if answer_ok else [])
                 listing = ", ".join(known) if known else "none; declare them under 'values:'"
                 self.problem_at(
-                    line, column, f"unknown value '{name}' in the {what}"
+                    line, column, f"unknown value '{name}' in {the(what)}"
                     f"{did_you_mean(name, known)}; values: {listing}",
                 )  # fmt: skip
             problem = format_problem(placeholder.format)
@@ -175,7 +175,7 @@ class ReaderBase:
         if rest.lstrip(" ").startswith("#"):
             line, column = line_column(buffer, node.end_mark.index + rest.index("#"))
             self.problem_at(
-                line, column, f"the {what} is cut here: YAML reads ' #' and what follows as a "
+                line, column, f"{the(what)} is cut here: YAML reads ' #' and what follows as a "
                 "comment; put the text in quotes to keep it",
             )  # fmt: skip
 
@@ -253,6 +253,10 @@ class ReaderBase:
             if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) and what in PROSE_FIELDS:
                 bracket = "[" if isinstance(node, yaml.SequenceNode) else "{"
                 hint = f"; text starting with '{bracket}' must be in quotes"
+                if not node.flow_style and isinstance(node, yaml.MappingNode):
+                    hint = "; text that holds ': ' (a colon and a space) must be in quotes"
+                elif not node.flow_style:
+                    hint = "; text that starts with '- ' must be in quotes"
             self.problem(node, f"{what} must be text, not {_kind(node)}{hint}")
             return None
         value = str(node.value)

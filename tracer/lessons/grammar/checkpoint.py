@@ -32,7 +32,14 @@ class CheckpointReader(ReaderBase):
             return None
         points_node = entries["points"][1]
         if not isinstance(points_node, yaml.SequenceNode) or not points_node.value:
-            self.problem(points_node, f"points must be a list of text, not {_kind(points_node)}")
+            if isinstance(points_node, yaml.SequenceNode):
+                self.problem(points_node, "points is empty; give at least one point")
+                return None
+            self.problem(
+                points_node,
+                f"points must be a list of text, not {_kind(points_node)}; write each point "
+                "on its own '- ' line under 'points:'",
+            )
             return None
         points = self.points(points_node)
         if title is None or points is None:

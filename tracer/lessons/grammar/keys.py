@@ -47,3 +47,8 @@ PROSE_FIELDS = (
     "a checkpoint point",
 )
 """Where text is shown to the learner, so live values may appear and typed numbers are linted."""
+
+
+def the(what: str) -> str:
+    """``what`` with its article, for a message: "the narration", "a hint" (never "the a hint")."""
+    return what if what.startswith(("a ", "an ")) else f"the {what}"

@@ -89,6 +89,13 @@ class Reader(ShowReader, LoopReader, CompareReader, QuizReader, CheckpointReader
     def steps(self, node: yaml.Node, scope: _Scope) -> list[LessonStep]:
         """``steps:``, each read in the section (``- defaults: ...``) it is in."""
         if not isinstance(node, yaml.SequenceNode):
+            dashed = _dash_without_space(node)
+            if dashed is not None:
+                self.problem(
+                    dashed, f"'{dashed.value}' needs a space after its '-' to be a step; "
+                    f"write '- {dashed.value[1:].lstrip()}'",
+                )  # fmt: skip
+                return []
             self.problem(node, f"steps must be a list, not {_kind(node)}")
             return []
         if not node.value:
@@ -273,3 +280,12 @@ class Reader(ShowReader, LoopReader, CompareReader, QuizReader, CheckpointReader
             self.problem(key_node, f"'{key}' belongs inside '{kind}': indent it under '{kind}:'")
         else:
             self.problem(key_node, f"unknown key '{key}' beside '{kind}' in {what}")
+
+
+def _dash_without_space(node: yaml.Node) -> yaml.ScalarNode | None:
+    """The first key of ``steps:`` written ``-narration:`` (no space: a key, not a step)."""
+    if isinstance(node, yaml.MappingNode) and node.value:
+        key = node.value[0][0]
+        if isinstance(key, yaml.ScalarNode) and str(key.value).startswith("-"):
+            return key
+    return None

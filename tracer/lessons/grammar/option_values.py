@@ -111,6 +111,7 @@ class OptionsReader(ReaderBase):
             self.stop_at(before, "the steps are not checked until the inputs can be read")
         seed = init = d_out = dropout = None
         values: list[OptionValue] = []
+        trace_at: list[OptionValue] = []
         if "options" in entries:
             fields = self.mapping(entries["options"][1], "options", None) or {}
             values = self.variant_values(fields, shared=shared)
@@ -124,7 +125,14 @@ class OptionsReader(ReaderBase):
                 d_out = self.trace_option(fields["d_out"][1], "d_out", self.integer)
             if "dropout" in fields:
                 dropout = self.trace_option(fields["dropout"][1], "dropout", self.number)
-        merged = Options(inputs, seed, init, d_out, dropout, values=tuple(values)).over(base)
+            for name, value in (("seed", seed), ("init", init), ("d_out", d_out)):
+                if value is not None:
+                    trace_at.append(_written(name, value, fields[name][1]))
+            if dropout is not None:
+                trace_at.append(_written("dropout", dropout, fields["dropout"][1]))
+        merged = Options(
+            inputs, seed, init, d_out, dropout, values=tuple(values), trace_at=tuple(trace_at)
+        ).over(base)
         explicit = merged.inputs.d_out if merged.inputs is not None else None
         if explicit is not None and merged.d_out not in (None, explicit) and "options" in entries:
             self.problem(
@@ -313,3 +321,8 @@ class OptionsReader(ReaderBase):
                 continue
             resolved.append(replace(value, value=converted))
         return replace(options, values=tuple(resolved), heads=None)  # heads follows values
+
+
+def _written(name: str, value: object, node: yaml.Node) -> OptionValue:
+    """A trace option's value and where it is written (its value node)."""
+    return OptionValue(name, value, node.start_mark.line + 1, node.start_mark.column + 1)

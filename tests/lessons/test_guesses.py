@@ -44,11 +44,16 @@ def test_lesson_check_refuses_it_at_the_tolerance(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     result = forked.run_attn("lesson", "check", str(lesson))
-    assert (result.returncode, result.stderr) == (1, "")  # a problem: it refuses the lesson
+    assert (result.returncode, result.stderr) == (1, "")  # a problem for the check
     lines = [line.replace(f"{lesson}:", "") for line in result.stdout.splitlines()]
     assert len(lines) == 1  # at the value the teacher wrote, with a tolerance to write instead
     assert lines[0].startswith("8:18: this tolerance accepts a guess, 0, though")
     assert lines[0].endswith("for example tolerance: 0.05")
+    # A lesson like this opened before the check knew of guesses: it still opens (and grades
+    # the guess right, which is what the check is for).
+    taken = forked.run_attn("lesson", "run", str(lesson), "--plain")
+    assert (taken.returncode, taken.stderr) == (0, "")
+    assert "And of the first with itself?" in taken.stdout
 
 
 def test_the_tolerance_suggested_is_below_half_the_distance_and_reads_as_a_number() -> None:

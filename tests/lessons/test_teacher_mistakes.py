@@ -193,6 +193,17 @@ def test_one_file_alone_exits_1(name: str) -> None:
     assert len(result.stdout.splitlines()) == 1
 
 
+@pytest.mark.parametrize("name", ["hint_names_right_choice", "tolerance_accepts_a_guess"])
+def test_a_problem_the_check_learnt_later_does_not_refuse_a_lesson_that_opened(name: str) -> None:
+    """Lessons written before the check knew these still open (compatibility): `lesson check`
+    exits 1 for them, `run --plain` takes the lesson as it did."""
+    path = str(MISTAKES / f"{name}.yaml")
+    assert forked.run_attn("lesson", "check", path).returncode == 1
+    taken = forked.run_attn("lesson", "run", path, "--plain")
+    assert (taken.returncode, taken.stderr) == (0, "")
+    assert "Quiz:" in taken.stdout
+
+
 NOT_MISTAKES = {
     # A hint that weighs the choices, or names one the question names already, points at none.
     "hint_weighs_both": (

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,12 +63,16 @@ class Examined:
     lesson: Lesson | None
     """The lesson (None: it could not be read whole; ``problems`` say why)."""
     problems: list[Problem]
-    """Every problem, in file order: any of them refuses the lesson."""
+    """Every problem, in file order: each refuses the lesson but those in ``unrefused``."""
     warnings: list[Problem]
     """Said, but they do not refuse the lesson (Markdown in prose, a bare repeated token)."""
     runner: LessonRunner | None = None
     """The runner that checked the lesson, still open when asked for (``keep_runner``):
     its runs are reused by the session that opens the lesson."""
+    unrefused: list[Problem] = field(default_factory=list)
+    """Problems (among ``problems``: ``attn lesson check`` exits 1 for them) that do not refuse
+    a lesson which opened before the check knew them: a tolerance a guess gets through, a
+    hint naming the right choice. A lesson that loaded in an earlier release still opens."""
 
 
 def examine(
@@ -98,9 +102,14 @@ def examine(
         return Examined(path, None, _ordered(problems), markup_warnings(error.partial))
     runner = LessonRunner(lesson, host)
     try:
-        problems = check_lesson(lesson, host, runner=runner)
+        problems = check_lesson(lesson, host, runner=runner, later=False)
         warnings = markup_warnings(lesson) + repeated_cells(lesson, runner)
+        unrefused: list[Problem] = []
         if not problems:  # what a learner would see that the author may not mean
+            where = str(lesson.path) if lesson.path is not None else "<lesson>"
+            unrefused = named_choices(lesson, runner, where)  # a hint naming the right choice
+            unrefused += naive_guesses(lesson, runner, where)  # a tolerance a guess gets through
+            problems += unrefused
             warnings += cautions(lesson, runner)
             warnings += neighbour_values(lesson, runner)
     except BaseException:
@@ -109,7 +118,9 @@ def examine(
     if not keep_runner:
         runner.close()
     kept = runner if keep_runner else None
-    return Examined(path, lesson, _ordered(problems), _ordered(warnings), kept)
+    return Examined(
+        path, lesson, _ordered(problems), _ordered(warnings), unrefused=unrefused, runner=kept
+    )
 
 
 def open_checked(
@@ -118,10 +129,11 @@ def open_checked(
     """The one gate: lesson ``spec`` checked, its runner open, or :class:`LessonError`
     (exit status 1) with exactly the problems ``attn lesson check`` reports for it."""
     examined = examine(spec, host, extra_dirs=extra_dirs, keep_runner=True)
-    if examined.problems or examined.lesson is None:
+    refusing = [p for p in examined.problems if p not in examined.unrefused]
+    if refusing or examined.lesson is None:
         if examined.runner is not None:
             examined.runner.close()
-        raise LessonError(examined.problems)
+        raise LessonError(refusing)
     return examined
 
 
@@ -135,12 +147,16 @@ def check_lesson(
     *,
     typed: bool = True,
     runner: LessonRunner | None = None,
+    later: bool = True,
 ) -> list[Problem]:
     """Every problem found by running each step of ``lesson``, in file order.
 
     ``typed``: also report numbers typed into prose, which go stale when the lesson
     changes (every front end refuses them, through :func:`open_checked`).
     ``runner``: run the lesson on this runner (left open), else on one of its own.
+    ``later``: also report the problems added after lessons were written against this check
+    (a hint naming the right choice, a tolerance a guess gets through); :func:`examine` reports
+    them apart, as problems that do not refuse the lesson.
     """
     from tracer.lessons.lesson_runner import LessonRunner
 
@@ -188,8 +204,9 @@ def check_lesson(
     if typed:  # a quiz that gives its answer away: refused like any problem (one gate)
         stated = giveaways(lesson, runner, path)
         problems += stated
-        problems += named_choices(lesson, runner, path)  # a hint that points at the choice
-        problems += naive_guesses(lesson, runner, path)  # a tolerance a guess gets through
+        if later:
+            problems += named_choices(lesson, runner, path)  # a hint that points at the choice
+            problems += naive_guesses(lesson, runner, path)  # a tolerance a guess gets through
     if own:
         runner.close()  # a plugin's worker processes stop now, not when collected
     if typed:

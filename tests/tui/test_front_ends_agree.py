@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from pathlib import Path
 
 import pytest
 from textual.app import App
+from textual.pilot import Pilot
 
 from tracer.lessons.hiding import Table
 from tracer.lessons.lesson_runner import LessonRunner
@@ -99,40 +101,62 @@ def first_of_each_drawing() -> frozenset[tuple[str, int]]:
     return frozenset(chosen)
 
 
-@pytest.mark.parametrize("name", [ref.name for ref in SHIPPED])
-async def test_the_app_shows_what_the_walk_decided(name: str) -> None:
-    # The app jumps from step to step answering nothing, so every quiz's answer stays hidden.
-    _, _, views = walked(name, answered=frozenset())
+async def test_the_app_shows_what_the_walk_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One app takes every shipped lesson in turn, each opened as ctrl+p → "Open lesson" does
+    # (a fresh data folder: nothing to resume): what is drawn is the same as in an app started
+    # on the lesson, for a fraction of the start-ups. The app jumps from step to step answering
+    # nothing, so every quiz's answer stays hidden.
+    monkeypatch.setenv("ATTN_DATA_DIR", str(tmp_path / "data"))
     chosen = first_of_each_drawing()
-    app = make_lesson_app(name, resume=False)
+    app = make_lesson_app(SHIPPED[0].name, resume=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
-        for view in views:
-            where = f"{name} step {view.number + 1}"
-            number_quiz = isinstance(view.step, Quiz) and view.step.quiz_kind == "number"
-            if (name, view.number) not in chosen and not number_quiz:
-                continue
-            screen.go_to_step(view.number)
-            await settle(pilot)
-            if number_quiz:
-                assert screen.session is not None and isinstance(view.step, Quiz)
-                assert not answer_on_screen(app, screen.session.runner, view.step), where
-            if (name, view.number) not in chosen:
-                continue
-            kind = view.kind
-            pane = {"narration": "#narration-text", "checkpoint": "#checkpoint-text"}
-            prose = screen.query_one(pane.get(kind, "#caption"), ProsePane).text
-            expected = view.quiz.caption if view.quiz is not None else view.text
-            assert prose == expected, where
-            if kind not in ("show", "quiz") or not view.tables:
-                continue
-            grids = [v.grid for v in screen.pane.views if v.display and v.grid is not None]
-            if kind == "show" or (view.quiz is not None and view.quiz.context is not None):
-                assert [g.name for g in grids] == [t.resolved.name for t in view.tables], where
-            for grid, table in zip(grids, view.tables, strict=False):
-                assert grid.highlight.hidden == table.hidden, where
+        for ref in SHIPPED:
+            if ref is not SHIPPED[0]:
+                app.open_lesson(ref.path)
+                await settle(pilot)
+            lesson, _, views = walked(ref.name, answered=frozenset())
+            screen = app.screen
+            assert isinstance(screen, LessonScreen) and screen.session is not None, ref.name
+            assert screen.session.lesson.title == lesson.title, ref.name
+            assert screen.session.position.step == 0, ref.name
+            await app_shows_what_the_walk_decided(pilot, screen, ref.name, views, chosen)
+
+
+async def app_shows_what_the_walk_decided(
+    pilot: Pilot[object],
+    screen: LessonScreen,
+    name: str,
+    views: list[StepView],
+    chosen: frozenset[tuple[str, int]],
+) -> None:
+    app = pilot.app
+    for view in views:
+        where = f"{name} step {view.number + 1}"
+        number_quiz = isinstance(view.step, Quiz) and view.step.quiz_kind == "number"
+        if (name, view.number) not in chosen and not number_quiz:
+            continue
+        screen.go_to_step(view.number)
+        await settle(pilot)
+        if number_quiz:
+            assert screen.session is not None and isinstance(view.step, Quiz)
+            assert not answer_on_screen(app, screen.session.runner, view.step), where
+        if (name, view.number) not in chosen:
+            continue
+        kind = view.kind
+        pane = {"narration": "#narration-text", "checkpoint": "#checkpoint-text"}
+        prose = screen.query_one(pane.get(kind, "#caption"), ProsePane).text
+        expected = view.quiz.caption if view.quiz is not None else view.text
+        assert prose == expected, where
+        if kind not in ("show", "quiz") or not view.tables:
+            continue
+        grids = [v.grid for v in screen.pane.views if v.display and v.grid is not None]
+        if kind == "show" or (view.quiz is not None and view.quiz.context is not None):
+            assert [g.name for g in grids] == [t.resolved.name for t in view.tables], where
+        for grid, table in zip(grids, view.tables, strict=False):
+            assert grid.highlight.hidden == table.hidden, where
 
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w]|[.,]\d)")

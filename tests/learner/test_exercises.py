@@ -122,11 +122,17 @@ def test_watch_rechecks_on_save_and_moves_on(folder: Path) -> None:
 
 
 def test_watch_with_everything_done(folder: Path) -> None:
+    # Every solution passing is checked one by one above, and moving on after a pass by
+    # test_watch_rechecks_on_save_and_moves_on: here the watcher passes the last exercise
+    # (the others already done) and says that everything is done.
     for exercise in EXERCISES:
         shutil.copy(SOLUTIONS / exercise.filename, folder / exercise.filename)
+    Progress(done=[e.slug for e in EXERCISES[:-1]]).save(folder)
     shown: list[str] = []
     assert watch(folder, shown.append, polls=0) == EXIT_OK
-    assert shown[-1] == f"All {len(EXERCISES)} exercises are done. Well done!"
+    assert shown[0].startswith(f"exercise {N}/{N}: {EXERCISES[-1].filename}")
+    assert shown[-2:] == [f"passed: {N}/{N} done.", f"All {N} exercises are done. Well done!"]
+    assert json.loads((folder / PROGRESS_FILE).read_text())["done"] == [e.slug for e in EXERCISES]
 
 
 def test_hints_come_one_at_a_time(folder: Path, attn: Attn) -> None:

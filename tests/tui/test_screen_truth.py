@@ -293,29 +293,33 @@ async def test_the_drawn_source_marks_exactly_the_lines_of_each_step() -> None:
         assert checked >= 8  # show and loop steps, forwards and back
 
 
-@pytest.mark.parametrize("theme", ["textual-light", "solarized-light", "textual-dark"])
-async def test_labels_and_marked_lines_are_readable_in_every_theme(theme: str) -> None:
+async def test_labels_and_marked_lines_are_readable_in_every_theme() -> None:
+    # One app, the theme switched as the palette's "Change theme" does, before each check.
     app = lesson_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        app.theme = theme
-        screen = lesson_screen(app)
-        screen.go_to_step(1)
-        await settle(pilot)
-        view = screen.pane.view
-        label = view._style("label")
-        assert label.color is not None and label.bgcolor is not None
-        fg, bg = Color.from_rich_color(label.color), Color.from_rich_color(label.bgcolor)
-        assert contrast(fg, bg) >= 3.0
-        source = screen.query_one("#source", SourceView)
-        marked_row = next(n for n, r in enumerate(source.rows) if r.number in source.marked)
-        source.scroll_to(0, marked_row, animate=False, immediate=True)
-        strip = source.render_line(0)
-        gutter = next(iter(strip))
-        assert gutter.style is not None and gutter.style.bgcolor is not None
-        tint = Color.from_rich_color(gutter.style.bgcolor)
-        assert tint != source._colours[0]  # type: ignore[index]
-        assert contrast(Color.from_rich_color(gutter.style.color), tint) >= 3.0  # type: ignore[arg-type]
+        for theme in ["textual-light", "solarized-light", "textual-dark"]:
+            screen = lesson_screen(app)
+            screen.go_to_step(0)
+            await settle(pilot)
+            app.theme = theme
+            screen.go_to_step(1)
+            await settle(pilot)
+            assert app.current_theme.name == theme
+            view = screen.pane.view
+            label = view._style("label")
+            assert label.color is not None and label.bgcolor is not None, theme
+            fg, bg = Color.from_rich_color(label.color), Color.from_rich_color(label.bgcolor)
+            assert contrast(fg, bg) >= 3.0, theme
+            source = screen.query_one("#source", SourceView)
+            marked_row = next(n for n, r in enumerate(source.rows) if r.number in source.marked)
+            source.scroll_to(0, marked_row, animate=False, immediate=True)
+            strip = source.render_line(0)
+            gutter = next(iter(strip))
+            assert gutter.style is not None and gutter.style.bgcolor is not None, theme
+            tint = Color.from_rich_color(gutter.style.bgcolor)
+            assert tint != source._colours[0], theme  # type: ignore[index]
+            assert contrast(Color.from_rich_color(gutter.style.color), tint) >= 3.0, theme  # type: ignore[arg-type]
 
 
 def contrast(a: Color, b: Color) -> float:

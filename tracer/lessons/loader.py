@@ -100,28 +100,43 @@ def find_lessons(extra_dirs: Sequence[str | Path] = (), *, use_env: bool = True)
     Titles are read without checking the whole lesson; a file that cannot be
     read still appears, with its first problem in ``problem``.
     """
-    found: list[tuple[Path, str]] = [(p, "built-in") for p in _yaml_files(shipped_dir())]
+    found = [(path, head, "built-in") for path, head in _lesson_heads(shipped_dir())]
     for folder in lesson_dirs(extra_dirs, use_env=use_env):
-        found += [(p, str(folder)) for p in _yaml_files(folder)]
+        found += [(path, head, str(folder)) for path, head in _lesson_heads(folder)]
     refs = []
-    for number, (path, origin) in enumerate(found, start=1):
-        title, problem = _peek_title(path)
+    for number, (path, head, origin) in enumerate(found, start=1):
+        title, problem = _peek_title(path, head)
         refs.append(LessonRef(number, path.stem, title, path, origin, problem))
     return refs
 
 
-def _yaml_files(folder: Path) -> list[Path]:
-    return lesson_files_in(folder)
+_Head = yaml.Node | None | LessonError | DocumentError | UsageError
+"""A file's node tree, or why it could not be read."""
+
+
+def _lesson_heads(folder: Path) -> list[tuple[Path, _Head]]:
+    """The lessons in ``folder`` as :func:`lesson_files_in` finds them, each with its node
+    tree (or the error reading it): each file is read and parsed once, for both the inputs
+    check and the title (a name given to ``attn lesson run`` reads every file)."""
+    found = []
+    for path in sorted(p for p in folder.iterdir() if p.suffix in LESSON_SUFFIXES and p.is_file()):
+        head = _compose_or_error(path)
+        if not _holds_inputs(head):
+            found.append((path, head))
+    return found
+
+
+def _compose_or_error(path: Path) -> _Head:
+    try:
+        return compose_file(path)
+    except (DocumentError, LessonError, UsageError) as exc:
+        return exc
 
 
 def lesson_files_in(folder: Path) -> list[Path]:
     """The lessons in ``folder``, sorted: its ``.yaml`` files, less the inputs files that
     lessons beside them name (``inputs: data.yaml``), which are not lessons."""
-    return sorted(
-        p
-        for p in folder.iterdir()
-        if p.suffix in LESSON_SUFFIXES and p.is_file() and not is_inputs_file(p)
-    )
+    return [path for path, _ in _lesson_heads(folder)]
 
 
 def is_inputs_file(path: Path) -> bool:
@@ -129,22 +144,21 @@ def is_inputs_file(path: Path) -> bool:
 
     Only a readable mapping with ``tokens`` and none of a lesson's keys counts; anything
     else is treated as a lesson, so its problems are reported."""
-    try:
-        root = compose_file(path)
-    except (DocumentError, LessonError, UsageError):  # not YAML: a lesson, with its problems
-        return False
+    return _holds_inputs(_compose_or_error(path))
+
+
+def _holds_inputs(root: _Head) -> bool:
+    # Not YAML (an error): a lesson, with its problems.
     if not isinstance(root, yaml.MappingNode):
         return False
     keys = {str(key.value) for key, _ in root.value if isinstance(key, yaml.ScalarNode)}
     return "tokens" in keys and not keys & {"title", "summary", "steps", "values", "defaults"}
 
 
-def _peek_title(path: Path) -> tuple[str, str | None]:
-    try:
-        root = compose_file(path)
-    except (DocumentError, LessonError, UsageError) as exc:
-        problems = getattr(exc, "problems", None)
-        return "", str(problems[0]) if problems else str(exc)
+def _peek_title(path: Path, root: _Head) -> tuple[str, str | None]:
+    if isinstance(root, (DocumentError, LessonError, UsageError)):
+        problems = getattr(root, "problems", None)
+        return "", str(problems[0]) if problems else str(root)
     if not isinstance(root, yaml.MappingNode):
         return "", f"{path}:1:1: a lesson must be a mapping with title, summary and steps"
     if isinstance(root, yaml.MappingNode):

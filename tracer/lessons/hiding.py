@@ -5,9 +5,10 @@ is not answered, no number within its tolerance of its answer is shown on any
 step (a cell of any table, a table's title or formula, a caption, a question, a
 hint), no cell is left that follows by one operation from what the screen shows (the
 rest of a row or column whose total is known, its neighbours in a sequence, a shown cell
-and a constant the lesson states, two shown cells' difference), no screen before a
-computed-choice quiz shows the row its answer is read off, and so skipping a quiz and
-coming back gives nothing away. Each table says why its cells are hidden
+and a constant the lesson states, two shown cells' difference), no other screen (before the
+quiz or after it) shows the row a computed-choice quiz's answer is read off, no other
+screen draws a table that shows the cells a cells quiz asks for (:class:`Pattern`: all its
+cells read "?"), and so skipping a quiz and coming back gives nothing away. Each table says why its cells are hidden
 (:func:`hidden_legend`). The step views (:mod:`tracer.lessons.views`), a loop's
 sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
 

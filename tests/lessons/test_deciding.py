@@ -129,3 +129,32 @@ def test_a_loop_that_works_the_row_out_before_the_quiz_is_reported_and_hidden(
 
 
 QUIZ_FIRST = "title: t\nsummary: s\ninputs: your-journey\nsteps:\n" + QUIZ
+
+
+def test_a_later_screen_hides_the_row_while_the_quiz_is_skipped(host: object) -> None:
+    """The quiz first, then the whole table of scores: a learner who skips the quiz (→) and
+    comes back finds the row (and its symmetric column) of "journey" as "?" on the later
+    screen; answered, it shows; read top to bottom (``--plain``, whose quiz is followed by
+    its answer), it shows too. The scores are numpy's, from the course notes' embeddings."""
+    import numpy as np
+
+    from tests.data import seeds
+    from tracer.lessons.hiding import Why
+    from tracer.lessons.lesson_runner import LessonRunner
+    from tracer.lessons.loader import parse_lesson
+    from tracer.lessons.views import step_view
+
+    x = np.array(seeds.SEED_003_INPUTS)
+    journey = 1
+    whole = "  - show: {variant: naive-loop, stage: scores}\n"
+    lesson = parse_lesson(QUIZ_FIRST + whole, "l.yaml", host)  # type: ignore[arg-type]
+    runner = LessonRunner(lesson, host)  # type: ignore[arg-type]
+    try:
+        (table,) = step_view(lesson, runner, 1, frozenset()).tables
+        assert np.allclose(table.resolved.tensor.double().numpy(), x @ x.T, atol=1e-5)
+        assert table.hidden == {(journey, c) for c in range(6)} | {(r, journey) for r in range(6)}
+        assert table.why == (Why("decides", 0),)
+        assert step_view(lesson, runner, 1, {"step-1"}).tables[0].hidden == frozenset()
+        assert step_view(lesson, runner, 1).tables[0].hidden == frozenset()
+    finally:
+        runner.close()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -417,27 +417,30 @@ def leaks(
     unanswered: list[Answer],
     stated: set[float] | None = None,
     rows: list[tuple[str, int, np.ndarray]] | None = None,
+    picks: list[Picks] | None = None,
 ) -> list[str]:
     """What ``view`` gives away of the ``unanswered`` quizzes (and of the computed choices
-    ``rows``, unanswered too, on the screens before them); ``stated``: the numbers the
-    lesson writes."""
+    ``rows`` and the cells quizzes ``picks``, unanswered too, on every other screen);
+    ``stated``: the numbers the lesson writes."""
     found = []
     screen = screen_values(view.tables)
     if view.quiz is None:  # a quiz's own tables are what it asks to work from
         found += screen_derivations(view.tables, unanswered, stated or set())
-    # A computed choice's row is kept off the screens before it (after it, the lesson shows
-    # what it asked about).
-    later = [row for row in rows or () if row[1] > view.position.step]
+    # A computed choice's row is kept off every other screen while it is unanswered, those
+    # after it too (a learner who skips it and comes back); so is a cells quiz's pattern.
+    others = [row for row in rows or () if row[1] != view.position.step]
     for table in view.tables:
-        found += rows_shown(table, later)
+        found += rows_shown(table, others)
+        found += pattern_shown(table.resolved.tensor, table.hidden, picks or (), view)
     if view.loop is not None:
-        for quiz, _step, row in later:
+        for quiz, _step, row in others:
             found += loop_row(view.loop, row, quiz)
     if view.loop is not None:
         found += loop_leaks(view.loop, unanswered)
     difference = view.step.difference
     if difference is not None:
         hidden = view.step.difference_hidden
+        found += pattern_shown(difference, hidden, picks or (), view, "difference")
         for cell, value in grid_cells(difference):
             if cell not in hidden:
                 found += [f"difference {cell}: {a.id}" for a in unanswered if a.near(value)]
@@ -494,6 +497,7 @@ def test_no_step_of_a_shipped_lesson_shows_an_unanswered_quizs_answer(
     for session in sessions:
         unanswered = answers(session)
         stated, rows = stated_numbers(session), deciding_rows(session)
+        picks = cells_answers(session)
         for number in range(len(session.steps)):
             session.go_to(number)
             for sub in range(SUB_STEPS):  # a loop's every sub-step, as → shows them
@@ -503,7 +507,7 @@ def test_no_step_of_a_shipped_lesson_shows_an_unanswered_quizs_answer(
                     break
                 where = f"{session.lesson.name} step {number + 1}.{sub + 1}"
                 kept = [replace(a, own_screen=a.step == number) for a in unanswered]
-                found += [f"{where}: {leak}" for leak in leaks(view, kept, stated, rows)]
+                found += [f"{where}: {leak}" for leak in leaks(view, kept, stated, rows, picks)]
                 if view.loop is None or not isinstance(session.next(), Moved):
                     break
                 if session.position.step != number:
@@ -659,8 +663,9 @@ def test_each_computed_choice_alone_unanswered_keeps_its_row_off_other_screens(
     sessions: list[LessonSession],
 ) -> None:
     """A choice quiz read off a row by argmax or argmin ("which key weighs most for
-    journey?"), every other quiz answered: no screen before it shows that row whole (or
-    works it out in a loop, the values the loop shows)."""
+    journey?"), every other quiz answered: no other screen, before it or after it (a learner
+    who skipped it), shows that row whole (or works it out in a loop, the values the loop
+    shows)."""
     found, checked = [], 0
     for session in sessions:
         rows = deciding_rows(session)
@@ -670,7 +675,9 @@ def test_each_computed_choice_alone_unanswered_keeps_its_row_off_other_screens(
             for other_number, other in quizzes:
                 if quiz_id(other_number, other) != quiz:
                     session.progress.answers[quiz_id(other_number, other)] = _Right()  # type: ignore[assignment]
-            for seen in range(number):
+            for seen in range(len(session.steps)):
+                if seen == number:
+                    continue
                 session.go_to(seen)
                 for sub in range(SUB_STEPS):  # a loop's every sub-step, as → shows them
                     try:
@@ -691,4 +698,135 @@ def test_each_computed_choice_alone_unanswered_keeps_its_row_off_other_screens(
                         break
         session.progress.answers.clear()
     assert checked  # the shipped lessons ask computed choices
+    assert found == []
+
+
+@dataclass(frozen=True)
+class Picks:
+    """A cells quiz's answer: the cells it asks for, as drawn (two dimensions)."""
+
+    id: str
+    step: int
+    picked: np.ndarray
+    """True at each cell the quiz asks for."""
+    name: tuple[object, ...]
+    """The answer's own tensor: (variant, stage, tensor, then, query, options)."""
+
+
+def cells_answers(session: LessonSession) -> list[Picks]:
+    """Every cells quiz's answer, as the grader computes it (the cells a learner must
+    select), not as the walk hides it."""
+    found = []
+    for number, step in enumerate(session.steps):
+        if not isinstance(step, Quiz) or step.quiz_kind != "cells":
+            continue
+        answer = session.runner.answer(step)
+        shape = tuple(answer.shape)  # type: ignore[union-attr]
+        picked = np.zeros(shape if len(shape) == 2 else (1, shape[0]), dtype=bool)
+        for cell in answer.cells:  # type: ignore[union-attr]
+            picked[(0, *cell) if len(shape) == 1 else cell] = True
+        ref = step.answer
+        assert isinstance(ref, TensorRef)
+        resolved = session.runner.tensor(ref)
+        first = next(iter(resolved.stage.tensors), None)
+        name = (ref.variant, ref.stage, ref.tensor or first, ref.then, ref.query, ref.options)
+        found.append(Picks(quiz_id(number, step), number, picked, name))
+    return found
+
+
+def pattern_shown(
+    tensor: torch.Tensor,
+    hidden: frozenset[tuple[int, int]],
+    picks: Iterable[Picks],
+    view: LessonView,
+    name: str = "",
+) -> list[str]:
+    """A cells quiz's answer that a table of another screen draws: any cell shown of the
+    answer's own tensor, or of a table whose non-zero, zero or non-finite cells are the
+    cells the quiz asks for (as they are, transposed, or once per block of leading axes)."""
+    found: list[str] = []
+    table = None if name else next((t for t in view.tables if t.resolved.tensor is tensor), None)
+    tensor = tensor.detach()
+    if tensor.dim() == 0 or not tensor.numel():
+        return found
+    grid = np.array(tensor.double().reshape(-1, tensor.shape[-1]).tolist())
+    every = {(r, c) for r in range(grid.shape[0]) for c in range(grid.shape[1])}
+    if every <= hidden:
+        return found
+    for pick in picks:
+        if pick.step == view.position.step:
+            continue  # its own screen: the table it is asked to select from
+        if table is not None:
+            shown = table.resolved.ref
+            first = next(iter(table.resolved.stage.tensors), None)
+            drawn = (shown.variant, shown.stage, shown.tensor or first)
+            drawn += (shown.then, shown.query, shown.options)
+            if drawn == pick.name:
+                found.append(f"{table.name} is quiz {pick.id}'s answer, drawn")
+                continue
+        picked = pick.picked
+        if picked.all() or not picked.any():
+            continue  # no pattern: every table of the shape would match it
+        finite = np.isfinite(grid)
+        marks = (grid != 0, (grid == 0) & finite, ~finite)
+        for wanted in (picked, picked.T):
+            rows, columns = wanted.shape
+            if grid.shape[1] != columns or grid.shape[0] % rows:
+                continue
+            blocks = np.tile(wanted, (grid.shape[0] // rows, 1))
+            if any(np.array_equal(mark, blocks) for mark in marks):
+                what = name or (table.name if table is not None else "a table")
+                found.append(f"{what} draws the cells quiz {pick.id} asks for")
+                break
+    return found
+
+
+def test_each_cells_quiz_alone_unanswered_keeps_its_cells_off_other_screens(
+    sessions: list[LessonSession],
+) -> None:
+    """A cells quiz ("which cells will the causal mask hide?"), every other quiz answered:
+    no other screen, before it or after it (a learner who skipped it and comes back), draws
+    its answer's tensor or a table whose pattern is its cells (the mask, weights zeroed
+    there, scores set to -inf there); answered, the mask is drawn again."""
+    found, checked, drawn = [], 0, 0
+    for session in sessions:
+        picks = cells_answers(session)
+        quizzes = [(n, s) for n, s in enumerate(session.steps) if isinstance(s, Quiz)]
+        for pick in picks:
+            session.progress.answers.clear()
+            for other_number, other in quizzes:
+                if quiz_id(other_number, other) != pick.id:
+                    session.progress.answers[quiz_id(other_number, other)] = _Right()  # type: ignore[assignment]
+            for seen in range(len(session.steps)):
+                if seen == pick.step:
+                    continue
+                session.go_to(seen)
+                try:
+                    view = session.view()
+                except Exception:  # a step the session reports as failing elsewhere
+                    continue
+                checked += 1
+                where = f"{session.lesson.name} step {seen + 1}"
+                for table in view.tables:
+                    leaked = pattern_shown(table.resolved.tensor, table.hidden, [pick], view)
+                    found += [f"{where}: {leak}" for leak in leaked]
+                difference = view.step.difference
+                if difference is not None:
+                    hidden = view.step.difference_hidden
+                    leaked = pattern_shown(difference, hidden, [pick], view, "difference")
+                    found += [f"{where}: {leak}" for leak in leaked]
+            session.progress.answers[pick.id] = _Right()  # type: ignore[assignment]
+            for seen in range(len(session.steps)):  # answered: everything shows as before
+                session.go_to(seen)
+                try:
+                    view = session.view()
+                except Exception:
+                    continue
+                drawn += sum(
+                    bool(pattern_shown(t.resolved.tensor, frozenset(), [pick], view))
+                    and not t.hidden
+                    for t in view.tables
+                )
+        session.progress.answers.clear()
+    assert checked and drawn  # lessons 05 and 15 ask cells quizzes, and draw their answer
     assert found == []

@@ -5,9 +5,10 @@ is not answered, no number within its tolerance of its answer is shown on any
 step (a cell of any table, a table's title or formula, a caption, a question, a
 hint), no cell is left that follows by one operation from what the screen shows (the
 rest of a row or column whose total is known, its neighbours in a sequence, a shown cell
-and a constant the lesson states, two shown cells' difference), no screen before a
-computed-choice quiz shows the row its answer is read off, and so skipping a quiz and
-coming back gives nothing away. Each table says why its cells are hidden
+and a constant the lesson states, two shown cells' difference), no other screen (before the
+quiz or after it) shows the row a computed-choice quiz's answer is read off, no other
+screen draws a table that shows the cells a cells quiz asks for (:class:`Pattern`: all its
+cells read "?"), and so skipping a quiz and coming back gives nothing away. Each table says why its cells are hidden
 (:func:`hidden_legend`). The step views (:mod:`tracer.lessons.views`), a loop's
 sub-steps (:func:`substep_view`) and ``attn lesson check`` all ask here.
 
@@ -98,6 +99,8 @@ class Why:
     answer, whatever quantity it is (read off, it would be accepted). ``derives``: a number
     the answer follows from in one operation, with those shown (a step, a total, a difference,
     a stated factor). ``decides``: a row or column a choice quiz's answer is read off.
+    ``cells``: every cell of a table whose pattern (its non-zero, zero or masked cells) is
+    the set of cells a cells quiz asks for (:class:`Pattern`).
     """
 
     kind: str
@@ -109,6 +112,7 @@ _WHY_WORDS = {
     "equal": "a number equal to {its} answer within its tolerance, read off it would be accepted",
     "derives": "a number {its} answer follows from in one operation",
     "decides": "the numbers {its} right choice is read off",
+    "cells": "a table whose cells would show which cells {its} answer picks (where they are)",
 }
 
 
@@ -311,7 +315,8 @@ def quiz_tables(
             tables.extend(Table(other.ref, other, "context") for other in resolved[1:])
     kept = own_screen(secrets(lesson, runner, number, answered), number)
     deciding = deciders(lesson, runner, number, answered)
-    concealed = conceal(tables, kept, runner, deciding, working=True)
+    cells = patterns(lesson, runner, number, answered)
+    concealed = conceal(tables, kept, runner, deciding, working=True, patterns=cells)
     mine = conceal(
         tables, [secret for secret in kept if secret.number == number], runner, working=True
     )
@@ -475,6 +480,7 @@ def conceal(
     deciding: Iterable[Decider] = (),
     *,
     working: bool = False,
+    patterns: Iterable[Pattern] = (),
 ) -> tuple[Table, ...]:
     """``tables`` with what gives away an unanswered quiz's answer hidden: the one place that
     decides it, for every step of every front end.
@@ -498,6 +504,11 @@ def conceal(
       whose difference is the answer (:func:`~tracer.lessons.derivations.derived_on_screen`);
     - each row or column that an unanswered computed-choice quiz's answer is read off
       (``deciding``, :func:`deciders`: "which key weighs most for journey?");
+    - every cell of a table that gives away the cells an unanswered cells quiz asks for
+      (``patterns``, :func:`patterns`): the answer's own tensor, or a table whose non-zero,
+      zero or masked cells are that set (lesson 05's mask, a weights table zeroed there).
+      All its cells read "?", not only those of the set: "?" at those places alone would
+      draw the answer;
     - each number in the stage's title or formula that states such an answer, which reads
       "?" (:attr:`Table.title`, :attr:`Table.formula`).
 
@@ -514,7 +525,8 @@ def conceal(
     again without it, and they show.
     """
     kept, deciding, tables = tuple(kept), tuple(deciding), tuple(tables)
-    if not kept and not deciding:
+    patterns = tuple(patterns)
+    if not kept and not deciding and not patterns:
         return tuple(replace(table, concealing=kept) for table in tables)
     grids = [_grid(table.resolved.tensor) for table in tables]
     shut: list[set[Cell]] = [set(table.hidden) for table in tables]
@@ -544,6 +556,10 @@ def conceal(
             if lines:
                 shut[at] |= lines
                 why[at].add(Why("decides", decider.step))
+        for pattern in patterns:
+            if pattern.named(table.resolved) or pattern.given_by(grid):
+                shut[at] |= _every_cell(grid)
+                why[at].add(Why("cells", pattern.step))
     stated = stated_constants(runner, tables)
     while True:  # each rule may hide a cell another then reads from
         totals = shown_values(grids, shut)
@@ -813,8 +829,11 @@ def deciders(
     lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
 ) -> tuple[Decider, ...]:
     """The deciding rows step ``number`` keeps off screen: those of the computed-choice
-    quizzes not answered (``answered`` as for :func:`secrets`), its own quiz's left out (a
-    quiz's own tables are what it is worked out from)."""
+    quizzes not answered (``answered`` as for :func:`secrets`), on the screens before the
+    quiz and after it alike (a learner who skips it and comes back), its own quiz's left
+    out (a quiz's own tables are what it is worked out from). With ``answered`` None (the
+    lesson read top to bottom) those of the quizzes after ``number``: the answers of those
+    before are printed after them."""
     found = _DECIDERS.get(runner)
     if found is None:
         kept = []
@@ -828,7 +847,7 @@ def deciders(
     if answered is None:
         return tuple(one for one in found if one.step > number)
     return tuple(
-        one for one in found if one.step > number and quiz_id(one.step, one.quiz) not in answered
+        one for one in found if one.step != number and quiz_id(one.step, one.quiz) not in answered
     )
 
 
@@ -890,3 +909,111 @@ def _named(ref: TensorRef, resolved: Resolved) -> tuple[object, ...]:
 def unsaying(tables: Iterable[Table], said: tuple[Statement, ...]) -> tuple[Table, ...]:
     """``tables`` with no sentence of their titles making a statement of ``said``."""
     return tuple(replace(table, unsaid=said) for table in tables)
+
+
+# Cells quizzes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """The cells a cells quiz (step ``step``) asks for ("which cells will the causal mask
+    hide?"): while it is unanswered, no other screen draws a table that shows them
+    (:func:`conceal`): the answer's own tensor (lesson 05's mask), or one whose non-zero,
+    zero or masked (non-finite) cells are those, transposed or repeated over leading axes
+    (a weights table zeroed there, scores set to -inf there)."""
+
+    step: int
+    quiz: Quiz
+    ref: TensorRef = field(compare=False)
+    answer: torch.Tensor = field(compare=False)
+    """The answer folded to two dimensions as drawn, True at each cell the quiz asks for."""
+
+    def named(self, resolved: Resolved) -> bool:
+        """Whether ``resolved`` is the answer's own tensor."""
+        return _named(self.ref, resolved) == _named(resolved.ref, resolved)
+
+    def given_by(self, grid: torch.Tensor) -> bool:
+        """Whether a table drawn as ``grid`` (two dimensions, doubles) shows the answer's
+        cells by its pattern. An answer of no cell or of every cell is no pattern: every
+        table of its shape would match it."""
+        import torch
+
+        answer = self.answer
+        picked = int(answer.sum())
+        if grid.dim() != 2 or not grid.numel() or picked in (0, answer.numel()):
+            return False
+        finite = torch.isfinite(grid)
+        marks = (grid != 0, (grid == 0) & finite, ~finite, finite)
+        for wanted in (answer, answer.T):
+            rows, columns = wanted.shape
+            if grid.shape[1] != columns or grid.shape[0] % rows:
+                continue
+            blocks = wanted.repeat(grid.shape[0] // rows, 1)
+            if any(bool(torch.equal(mark, blocks)) for mark in marks):
+                return True
+        return False
+
+
+_PATTERNS: weakref.WeakKeyDictionary[LessonRunner, tuple[Pattern, ...]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def lesson_patterns(lesson: Lesson, runner: LessonRunner) -> tuple[Pattern, ...]:
+    """Every cells quiz's answer in ``lesson`` (computed once per runner); a quiz whose
+    answer cannot be computed is left out (``attn lesson check`` reports it)."""
+    found = _PATTERNS.get(runner)
+    if found is None:
+        kept = []
+        for number, step in enumerate(lesson.steps):
+            ref = step.answer if isinstance(step, Quiz) else None
+            if not isinstance(step, Quiz) or step.quiz_kind != "cells":
+                continue
+            if not isinstance(ref, TensorRef):
+                continue
+            try:
+                tensor = runner.tensor(ref).tensor
+            except (TracerError, ArithmeticError, RuntimeError, ValueError, IndexError):
+                continue
+            if tensor.dim() not in (1, 2):
+                continue
+            kept.append(Pattern(number, step, ref, _grid(tensor) != 0))
+        found = tuple(kept)
+        _PATTERNS[runner] = found
+    return found
+
+
+def patterns(
+    lesson: Lesson, runner: LessonRunner, number: int, answered: Collection[str] | None = None
+) -> tuple[Pattern, ...]:
+    """The cells quizzes' answers step ``number`` keeps off screen: those not answered
+    (``answered`` as for :func:`secrets`; None: the quizzes after ``number``), on the
+    screens before the quiz and after it alike, its own quiz's left out (its own tables
+    are what it asks to select from)."""
+    found = (one for one in lesson_patterns(lesson, runner) if one.step != number)
+    if answered is None:
+        return tuple(one for one in found if one.step > number)
+    return tuple(one for one in found if quiz_id(one.step, one.quiz) not in answered)
+
+
+def pattern_cells(
+    tensor: torch.Tensor, kept: Iterable[Pattern], *, every: bool = False
+) -> frozenset[Cell]:
+    """Every cell of ``tensor`` (folded to two dimensions) if it shows the cells a quiz of
+    ``kept`` asks for by its pattern (:meth:`Pattern.given_by`), else none (``every``: every
+    cell whatever it shows)."""
+    kept = tuple(kept)
+    if not kept and not every:
+        return frozenset()
+    grid = _grid(tensor)
+    if every or any(pattern.given_by(grid) for pattern in kept):
+        return frozenset(_every_cell(grid))
+    return frozenset()
+
+
+def _every_cell(grid: torch.Tensor) -> set[Cell]:
+    """Every cell of ``grid`` as drawn."""
+    if grid.dim() != 2:
+        return {(0, 0)} if grid.numel() else set()
+    rows, columns = int(grid.shape[0]), int(grid.shape[1])
+    return {(row, column) for row in range(rows) for column in range(columns)}

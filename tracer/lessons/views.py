@@ -36,6 +36,8 @@ from tracer.lessons.hiding import (
     hidden_cells,
     loop_deciders,
     own_screen,
+    pattern_cells,
+    patterns,
     quiz_id,
     quiz_tables,
     secrets,
@@ -215,7 +217,8 @@ def step_view(
         )
         caption = live(runner, step.caption, kept=kept, said=said)
         deciding = deciders(lesson, runner, number, answered)
-        concealed = conceal(tables, kept, runner, deciding)
+        cells = patterns(lesson, runner, number, answered)
+        concealed = conceal(tables, kept, runner, deciding, patterns=cells)
         return StepView(number, step, caption, unsaying(concealed, said))
     if isinstance(step, Compare):
         left, right, difference = runner.compare(step)
@@ -229,13 +232,17 @@ def step_view(
         )
         caption = live(runner, step.caption, kept=kept, said=said)
         deciding = deciders(lesson, runner, number, answered)
-        tables = unsaying(conceal(tables, kept, runner, deciding), said)
+        cells = patterns(lesson, runner, number, answered)
+        tables = unsaying(conceal(tables, kept, runner, deciding, patterns=cells), said)
         if difference is None:
             return StepView(number, step, caption, tables)
         # Where one side is hidden and the other shown, the difference gives the hidden one by
         # a subtraction; where both are hidden it says nothing of either.
         sides = tables[0].hidden ^ tables[1].hidden
-        hidden = hidden_cells(difference, kept, sides)
+        hidden = hidden_cells(difference, kept, sides) | pattern_cells(difference, cells)
+        if any(why.kind == "cells" for table in tables for why in table.why):
+            # A side hidden whole for a cells quiz: the difference would draw what it hides.
+            hidden = pattern_cells(difference, cells, every=True)
         largest, at = 0.0, None
         if difference.numel():
             sizes = difference.detach().abs()

@@ -264,12 +264,13 @@ FRONT_ENDS = [
     *_modules("tracer/cli"),
     Path("tracer/notebook.py"),
     *_modules("tracer/text"),
-    # Every lesson module but the views, hiding and the model, which define the kinds: the
-    # checker (`attn lesson check`), the loader and the runner among them.
+    # Every lesson module but the views, hiding (with what the quizzes ask about, split out
+    # of it) and the model, which define the kinds: the checker (`attn lesson check`), the
+    # loader and the runner among them.
     *(
         path
         for path in _modules("tracer/lessons")
-        if path.name not in ("views.py", "hiding.py", "model.py")
+        if path.name not in ("views.py", "hiding.py", "asked.py", "model.py")
     ),
     *_modules("tracer/lessons/grammar"),
 ]

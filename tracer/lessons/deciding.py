@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.hiding import DECIDING as DECIDING
-from tracer.lessons.hiding import deciding_row, loop_matrix
+from tracer.lessons.asked import DECIDING as DECIDING
+from tracer.lessons.asked import deciding_row, loop_matrix
 from tracer.lessons.model import Lesson, TensorRef
 from tracer.lessons.views import quiz_at
 from tracer.yamldoc import Problem

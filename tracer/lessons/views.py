@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tracer.errors import TracerError
+from tracer.lessons.asked import deciders, loop_deciders, pattern_cells, patterns
 from tracer.lessons.hiding import (
     Cell,
     QuizTables,
@@ -32,12 +33,8 @@ from tracer.lessons.hiding import (
     Table,
     conceal,
     conceal_text,
-    deciders,
     hidden_cells,
-    loop_deciders,
     own_screen,
-    pattern_cells,
-    patterns,
     quiz_id,
     quiz_tables,
     secrets,

@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
+from tracer.lessons.asked import loop_deciders
 from tracer.lessons.check import open_checked
 from tracer.lessons.grading import ECHO_RESPONSE, ascii_index, echo, parse_choices
 from tracer.lessons.grading import grade as grade_response
 from tracer.lessons.hiding import (
     SubStepView,
     Table,
-    loop_deciders,
     quiz_has_tables,
     quiz_id,
     secrets,

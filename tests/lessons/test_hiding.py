@@ -266,3 +266,17 @@ def test_a_stage_title_that_counts_what_a_quiz_asks_is_left_out(host: PluginHost
         assert "(4 per group)" in table.title
     finally:
         runner.close()
+
+
+def test_a_lesson_number_is_a_reference_not_an_answer() -> None:
+    """Lesson 17 said "rotary embeddings (lesson ?)" while its cache quiz, whose answer is 16,
+    was unanswered: a number after "lesson" names a lesson and stays; the same number
+    counting something is still hidden."""
+    from tracer.lessons.hiding import Secret, conceal_text
+
+    quiz = Quiz(question="How many numbers per token?", quiz_kind="number", answer=16.0)
+    kept = [Secret(0, quiz, 16.0, 0.0)]
+    text = "It needs rotary embeddings (lesson 16; Lesson 16 too). It keeps 16 numbers."
+    assert conceal_text(text, kept) == (
+        "It needs rotary embeddings (lesson 16; Lesson 16 too). It keeps ? numbers."
+    )

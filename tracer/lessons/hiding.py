@@ -467,6 +467,10 @@ def _decimal(written: str) -> bool:
     return any(mark in written for mark in ".,e")
 
 
+_REFERENCE = re.compile(r"\b(?:[Ll]esson|[Ll]essons|[Cc]hapter|[Ss]ection)\s+$")
+"""The words before a number that make it a reference to another part of the course."""
+
+
 def conceal_text(text: str, kept: Iterable[Secret], *, whole: bool = True) -> str:
     """``text`` with each number that gives away an unanswered quiz's answer written "?"
     (``whole``: whole numbers too, not only those written with decimals)."""
@@ -477,6 +481,8 @@ def conceal_text(text: str, kept: Iterable[Secret], *, whole: bool = True) -> st
     for match, value in numbers_in(text):
         if not whole and not _decimal(match.group()):
             continue
+        if _REFERENCE.search(text, 0, match.start()):
+            continue  # "lesson 16" names a lesson: no quiz's answer, and "lesson ?" reads as nonsense
         if any(secret.near(value) for secret in kept):
             parts += [text[last : match.start()], "?"]
             last = match.end()

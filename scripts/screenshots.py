@@ -61,8 +61,15 @@ def _explorer() -> Any:
 
 PICTURES = (
     Picture("picker", "attn", _picker, ()),
-    # Lesson 01: step 6 is the loop of dot products; three pairs into it.
-    Picture("lesson-loop", "attn lesson 01_dot_products", _lesson, ("right",) * 9),
+    # Lesson 01: step 7 is the loop of dot products, three pairs into it; the quiz before it,
+    # "which token is best aligned with journey?", answered (↓ Enter: journey), else the walk
+    # keeps journey's row of scores off the screen until it is.
+    Picture(
+        "lesson-loop",
+        "attn lesson 01_dot_products",
+        _lesson,
+        ("right",) * 5 + ("down", "enter") + ("right",) * 4,
+    ),
     # Lesson 01: step 4 is the first quiz (its table on screen, the answer not).
     Picture("lesson-quiz", "attn lesson 01_dot_products", _lesson, ("right",) * 3),
     # The explorer at the masked variant's sixth stage of twelve (once at the end, so the count

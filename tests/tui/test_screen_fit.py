@@ -141,7 +141,13 @@ async def test_a_show_step_names_its_tensor_and_prints_whole_numbers_whole() -> 
         pane = screen.query_one("#tensors", TensorPane)
         assert pane.full_title.startswith("renormalized.zeroed · ")
         assert "softmax" not in pane.detail.plain  # the renormalising formula is not zeroed's
-        screen = await go(app, pilot, 3)  # the causal mask, after the quizzes that ask about it
+        # The causal mask, after the quiz that asks which cells it hides: answered first
+        # (the cells above the diagonal, by index), else the walk keeps the mask off screen.
+        screen = await go(app, pilot, 2)
+        assert screen.session is not None
+        above = "; ".join(f"{i},{j}" for i in range(6) for j in range(i + 1, 6))
+        assert screen.session.answer(above).right is True
+        screen = await go(app, pilot, 3)
         grid = pane.view.grid
         assert grid is not None and grid.whole
         mask = torch.ones(6, 6).triu(1)  # 1 = hidden from the query

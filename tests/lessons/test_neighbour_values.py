@@ -10,7 +10,8 @@ import pytest
 
 from tests import forked
 from tracer.inputs.builtin import YOUR_JOURNEY
-from tracer.lessons.neighbour_values import largest_tolerance, nearest_other, tolerance_at
+from tracer.lessons.guesses import tolerance_at
+from tracer.lessons.neighbour_values import largest_tolerance, nearest_other
 
 
 def test_the_nearest_other_value_is_found_as_a_learner_types_it() -> None:

@@ -55,7 +55,7 @@ def naive_guesses(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
         if not what:
             continue
         quiz = secret.quiz
-        line, column = _tolerance_at(source, quiz.line, quiz.column)
+        line, column = tolerance_at(source, quiz.line, quiz.column)
         distance = abs(secret.value - _value(what, tokens))
         found.append(
             Problem(
@@ -83,7 +83,7 @@ def _tighter(distance: float) -> str:
     return f"{distance / 4:.8f}".rstrip("0")  # a guess this near: a tolerance nearer still
 
 
-def _tolerance_at(source: list[str], line: int, column: int) -> tuple[int, int]:
+def tolerance_at(source: list[str], line: int, column: int) -> tuple[int, int]:
     """Where the value of the quiz's ``tolerance:`` is written: the first after its
     ``- quiz:`` line and before the next step (the quiz's own line if none is found)."""
     for index in range(max(line - 1, 0), len(source)):

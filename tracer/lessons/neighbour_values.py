@@ -24,7 +24,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.guesses import accepted
+from tracer.lessons.guesses import accepted, tolerance_at
 from tracer.lessons.hiding import lesson_secrets
 from tracer.lessons.model import Lesson, TensorRef
 from tracer.lessons.statements import source_lines
@@ -137,23 +137,3 @@ def _lines_through(ref: TensorRef, runner: LessonRunner) -> list[tuple[tuple[str
             )
             found.append((labels, float(tensor[at].item())))
     return found
-
-
-def tolerance_at(source: list[str], line: int, column: int) -> tuple[int, int]:
-    """Where the value of the quiz's ``tolerance:`` is written: the first after its
-    ``- quiz:`` line and before the next step (the quiz's own line if none is found)."""
-    for index in range(max(line - 1, 0), len(source)):
-        text = source[index]
-        if index >= line and text.lstrip().startswith("- ") and _indent(text) < column:
-            break  # the next step
-        at = text.find("tolerance:")
-        if at >= 0:
-            value = at + len("tolerance:")
-            while value < len(text) and text[value] == " ":
-                value += 1
-            return index + 1, value + 1
-    return line, column
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip()) + 1

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
 from tracer.lessons.hiding import MAX_COPIES, Secret, lesson_secrets, quiz_id, quiz_tables
-from tracer.lessons.model import Lesson
+from tracer.lessons.model import Lesson, Quiz
 from tracer.lessons.prose import ANSWER, placeholders
 from tracer.lessons.statements import locate, source_lines
 from tracer.lessons.views import live, quiz_at
@@ -48,10 +48,7 @@ def giveaways(lesson: Lesson, runner: LessonRunner, path: str) -> list[Problem]:
         quiz = secret.quiz
         said, text = _stated(secret, runner)
         if said:
-            # Where the words are written, which the teacher rewords, not the '- quiz:'.
-            line, column = locate(source, " ".join(text.split()), quiz.line)
-            if (line, column) == (quiz.line, 1):
-                line, column = quiz.line, quiz.column
+            line, column = _words_at(source, text, quiz)
             problems.append(
                 Problem(
                     line,
@@ -109,9 +106,7 @@ def named_choices(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
             named = next((c for c in rights if _names(said, c) and not _names(question, c)), None)
             if named is None:
                 continue
-            line, column = locate(source, " ".join(hint.split()), quiz.line)
-            if (line, column) == (quiz.line, 1):
-                line, column = quiz.line, quiz.column
+            line, column = _words_at(source, hint, quiz)
             problems.append(
                 Problem(
                     line,
@@ -123,6 +118,15 @@ def named_choices(lesson: Lesson, runner: LessonRunner, path: str) -> list[Probl
                 )
             )
     return problems
+
+
+def _words_at(source: list[str], text: str, quiz: Quiz) -> tuple[int, int]:
+    """Where ``text`` of ``quiz`` is written, which the teacher rewords (not the ``- quiz:``);
+    the quiz's own place when the words cannot be found."""
+    line, column = locate(source, " ".join(text.split()), quiz.line)
+    if (line, column) == (quiz.line, 1):
+        return quiz.line, quiz.column
+    return line, column
 
 
 def _names(text: str, choice: str) -> bool:

@@ -36,7 +36,7 @@ from tracer.variant import Stage, SubStep
 GiveLeft = Callable[..., int]
 """The screen's ``give_left(left, need, code, share=...)``: the left column's width, set."""
 COMPARE_SHARE = 0.40
-"""The left column's share on compare steps (``#left.-compare`` in app.tcss)."""
+"""The left column's share on compare steps (the stylesheet's ``#left`` gives other steps 45%)."""
 COMPARE_SMALL = 12
 """A compared table this many lines high (or less) gets exactly its height."""
 HELD_POSITIONS = 256
@@ -81,7 +81,11 @@ def lesson_panes() -> ComposeResult:
                 yield ProsePane(id="caption")
                 yield TextPane(id="loop-position")
             yield SourceView(id="source")
-            yield SourceView(id="source-right", classes="-hidden")
+            # Shown on compare steps only: set on the widget, not a class, which would
+            # restyle every pane in the column on each change of step kind.
+            right = SourceView(id="source-right")
+            right.display = False
+            yield right
         with Column(id="lesson-body"):
             yield QuizView(id="quiz")
             with Switcher(id="lesson-switch", initial="tensors"):
@@ -147,6 +151,24 @@ class LessonDrawing:
         return self.screen.query_one("#left", Column)
 
     @cached_property
+    def source_right(self) -> SourceView:
+        return self.screen.query_one("#source-right", SourceView)
+
+    @cached_property
+    def compared(self) -> tuple[TensorPane, TensorPane, TensorPane]:
+        """The compare step's panes: left, right and their difference."""
+        query = self.screen.query_one
+        return (
+            query("#compare-left", TensorPane),
+            query("#compare-right", TensorPane),
+            query("#compare-difference", TensorPane),
+        )
+
+    @cached_property
+    def text_box(self) -> ScrollColumn:
+        return self.screen.query_one("#lesson-text", ScrollColumn)
+
+    @cached_property
     def position_text(self) -> TextPane:
         return self.screen.query_one("#loop-position", TextPane)
 
@@ -161,10 +183,9 @@ class LessonDrawing:
         wanted = layout.left and not quiz_alone  # a quiz without tables needs no left column
         if left.display != wanted:
             left.display = wanted
-        compare = layout.compare
-        if left.has_class("-compare") != compare:
-            left.set_class(compare, "-compare")
-            self.screen.query_one("#source-right").set_class(not compare, "-hidden")
+        right = self.source_right
+        if right.display != layout.compare:
+            right.display = layout.compare
         quiz = layout.quiz
         quiz_view = self.quiz
         if quiz_view.display != quiz:
@@ -189,11 +210,8 @@ class LessonDrawing:
             if layout.loop:
                 self.hold_position_height(columns)
         elif layout.fit == "compare":
-            panes = [
-                p.natural_width()
-                for p in self.screen.query("#compare TensorPane").results(TensorPane)
-            ]
-            right = self.screen.query_one("#source-right", SourceView)
+            panes = [pane.natural_width() for pane in self.compared]
+            right = self.source_right
             need = None if None in panes else max(w for w in panes if w is not None)
             give_left(left, need, max(source.natural_width(), right.natural_width()), COMPARE_SHARE)
         else:
@@ -213,7 +231,7 @@ class LessonDrawing:
         if loop is None:
             return
         where = self.position_text
-        text_box = self.screen.query_one("#lesson-text")
+        text_box = self.text_box
         width = columns - text_box.styles.gutter.width - where.styles.gutter.width
         if text_box.show_vertical_scrollbar:  # a long caption scrolls: its bar takes columns
             width -= text_box.scrollbar_size_vertical
@@ -310,7 +328,8 @@ class LessonDrawing:
         self.switcher.current = "compare"
         self.prose("#caption", view.step.text)
         left, right = view.tables
-        for pane_id, table in (("#compare-left", left), ("#compare-right", right)):
+        left_pane, right_pane, diff_pane = self.compared
+        for pane, table in ((left_pane, left), (right_pane, right)):
             resolved = table.resolved
             name = table.label or resolved.name
             stage = Stage(
@@ -319,14 +338,13 @@ class LessonDrawing:
                 tensors={name: resolved.tensor},
                 axes=_derived_axes(table, name),
             )
-            self.screen.query_one(pane_id, TensorPane).show_stage(
+            pane.show_stage(
                 stage,
                 resolved.tokens,
                 resolved.query,
                 title=f"{name} ({resolved.ref.variant})",
                 hidden={name: table.hidden},  # an unanswered quiz's answer reads "?"
             )
-        diff_pane = self.screen.query_one("#compare-difference", TensorPane)
         difference = view.step.difference
         if difference is None:
             diff_pane.show_message(
@@ -344,14 +362,14 @@ class LessonDrawing:
                 hidden={"right − left": view.step.difference_hidden},
             )
         # Small tables get the lines they need (a 1fr share could hide a one-row table).
-        for pane in self.screen.query("#compare TensorPane").results(TensorPane):
+        for pane in self.compared:
             natural = pane.natural_height()
             height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
             if str(pane.styles.height) != str(height):
                 pane.styles.height = height
         for widget, table in (
             (source, left),
-            (self.screen.query_one("#source-right", SourceView), right),
+            (self.source_right, right),
         ):
             resolved = table.resolved
             name = table.label or resolved.name

@@ -225,6 +225,8 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         """Files shown before, each as last drawn: a lesson goes back and forth between a
         few variants' files, and drawing a file's lines anew cost a few ms a step."""
         self._colours: tuple[Color, Color, Color] | None = None
+        self._frame: tuple[int, int] | None = None
+        """(width, scroll offset) while :meth:`render_lines` draws the rows."""
         self._reveal_due = False
         """Marked lines wait for the layout pass that gives the pane a size."""
         self._produced_name: str | None = None
@@ -472,13 +474,24 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     def _gutter(self) -> int:
         return len(str(max(len(self.lines), 1))) + 3
 
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The pane's width and offset, found once for all its rows (each lookup asks the
+        # compositor where the pane is: about a tenth of drawing a row).
+        self._frame = self._measure()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def _measure(self) -> tuple[int, int]:
         if self._text_width() != self._wrapped_for:
             # A new width (the columns were re-shared for this step): fold the lines for it
             # in this frame, rather than paint the old folding now and repaint it after.
             self._wrap()
-        width = self.size.width
-        scroll_y = self.scroll_offset.y
+        return self.size.width, self.scroll_offset.y
+
+    def render_line(self, y: int) -> Strip:
+        width, scroll_y = self._frame if self._frame is not None else self._measure()
         if self._colours is None:
             self._colours = theme_colours(self)
         base, text_colour, accent = self._colours

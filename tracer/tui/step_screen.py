@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from textual import events, work
 from textual.binding import Binding, BindingType
+from textual.css.scalar import Scalar
 from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.timer import Timer
@@ -183,9 +184,15 @@ class StepScreen(Screen[None], Backdrop):
             room = min(width - tensors, source)
             if room > width * share:
                 wanted = room
-        current = left.styles.width
-        if (current.cells if current is not None and current.is_cells else None) != wanted:
-            left.styles.width = wanted
+        # A share other than the stylesheet's is set on the widget (not as a class, which
+        # would restyle every pane in the column); a narrow screen's stylesheet width stays.
+        width_set: Scalar | None = None
+        if wanted is not None:
+            width_set = Scalar.from_number(wanted)
+        elif share != LEFT_SHARE and width >= NARROW:
+            width_set = Scalar.parse(f"{share * 100:g}%")
+        if left.styles.width != width_set:
+            left.styles.width = width_set
         if width < NARROW:
             return width
         return wanted if wanted is not None else int(width * share)

@@ -347,8 +347,19 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
 
     # Rendering -------------------------------------------------------------------
 
+    _width_drawn: int | None = None
+    """The view's width while :meth:`render_lines` draws its rows."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The width found once for all rows: each lookup asks the compositor where the view is.
+        self._width_drawn = self.size.width
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._width_drawn = None
+
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self._width_drawn if self._width_drawn is not None else self.size.width
         grid = self.grid
         if grid is None or width <= 0:
             return Strip.blank(width, self._style("blank"))

@@ -260,3 +260,26 @@ def test_a_loop_with_a_limit_ends_at_it_and_back_comes_into_its_last_sub_step() 
         assert session.position == Position(2, 7)
     finally:
         session.close()
+
+
+def test_warming_up_prepares_every_source_file_a_step_shows(tmp_path: Path, host: PluginHost) -> None:
+    # A quiz can be the first step to show a file: its source is highlighted while the lesson
+    # loads, not when the learner reaches it (a first highlight costs tens of milliseconds).
+    path = tmp_path / "quiz_first.yaml"
+    path.write_text(
+        "title: Quiz first\n"
+        "summary: A quiz shows the only table.\n"
+        "steps:\n"
+        "  - narration: Start.\n"
+        "  - quiz:\n"
+        "      question: How many tokens are there?\n"
+        "      show: {variant: trainable, stage: queries}\n"
+        "      answer: 6\n",
+        encoding="utf-8",
+    )
+    prepared: list[str] = []
+    opened = open_lesson(path, host=host, highlight=prepared.append)
+    try:
+        assert [Path(p).name for p in prepared] == ["trainable.py"]
+    finally:
+        opened.close()

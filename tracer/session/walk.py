@@ -149,8 +149,8 @@ def warm_up(
 
     The runner caches its traces, so the main thread later finds them done. A
     step that fails here fails again when shown, where its error is displayed.
-    ``highlight``: called once with each source file a show, loop or compare step shows (a
-    viewer prepares it).
+    ``highlight``: called once with each source file a show, loop, compare or quiz step shows
+    (a viewer prepares it).
     """
     loops: dict[int, LoopState] = {}
     sources: list[str | None] = []
@@ -174,6 +174,9 @@ def warm_up(
                 sources += [left.stage.source_file, right.stage.source_file]
             elif isinstance(step, Quiz):
                 runner.answer(step)
+                # The tables it asks about, with their source (a quiz may be a file's first step).
+                for ref in step.tables():
+                    sources.append(runner.tensor(ref).stage.source_file)
         except Exception:  # reported when the step is shown
             continue
     if highlight is not None:

@@ -262,7 +262,9 @@ def test_a_loop_with_a_limit_ends_at_it_and_back_comes_into_its_last_sub_step() 
         session.close()
 
 
-def test_warming_up_prepares_every_source_file_a_step_shows(tmp_path: Path, host: PluginHost) -> None:
+def test_warming_up_prepares_every_source_file_a_step_shows(
+    tmp_path: Path, host: PluginHost
+) -> None:
     # A quiz can be the first step to show a file: its source is highlighted while the lesson
     # loads, not when the learner reaches it (a first highlight costs tens of milliseconds).
     path = tmp_path / "quiz_first.yaml"

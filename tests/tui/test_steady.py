@@ -158,12 +158,31 @@ def counting_frames() -> Iterator[list[int]]:
         Compositor.render_update = original  # type: ignore[method-assign]
 
 
+@contextmanager
+def counting_arrangements() -> Iterator[list[int]]:
+    """Counts how often the screen's compositor arranges every widget (the map of all)."""
+    arranged = [0]
+    original = Compositor._arrange_root
+
+    def counted(self: Compositor, *args: object, **kwargs: object) -> object:
+        visible_only = kwargs.get("visible_only", args[2] if len(args) > 2 else True)
+        if not visible_only:
+            arranged[0] += 1
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    Compositor._arrange_root = counted  # type: ignore[method-assign,assignment]
+    try:
+        yield arranged
+    finally:
+        Compositor._arrange_root = original  # type: ignore[method-assign]
+
+
 async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_one_frame() -> None:
     """Stepping forward through every step and sub-step, each seen for the first time: a
     step that brings the code back, a loop entered, the first quiz (its buttons), a ✓ that
     marks a step visited on the timeline, a step that moves the focus into a quiz or out of
-    one (the footer then shows other keys): each is one layout (none inside a loop) and one
-    frame. Textual alone paints a second frame for a scrollbar, a scroll to the marked lines,
+    one (the footer then shows other keys): each is one layout (none inside a loop), one
+    arrangement of the screen, and one frame. Textual alone paints a second frame for a scrollbar, a scroll to the marked lines,
     new buttons or a timeline marker, each asked for after the first frame; for a change of
     focus it repaints the whole screen, and lays the footer out again once its keys change
     (Textual's own footer took four layouts and five frames)."""
@@ -179,7 +198,11 @@ async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_on
         while screen.position.step < len(steps) - 1:
             before = (screen.position.step, screen.position.sub)
             focused = app.focused
-            with counting_layouts() as passes, counting_frames() as frames:
+            with (
+                counting_layouts() as passes,
+                counting_frames() as frames,
+                counting_arrangements() as arranged,
+            ):
                 await pilot.press("right")
                 await settle(pilot)
             where = (screen.position.step, screen.position.sub)
@@ -188,6 +211,9 @@ async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_on
             seen.append((where, passes[0], frames[0], app.focused is not focused))
             assert passes[0] == (0 if inside_a_loop else 1), seen[-3:]
             assert frames[0] == 1, seen[-3:]
+            # The layout pass arranges the screen once: no scrollbar sized in it, and no
+            # lookup after it, arranges it all again (SteadyCompositor).
+            assert arranged[0] == passes[0], (where, arranged[0])
         # Into an unanswered quiz (its box or first choice takes the focus) and out of it: the
         # footer shows other keys, and the focus style is drawn, in that same frame.
         assert sum(moved for *_, moved in seen) >= 2, seen

@@ -129,7 +129,8 @@ class SteadyFooter(Footer):
             self.call_after_refresh(self.recompose)  # Textual's way, in the next frame
             return
         self._shown = wanted
-        self.styles.grid_size_columns = len(wanted)
+        if self.styles.grid_size_columns != len(wanted):  # a style set asks for a layout
+            self.styles.grid_size_columns = len(wanted)
         for index, key in enumerate(keys):
             self._fill(key, wanted[index] if index < len(wanted) else None)
         if hooks.CHECK_REFRESH:

@@ -376,13 +376,19 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
 
     def _choice(self, number: int) -> ChoiceButton | None:
         """Choice ``number``'s button (None while a new one is still being mounted)."""
-        found = self.query(f"#choice-{number}").results(ChoiceButton)
-        return next(iter(found), None)
+        # The box's children, not a query: a query walks the whole view, for each choice.
+        wanted = f"choice-{number}"
+        box = self.query_one("#quiz-choices", Vertical)
+        return next(
+            (c for c in box.children if c.id == wanted and isinstance(c, ChoiceButton)), None
+        )
 
     def _relabel(self) -> None:
         assert self.quiz is not None
+        box = self.query_one("#quiz-choices", Vertical)
+        buttons = {c.id: c for c in box.children if isinstance(c, ChoiceButton)}
         for number in range(1, len(self.quiz.choices) + 1):
-            button = self._choice(number)
+            button = buttons.get(f"choice-{number}")
             if button is not None:
                 button.label = Content(self._choice_label(number))
 

@@ -38,7 +38,34 @@ from textual.widgets import ContentSwitcher, Static
 
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
+
+if hooks.FULL_MAP:
+    from textual._compositor import Compositor, ReflowResult
+else:  # pragma: no cover - a Textual without that compositor: the screen keeps its own
+    Compositor = object
+    ReflowResult = object
 from tracer.tui.kept import Kept
+
+
+class SteadyCompositor(Compositor):
+    """A compositor whose layout pass arranges the screen once.
+
+    A scroll marks the map of every widget out of date (Textual's private
+    ``_full_map_invalidated``). The layout pass then builds that map anew but leaves
+    the mark, so the next lookup of a widget's place arranged the whole screen a
+    second time, and a lookup made during the pass itself (a scrollbar given its new
+    length asks for its size) a third: 1–2 ms of a change of step kind. Here the pass
+    looks places up in the map it replaces (what Textual does when no scroll came
+    between two passes), and the map it builds counts as current.
+    """
+
+    def reflow(self, parent: Widget, size: Size) -> ReflowResult:
+        if not (hooks.FULL_MAP and hooks.hooks_on()):
+            return super().reflow(parent, size)
+        self._full_map_invalidated = False
+        result = super().reflow(parent, size)
+        self._full_map_invalidated = False
+        return result
 
 
 def placement(widget: Widget) -> MapGeometry | None:

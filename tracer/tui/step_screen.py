@@ -27,6 +27,7 @@ from tracer.errors import TracerError
 from tracer.session.moves import Cancelled, Move, Pending
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
+from tracer.tui.steady import SteadyCompositor
 from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
@@ -119,6 +120,8 @@ class StepScreen(Screen[None], Backdrop):
 
     def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
+        if hooks.FULL_MAP:
+            self._compositor = SteadyCompositor()  # one arrangement per layout pass
         self.speed = DEFAULT_SPEED
         self._autoplay: Timer | None = None
         self._after_job: Callable[[Any], None] | None = None

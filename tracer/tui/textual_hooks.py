@@ -87,6 +87,24 @@ FOCUS_REPAINT = (
 widgets that gain and lose it are restyled and repainted on their own): a stepping screen
 declares it without that repaint, so a step that moves the focus is one frame, not two."""
 
+
+def _compositor_map_flag() -> bool:
+    try:
+        from textual._compositor import Compositor
+
+        return _takes(Compositor, "reflow", "parent", "size") and hasattr(
+            Compositor(), "_full_map_invalidated"
+        )
+    except Exception:  # a Textual without this compositor: no hook
+        return False
+
+
+FULL_MAP = _compositor_map_flag()
+"""``Compositor.reflow(parent, size)`` and its ``_full_map_invalidated`` flag: a layout pass
+builds the map of every widget, but Textual leaves the flag a scroll set, so the next
+lookup of a widget's place (a scrollbar sized in that very pass) arranged the whole screen
+again (:class:`~tracer.tui.steady.SteadyCompositor`)."""
+
 ROWS = _takes(Widget, "render_lines", "crop")
 """``Widget.render_lines(crop)``, public but the compositor's: kept rows and blank bands."""
 
@@ -114,4 +132,5 @@ def detected() -> dict[str, bool]:
         "render_lines": ROWS,
         "_border_title": BORDER_TITLE,
         "Screen.focused": FOCUS_REPAINT,
+        "Compositor._full_map_invalidated": FULL_MAP,
     }

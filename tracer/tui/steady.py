@@ -38,13 +38,14 @@ from textual.widgets import ContentSwitcher, Static
 
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
+from tracer.tui.kept import Kept
 
+# Textual's compositor is private: where it is missing, SteadyCompositor is never used.
 if hooks.FULL_MAP:
     from textual._compositor import Compositor, ReflowResult
 else:  # pragma: no cover - a Textual without that compositor: the screen keeps its own
-    Compositor = object
-    ReflowResult = object
-from tracer.tui.kept import Kept
+    Compositor = object  # type: ignore[misc,assignment]
+    ReflowResult = object  # type: ignore[misc,assignment]
 
 
 class SteadyCompositor(Compositor):

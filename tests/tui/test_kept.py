@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from textual.widget import Widget
 
+from tracer.tui.footer import SteadyKey
 from tracer.tui.kept import Kept
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
@@ -20,9 +21,10 @@ from .test_backdrop import rows, textual_draws, whole
 
 
 def kept_rows_match(screen: Widget) -> int:
-    """Compare every kept widget on screen with Textual's drawing; how many were compared."""
+    """Compare every kept widget on screen (and the footer's keys, which keep the last few
+    drawings) with Textual's drawing; how many were compared."""
     compared = 0
-    for widget in screen.query("*").results(Kept):
+    for widget in screen.query("*").results((Kept, SteadyKey)):
         if not widget.display or widget.region.area == 0:
             continue
         assert rows(widget.render_lines(whole(widget))) == textual_draws(widget), (
@@ -42,7 +44,10 @@ async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme
         app.theme = theme
         await settle(pilot)
         compared = 0
-        for number in range(len(screen.session.lesson.steps)):
+        steps = len(screen.session.lesson.steps)
+        # Forward, then back: a footer key shows again what it showed before (into a quiz and
+        # out of it) from the drawings it kept.
+        for number in [*range(steps), *range(steps - 2, -1, -1)]:
             screen.go_to_step(number)
             await settle(pilot)
             compared += kept_rows_match(screen)

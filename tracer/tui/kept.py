@@ -21,11 +21,14 @@ Textual draws every time.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
 from tracer.tui import textual_hooks as hooks
+from tracer.tui.quick_rows import QuickStylesCache
 
 
 class Kept(Widget):
@@ -37,6 +40,11 @@ class Kept(Widget):
     """
 
     _kept: tuple[object, list[Strip]] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if hooks.QUICK_ROWS:
+            self._styles_cache = QuickStylesCache()  # its rows drawn in a frame found once
 
     def notify_style_update(self) -> None:
         self._kept = None

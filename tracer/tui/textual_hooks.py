@@ -105,6 +105,34 @@ builds the map of every widget, but Textual leaves the flag a scroll set, so the
 lookup of a widget's place (a scrollbar sized in that very pass) arranged the whole screen
 again (:class:`~tracer.tui.steady.SteadyCompositor`)."""
 
+
+def _styles_cache_rows() -> bool:
+    try:
+        from textual._border import get_box
+        from textual._segment_tools import line_pad
+        from textual._styles_cache import StylesCache
+
+        parameters = (
+            "styles", "y", "size", "content_size", "padding", "base_background", "background",
+            "render_content_line", "border_title", "border_subtitle", "opacity", "ansi_theme",
+            "native_ansi",
+        )  # fmt: skip
+        return (
+            _takes(StylesCache, "render_line", *parameters)
+            and callable(get_box)
+            and callable(line_pad)
+            and callable(getattr(StylesCache, "get_inner_outer", None))
+            and isinstance(getattr(Widget(), "_styles_cache", None), StylesCache)
+        )
+    except Exception:  # a Textual without these parts: no hook
+        return False
+
+
+QUICK_ROWS = _styles_cache_rows()
+"""``StylesCache.render_line(...)`` with its parameters, ``get_box`` and ``line_pad``: the
+content rows of a kept widget are put in a frame found once per drawing
+(:mod:`tracer.tui.quick_rows`)."""
+
 ROWS = _takes(Widget, "render_lines", "crop")
 """``Widget.render_lines(crop)``, public but the compositor's: kept rows and blank bands."""
 
@@ -133,4 +161,5 @@ def detected() -> dict[str, bool]:
         "_border_title": BORDER_TITLE,
         "Screen.focused": FOCUS_REPAINT,
         "Compositor._full_map_invalidated": FULL_MAP,
+        "StylesCache.render_line": QUICK_ROWS,
     }

@@ -1,0 +1,115 @@
+"""Drawing a widget's rows of content with less of Textual's per-row work.
+
+Textual's ``StylesCache`` draws every row of a widget on its own: it looks up
+the widget's border, outline, padding, tint and opacity, builds the border's
+styles and boxes, and wraps the row, about 50 µs a row. A step of a lesson
+draws some hundred rows anew (the code, the tables, their blank rows), so that
+work is a few milliseconds of a key press. :class:`QuickStylesCache` looks the
+frame up once per drawing and puts each content row in it; rows of a border,
+of padding, and widgets with a tint, an outline, a hatch or any opacity are
+drawn by Textual's own code. ``tests/tui/test_kept.py`` compares the rows with
+Textual's drawing after each step, hover and theme.
+
+``StylesCache`` and the helpers used here are private to Textual: where they are
+missing or changed (:data:`tracer.tui.textual_hooks.QUICK_ROWS`), or the speed-ups
+are off, widgets keep Textual's own cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.segment import Segment
+from textual.strip import Strip
+from textual.style import Style
+
+from tracer.tui import textual_hooks as hooks
+
+if hooks.QUICK_ROWS:
+    from textual._border import get_box
+    from textual._segment_tools import line_pad
+    from textual._styles_cache import StylesCache
+else:  # pragma: no cover - another Textual: never made (see textual_hooks.QUICK_ROWS)
+    StylesCache = object  # type: ignore[misc,assignment]
+
+
+class QuickStylesCache(StylesCache):
+    """Textual's row cache, drawing plain content rows in a frame found once per drawing."""
+
+    _frame: tuple[Any, Segment | None, Segment | None, Any] | None = None
+    """(gutter, left border, right border, inner style) for the drawing in progress; None:
+    every row is Textual's."""
+
+    def render(
+        self,
+        styles: Any,
+        size: Any,
+        base_background: Any,
+        background: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> list[Strip]:
+        self._frame = self._find_frame(styles, base_background, background, kwargs)
+        try:
+            return super().render(styles, size, base_background, background, *args, **kwargs)
+        finally:
+            self._frame = None
+
+    def _find_frame(
+        self, styles: Any, base_background: Any, background: Any, options: dict[str, Any]
+    ) -> tuple[Any, Segment | None, Segment | None, Any] | None:
+        if not hooks.hooks_on() or options.get("opacity", 1.0) != 1.0:
+            return None
+        if styles.tint.a or styles.text_opacity != 1.0 or styles.has_rule("hatch"):
+            return None
+        if any(edge for edge, _colour in styles.outline):
+            return None
+        inner, outer = self.get_inner_outer(base_background, background)
+        _top, (right, right_colour), _bottom, (left, left_colour) = styles.border
+        left_box = (
+            get_box(left, inner, outer, Style(foreground=base_background + left_colour))[1][0]
+            if left
+            else None
+        )
+        right_box = (
+            get_box(right, inner, outer, Style(foreground=base_background + right_colour))[1][2]
+            if right
+            else None
+        )
+        return styles.gutter, left_box, right_box, inner.rich_style
+
+    def render_line(
+        self,
+        styles: Any,
+        y: int,
+        size: Any,
+        content_size: Any,
+        padding: Any,
+        *args: Any,
+    ) -> Strip:
+        frame = self._frame
+        if frame is not None:
+            gutter, left, right, inner_style = frame
+            width, height = size
+            if gutter.top <= y < height - gutter.bottom:  # a row of content, not of border
+                content_width, content_height = content_size
+                content_y = y - gutter.top
+                render_content_line = args[2]
+                if content_y < content_height:
+                    line = render_content_line(content_y).adjust_cell_length(
+                        content_width, inner_style
+                    )
+                else:
+                    line = Strip.blank(content_width, inner_style)
+                _top, pad_right, _bottom, pad_left = padding
+                segments = (
+                    line_pad(line, pad_left, pad_right, inner_style)
+                    if pad_left or pad_right
+                    else list(line)
+                )
+                if left is not None:
+                    segments.insert(0, left)
+                if right is not None:
+                    segments.append(right)
+                return Strip(segments, width)
+        return super().render_line(styles, y, size, content_size, padding, *args)

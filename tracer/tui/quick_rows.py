@@ -58,7 +58,8 @@ class QuickStylesCache(StylesCache):
     def _find_frame(
         self, styles: Any, base_background: Any, background: Any, options: dict[str, Any]
     ) -> tuple[Any, Segment | None, Segment | None, Any] | None:
-        if not hooks.hooks_on() or options.get("opacity", 1.0) != 1.0:
+        # Opacity comes as a keyword (Textual's render_widget): missing, nothing is assumed.
+        if not hooks.hooks_on() or options.get("opacity") != 1.0:
             return None
         if styles.tint.a or styles.text_opacity != 1.0 or styles.has_rule("hatch"):
             return None

@@ -119,6 +119,7 @@ def _styles_cache_rows() -> bool:
         )  # fmt: skip
         return (
             _takes(StylesCache, "render_line", *parameters)
+            and "opacity" in inspect.signature(StylesCache.render).parameters
             and callable(get_box)
             and callable(line_pad)
             and callable(getattr(StylesCache, "get_inner_outer", None))

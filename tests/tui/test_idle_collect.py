@@ -69,7 +69,7 @@ def test_it_collects_only_when_due_and_the_input_has_been_quiet(
     assert not collector.check() and fake.collected == 1  # the collector is off
 
 
-async def test_the_app_notes_each_key_and_checks_ten_times_a_second() -> None:
+async def test_the_app_notes_each_key_and_checks_a_few_times_a_second() -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

@@ -4,7 +4,7 @@ The stepping screens freeze what loading made (``gc.freeze``), but each step
 makes new objects (views, drawn rows) and Python's collector runs a full
 collection over them every few hundred thousand allocations, inside whichever
 key press reaches the count: 5–20 ms added to that key. :class:`IdleCollector`
-looks ten times a second; when the input has been quiet for a while and a full
+looks a few times a second; when the input has been quiet for a while and a full
 collection is half-way due, it runs it then. Nothing is collected that Python
 would not collect; only the moment changes.
 """
@@ -14,11 +14,10 @@ from __future__ import annotations
 import gc
 import time
 
-CHECK_SECONDS = 0.1
-"""How often the app looks (an interval timer: a wake-up costs microseconds)."""
-QUIET_SECONDS = 0.1
-"""Input this long ago, or longer, counts as reading: a learner stepping quickly still
-pauses this long between keys (key repeat, holding → down, does not, and is left alone)."""
+CHECK_SECONDS = 0.25
+"""How often the app looks (an interval timer)."""
+QUIET_SECONDS = 0.3
+"""Input this long ago, or longer, counts as reading."""
 
 
 def full_collection_due(counts: tuple[int, int, int], thresholds: tuple[int, ...]) -> bool:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -25,7 +24,6 @@ from textual.theme import Theme
 from tracer.session.progress import ProgressStore, load_settings, save_settings
 from tracer.tui.commands import PaletteCommand, TracerCommands
 from tracer.tui.hangup import HANG_UP, STOP_WAIT_S, Ending, TerminalDriver, driver_for
-from tracer.tui.idle_collect import CHECK_SECONDS, IdleCollector
 from tracer.tui.modals import ErrorScreen, HelpScreen
 
 if TYPE_CHECKING:
@@ -131,8 +129,6 @@ class TracerApp(App[int]):
         self.variant_names: list[str] = []
         """Variants the plugins registered, once a screen has loaded them (for the palette)."""
         self.exit_status = 0
-        self.collector = IdleCollector()
-        """Runs Python's full collections between key presses (see :mod:`tracer.tui.idle_collect`)."""
         self._host: PluginHost | None = None
         self._host_lock = threading.Lock()
         self._store: ProgressStore | None = None
@@ -172,15 +168,6 @@ class TracerApp(App[int]):
         # way q does, restoring the terminal, with 128 + the signal's number: the handlers
         # :meth:`run` installed reach the loop from here on.
         self.ending.loop = asyncio.get_running_loop()
-        self.set_interval(CHECK_SECONDS, self._collect_when_idle)
-
-    def _collect_when_idle(self) -> None:
-        self.collector.check()
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, (events.Key, events.MouseDown, events.Paste)):
-            self.collector.input_seen()  # no collection while the learner is pressing keys
-        await super().on_event(event)
 
     def _check_keymap(self) -> None:
         """A misspelt binding id would remap nothing, silently: say so, once, on one line."""

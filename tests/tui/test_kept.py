@@ -30,6 +30,10 @@ def kept_rows_match(screen: Widget) -> int:
         assert rows(widget.render_lines(whole(widget))) == textual_draws(widget), (
             f"{type(widget).__name__}#{widget.id}"
         )
+        if isinstance(widget, SteadyKey):  # its kept width, as Textual measures it
+            container, viewport = widget.parent.size, widget.app.size  # type: ignore[union-attr]
+            measured = Widget.get_content_width(widget, container, viewport)
+            assert widget.get_content_width(container, viewport) == measured, widget.description
         compared += 1
     return compared
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widgets import Footer
 
@@ -52,14 +52,31 @@ class SteadyKey(FooterKey, SteadySize):
     and out of it changes every key and back (the quiz's keys come first), and drawing a
     key anew costs about a quarter of a millisecond, some 2–3 ms a step for the footer.
     The rows are reused only for the same text, state, style (hover and disabled
-    included), size, theme and filters; any restyle forgets them.
+    included), size, theme and filters; any restyle forgets them. Its width, which the
+    layout pass measures by drawing the text, is kept the same way.
     """
 
     _drawn: dict[tuple[object, ...], list[Strip]] | None = None
+    _widths: dict[tuple[object, ...], int] | None = None
+    """Widths measured for the last few texts: the layout pass measures every key anew."""
 
     def notify_style_update(self) -> None:
         self._drawn = None
+        self._widths = None
         super().notify_style_update()
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        if not hooks.hooks_on():
+            return super().get_content_width(container, viewport)
+        key = (self.key_display, self.description, self.compact, container, viewport)
+        widths = self._widths if self._widths is not None else {}
+        self._widths = widths
+        width = widths.get(key)
+        if width is None:
+            width = widths[key] = super().get_content_width(container, viewport)
+            while len(widths) > DRAWN_KEYS:
+                del widths[next(iter(widths))]
+        return width
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if not (hooks.ROWS and hooks.hooks_on()):

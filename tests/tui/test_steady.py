@@ -8,8 +8,8 @@ laying the screen out once more moves no widget and changes no cell.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 from textual._compositor import Compositor
@@ -30,20 +30,29 @@ from .conftest import LESSON, PLUGINS, settle
 
 
 @contextmanager
-def counting_layouts() -> Iterator[list[int]]:
-    """Counts the screen's layout passes while the block runs."""
-    passes = [0]
-    original = Screen._refresh_layout
+def counting(
+    owner: type, name: str, counts: Callable[..., bool] = lambda *args, **kwargs: True
+) -> Iterator[list[int]]:
+    """Counts the calls of ``owner.name`` that ``counts`` (given the call's arguments) accepts,
+    every call by default, while the block runs."""
+    calls = [0]
+    original = getattr(owner, name)
 
-    def counted(self: Screen[object], *args: object, **kwargs: object) -> None:
-        passes[0] += 1
-        original(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counted(self: object, *args: object, **kwargs: object) -> object:
+        if counts(*args, **kwargs):
+            calls[0] += 1
+        return original(self, *args, **kwargs)
 
-    Screen._refresh_layout = counted  # type: ignore[method-assign]
+    setattr(owner, name, counted)
     try:
-        yield passes
+        yield calls
     finally:
-        Screen._refresh_layout = original  # type: ignore[method-assign]
+        setattr(owner, name, original)
+
+
+def counting_layouts() -> AbstractContextManager[list[int]]:
+    """Counts the screen's layout passes while the block runs."""
+    return counting(Screen, "_refresh_layout")
 
 
 def geometry(app: TracerApp) -> dict[str, object]:
@@ -141,40 +150,16 @@ async def test_explorer_loop_sub_steps_are_not_laid_out() -> None:
             assert passes[0] == 0
 
 
-@contextmanager
-def counting_frames() -> Iterator[list[int]]:
+def counting_frames() -> AbstractContextManager[list[int]]:
     """Counts the frames the screen paints (full or partial) while the block runs."""
-    frames = [0]
-    original = Compositor.render_update
-
-    def counted(self: Compositor, *args: object, **kwargs: object) -> object:
-        frames[0] += 1
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    Compositor.render_update = counted  # type: ignore[method-assign,assignment]
-    try:
-        yield frames
-    finally:
-        Compositor.render_update = original  # type: ignore[method-assign]
+    return counting(Compositor, "render_update")
 
 
-@contextmanager
-def counting_arrangements() -> Iterator[list[int]]:
+def counting_arrangements() -> AbstractContextManager[list[int]]:
     """Counts how often the screen's compositor arranges every widget (the map of all)."""
-    arranged = [0]
-    original = Compositor._arrange_root
-
-    def counted(self: Compositor, *args: object, **kwargs: object) -> object:
-        visible_only = kwargs.get("visible_only", args[2] if len(args) > 2 else True)
-        if not visible_only:
-            arranged[0] += 1
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    Compositor._arrange_root = counted  # type: ignore[method-assign,assignment]
-    try:
-        yield arranged
-    finally:
-        Compositor._arrange_root = original  # type: ignore[method-assign]
+    return counting(
+        Compositor, "_arrange_root", lambda root, size, visible_only=True: not visible_only
+    )
 
 
 async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_one_frame() -> None:

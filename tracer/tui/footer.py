@@ -14,7 +14,8 @@ parts: where they are not as expected, or the speed-ups are off
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual.geometry import Region, Size
 from textual.strip import Strip
@@ -39,7 +40,9 @@ KEYS = 16
 """Key widgets made with the footer; more bindings than this rebuild it the usual way."""
 
 DRAWN_KEYS = 8
-"""Drawings each footer key keeps (the last things it showed)."""
+"""Drawings (and widths) each footer key keeps: the last things it showed."""
+
+T = TypeVar("T")
 
 Shown = tuple[str, str, str, str, bool, str]
 """One key as the footer shows it: key, its display, description, action, enabled, tooltip."""
@@ -56,27 +59,25 @@ class SteadyKey(FooterKey, SteadySize):
     layout pass measures by drawing the text, is kept the same way.
     """
 
-    _drawn: dict[tuple[object, ...], list[Strip]] | None = None
-    _widths: dict[tuple[object, ...], int] | None = None
-    """Widths measured for the last few texts: the layout pass measures every key anew."""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Before Textual's __init__, which may restyle the key (and so empty them).
+        self._drawn: dict[tuple[object, ...], list[Strip]] = {}
+        self._widths: dict[tuple[object, ...], int] = {}
+        """Widths measured for the last few texts: the layout pass measures every key anew."""
+        super().__init__(*args, **kwargs)
 
     def notify_style_update(self) -> None:
-        self._drawn = None
-        self._widths = None
+        self._drawn.clear()
+        self._widths.clear()
         super().notify_style_update()
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         if not hooks.hooks_on():
             return super().get_content_width(container, viewport)
         key = (self.key_display, self.description, self.compact, container, viewport)
-        widths = self._widths if self._widths is not None else {}
-        self._widths = widths
-        width = widths.get(key)
-        if width is None:
-            width = widths[key] = super().get_content_width(container, viewport)
-            while len(widths) > DRAWN_KEYS:
-                del widths[next(iter(widths))]
-        return width
+        return _recall(
+            self._widths, key, lambda: super(SteadyKey, self).get_content_width(container, viewport)
+        )
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if not (hooks.ROWS and hooks.hooks_on()):
@@ -93,14 +94,16 @@ class SteadyKey(FooterKey, SteadySize):
             self.app.theme,
             tuple(map(id, self.get_line_filters())),
         )
-        drawn = self._drawn if self._drawn is not None else {}
-        self._drawn = drawn
-        rows = drawn.get(key)
-        if rows is None:
-            rows = drawn[key] = super().render_lines(crop)
-            while len(drawn) > DRAWN_KEYS:
-                del drawn[next(iter(drawn))]
-        return rows
+        return _recall(self._drawn, key, lambda: super(SteadyKey, self).render_lines(crop))
+
+
+def _recall(kept: dict[tuple[object, ...], T], key: tuple[object, ...], make: Callable[[], T]) -> T:
+    """``kept[key]``, made and kept if missing; the oldest go beyond :data:`DRAWN_KEYS`."""
+    if key not in kept:
+        kept[key] = make()
+        while len(kept) > DRAWN_KEYS:
+            del kept[next(iter(kept))]
+    return kept[key]
 
 
 class SteadyFooter(Footer):

@@ -374,21 +374,21 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             self._quiet = False
         self.focus_answer()
 
+    def _choices(self) -> dict[int, ChoiceButton]:
+        """The choice buttons by number (a new one is missing while it is being mounted)."""
+        # The box's children, not a query per choice: a query walks the whole view.
+        box = self.query_one("#quiz-choices", Vertical)
+        return {c.number: c for c in box.children if isinstance(c, ChoiceButton)}
+
     def _choice(self, number: int) -> ChoiceButton | None:
         """Choice ``number``'s button (None while a new one is still being mounted)."""
-        # The box's children, not a query: a query walks the whole view, for each choice.
-        wanted = f"choice-{number}"
-        box = self.query_one("#quiz-choices", Vertical)
-        return next(
-            (c for c in box.children if c.id == wanted and isinstance(c, ChoiceButton)), None
-        )
+        return self._choices().get(number)
 
     def _relabel(self) -> None:
         assert self.quiz is not None
-        box = self.query_one("#quiz-choices", Vertical)
-        buttons = {c.id: c for c in box.children if isinstance(c, ChoiceButton)}
+        buttons = self._choices()
         for number in range(1, len(self.quiz.choices) + 1):
-            button = buttons.get(f"choice-{number}")
+            button = buttons.get(number)
             if button is not None:
                 button.label = Content(self._choice_label(number))
 

@@ -128,6 +128,20 @@ def sessions(host: PluginHost) -> list[LessonSession]:
         session.close()
 
 
+def screens(session: LessonSession, skip: int | None = None) -> Iterator[tuple[int, LessonView]]:
+    """Each step's view but step ``skip``'s, as the session draws it; a step that fails to
+    compute is left out (the session reports it as failing elsewhere)."""
+    for seen in range(len(session.steps)):
+        if seen == skip:
+            continue
+        session.go_to(seen)
+        try:
+            view = session.view()
+        except Exception:
+            continue
+        yield seen, view
+
+
 def texts(view: LessonView) -> Iterator[tuple[str, str]]:
     """(where, text) for each piece of prose the step shows."""
     yield "text", view.step.text
@@ -533,14 +547,7 @@ def test_each_quiz_alone_unanswered_keeps_its_answer_off_its_screen(
             where = f"{session.lesson.name} step {answer.step + 1}"
             alone = [replace(answer, own_screen=True)]
             found += [f"{where}: {leak}" for leak in leaks(view, alone, stated)]
-            for seen in range(len(session.steps)):  # the other screens: one operation away
-                if seen == answer.step:
-                    continue
-                session.go_to(seen)
-                try:
-                    other = session.view()
-                except Exception:  # a step the session reports as failing elsewhere
-                    continue
+            for seen, other in screens(session, skip=answer.step):  # one operation away
                 found += [
                     f"{session.lesson.name} step {seen + 1}: {leak}"
                     for leak in leaks(other, [answer], stated)
@@ -797,14 +804,7 @@ def test_each_cells_quiz_alone_unanswered_keeps_its_cells_off_other_screens(
             for other_number, other in quizzes:
                 if quiz_id(other_number, other) != pick.id:
                     session.progress.answers[quiz_id(other_number, other)] = _Right()  # type: ignore[assignment]
-            for seen in range(len(session.steps)):
-                if seen == pick.step:
-                    continue
-                session.go_to(seen)
-                try:
-                    view = session.view()
-                except Exception:  # a step the session reports as failing elsewhere
-                    continue
+            for seen, view in screens(session, skip=pick.step):
                 checked += 1
                 where = f"{session.lesson.name} step {seen + 1}"
                 for table in view.tables:
@@ -816,12 +816,7 @@ def test_each_cells_quiz_alone_unanswered_keeps_its_cells_off_other_screens(
                     leaked = pattern_shown(difference, hidden, [pick], view, "difference")
                     found += [f"{where}: {leak}" for leak in leaked]
             session.progress.answers[pick.id] = _Right()  # type: ignore[assignment]
-            for seen in range(len(session.steps)):  # answered: everything shows as before
-                session.go_to(seen)
-                try:
-                    view = session.view()
-                except Exception:
-                    continue
+            for _seen, view in screens(session):  # answered: everything shows as before
                 drawn += sum(
                     bool(pattern_shown(t.resolved.tensor, frozenset(), [pick], view))
                     and not t.hidden

@@ -36,21 +36,61 @@ async def test_a_file_shown_again_is_drawn_as_a_fresh_pane_draws_it(tmp_path: Pa
         source = screen.query_one("#source", SourceView)
         screen.go_to_step(0)
         await settle(pilot)
-        first = source.path
+        first, width = source.path, source._wrapped_for
         screen.go_to_step(1)
         await settle(pilot)
         assert source.path != first  # another file: the first one is kept as drawn
-        assert first in source._seen
+        assert (first, width) in source._folds
+        rows = source._folds[first, width].rows
+        screen.go_to_step(0)  # the first file at its width again: not folded anew
+        await settle(pilot)
+        assert source.path == first and source.rows is rows
         screen.go_to_step(2)  # the first file again, other lines marked
         await settle(pilot)
-        assert source.path == first and first not in source._seen
+        assert source.path == first
         kept_lines, kept_size, marked = drawn(source), source.virtual_size, source.marked
         produced, files = source._produced_name, source._files
         # The same file and marks in a pane that keeps nothing: drawn alike.
-        source._seen.clear()
+        source._forget_drawn()
         source.path = None
         source.marked = frozenset()
         source.show_file(first, tuple(marked), produced=produced, files=files)
         await settle(pilot)
         assert drawn(source) == kept_lines
         assert source.virtual_size == kept_size
+
+
+async def test_folded_rows_drawn_from_whole_lines_read_as_the_file(tmp_path: Path) -> None:
+    """Rows are cut from each line drawn whole: read back in order they are the file's text,
+    for lines of wide characters too (cut by characters, not cells) and dimmed plumbing."""
+    from textual.app import App, ComposeResult
+
+    code = (
+        "def f(run):\n"
+        "    total = " + " + ".join(f"value_{n}" for n in range(12)) + "\n"
+        "    label = '" + "注意力" * 9 + "'  # wide characters\n"
+        "    yield run.focus(total)\n"
+    )
+    path = tmp_path / "wide.py"
+    path.write_text(code, encoding="utf-8")
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SourceView(id="source")
+
+    app = One()
+    async with app.run_test(size=(40, 30)) as pilot:
+        source = app.query_one(SourceView)
+        source.show_file(str(path), (2,))
+        await settle(pilot)
+        gutter = source._gutter()
+        text_width = source._wrapped_for
+        read: dict[int, str] = {}
+        for y, row in enumerate(source.rows):
+            drawn = source.render_line(y).text[gutter:]
+            read[row.number] = read.get(row.number, "") + row.text.plain
+            if row.line.cell_len == len(row.line.plain):  # cut from the whole line drawn
+                assert drawn[: row.end - row.start] == row.line.plain[row.start : row.end]
+            assert len(row.text.plain) <= text_width
+        assert [read[n] for n in sorted(read)] == code.splitlines()
+        assert len(source.rows) > len(code.splitlines())  # the long lines were folded

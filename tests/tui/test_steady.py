@@ -23,7 +23,7 @@ from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
-from tracer.tui.source_view import SourceView, _highlighted
+from tracer.tui.source_view import SourceView, _highlighted, shown_lines
 from tracer.variant import SubStep
 
 from .conftest import LESSON, PLUGINS, settle
@@ -209,19 +209,20 @@ async def test_stepping_through_a_lesson_highlights_no_source_file_anew() -> Non
     (a light one here: the default is dark), so no key press pays for it: the first show step
     took 10–20 ms more when it missed."""
     _highlighted.cache_clear()
+    shown_lines.cache_clear()
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
     app.theme = "textual-light"
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, LessonScreen) and screen.session is not None
-        prepared = _highlighted.cache_info()
+        prepared = shown_lines.cache_info()
         assert prepared.currsize > 0
         for number in range(len(screen.session.lesson.steps)):
             screen.go_to_step(number)
             await settle(pilot)
-        assert _highlighted.cache_info().misses == prepared.misses
-        assert _highlighted.cache_info().hits > prepared.hits
+        assert shown_lines.cache_info().misses == prepared.misses
+        assert shown_lines.cache_info().hits > prepared.hits
 
 
 async def test_code_shown_again_after_a_page_without_it_shows_the_lines_that_ran() -> None:

@@ -55,8 +55,23 @@ def highlighted(path: str, dark: bool = True) -> tuple[Text, ...]:
 
 def prepare_source(path: str, dark: bool) -> None:
     """What showing ``path`` needs, done ahead (a loading worker): its highlighted lines and map."""
-    highlighted(path, dark)
-    source_map(path)
+    shown_lines(path, dark)
+
+
+@functools.lru_cache(maxsize=32)
+def shown_lines(path: str, dark: bool) -> tuple[Text, ...]:
+    """The lines as the pane shows them: highlighted, the tracer's plumbing dimmed."""
+    plumbing = source_map(path).plumbing
+    lines = []
+    for number, line in enumerate(highlighted(path, dark), start=1):
+        text = line.copy()
+        if number in plumbing:
+            text.stylize("dim")
+        else:
+            for match in PLUMBING_CALL.finditer(text.plain):
+                text.stylize("dim", match.start(), match.end())
+        lines.append(text)
+    return tuple(lines)
 
 
 @functools.lru_cache(maxsize=32)
@@ -167,26 +182,54 @@ def producing_lines(path: str, lines: Iterable[int], tensor: str | None) -> froz
 
 @dataclass(frozen=True)
 class Row:
-    """One screen line: a piece of source line ``number`` (``first`` for its first piece)."""
+    """One screen line: characters ``start:end`` of source line ``number`` (``first`` for its
+    first piece)."""
 
     number: int
-    text: Text
+    line: Text
+    """The whole source line, as :func:`shown_lines` gives it."""
+    start: int
+    end: int
     first: bool
 
+    @property
+    def text(self) -> Text:
+        """This row's piece of the line."""
+        if self.start == 0 and self.end >= len(self.line.plain):
+            return self.line
+        return self.line[self.start : self.end]
 
-KEPT_FILES = 8
-"""Files a source pane keeps as drawn (a lesson's variants; an explorer's one file)."""
+
+def fold(lines: Iterable[Text], width: int) -> list[Row]:
+    """Each line cut into pieces of ``width`` characters, one row each."""
+    rows: list[Row] = []
+    for number, line in enumerate(lines, start=1):
+        length = len(line.plain)
+        if length <= width:
+            rows.append(Row(number, line, 0, length, True))
+            continue
+        rows.extend(
+            Row(number, line, start, min(start + width, length), start == 0)
+            for start in range(0, length, width)
+        )
+    return rows
+
+
+KEPT_FOLDS = 24
+"""Foldings a source pane keeps as drawn, one per file and width: a lesson goes back and forth
+between a few variants' files, and each kind of step gives the code its own width."""
+
+
+LINE_STRIPS = 4096
+"""Whole lines a source pane keeps drawn (rows are cut from them)."""
 
 
 @dataclass
-class _Drawn:
-    """A file as a source pane last drew it: its lines, folding and drawn rows."""
+class _Fold:
+    """A file folded at one width, and the rows drawn from it so far."""
 
-    lines: list[Text]
     rows: list[Row]
     strips: dict[tuple[int, bool, bool, int], Strip]
-    longest: int
-    wrapped_for: int
 
 
 class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
@@ -221,9 +264,10 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._wrapped_for = -1
         self._longest = -1
         self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
-        self._seen: dict[str, _Drawn] = {}
-        """Files shown before, each as last drawn: a lesson goes back and forth between a
-        few variants' files, and drawing a file's lines anew cost a few ms a step."""
+        self._folds: dict[tuple[str, int], _Fold] = {}
+        """(file, width) -> its folding and drawn rows, the last :data:`KEPT_FOLDS` used."""
+        self._line_strips: dict[tuple[str, int], Strip] = {}
+        """(file, line) -> the whole line drawn once; a row of it is a cut of it."""
         self._colours: tuple[Color, Color, Color] | None = None
         self._frame: tuple[int, int] | None = None
         """(width, scroll offset) while :meth:`render_lines` draws the rows."""
@@ -244,14 +288,17 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._strips.clear()
-        self._seen.clear()
+        self._forget_drawn()
+
+    def _forget_drawn(self) -> None:
         self._colours = None
+        self._strips = {}
+        self._folds.clear()
+        self._line_strips.clear()
+        self._wrapped_for = -1
 
     def _reload(self) -> None:
-        self._colours = None
-        self._strips.clear()
-        self._seen.clear()
+        self._forget_drawn()
         if self.path is not None:
             path, self.path = self.path, None
             # As last shown: the ◆ on what made the tensor and the title's "also ran" too.
@@ -269,22 +316,18 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         """Show ``path`` with ``marked`` (1-based) highlighted and in view; ◆ on what made ``produced``."""
         self._produced_name, self._files = produced, files
         path_changed = path != self.path
+        # Folded in the layout pass a new file asks for, at the width that pass gives: a step
+        # that also re-shares the columns would otherwise fold the file twice.
+        fold_in_layout = path_changed and hooks.SIZE_UPDATED and hooks.hooks_on()
         if path_changed:
-            self._keep_drawn()
             self.path = path
-            drawn = self._seen.pop(path, None) if path else None
-            if drawn is not None and drawn.wrapped_for == self._text_width():
-                # As last drawn, at this width: its folding and drawn lines still hold.
-                self.lines, self.rows, self._strips = drawn.lines, drawn.rows, drawn.strips
-                self._longest, self._wrapped_for = drawn.longest, drawn.wrapped_for
-                folded = Size(self._gutter() + drawn.wrapped_for, len(drawn.rows))
-                if self.virtual_size != folded:
-                    self.virtual_size = folded
+            self.lines = list(shown_lines(path, self.app.current_theme.dark)) if path else []
+            self._longest = -1
+            self._wrapped_for = -1
+            if fold_in_layout:
+                self.rows, self._strips = [], {}
+                self.refresh(layout=True)
             else:
-                self._strips = {}
-                self.lines = list(highlighted(path, self.app.current_theme.dark)) if path else []
-                self._longest = -1
-                self._wrapped_for = -1
                 self._wrap()
         name = Path(path).name if path else ""
         title = f"source · {name}" if name else "source"
@@ -306,7 +349,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             # Scroll in the same frame: now when the pane is on screen, else in the layout pass
             # that puts it there (a later frame would cost a second repaint). A hidden pane
             # keeps its last size but has no place to measure its visible rows from.
-            if self.size.height > 0 and self._on_screen():
+            if self.size.height > 0 and self._on_screen() and not fold_in_layout:
                 self._reveal()
             else:
                 self._reveal_due = True
@@ -324,16 +367,6 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             for index, row in enumerate(self.rows):
                 if row.number in changed:
                     self.refresh_line(index)
-
-    def _keep_drawn(self) -> None:
-        """Keep the file on screen as drawn, for when it is shown again (a few files)."""
-        if self.path is None or self._wrapped_for < 0:
-            return
-        self._seen[self.path] = _Drawn(
-            self.lines, self.rows, self._strips, self._longest, self._wrapped_for
-        )
-        while len(self._seen) > KEPT_FILES:
-            del self._seen[next(iter(self._seen))]
 
     def natural_width(self) -> int:
         """Columns that show every line of the file unwrapped (gutter, scrollbar and border included).
@@ -386,24 +419,14 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         if width == self._wrapped_for:
             return
         self._wrapped_for = width
-        plumbing = source_map(self.path).plumbing if self.path else frozenset()
-        rows: list[Row] = []
-        for number, line in enumerate(self.lines, start=1):
-            text = line.copy()
-            if number in plumbing:
-                text.stylize("dim")
-            else:
-                for match in PLUMBING_CALL.finditer(text.plain):
-                    text.stylize("dim", match.start(), match.end())
-            length = len(text.plain)
-            if length <= width:
-                rows.append(Row(number, text, True))
-                continue
-            pieces = text.divide(range(width, length, width))
-            rows.extend(Row(number, piece, n == 0) for n, piece in enumerate(pieces))
-        self.rows = rows
-        self._strips.clear()
-        folded = Size(self._gutter() + width, len(rows))
+        folded_before = self._folds.pop((self.path, width), None) if self.path else None
+        folding = folded_before or _Fold(fold(self.lines, width), {})
+        if self.path:
+            self._folds[self.path, width] = folding  # the most recent last
+            while len(self._folds) > KEPT_FOLDS:
+                del self._folds[next(iter(self._folds))]
+        self.rows, self._strips = folding.rows, folding.strips
+        folded = Size(self._gutter() + width, len(self.rows))
         if in_layout:
             self.set_reactive(SourceView.virtual_size, folded)
         else:
@@ -516,7 +539,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         digits = self._gutter() - 3
         shown = str(row.number) if row.first else "↪"
         gutter = f"{marker}{shown:>{digits}}  "
-        body = Strip(list(row.text.render(self.app.console)))
+        body = self._body(row)
         # The theme's text colour under the syntax colours: code the lexer leaves
         # uncoloured must not fall back to a default meant for another background.
         body = body.apply_style(Style(color=text_colour.rich_color, bgcolor=background.rich_color))
@@ -525,3 +548,18 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         )
         self._strips[key] = strip
         return strip
+
+    def _body(self, row: Row) -> Strip:
+        """The row's piece of its line, drawn: a cut of the whole line drawn once."""
+        line = row.line
+        if line.cell_len != len(line.plain):  # wide characters: cells are not characters
+            return Strip(list(row.text.render(self.app.console)))
+        key = (self.path or "", row.number)
+        whole = self._line_strips.get(key)
+        if whole is None:
+            if len(self._line_strips) > LINE_STRIPS:
+                self._line_strips.clear()
+            whole = self._line_strips[key] = Strip(list(line.render(self.app.console)))
+        if row.start == 0 and row.end >= len(line.plain):
+            return whole
+        return whole.crop(row.start, row.end)

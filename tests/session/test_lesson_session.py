@@ -285,3 +285,38 @@ def test_warming_up_prepares_every_source_file_a_step_shows(
         assert [Path(p).name for p in prepared] == ["trainable.py"]
     finally:
         opened.close()
+
+
+def test_views_computed_ahead_follow_the_answers(session: LessonSession) -> None:
+    """A step's view computed ahead (``prepare_nearby``, once the step before is drawn) is the
+    one shown; once a quiz is answered, a step shows what it may show then, never the view
+    kept from before the answer (which hid it)."""
+    from tracer.lessons.views import StepView, quiz_id, step_view
+
+    lesson, runner = session.lesson, session.runner
+
+    def said(view: StepView) -> str:
+        return repr([view.text, view.points, [sorted(table.hidden) for table in view.tables]])
+
+    # A quiz, and a later step that shows more once it is answered (it hid the answer before).
+    number, later = next(
+        (number, later)
+        for number, quiz in enumerate(session.steps)
+        if isinstance(quiz, Quiz)
+        for later in range(number + 1, len(session.steps))
+        if said(step_view(lesson, runner, later, frozenset()))
+        != said(step_view(lesson, runner, later, {quiz_id(number, quiz)}))
+    )
+    quiz = session.steps[number]
+    assert isinstance(quiz, Quiz)
+    session.go(Position(number - 1))
+    session.prepare_nearby()
+    prepared = session.step_views[number, frozenset()]
+    session.go(Position(number))
+    assert session.view().step is prepared  # the view computed ahead is the one shown
+    hidden = session.step_view(later)  # computed ahead, before the answer
+    session.answer(right_response(session, quiz))
+    session.go(Position(later))
+    shown = session.view().step
+    assert said(shown) == said(step_view(lesson, runner, later, {quiz_id(number, quiz)}))
+    assert said(shown) != said(hidden)

@@ -326,6 +326,10 @@ class LessonSession:
     """Held while the progress is changed or saved: a front end may save on another thread
     (:class:`~tracer.session.saver.BackgroundSaver`), and each save writes the position
     it reads under this lock, so an older position never lands after a newer one."""
+    step_views: dict[tuple[int, frozenset[str]], StepView] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """(step, quizzes answered) -> what that step shows then (:meth:`step_view`)."""
 
     # Progress -------------------------------------------------------------------------
 
@@ -654,8 +658,7 @@ class LessonSession:
         if shown >= len(quiz.hints):
             return None
         self.hints_shown[number] = shown + 1
-        answered = frozenset(self.progress.answers)  # no hint states another quiz's answer
-        return step_view(self.lesson, self.runner, number, answered).hints[shown]
+        return self.step_view(number).hints[shown]  # no hint states another quiz's answer
 
     def answer(self, response: str) -> Verdict:
         """Grade ``response`` to the quiz on screen; a real answer is recorded and saved.
@@ -698,6 +701,29 @@ class LessonSession:
 
     # The view -------------------------------------------------------------------------
 
+    def step_view(self, number: int) -> StepView:
+        """Step ``number`` as the learner may see it now: what they have answered decides what
+        it shows (no other quiz's answer). Computed once for each set of answers."""
+        answered = frozenset(self.progress.answers)
+        key = (number, answered)
+        shown = self.step_views.get(key)
+        if shown is None:
+            shown = step_view(self.lesson, self.runner, number, answered)
+            if len(self.step_views) >= KEPT_STEP_VIEWS:
+                del self.step_views[next(iter(self.step_views))]
+            self.step_views[key] = shown
+        return shown
+
+    def prepare_nearby(self) -> None:
+        """Compute the views of the steps either side of this one ahead (a front end calls it
+        once a step is drawn), so that moving to one only draws it. A step that fails is
+        left to fail when it is shown, where its error is said."""
+        here = self.position.step
+        for number in (here + 1, here - 1):
+            if 0 <= number < len(self.lesson.steps):
+                with contextlib.suppress(Exception):
+                    self.step_view(number)
+
     def view(self) -> LessonView:
         """The current step, complete: what every front end draws.
 
@@ -707,7 +733,7 @@ class LessonSession:
         here = self.position
         number = here.step
         # What the learner has answered decides what the step may show (no other quiz's answer).
-        shown = step_view(self.lesson, self.runner, number, frozenset(self.progress.answers))
+        shown = self.step_view(number)
         step = shown.step
         loop = None
         prompt = None
@@ -743,6 +769,10 @@ class LessonSession:
                 verdict,
             )
         return LessonView(here, len(self.steps), step_heading(step), shown, loop, prompt)
+
+
+KEPT_STEP_VIEWS = 64
+"""Step views a session keeps (the oldest goes first)."""
 
 
 def how_to_answer(quiz: Quiz) -> str:

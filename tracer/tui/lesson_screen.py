@@ -290,7 +290,7 @@ class LessonScreen(StepScreen):
             self._focus_quiz(step.kind == "quiz")
             # The footer's keys follow the focus in this frame (Textual's after the next).
             self.query_one(SteadyFooter).sync()
-        self._save_soon()
+        self._when_drawn()
 
     def fit_columns(self) -> None:
         """The code gets the room the step's tensors leave (show and loop steps, compare)."""
@@ -468,11 +468,13 @@ class LessonScreen(StepScreen):
 
     # Progress: the session saves, on the saver's thread; the screen picks the moment ------
 
-    def _save_soon(self) -> None:
-        """Save the position once the step is on screen, off the UI thread (see
-        :mod:`tracer.session.saver`): the next key press never waits for the disk.
-        Quiz answers are still saved at once."""
+    def _when_drawn(self) -> None:
+        """Once the step is on screen: save the position off the UI thread (see
+        :mod:`tracer.session.saver`; quiz answers are saved at once), and compute the steps
+        either side ahead. The next key press waits for neither the disk nor its step."""
         self.call_after_refresh(self._saver.request)
+        if self.session is not None:
+            self.call_after_refresh(self.session.prepare_nearby)
 
     def _save_now(self) -> str | None:
         """The saver's work (on its thread, or on the way out): the position it reads now."""

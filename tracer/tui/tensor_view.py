@@ -347,23 +347,23 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
 
     # Rendering -------------------------------------------------------------------
 
-    _width_drawn: int | None = None
-    """The view's width while :meth:`render_lines` draws its rows."""
+    _drawing: tuple[int, Mode] | None = None
+    """The view's width and mode while :meth:`render_lines` draws its rows."""
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The width found once for all rows: each lookup asks the compositor where the view is.
-        self._width_drawn = self.size.width
+        # Found once for all rows: each lookup of the width (the mode reads it too) asks the
+        # compositor where the view is.
+        self._drawing = (self.size.width, self.mode)
         try:
             return super().render_lines(crop)
         finally:
-            self._width_drawn = None
+            self._drawing = None
 
     def render_line(self, y: int) -> Strip:
-        width = self._width_drawn if self._width_drawn is not None else self.size.width
+        width, mode = self._drawing if self._drawing is not None else (self.size.width, self.mode)
         grid = self.grid
         if grid is None or width <= 0:
             return Strip.blank(width, self._style("blank"))
-        mode = self.mode
         if mode == "overview":
             return self._overview_line(y, width, grid)
         if mode == "tokens":

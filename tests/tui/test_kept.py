@@ -14,6 +14,7 @@ from tracer.tui.kept import Kept
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.source_view import SourceView
+from tracer.tui.steady import SteadyScrollBar
 from tracer.tui.timeline import TimelineItem
 
 from .conftest import LESSON, PLUGINS, settle
@@ -35,6 +36,11 @@ def kept_rows_match(screen: Widget) -> int:
             measured = Widget.get_content_width(widget, container, viewport)
             assert widget.get_content_width(container, viewport) == measured, widget.description
         compared += 1
+    for widget in screen.query("*"):  # scrollbars are not in the query: their views hold them
+        for bar in (widget._vertical_scrollbar, widget._horizontal_scrollbar):
+            if isinstance(bar, SteadyScrollBar) and bar.display and bar.region.area:
+                assert rows(bar.render_lines(whole(bar))) == textual_draws(bar), widget.id
+                compared += 1
     return compared
 
 
@@ -60,6 +66,11 @@ async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme
                 await pilot.hover(item)
                 await settle(pilot)
                 assert item.mouse_hover
+                compared += kept_rows_match(screen)
+                source = screen.query_one("#source", SourceView)  # its bar, in its hover colour
+                await pilot.hover(source, offset=(source.size.width - 1, 1))
+                await settle(pilot)
+                assert source.vertical_scrollbar.mouse_over
                 compared += kept_rows_match(screen)
                 await pilot.hover("#tensors")
                 await settle(pilot)

@@ -23,7 +23,7 @@ straight through to Textual while the speed-ups are off.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.dom import NoScreen
@@ -31,7 +31,7 @@ from textual.errors import NoWidget
 from textual.geometry import Region, Size
 from textual.map_geometry import MapGeometry
 from textual.scroll_view import ScrollView
-from textual.scrollbar import ScrollBar
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Static
@@ -119,6 +119,10 @@ class Label(Static, SteadySize, Kept):
     """A ``Static`` laid out once per change (a new text that needs more lines still asks)."""
 
 
+BAR_DRAWINGS = 16
+"""Looks a scrollbar keeps drawn (the oldest goes first)."""
+
+
 class SteadyScrollBar(ScrollBar, SteadySize):
     """A ``ScrollBar`` laid out once per change, and painted once.
 
@@ -137,6 +141,11 @@ class SteadyScrollBar(ScrollBar, SteadySize):
     _placed_anew = False
     """The last layout pass placed the bar where it was not (so its frame sends all of it)."""
     _painted_since_refresh = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._drawings: dict[tuple[object, ...], list[Strip]] = {}
+        """What the bar looked like -> its rows (see :meth:`_drawn`)."""
 
     if hooks.SIZE_UPDATED and hooks.CHECK_REFRESH:
 
@@ -169,13 +178,38 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         self._painted_since_refresh = False
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
+    def notify_style_update(self) -> None:
+        self._drawings.clear()
+        super().notify_style_update()
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        lines = super().render_lines(crop)
+        lines = self._drawn(crop)
         whole = crop.width >= self.size.width and crop.height >= self.size.height
         if whole and self._placed_anew:
             self._painted_since_refresh = True
         self._placed_anew = False  # one frame: the one that followed the layout pass
         return lines
+
+    def _drawn(self, crop: Region) -> list[Strip]:
+        """The bar's rows, drawn once for each look it has had lately (a lesson's steps go
+        back and forth between a few files and tables, each bar at its own place)."""
+        if not hooks.hooks_on():
+            return super().render_lines(crop)
+        bar = self.render()
+        if not isinstance(bar, ScrollBarRender):
+            return super().render_lines(crop)
+        # Everything the drawing is made from: what the renderer is given (its style holds
+        # the hover and grab colours), where the rows are cut, the theme and the filters.
+        look = (bar.virtual_size, bar.window_size, bar.position, bar.thickness, bar.vertical)
+        filters = tuple(map(id, self.get_line_filters()))
+        key = (*look, bar.style, crop, self.size, self.app.theme, filters)
+        drawn = self._drawings.get(key)
+        if drawn is None:
+            drawn = super().render_lines(crop)
+            if len(self._drawings) >= BAR_DRAWINGS:
+                del self._drawings[next(iter(self._drawings))]
+            self._drawings[key] = drawn
+        return drawn
 
 
 class SteadyScroll(ScrollView, Kept):

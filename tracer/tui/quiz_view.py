@@ -107,7 +107,10 @@ class AnswerBox(Input):
     ]
 
     def __init__(self, *, id: str, placeholder: str) -> None:
-        super().__init__(id=id, placeholder=placeholder, select_on_focus=False)
+        # No validators (the session grades), so no validation either: Input's would only
+        # toggle its -valid class, and restyling the box on the way out of a quiz step cost
+        # a millisecond of that key press.
+        super().__init__(id=id, placeholder=placeholder, select_on_focus=False, validate_on=())
         # A steady cursor: the box draws the same from moment to moment (no repaint twice a
         # second while the learner thinks, and a picture of the screen does not depend on
         # when it is taken). The box's focus style shows where typing goes.

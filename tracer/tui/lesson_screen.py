@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.timer import Timer
 from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 __all__ = ["LessonScreen", "Position", "focus_highlight", "loop_position", "step_label"]
 
 WATCH_SECONDS = 0.5
+PREPARE_AFTER = 0.05
+"""Seconds after a step is drawn before the steps either side are computed ahead."""
+CHOOSE = "Quiz: pick a choice, or start typing a number"
 
 
 class LessonScreen(StepScreen):
@@ -77,13 +81,7 @@ class LessonScreen(StepScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *[
-            Binding(
-                str(n),
-                f"choose({n})",
-                "Quiz: pick a choice, or start typing a number",
-                show=False,
-                id=f"attn.digit_{n}",
-            )
+            Binding(str(n), f"choose({n})", CHOOSE, show=False, id=f"attn.digit_{n}")
             for n in range(10)
         ],
         # i or Enter: back into the quiz's box (or onto its choices) after Esc left it. Not in
@@ -120,6 +118,7 @@ class LessonScreen(StepScreen):
         """Draws the session's view of each step into the panes."""
         self._saver = screen_saver(self, self._save_now)
         """Saves the position off the UI thread; flushed when the screen goes."""
+        self._preparing: Timer | None = None
 
     @property
     def position(self) -> Position:
@@ -437,15 +436,13 @@ class LessonScreen(StepScreen):
 
     def on_key(self, event: events.Key) -> None:
         """Typing meant for a quiz's answer box that reached the screen instead (see take_key)."""
-        quiz = self._quiz_here() is not None
-        if quiz and self._quiz.take_key(event.key, event.character):
+        if self._quiz_here() is not None and self._quiz.take_key(event.key, event.character):
             event.stop()
             event.prevent_default()
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste while no box has the focus: a quiz's answer, into its box (else it is lost)."""
-        quiz = self._quiz_here() is not None
-        if quiz and self._quiz.type_text(event.text):
+        if self._quiz_here() is not None and self._quiz.type_text(event.text):
             event.stop()
 
     def on_quiz_view_answered(self, event: QuizView.Answered) -> None:
@@ -473,8 +470,10 @@ class LessonScreen(StepScreen):
         :mod:`tracer.session.saver`; quiz answers are saved at once), and compute the steps
         either side ahead. The next key press waits for neither the disk nor its step."""
         self.call_after_refresh(self._saver.request)
-        if self.session is not None:
-            self.call_after_refresh(self.session.prepare_nearby)
+        if self._preparing is not None:
+            self._preparing.stop()
+        if self.session is not None:  # not while the frame is written: its thread needs Python
+            self._preparing = self.set_timer(PREPARE_AFTER, self.session.prepare_nearby)
 
     def _save_now(self) -> str | None:
         """The saver's work (on its thread, or on the way out): the position it reads now."""

@@ -291,11 +291,11 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._forget_drawn()
 
     def _forget_drawn(self) -> None:
+        """Drop every drawn row (a new style or theme draws them anew); the folding holds."""
         self._colours = None
         self._strips = {}
         self._folds.clear()
         self._line_strips.clear()
-        self._wrapped_for = -1
 
     def _reload(self) -> None:
         self._forget_drawn()

@@ -10,7 +10,7 @@ import torch
 
 from tracer.lessons.check import check_lesson
 from tracer.lessons.lesson_runner import LessonRunner, StepError, apply
-from tracer.lessons.loader import LessonError, load_lesson, parse_lesson
+from tracer.lessons.loader import LessonError, load_lesson, parse_lesson, resolve_lesson
 from tracer.lessons.model import Operation, Quiz, Show
 from tracer.plugin_host import PluginHost
 
@@ -258,3 +258,24 @@ def test_two_masks_compare_as_zeros_and_ones(host: PluginHost) -> None:
     expected = right.tensor.to(torch.int64) - left.tensor.to(torch.int64)
     assert torch.equal(difference, expected)
     assert set(difference.unique().tolist()) == {0, 1}  # the window hides more, never less
+
+
+def test_a_lesson_wide_fact_is_computed_once_per_runner(host: PluginHost) -> None:
+    """``once`` keeps what a runner found about the whole lesson (every quiz's answer, ...):
+    asked again, the same object; another runner of the same lesson finds it anew."""
+    from tracer.lessons.hiding import lesson_secrets
+
+    lesson = load_lesson(resolve_lesson("dot_products"), host)
+    runner, other = LessonRunner(lesson, host), LessonRunner(lesson, host)
+    calls: list[int] = []
+
+    def count() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert runner.once("count", count) == 1
+    assert runner.once("count", count) == 1 and len(calls) == 1
+    assert other.once("count", count) == 2
+    found = lesson_secrets(lesson, runner)
+    assert found and lesson_secrets(lesson, runner) is found
+    assert lesson_secrets(lesson, other) is not found and lesson_secrets(lesson, other) == found

@@ -12,7 +12,6 @@ computed choice's row.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -52,11 +51,6 @@ class Decider:
     row: torch.Tensor = field(compare=False)
 
 
-_DECIDERS: weakref.WeakKeyDictionary[LessonRunner, tuple[Decider, ...]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def deciding_row(quiz: Quiz, runner: LessonRunner) -> torch.Tensor | None:
     """The row (one dimension, two values or more) choice quiz ``quiz``'s answer is read off
     by its last ``argmax`` or ``argmin``; None if it has none or it cannot be computed."""
@@ -83,16 +77,17 @@ def deciders(
     out (a quiz's own tables are what it is worked out from). With ``answered`` None (the
     lesson read top to bottom) those of the quizzes after ``number``: the answers of those
     before are printed after them."""
-    found = _DECIDERS.get(runner)
-    if found is None:
+
+    def find() -> tuple[Decider, ...]:
         kept = []
         for at, step in enumerate(lesson.steps):
             if isinstance(step, Quiz):
                 row = deciding_row(step, runner)
                 if row is not None:
                     kept.append(Decider(at, step, row))
-        found = tuple(kept)
-        _DECIDERS[runner] = found
+        return tuple(kept)
+
+    found = runner.once("deciders", find)
     if answered is None:
         return tuple(one for one in found if one.step > number)
     return tuple(
@@ -198,16 +193,11 @@ class Pattern:
         return False
 
 
-_PATTERNS: weakref.WeakKeyDictionary[LessonRunner, tuple[Pattern, ...]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def lesson_patterns(lesson: Lesson, runner: LessonRunner) -> tuple[Pattern, ...]:
     """Every cells quiz's answer in ``lesson`` (computed once per runner); a quiz whose
     answer cannot be computed is left out (``attn lesson check`` reports it)."""
-    found = _PATTERNS.get(runner)
-    if found is None:
+
+    def find() -> tuple[Pattern, ...]:
         kept = []
         for number, step in enumerate(lesson.steps):
             ref = step.answer if isinstance(step, Quiz) else None
@@ -222,9 +212,9 @@ def lesson_patterns(lesson: Lesson, runner: LessonRunner) -> tuple[Pattern, ...]
             if tensor.dim() not in (1, 2):
                 continue
             kept.append(Pattern(number, step, ref, folded(tensor) != 0))
-        found = tuple(kept)
-        _PATTERNS[runner] = found
-    return found
+        return tuple(kept)
+
+    return runner.once("patterns", find)
 
 
 def patterns(

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -393,8 +392,6 @@ def telling(kept: Iterable[Secret]) -> tuple[Secret, ...]:
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w]|[.,]\d)")
 """A number written in prose or a title: 742, 0.2935, -1.5, 1.2e-07."""
 
-_SECRETS: weakref.WeakKeyDictionary[LessonRunner, tuple[Secret, ...]] = weakref.WeakKeyDictionary()
-
 
 def _allowed(quiz: Quiz, answer: float) -> float:
     return quiz.tolerance * abs(answer) if quiz.relative else quiz.tolerance
@@ -414,17 +411,17 @@ def _number_answer(quiz: Quiz, runner: LessonRunner) -> float | None:
 
 def lesson_secrets(lesson: Lesson, runner: LessonRunner) -> tuple[Secret, ...]:
     """Every number quiz's answer in ``lesson`` (computed once per runner)."""
-    found = _SECRETS.get(runner)
-    if found is None:
+
+    def find() -> tuple[Secret, ...]:
         kept = []
         for number, step in enumerate(lesson.steps):
             if isinstance(step, Quiz):
                 answer = _number_answer(step, runner)
                 if answer is not None:
                     kept.append(Secret(number, step, answer, _allowed(step, answer)))
-        found = tuple(kept)
-        _SECRETS[runner] = found
-    return found
+        return tuple(kept)
+
+    return runner.once("secrets", find)
 
 
 def secrets(
@@ -749,9 +746,6 @@ def _among_rows(grid: torch.Tensor, rows: Sequence[torch.Tensor]) -> frozenset[C
     return frozenset((int(r), int(c)) for r, c in close.nonzero().tolist())
 
 
-_STATED: weakref.WeakKeyDictionary[LessonRunner, tuple[float, ...]] = weakref.WeakKeyDictionary()
-
-
 def stated_constants(runner: LessonRunner | None, tables: Sequence[Table] = ()) -> list[float]:
     """The constants a learner may multiply or divide a shown number by: each number the
     lesson writes (its summary and every step's words), in the titles and formulas of
@@ -759,15 +753,15 @@ def stated_constants(runner: LessonRunner | None, tables: Sequence[Table] = ()) 
     scale 1/√d); 0 and 1 left out."""
     written: set[float] = set()
     if runner is not None:
-        found = _STATED.get(runner)
-        if found is None:
-            lesson = runner.lesson
+        lesson = runner.lesson
+
+        def find() -> tuple[float, ...]:
             texts = [lesson.summary]
             for step in lesson.steps:
                 texts += _step_words(step)
-            found = tuple(value for text in texts for _match, value in numbers_in(text))
-            _STATED[runner] = found
-        written.update(found)
+            return tuple(value for text in texts for _match, value in numbers_in(text))
+
+        written.update(runner.once("stated constants", find))
     for table in tables:
         stage = table.resolved.stage
         words = f"{stage.title} {stage.formula_for(table.resolved.ref.tensor or '') or ''}"

@@ -22,9 +22,9 @@ This module imports torch.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -92,6 +92,9 @@ class Resolved:
         return tuple(names) if len(names) == self.tensor.dim() else None
 
 
+Fact = TypeVar("Fact")
+
+
 class LessonRunner:
     """Runs the variants a lesson refers to, caching one trace per (variant, options, query)."""
 
@@ -99,6 +102,15 @@ class LessonRunner:
         self.lesson = lesson
         self.host = host
         self._traces: dict[tuple[object, ...], Trace] = {}
+        self._facts: dict[str, Any] = {}
+
+    def once(self, name: str, compute: Callable[[], Fact]) -> Fact:
+        """A fact about the whole lesson as this runner runs it (every quiz's answer, the
+        numbers its prose states, ...), computed the first time it is asked for."""
+        if name not in self._facts:
+            self._facts[name] = compute()
+        found: Fact = self._facts[name]
+        return found
 
     @property
     def tokens(self) -> tuple[str, ...]:

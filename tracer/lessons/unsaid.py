@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -267,22 +266,16 @@ def said_after(statement: Statement) -> str:
     return f"(said once the quiz at step {statement.number + 1} is answered)"
 
 
-_STATEMENTS: weakref.WeakKeyDictionary[LessonRunner, tuple[Statement, ...]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def lesson_statements(lesson: Lesson, runner: LessonRunner) -> tuple[Statement, ...]:
     """Every quiz's answer in ``lesson`` as a statement (computed once per runner)."""
-    found = _STATEMENTS.get(runner)
-    if found is None:
-        found = tuple(
+    return runner.once(
+        "statements",
+        lambda: tuple(
             said
             for number, step in enumerate(lesson.steps)
             if step.kind == "quiz" and (said := statement(step, number, runner))
-        )
-        _STATEMENTS[runner] = found
-    return found
+        ),
+    )
 
 
 def unsaid(

@@ -107,3 +107,31 @@ async def test_the_footer_is_not_cut(size: tuple[int, int]) -> None:
         await settle(pilot)
         footer = screen_rows(app)[-1]
         assert "? Help" in footer and "^p palette" in footer
+
+
+async def test_the_steps_beside_a_quiz_are_computed_ahead_again_once_it_is_answered() -> None:
+    """Soon after a step is drawn the app computes the steps either side; once a quiz is
+    answered they may show more, so they are computed again for the answers given now."""
+    import asyncio
+
+    from tracer.lessons.views import quiz_id
+    from tracer.tui.lesson_screen import PREPARE_AFTER
+
+    app = lesson()
+    async with app.run_test(size=(120, 40)) as pilot:
+        field = await at_quiz(pilot, DOT_QUIZ)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        session = screen.session
+        await asyncio.sleep(PREPARE_AFTER * 3)
+        await settle(pilot)
+        assert (DOT_QUIZ + 1, frozenset()) in session.step_views  # before the answer
+        field.value = "0.9544"
+        await pilot.press("enter")
+        await settle(pilot)
+        answered = frozenset({quiz_id(DOT_QUIZ, session.steps[DOT_QUIZ])})  # type: ignore[arg-type]
+        assert set(session.progress.answers) == answered
+        await asyncio.sleep(PREPARE_AFTER * 3)
+        await settle(pilot)
+        assert (DOT_QUIZ + 1, answered) in session.step_views
+        assert (DOT_QUIZ - 1, answered) in session.step_views

@@ -61,14 +61,17 @@ async def test_a_file_shown_again_is_drawn_as_a_fresh_pane_draws_it(tmp_path: Pa
 
 
 async def test_folded_rows_drawn_from_whole_lines_read_as_the_file(tmp_path: Path) -> None:
-    """Rows are cut from each line drawn whole: read back in order they are the file's text,
-    for lines of wide characters too (cut by characters, not cells) and dimmed plumbing."""
+    """Rows are cut from each line drawn whole: each row shows all of its piece within the
+    pane's width, and read in order they are the file's text, for lines of wide characters
+    (folded by cells: no character falls off a row's end) and dimmed plumbing too."""
+    from rich.cells import cell_len
     from textual.app import App, ComposeResult
 
     code = (
         "def f(run):\n"
         "    total = " + " + ".join(f"value_{n}" for n in range(12)) + "\n"
         "    label = '" + "注意力" * 9 + "'  # wide characters\n"
+        "    mixed = 'é' + '注' * 30 + 'x' * 20\n"
         "    yield run.focus(total)\n"
     )
     path = tmp_path / "wide.py"
@@ -87,10 +90,10 @@ async def test_folded_rows_drawn_from_whole_lines_read_as_the_file(tmp_path: Pat
         text_width = source._wrapped_for
         read: dict[int, str] = {}
         for y, row in enumerate(source.rows):
+            piece = row.text.plain
+            assert cell_len(piece) <= text_width
             drawn = source.render_line(y).text[gutter:]
-            read[row.number] = read.get(row.number, "") + row.text.plain
-            if row.line.cell_len == len(row.line.plain):  # cut from the whole line drawn
-                assert drawn[: row.end - row.start] == row.line.plain[row.start : row.end]
-            assert len(row.text.plain) <= text_width
+            assert drawn.rstrip() == piece.rstrip(), (y, drawn, piece)
+            read[row.number] = read.get(row.number, "") + piece
         assert [read[n] for n in sorted(read)] == code.splitlines()
         assert len(source.rows) > len(code.splitlines())  # the long lines were folded

@@ -721,6 +721,7 @@ class LessonSession:
         here = self.position.step
         for number in (here + 1, here - 1):
             if 0 <= number < len(self.lesson.steps):
+                # Not kept when it fails: tried again after the next draw.
                 with contextlib.suppress(Exception):
                     self.step_view(number)
 

@@ -462,13 +462,14 @@ class LessonScreen(StepScreen):
         self._say_warning(session.warning)
         if view.tables:  # answered: the hidden cells of its tables show now
             self.drawing.show_quiz_tables(view)
+        self._when_drawn()  # the steps either side, as they may show now the quiz is answered
 
     # Progress: the session saves, on the saver's thread; the screen picks the moment ------
 
     def _when_drawn(self) -> None:
         """Once the step is on screen: save the position off the UI thread (see
-        :mod:`tracer.session.saver`; quiz answers are saved at once), and compute the steps
-        either side ahead. The next key press waits for neither the disk nor its step."""
+        :mod:`tracer.session.saver`; quiz answers are saved at once), and soon after compute
+        the steps either side ahead (on this thread), so that moving to one only draws it."""
         self.call_after_refresh(self._saver.request)
         if self._preparing is not None:
             self._preparing.stop()

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from rich.cells import get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import Syntax
@@ -200,17 +201,34 @@ class Row:
         return self.line[self.start : self.end]
 
 
+def one_cell_each(plain: str) -> bool:
+    """Whether every character of ``plain`` takes one cell (then characters are cells)."""
+    return plain.isascii() and plain.isprintable()
+
+
+def row_starts(plain: str, width: int) -> list[int]:
+    """Where each row of at most ``width`` cells starts in ``plain`` (character indices)."""
+    if one_cell_each(plain):
+        return list(range(0, len(plain), width)) or [0]
+    starts, used = [0], 0
+    for index, character in enumerate(plain):
+        size = get_character_cell_size(character)
+        if used + size > width and used > 0:  # a wide character starts the next row whole
+            starts.append(index)
+            used = 0
+        used += size
+    return starts
+
+
 def fold(lines: Iterable[Text], width: int) -> list[Row]:
-    """Each line cut into pieces of ``width`` characters, one row each."""
+    """Each line cut into rows of at most ``width`` cells."""
     rows: list[Row] = []
     for number, line in enumerate(lines, start=1):
-        length = len(line.plain)
-        if length <= width:
-            rows.append(Row(number, line, 0, length, True))
-            continue
+        starts = row_starts(line.plain, width)
+        ends = [*starts[1:], len(line.plain)]
         rows.extend(
-            Row(number, line, start, min(start + width, length), start == 0)
-            for start in range(0, length, width)
+            Row(number, line, start, end, n == 0)
+            for n, (start, end) in enumerate(zip(starts, ends, strict=True))
         )
     return rows
 
@@ -291,14 +309,17 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._forget_drawn()
 
     def _forget_drawn(self) -> None:
-        """Drop every drawn row (a new style or theme draws them anew); the folding holds."""
+        """Drop every drawn row (a new style draws them anew); the foldings hold."""
         self._colours = None
-        self._strips = {}
-        self._folds.clear()
+        self._strips.clear()  # the folding on screen's own rows
+        for folding in self._folds.values():
+            folding.strips.clear()
         self._line_strips.clear()
 
     def _reload(self) -> None:
+        # A new theme highlights the files anew: their lines, and so their foldings, go too.
         self._forget_drawn()
+        self._folds.clear()
         if self.path is not None:
             path, self.path = self.path, None
             # As last shown: the ◆ on what made the tensor and the title's "also ran" too.
@@ -552,7 +573,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     def _body(self, row: Row) -> Strip:
         """The row's piece of its line, drawn: a cut of the whole line drawn once."""
         line = row.line
-        if line.cell_len != len(line.plain):  # wide characters: cells are not characters
+        if not one_cell_each(line.plain):  # a cut by cells would not be a cut by characters
             return Strip(list(row.text.render(self.app.console)))
         key = (self.path or "", row.number)
         whole = self._line_strips.get(key)

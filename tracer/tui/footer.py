@@ -14,14 +14,15 @@ parts: where they are not as expected, or the speed-ups are off
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widgets import Footer
 
 from tracer.tui import textual_hooks as hooks
+from tracer.tui.kept import recall
 from tracer.tui.steady import SteadySize
 
 try:  # a private module of Textual's: without it, Textual's own footer
@@ -41,8 +42,6 @@ KEYS = 16
 
 DRAWN_KEYS = 8
 """Drawings (and widths) each footer key keeps: the last things it showed."""
-
-T = TypeVar("T")
 
 Shown = tuple[str, str, str, str, bool, str]
 """One key as the footer shows it: key, its display, description, action, enabled, tooltip."""
@@ -75,9 +74,8 @@ class SteadyKey(FooterKey, SteadySize):
         if not hooks.hooks_on():
             return super().get_content_width(container, viewport)
         key = (self.key_display, self.description, self.compact, container, viewport)
-        return _recall(
-            self._widths, key, lambda: super(SteadyKey, self).get_content_width(container, viewport)
-        )
+        measure = partial(super().get_content_width, container, viewport)
+        return recall(self._widths, key, measure, DRAWN_KEYS)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if not (hooks.ROWS and hooks.hooks_on()):
@@ -94,16 +92,7 @@ class SteadyKey(FooterKey, SteadySize):
             self.app.theme,
             tuple(map(id, self.get_line_filters())),
         )
-        return _recall(self._drawn, key, lambda: super(SteadyKey, self).render_lines(crop))
-
-
-def _recall(kept: dict[tuple[object, ...], T], key: tuple[object, ...], make: Callable[[], T]) -> T:
-    """``kept[key]``, made and kept if missing; the oldest go beyond :data:`DRAWN_KEYS`."""
-    if key not in kept:
-        kept[key] = make()
-        while len(kept) > DRAWN_KEYS:
-            del kept[next(iter(kept))]
-    return kept[key]
+        return recall(self._drawn, key, partial(super().render_lines, crop), DRAWN_KEYS)
 
 
 class SteadyFooter(Footer):

@@ -21,7 +21,8 @@ Textual draws every time.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from textual.geometry import Region
 from textual.strip import Strip
@@ -29,6 +30,22 @@ from textual.widget import Widget
 
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.quick_rows import QuickStylesCache
+
+Key = TypeVar("Key", bound=Hashable)
+Value = TypeVar("Value")
+
+
+def recall(kept: dict[Key, Value], key: Key, make: Callable[[], Value], most: int) -> Value:
+    """``kept[key]``, made and kept if missing; beyond ``most`` kept, the oldest made goes.
+
+    What a widget keeps of its drawings (a footer key's, a scrollbar's, the code pane's
+    foldings): a lesson goes back and forth between a few of each.
+    """
+    if key not in kept:
+        kept[key] = make()
+        while len(kept) > most:
+            del kept[next(iter(kept))]
+    return kept[key]
 
 
 class Kept(Widget):

@@ -34,6 +34,7 @@ from textual.strip import Strip
 from tracer.parsing import parse_python
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.colours import theme_colours
+from tracer.tui.kept import recall
 from tracer.tui.steady import SteadyScroll, placement
 
 PLUMBING_CALL = re.compile(r"\brun\.[A-Za-z_]+\b")
@@ -249,6 +250,11 @@ class _Fold:
     rows: list[Row]
     strips: dict[tuple[int, bool, bool, int], Strip]
 
+    @classmethod
+    def of(cls, lines: Iterable[Text], width: int) -> _Fold:
+        """``lines`` folded at ``width``, nothing drawn yet."""
+        return cls(fold(lines, width), {})
+
 
 class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
     """Read-only view of one source file with a set of highlighted lines."""
@@ -283,7 +289,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._longest = -1
         self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
         self._folds: dict[tuple[str, int], _Fold] = {}
-        """(file, width) -> its folding and drawn rows, the last :data:`KEPT_FOLDS` used."""
+        """(file, width) -> its folding and drawn rows, the last :data:`KEPT_FOLDS` made."""
         self._line_strips: dict[tuple[str, int], Strip] = {}
         """(file, line) -> the whole line drawn once; a row of it is a cut of it."""
         self._colours: tuple[Color, Color, Color] | None = None
@@ -440,12 +446,8 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         if width == self._wrapped_for:
             return
         self._wrapped_for = width
-        folded_before = self._folds.pop((self.path, width), None) if self.path else None
-        folding = folded_before or _Fold(fold(self.lines, width), {})
-        if self.path:
-            self._folds[self.path, width] = folding  # the most recent last
-            while len(self._folds) > KEPT_FOLDS:
-                del self._folds[next(iter(self._folds))]
+        make = functools.partial(_Fold.of, self.lines, width)
+        folding = recall(self._folds, (self.path, width), make, KEPT_FOLDS) if self.path else make()
         self.rows, self._strips = folding.rows, folding.strips
         folded = Size(self._gutter() + width, len(self.rows))
         if in_layout:

@@ -23,6 +23,7 @@ straight through to Textual while the speed-ups are off.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Self
 
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -38,7 +39,7 @@ from textual.widgets import ContentSwitcher, Static
 
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
-from tracer.tui.kept import Kept
+from tracer.tui.kept import Kept, recall
 
 # Textual's compositor is private: where it is missing, SteadyCompositor is never used.
 if hooks.FULL_MAP:
@@ -203,13 +204,7 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         look = (bar.virtual_size, bar.window_size, bar.position, bar.thickness, bar.vertical)
         filters = tuple(map(id, self.get_line_filters()))
         key = (*look, bar.style, crop, self.size, self.app.theme, filters)
-        drawn = self._drawings.get(key)
-        if drawn is None:
-            drawn = super().render_lines(crop)
-            if len(self._drawings) >= BAR_DRAWINGS:
-                del self._drawings[next(iter(self._drawings))]
-            self._drawings[key] = drawn
-        return drawn
+        return recall(self._drawings, key, partial(super().render_lines, crop), BAR_DRAWINGS)
 
 
 class SteadyScroll(ScrollView, Kept):

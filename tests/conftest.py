@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import os
+import shutil
 import sys
 import sysconfig
 import tempfile
@@ -23,7 +25,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 # Progress and settings never go to the developer's own data folder, even from an app that
 # saves after a test's own ATTN_DATA_DIR was undone (a fixture's app closing at teardown).
-os.environ["ATTN_DATA_DIR"] = tempfile.mkdtemp(prefix="attn-test-data-")
+os.environ["ATTN_DATA_DIR"] = _TEST_DATA = tempfile.mkdtemp(prefix="attn-test-data-")
+# Removed when this process ends (each xdist worker makes its own), so runs leave no folders.
+atexit.register(shutil.rmtree, _TEST_DATA, ignore_errors=True)
 
 # Hypothesis draws the same examples every run, so whether a change lands never depends on
 # luck (CI sets no variable we could key on). To look for new failing inputs, run

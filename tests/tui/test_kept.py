@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 from textual.widget import Widget
 
-from tracer.tui.footer import SteadyKey
 from tracer.tui.kept import Kept
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
@@ -22,19 +21,14 @@ from .test_backdrop import rows, textual_draws, whole
 
 
 def kept_rows_match(screen: Widget) -> int:
-    """Compare every kept widget on screen (and the footer's keys, which keep the last few
-    drawings) with Textual's drawing; how many were compared."""
+    """Compare every kept widget on screen with Textual's drawing; how many were compared."""
     compared = 0
-    for widget in screen.query("*").results((Kept, SteadyKey)):
+    for widget in screen.query("*").results(Kept):
         if not widget.display or widget.region.area == 0:
             continue
         assert rows(widget.render_lines(whole(widget))) == textual_draws(widget), (
             f"{type(widget).__name__}#{widget.id}"
         )
-        if isinstance(widget, SteadyKey):  # its kept width, as Textual measures it
-            container, viewport = widget.parent.size, widget.app.size  # type: ignore[union-attr]
-            measured = Widget.get_content_width(widget, container, viewport)
-            assert widget.get_content_width(container, viewport) == measured, widget.description
         compared += 1
     for widget in screen.query("*"):  # scrollbars are not in the query: their views hold them
         for bar in (widget._vertical_scrollbar, widget._horizontal_scrollbar):
@@ -55,8 +49,7 @@ async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme
         await settle(pilot)
         compared = 0
         steps = len(screen.session.lesson.steps)
-        # Forward, then back: a footer key shows again what it showed before (into a quiz and
-        # out of it) from the drawings it kept.
+        # Forward, then back: each widget shows again what it showed before.
         for number in [*range(steps), *range(steps - 2, -1, -1)]:
             screen.go_to_step(number)
             await settle(pilot)

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 from textual.worker import Worker, WorkerState
 
 from tracer.sanitize import visible
 from tracer.session.explore import ExploreSession, ExploreView
 from tracer.session.moves import AtEnd, Failed, Move, Moved, Refused, Waiting
 from tracer.tui.commands import PaletteCommand
+from tracer.tui.footer import FooterLine
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row
 from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
@@ -69,7 +70,7 @@ class ExploreScreen(StepScreen):
                 yield TextPane(id="narration")
                 yield SourceView(id="source")
             yield TensorPane(id="tensors")
-        yield Footer()
+        yield FooterLine()
 
     @property
     def pane(self) -> TensorPane:

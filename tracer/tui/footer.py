@@ -1,199 +1,318 @@
-"""A footer that changes its keys in place, in the same frame as the step that changed them.
+"""The footer: the screen's keys as one line, drawn by one widget.
 
-Textual's ``Footer`` rebuilds itself (removes every key and mounts new ones) after the
-frame in which the bindings changed, whether or not what it shows changed: three more
-layout passes and frames each time the focus moves. Here the keys are a fixed set of
-widgets whose text is changed when what they show changes, and a screen can ask for that
-while it draws a step (:meth:`SteadyFooter.sync`), so the new keys land in the step's own
-layout pass and frame. Bindings in a group (``Binding.group``) are left to Textual's own way.
-
-The key widget (``FooterKey``) and the footer's readiness flag are Textual's private
-parts: where they are not as expected, or the speed-ups are off
-(:mod:`tracer.tui.textual_hooks`), this is Textual's footer unchanged.
+Textual's ``Footer`` is a container with a widget per key. Whenever the keys change (a
+quiz takes the focus, a step enables "Loop end"), it measures, lays out and draws each key
+widget again, and its keys rebuild themselves in frames of their own. That was a third or
+more of a lesson key press (``benchmarks/README.md``). Here the keys are one line of text: a
+change draws one row and needs no layout. It looks and behaves like Textual's footer: the
+same theme variables, the compact style, the palette's key at the right edge, hover, click,
+tooltips and dimmed disabled keys. Bindings in a group show their keys together, followed
+by the group's description, as Textual shows them.
 """
 
 from __future__ import annotations
 
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from itertools import groupby
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from textual.geometry import Region, Size
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.reactive import reactive
 from textual.strip import Strip
-from textual.widgets import Footer
-
-from tracer.tui import textual_hooks as hooks
-from tracer.tui.kept import recall
-from tracer.tui.steady import SteadySize
-
-try:  # a private module of Textual's: without it, Textual's own footer
-    from textual.widgets._footer import FooterKey
-
-    FOUND = hasattr(Footer, "_bindings_ready") and hasattr(FooterKey, "on_mouse_down")
-except ImportError:  # pragma: no cover - another Textual
-    FooterKey = Footer  # type: ignore[assignment,misc]  # never made: FOUND is False
-    FOUND = False
+from textual.widget import Widget
 
 if TYPE_CHECKING:
-    from textual.app import ComposeResult
     from textual.screen import Screen
 
-KEYS = 16
-"""Key widgets made with the footer; more bindings than this rebuild it the usual way."""
 
-DRAWN_KEYS = 8
-"""Drawings (and widths) each footer key keeps: the last things it showed."""
+@dataclass(frozen=True)
+class FooterKey:
+    """One key as the footer shows it, or a group's description (a key with no ``key``)."""
 
-Shown = tuple[str, str, str, str, bool, str]
-"""One key as the footer shows it: key, its display, description, action, enabled, tooltip."""
+    key: str
+    """What a click presses ("" for a group's description, which does nothing)."""
+    display: str
+    """The key as shown ("→", "^p")."""
+    description: str
+    enabled: bool = True
+    tooltip: str = ""
+    group: Literal["", "first", "inside", "label"] = ""
+    """Where it stands in a group of keys shown together: the group's first key, another
+    of its keys, or its description after them ("": no group)."""
+    tight: bool = False
+    """A compact group (``Binding.Group(compact=True)``): its keys side by side."""
 
 
-class SteadyKey(FooterKey, SteadySize):
-    """A footer key laid out once when its text changes (see :class:`SteadySize`).
+@dataclass(frozen=True)
+class Placed:
+    """A key where it was drawn: cells ``start`` up to ``end`` of the line."""
 
-    It also keeps the rows it drew for the last few things it showed: moving into a quiz
-    and out of it changes every key and back (the quiz's keys come first), and drawing a
-    key anew costs about a quarter of a millisecond, some 2–3 ms a step for the footer.
-    The rows are reused only for the same text, state, style (hover and disabled
-    included), size, theme and filters; any restyle forgets them. Its width, which the
-    layout pass measures by drawing the text, is kept the same way.
+    start: int
+    end: int
+    key: FooterKey
+
+
+class FooterLine(Widget, can_focus=False):
+    """The bindings the screen offers now, in one row at the bottom."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "footer-line--key",
+        "footer-line--description",
+        "footer-line--item",
+        "footer-line--hover",
+        "footer-line--edge",
+    }
+    DEFAULT_CSS = """
+    FooterLine {
+        dock: bottom;
+        height: 1;
+        width: 1fr;
+        color: $footer-foreground;
+        background: $footer-background;
+        & > .footer-line--item { background: $footer-item-background; }
+        & > .footer-line--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        & > .footer-line--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        & > .footer-line--hover { background: $block-hover-background; }
+        & > .footer-line--edge { color: $foreground 20%; }
+    }
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # Before Textual's __init__, which may restyle the key (and so empty them).
-        self._drawn: dict[tuple[object, ...], list[Strip]] = {}
-        self._widths: dict[tuple[object, ...], int] = {}
-        """Widths measured for the last few texts: the layout pass measures every key anew."""
-        super().__init__(*args, **kwargs)
+    compact = reactive(False)
+    """Keys closer together (the screen sets it below a width)."""
+    show_command_palette = reactive(True)
+    """The palette's key at the right edge."""
 
-    def notify_style_update(self) -> None:
-        self._drawn.clear()
-        self._widths.clear()
-        super().notify_style_update()
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._keys: tuple[FooterKey, ...] = ()
+        self._palette: FooterKey | None = None
+        self._placed: list[Placed] = []
+        self._hover: int | None = None
+        """Index in ``_placed`` of the key under the mouse."""
+        self._scroll = 0
+        """Cells scrolled off at the left (a mouse wheel moves keys that do not fit)."""
+        self._parts: dict[bool, dict[str, Style]] | None = None
+        self._drawn: tuple[tuple[object, ...], Strip] | None = None
 
-    def get_content_width(self, container: Size, viewport: Size) -> int:
-        if not hooks.hooks_on():
-            return super().get_content_width(container, viewport)
-        key = (self.key_display, self.description, self.compact, container, viewport)
-        measure = partial(super().get_content_width, container, viewport)
-        return recall(self._widths, key, measure, DRAWN_KEYS)
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self.sync()
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        if not (hooks.ROWS and hooks.hooks_on()):
-            return super().render_lines(crop)
-        key = (
-            crop,
-            self.size,
-            self.key_display,
-            self.description,
-            self._disabled,
-            self.compact,
-            self.rich_style,
-            self.background_colors,
-            self.app.theme,
-            tuple(map(id, self.get_line_filters())),
-        )
-        return recall(self._drawn, key, partial(super().render_lines, crop), DRAWN_KEYS)
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
 
-
-class SteadyFooter(Footer):
-    """``Footer`` whose keys are changed in place, only when what it shows changes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._shown: tuple[Shown, ...] | None = None
-
-    def _wanted(self) -> tuple[Shown, ...] | None:
-        """What the footer should show now (None: grouped bindings, Textual's compose)."""
-        seen: dict[str, Shown] = {}
-        for _node, binding, enabled, tooltip in self.screen.active_bindings.values():
-            if not binding.show:
-                continue
-            if binding.group is not None:
-                return None
-            if binding.action not in seen:  # one key per action, as Textual's footer does
-                display = self.app.get_key_display(binding)
-                seen[binding.action] = (
-                    binding.key,
-                    display,
-                    binding.description,
-                    binding.action,
-                    enabled,
-                    tooltip,
-                )
-        return tuple(seen.values())
-
-    def steady(self) -> bool:
-        """Whether keys are changed in place: Textual's parts found, speed-ups on, and not in
-        the browser. Under textual-serve's web driver the lesson screen with this footer
-        failed to mount (its panes not found, tests/web/test_browser.py); the cause is not
-        known yet, so the browser gets Textual's own footer."""
-        return FOUND and hooks.hooks_on() and not self.app.is_web
-
-    def compose(self) -> ComposeResult:
-        wanted = self._wanted() if self._bindings_ready and self.steady() else None
-        if wanted is None or len(wanted) > KEYS:
-            self._shown = None
-            yield from super().compose()
-            return
-        self._shown = wanted
-        self.styles.grid_size_columns = len(wanted)
-        for index in range(KEYS):
-            key = SteadyKey("", "", "", "").data_bind(compact=Footer.compact)
-            self._fill(key, wanted[index] if index < len(wanted) else None)
-            yield key
-        yield from (
-            child
-            for child in super().compose()
-            if isinstance(child, FooterKey) and child.has_class("-command-palette")
-        )
-
-    @staticmethod
-    def _fill(key: FooterKey, shown: Shown | None) -> None:
-        if shown is None:
-            key.display = False
-            return
-        key.key, key.key_display, key.description, key.action, enabled, tooltip = shown
-        key._disabled = not enabled  # what a click on it checks
-        key.set_class(not enabled, "-disabled")
-        key.tooltip = tooltip or None
-        key.display = True
-        key.refresh(layout=True)
+    def _bindings_changed(self, screen: Screen[object]) -> None:
+        if screen is self.screen:
+            self.sync()
 
     def sync(self) -> None:
-        """Show the screen's bindings now, changing only the keys that differ."""
-        if not self.is_attached or not self.steady():
-            return
-        self._bindings_ready = True
-        wanted = self._wanted()
-        if wanted == self._shown:
-            return
-        keys = [child for child in self.children if isinstance(child, FooterKey)]
-        palette = [key for key in keys if key.has_class("-command-palette")]
-        keys = [key for key in keys if key not in palette]
-        palette_wanted = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
-        if (
-            wanted is None
-            or self._shown is None
-            or len(wanted) > len(keys)
-            or bool(palette) != palette_wanted  # the first time, or the width crossed TINY
-        ):
-            self.call_after_refresh(self.recompose)  # Textual's way, in the next frame
-            return
-        self._shown = wanted
-        if self.styles.grid_size_columns != len(wanted):  # a style set asks for a layout
-            self.styles.grid_size_columns = len(wanted)
-        for index, key in enumerate(keys):
-            self._fill(key, wanted[index] if index < len(wanted) else None)
-        if hooks.CHECK_REFRESH:
-            # Each key (and the palette's, restyled with the footer) asks for its layout at its
-            # own next idle, after the screen has laid the step out with the footer's old
-            # arrangement: a second layout pass and frame. Handing the requests over now (the
-            # private hook Textual's idle calls) puts the new keys in the step's own pass.
-            for key in (*keys, *palette):
-                key._check_refresh()
+        """Show the screen's bindings now; draws again only if they changed.
 
-    def bindings_changed(self, screen: Screen[object]) -> None:
-        if self.steady() and screen.app.app_focus and screen is self.screen:
-            self.sync()
+        A screen may call this while it draws, so that new keys land in the same frame.
+        """
+        if not self.is_attached:
+            return
+        keys, palette = self.wanted()
+        if (keys, palette) != (self._keys, self._palette):
+            self._keys, self._palette = keys, palette
+            self._hover = None  # the keys moved: the next mouse move finds the one under it
+            self.tooltip = None
+            self.refresh()
+
+    def wanted(self) -> tuple[tuple[FooterKey, ...], FooterKey | None]:
+        """The keys to show (one per action, as Textual's footer shows them) and the palette's."""
+        app = self.app
+        active = self.screen.active_bindings
+        by_action: dict[str, list[tuple[Binding, bool, str]]] = {}
+        for _node, binding, enabled, tooltip in active.values():
+            if binding.show:
+                by_action.setdefault(binding.action, []).append((binding, enabled, tooltip))
+        keys: list[FooterKey] = []
+        # Consecutive actions of one group show together, as in Textual's footer.
+        for group, runs in groupby(by_action.values(), lambda run: run[0][0].group):
+            firsts = [run[0] for run in runs]
+            if group is None or len(firsts) == 1:
+                keys.extend(
+                    FooterKey(b.key, app.get_key_display(b), b.description, enabled, tooltip)
+                    for b, enabled, tooltip in firsts
+                )
+                continue
+            for index, (b, enabled, tooltip) in enumerate(firsts):
+                where: Literal["first", "inside"] = "inside" if index else "first"
+                display = app.get_key_display(b)
+                keys.append(
+                    FooterKey(
+                        b.key, display, "", enabled, tooltip or b.description, where, group.compact
+                    )
+                )
+            keys.append(FooterKey("", "", group.description, group="label", tight=group.compact))
+        palette = None
+        if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
+            found = active.get(app.COMMAND_PALETTE_BINDING)
+            if found is not None:
+                _node, binding, enabled, tooltip = found
+                palette = FooterKey(
+                    binding.key,
+                    app.get_key_display(binding),
+                    binding.description,
+                    enabled,
+                    binding.tooltip or binding.description,
+                )
+        return tuple(keys), palette
+
+    def watch_compact(self) -> None:
+        self.refresh()
+
+    def watch_show_command_palette(self) -> None:
+        self.sync()
+
+    # Drawing ---------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        self._parts = None
+        self._drawn = None
+        super().notify_style_update()
+
+    def render_line(self, y: int) -> Strip:
+        # The line is drawn once for each thing it shows (keys, width, hover): Textual would
+        # build it as text and restyle it at every repaint, a millisecond or two a key press.
+        width = self.size.width
+        if y:
+            return Strip.blank(width, self.rich_style)
+        key = (self._keys, self._palette, width, self.compact, self._hover, self._scroll)
+        if self._drawn is None or self._drawn[0] != key:
+            self._drawn = (key, self._draw(width))
+        return self._drawn[1]
+
+    def _looks(self) -> dict[bool, dict[str, Style]]:
+        """Each part's style, for a key under the mouse (True) and not.
+
+        Colours with transparency are laid over the colour behind them, as Textual lays a
+        key widget's parts over its background (the hover colour, on hover); the palette's
+        edge is a border, coloured over the footer's own background.
+        """
+        if self._parts is None:
+            _, background = self.background_colors
+            looks = {}
+            for hover in (False, True):
+                item = self.get_component_styles(
+                    "footer-line--hover" if hover else "footer-line--item"
+                )
+                under = background + item.background
+                parts = {"item": Style(bgcolor=under.rich_color)}
+                for name in ("key", "description", "edge"):
+                    part = self.get_component_styles(f"footer-line--{name}")
+                    behind = under + part.background
+                    colour = (background if name == "edge" else behind) + part.color
+                    style = Style(color=colour.rich_color, bgcolor=behind.rich_color)
+                    parts[name] = style + part.text_style
+                looks[hover] = parts
+            self._parts = looks
+        return self._parts
+
+    def _draw(self, width: int) -> Strip:
+        looks = self._looks()
+        console = self.app.console
+        keys = Text(end="")
+        placed: list[Placed] = []
+        for index, key in enumerate(self._keys):
+            start = keys.cell_len
+            if key.group == "first":
+                keys.append(" ")  # the group's margin (or a compact group's padding)
+                start += 1
+            keys.append_text(self._key_text(key, looks[index == self._hover], compact=self.compact))
+            placed.append(Placed(start, keys.cell_len, key))
+            keys.append(" " * self._after(key, self._keys[index + 1 : index + 2]))
+        palette = Text(end="")
+        if self._palette is not None:
+            look = looks[self._hover == len(self._keys)]
+            palette.append("▏", look["edge"])
+            palette.append_text(self._key_text(self._palette, look, compact=True))
+            # As Textual's: one cell of padding in the key's colour, or compact, of margin.
+            palette.append(" ", None if self.compact else look["item"])
+        room = max(width - palette.cell_len, 0)
+        self._scroll = scroll = max(0, min(self._scroll, keys.cell_len - room))
+        left = Strip(keys.render(console, end="")).crop(scroll, scroll + room)
+        line = Strip.join([left.extend_cell_length(room), Strip(palette.render(console, end=""))])
+        self._placed = [Placed(p.start - scroll, p.end - scroll, p.key) for p in placed]
+        if self._palette is not None:
+            self._placed.append(Placed(room, width, self._palette))
+        return line.crop(0, width).apply_style(self.rich_style)
+
+    def _after(self, key: FooterKey, following: tuple[FooterKey, ...]) -> int:
+        """Blank cells after a key, in the footer's colour: the margins Textual's footer
+        puts around its key widgets (collapsed between a group's keys)."""
+        if key.group in ("first", "inside"):
+            last = not following or following[0].group == "label"
+            return 1 if (last or not key.tight) else 0
+        if key.group == "label":
+            return 0 if self.compact else 1
+        return 1 if self.compact else 0
+
+    @staticmethod
+    def _key_text(key: FooterKey, look: dict[str, Style], *, compact: bool) -> Text:
+        dim = Style() if key.enabled else Style(dim=True)
+        pad = "" if compact else " "
+        if not key.key:  # a group's description
+            return Text(key.description, style=look["description"] + dim)
+        if not key.description:
+            return Text(key.display, style=look["key"] + dim)
+        return Text.assemble(
+            (f"{pad}{key.display}{pad}", look["key"] + dim),
+            (f"{' ' if compact else ''}{key.description}{pad}", look["description"] + dim),
+        )
+
+    # The mouse -------------------------------------------------------------------------
+
+    def _key_at(self, x: int) -> int | None:
+        for index, place in enumerate(self._placed):
+            if place.start <= x < place.end and place.key.key:
+                return index
+        return None
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        index = self._key_at(event.x)
+        if index != self._hover:
+            self._hover = index
+            self.tooltip = self._placed[index].key.tooltip or None if index is not None else None
+            self.refresh()
+
+    def on_leave(self, event: events.Leave) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.tooltip = None
+            self.refresh()
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        index = self._key_at(event.x)
+        if index is None:
+            return
+        key = self._placed[index].key
+        if key.enabled:
+            self.app.simulate_key(key.key)
         else:
-            super().bindings_changed(screen)
+            self.app.bell()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._scroll_by(4, event)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._scroll_by(-4, event)
+
+    def _scroll_by(self, cells: int, event: events.MouseEvent) -> None:
+        before = self._scroll
+        self._scroll = max(0, self._scroll + cells)  # the next drawing clamps it
+        if self._scroll != before:
+            self.refresh()
+            event.stop()

@@ -32,7 +32,7 @@ from tracer.session.lesson import LessonSession, Position, open_lesson
 from tracer.session.moves import AtEnd, Failed, Move, Refused, Waiting
 from tracer.session.progress import ProgressStore
 from tracer.tui.commands import PaletteCommand, lesson_commands
-from tracer.tui.footer import SteadyFooter
+from tracer.tui.footer import FooterLine
 from tracer.tui.lesson_drawing import (
     LessonDrawing,
     focus_highlight,
@@ -127,7 +127,7 @@ class LessonScreen(StepScreen):
     def compose(self) -> ComposeResult:
         yield Header(icon="∑")
         yield from lesson_panes()
-        yield SteadyFooter()
+        yield FooterLine()
 
     @property
     def pane(self) -> TensorPane:
@@ -288,7 +288,7 @@ class LessonScreen(StepScreen):
             self.fit_columns()
             self._focus_quiz(step.kind == "quiz")
             # The footer's keys follow the focus in this frame (Textual's after the next).
-            self.query_one(SteadyFooter).sync()
+            self.query_one(FooterLine).sync()
         self._when_drawn()
 
     def fit_columns(self) -> None:

@@ -16,12 +16,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Header, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tracer.sanitize import visible
 from tracer.session.progress import LessonProgress, ProgressStore, lesson_key
 from tracer.session.progress import progress_text as progress_text
+from tracer.tui.footer import FooterLine
 from tracer.tui.modals import ConfirmScreen
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class PickerScreen(Screen[None]):
             id="picker-intro",
         )
         yield OptionList(id="picker-list")
-        yield Footer()
+        yield FooterLine()
 
     def on_mount(self) -> None:
         self.title = "attention-tracer"

@@ -20,13 +20,13 @@ from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tracer.errors import TracerError
 from tracer.session.moves import Cancelled, Move, Pending
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
+from tracer.tui.footer import FooterLine
 from tracer.tui.steady import SteadyCompositor
 from tracer.tui.tensor_pane import TensorPane
 
@@ -161,7 +161,7 @@ class StepScreen(Screen[None], Backdrop):
         self.set_class(event.size.width < NARROW, "-narrow")
         # Narrow: the footer's keys closer together, so the last one ("? Help") is not cut
         # off by the palette's key on the right.
-        for footer in self.query(Footer):
+        for footer in self.query(FooterLine):
             footer.compact = event.size.width < NARROW
             # Too narrow for the keys at all: they are clipped at the edge, not under ^p.
             footer.show_command_palette = event.size.width >= TINY

@@ -60,8 +60,7 @@ pass handing a widget its size (:mod:`tracer.tui.steady`, the source pane's fold
 
 CHECK_REFRESH = _takes(Widget, "_check_refresh") and _instance_has("_repaint_required")
 """``Widget._check_refresh()`` and its ``_repaint_required`` flag: a scrollbar's repaint that
-the frame before it already drew is dropped; the footer's keys hand their layout requests
-to the screen at once."""
+the frame before it already drew is dropped."""
 
 SCROLLBARS = (
     isinstance(getattr(Widget, "vertical_scrollbar", None), property)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -24,6 +25,7 @@ from textual.theme import Theme
 from tracer.session.progress import ProgressStore, load_settings, save_settings
 from tracer.tui.commands import PaletteCommand, TracerCommands
 from tracer.tui.hangup import HANG_UP, STOP_WAIT_S, Ending, TerminalDriver, driver_for
+from tracer.tui.heap import COLLECTOR
 from tracer.tui.modals import ErrorScreen, HelpScreen
 
 if TYPE_CHECKING:
@@ -158,6 +160,11 @@ class TracerApp(App[int]):
         if self._store is None:
             self._store = ProgressStore()
         return self._store
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            COLLECTOR.key_pressed(self)  # the garbage collector waits for this key's frame
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._remember_theme)

@@ -23,9 +23,10 @@ from tracer.session.explore import ExploreSession, ExploreView
 from tracer.session.moves import AtEnd, Failed, Move, Moved, Refused, Waiting
 from tracer.tui.commands import PaletteCommand
 from tracer.tui.footer import FooterLine
+from tracer.tui.heap import COLLECTOR, collect_before_freezing, freeze_heap, thaw_heap
 from tracer.tui.source_view import SourceView, prepare_source
 from tracer.tui.steady import Column, Row
-from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
+from tracer.tui.step_screen import StepScreen
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import Timeline
@@ -203,6 +204,7 @@ class ExploreScreen(StepScreen):
         self.query_one(Timeline).set_current(view.current, list(view.done))
         self.fit_columns()
         self._say_unused_padding()
+        COLLECTOR.after_frame(self)
         ahead = session.ahead()
         if ahead is not None:
             # After the frame is painted, so the prefetch never competes with drawing it.

@@ -33,6 +33,7 @@ from tracer.session.moves import AtEnd, Failed, Move, Refused, Waiting
 from tracer.session.progress import ProgressStore
 from tracer.tui.commands import PaletteCommand, lesson_commands
 from tracer.tui.footer import FooterLine
+from tracer.tui.heap import COLLECTOR, collect_before_freezing, freeze_heap, thaw_heap
 from tracer.tui.lesson_drawing import (
     LessonDrawing,
     focus_highlight,
@@ -44,7 +45,7 @@ from tracer.tui.modals import ErrorScreen, LessonEndScreen
 from tracer.tui.quiz_view import QUIZ_KEYS, QuizView
 from tracer.tui.saving import SaveWarning, screen_saver
 from tracer.tui.source_view import prepare_source
-from tracer.tui.step_screen import StepScreen, collect_before_freezing, freeze_heap, thaw_heap
+from tracer.tui.step_screen import StepScreen
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.timeline import Timeline
 
@@ -471,6 +472,7 @@ class LessonScreen(StepScreen):
         :mod:`tracer.session.saver`; quiz answers are saved at once), and soon after compute
         the steps either side ahead (on this thread), so that moving to one only draws it."""
         self.call_after_refresh(self._saver.request)
+        COLLECTOR.after_frame(self)  # the garbage collector runs again once this is on screen
         if self._preparing is not None:
             self._preparing.stop()
         if self.session is not None:  # not while the frame is written: its thread needs Python

@@ -9,7 +9,6 @@ shown on the spot.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -49,31 +48,6 @@ LEFT_SHARE = 0.45
 
 Progress = Callable[[int], None]
 LongJob = Callable[[Callable[[], bool], Progress], Any]
-
-
-def collect_before_freezing() -> None:
-    """Collect the garbage a load left, so that :func:`freeze_heap` freezes little of it.
-
-    A full collection: called from the loading worker, off the UI thread. A screen
-    that is leaving thaws the heap, and the next load's collection reclaims what
-    that screen held.
-    """
-    gc.collect()
-
-
-def freeze_heap() -> None:
-    """Exclude everything loaded so far (torch, the plugins, Textual) from garbage collection.
-
-    A full collection over torch's many objects took over 100 ms, landing on a
-    random key press; after loading, those objects live as long as the app. The
-    loading workers collect first (off the UI thread), so little garbage is frozen.
-    """
-    gc.freeze()
-
-
-def thaw_heap() -> None:
-    """Let the collector see the heap again: a screen that froze it is leaving."""
-    gc.unfreeze()
 
 
 class StepScreen(Screen[None], Backdrop):

@@ -10,9 +10,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from rich.style import Style
 from textual import _wait
 from textual.app import App
 from textual.pilot import Pilot
+from textual.strip import Strip
 
 # Textual's pilot waits for the app to go idle in slices of 20 ms, several per key press: two
 # thirds of a key's time in these tests. Slices of 5 ms (the same ratio of busy to idle)
@@ -65,3 +67,29 @@ async def press(pilot: Pilot[object], *keys: str) -> None:
     for key in keys:
         await pilot.press(key)
         await settle(pilot)
+
+
+def seen_cells(strip: Strip) -> list[tuple[str, Style]]:
+    """A row as it is seen, one (character, style) a cell: segments may be split
+    differently, mouse metadata is not seen, and a blank cell shows only its background
+    (and lines drawn through it)."""
+    seen = []
+    for segment in strip:
+        style = segment.style or Style()
+        lines = {
+            "underline": style.underline or None,  # False and unset look the same
+            "strike": style.strike or None,
+            "reverse": style.reverse or None,
+        }
+        for char in segment.text:
+            if char.isspace():
+                seen.append((char, Style(bgcolor=style.bgcolor, **lines)))
+            else:
+                looks = {
+                    "bold": style.bold or None,
+                    "dim": style.dim or None,
+                    "italic": style.italic or None,
+                    **lines,
+                }
+                seen.append((char, Style(color=style.color, bgcolor=style.bgcolor, **looks)))
+    return seen

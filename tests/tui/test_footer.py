@@ -14,10 +14,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import MouseScrollDown
 from textual.screen import Screen
-from textual.strip import Strip
 from textual.widgets import Footer, Static
 
 from tracer.tui.footer import FooterLine
+
+from .conftest import seen_cells
 
 MOVE = Binding.Group("Move")
 SCROLL = Binding.Group("Scroll", compact=True)
@@ -72,32 +73,6 @@ class KeysApp(App[None]):
         self.push_screen(self.keys_screen)
 
 
-def cells(strip: Strip) -> list[tuple[str, Style]]:
-    """A row as it is seen, one (character, style) a cell: segments may be split
-    differently, mouse metadata is not seen, and a blank cell shows only its background
-    (and lines drawn through it)."""
-    seen = []
-    for segment in strip:
-        style = segment.style or Style()
-        lines = {
-            "underline": style.underline or None,  # False and unset look the same
-            "strike": style.strike or None,
-            "reverse": style.reverse or None,
-        }
-        for char in segment.text:
-            if char.isspace():
-                seen.append((char, Style(bgcolor=style.bgcolor, **lines)))
-            else:
-                looks = {
-                    "bold": style.bold or None,
-                    "dim": style.dim or None,
-                    "italic": style.italic or None,
-                    **lines,
-                }
-                seen.append((char, Style(color=style.color, bgcolor=style.bgcolor, **looks)))
-    return seen
-
-
 async def bottom_row(
     footer: type[Footer] | type[FooterLine],
     size: tuple[int, int],
@@ -126,7 +101,7 @@ async def bottom_row(
         if hover_x is not None:
             await pilot.hover(offset=(hover_x, size[1] - 1))
             await pilot.pause()
-        return cells(app.screen._compositor.render_strips()[-1])
+        return seen_cells(app.screen._compositor.render_strips()[-1])
 
 
 @pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
@@ -191,12 +166,12 @@ async def test_keys_that_do_not_fit_are_cut_at_the_palette_and_scroll_into_view(
         footer = app.keys_screen.query_one(FooterLine)
         footer.compact = True
         await pilot.pause()
-        row = "".join(char for char, _ in cells(app.screen._compositor.render_strips()[-1]))
+        row = "".join(char for char, _ in seen_cells(app.screen._compositor.render_strips()[-1]))
         assert row.endswith("▏^p palette ") and "Zoom" not in row
         for _ in range(5):  # the mouse wheel, over the footer
             footer.post_message(MouseScrollDown(footer, 2, 0, 0, 0, 0, False, False, False))
         await pilot.pause()
-        row = "".join(char for char, _ in cells(app.screen._compositor.render_strips()[-1]))
+        row = "".join(char for char, _ in seen_cells(app.screen._compositor.render_strips()[-1]))
         assert "z Zoom" in row and "Next" not in row and row.endswith("▏^p palette ")
         await pilot.click(FooterLine, offset=(row.index("z Zoom"), 0))  # where it is drawn now
         await pilot.pause()

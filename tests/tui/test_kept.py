@@ -6,7 +6,11 @@ after each change a widget can see: a new step, a hover, a new theme.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
+from rich.style import Style
+from textual._styles_cache import StylesCache
 from textual.widget import Widget
 
 from tracer.tui.kept import Kept
@@ -14,9 +18,10 @@ from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.source_view import SourceView
 from tracer.tui.steady import SteadyScrollBar
+from tracer.tui.tensor_pane import TableTitle
 from tracer.tui.timeline import TimelineItem
 
-from .conftest import LESSON, PLUGINS, settle
+from .conftest import LESSON, PLUGINS, seen_cells, settle
 from .test_backdrop import rows, textual_draws, whole
 
 
@@ -107,3 +112,39 @@ async def test_a_step_draws_only_the_timeline_items_whose_state_changed() -> Non
             Widget.render_lines = original  # type: ignore[method-assign]
         # Step 1 current -> visited, step 2 not visited -> current; Textual draws those two.
         assert sorted(item.key for item in drawn) == ["1", "2"]
+
+
+def textual_draws_lines(widget: Widget) -> list[list[tuple[str, Style]]]:
+    """``widget``'s rows drawn by Textual's own line drawing (``Widget.render_line``, from
+    its ``render``), not the widget's override, from an empty cache."""
+    own_cache = widget._styles_cache
+    widget._styles_cache = StylesCache()
+    widget.render_line = partial(Widget.render_line, widget)  # type: ignore[method-assign]
+    try:
+        return [seen_cells(strip) for strip in Widget.render_lines(widget, whole(widget))]
+    finally:
+        del widget.render_line
+        widget._styles_cache = own_cache
+
+
+@pytest.mark.parametrize("size", [(120, 40), (70, 24)])
+async def test_table_titles_draw_what_textual_draws(size: tuple[int, int]) -> None:
+    """A table title draws its own row (and keeps it): the same cells as Textual's drawing
+    of its text, at every step, cut to a narrow width, and after a new theme."""
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        compared = 0
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            for number in range(len(screen.session.lesson.steps)):
+                screen.go_to_step(number)
+                await settle(pilot)
+                for title in screen.query(TableTitle).results(TableTitle):
+                    if title.display and title.region.area:
+                        ours = [seen_cells(strip) for strip in title.render_lines(whole(title))]
+                        assert ours == textual_draws_lines(title), str(title.content)
+                        compared += 1
+        assert compared >= 8

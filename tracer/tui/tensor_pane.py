@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -126,6 +127,10 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         self._views = [
             TensorView(id=f"tensor-view-{n}" if n else "tensor-view") for n in range(SLOTS)
         ]
+        # Made as a step of one table shows them: a first step would otherwise hide the
+        # other ten (a style change and refresh each, about 1.5 ms of a first compare).
+        for widget in (*self._titles, *self._views[1:]):
+            widget.display = False
 
     def compose(self) -> ComposeResult:
         with ScrollColumn(id="tensor-stack"):
@@ -478,7 +483,9 @@ class TableTitle(Label):
         key = (str(self.content), self.content_size.width, style)
         if self._line is None or self._line[0] != key:
             text = self.render().plain
-            self._line = (key, Strip([Segment(text, style)], cell_len(text)))
+            # The offset is what Textual's text carries for the mouse (selecting the title).
+            run = Segment(text, style + Style.from_meta({"offset": (0, 0)}))
+            self._line = (key, Strip([run], cell_len(text)))
         return self._line[1]
 
 

@@ -176,3 +176,16 @@ async def test_keys_that_do_not_fit_are_cut_at_the_palette_and_scroll_into_view(
         await pilot.click(FooterLine, offset=(row.index("z Zoom"), 0))  # where it is drawn now
         await pilot.pause()
         assert app.screen is app.keys_screen  # z has no action here: nothing else opened
+
+
+async def test_a_key_name_from_a_keymap_never_sends_a_control_character() -> None:
+    """A learner's keymap names the keys the footer shows: a control character in one is
+    drawn as a picture, never sent to the terminal."""
+    app = KeysApp(FooterLine)
+    async with app.run_test(size=(120, 10)) as pilot:
+        app.get_key_display = lambda binding: "\x1b[31m" + binding.key  # type: ignore[method-assign]
+        footer = app.keys_screen.query_one(FooterLine)
+        footer.sync()
+        await pilot.pause()
+        row = app.screen._compositor.render_strips()[-1].text
+        assert "\x1b" not in row and "Next" in row

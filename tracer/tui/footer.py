@@ -24,6 +24,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tracer.sanitize import visible
+
 if TYPE_CHECKING:
     from textual.screen import Screen
 
@@ -131,8 +133,19 @@ class FooterLine(Widget, can_focus=False):
             self.refresh()
 
     def wanted(self) -> tuple[tuple[FooterKey, ...], FooterKey | None]:
-        """The keys to show (one per action, as Textual's footer shows them) and the palette's."""
+        """The keys to show (one per action, as Textual's footer shows them) and the palette's.
+
+        A key's name can come from the learner's keymap file: every word shown passes the
+        sanitiser (a control character is drawn as a picture, never sent to the terminal).
+        """
         app = self.app
+
+        def display(binding: Binding) -> str:
+            return visible(app.get_key_display(binding), multiline=False)
+
+        def said(text: str) -> str:
+            return visible(text, multiline=False)
+
         active = self.screen.active_bindings
         by_action: dict[str, list[tuple[Binding, bool, str]]] = {}
         for _node, binding, enabled, tooltip in active.values():
@@ -144,19 +157,16 @@ class FooterLine(Widget, can_focus=False):
             firsts = [run[0] for run in runs]
             if group is None or len(firsts) == 1:
                 keys.extend(
-                    FooterKey(b.key, app.get_key_display(b), b.description, enabled, tooltip)
+                    FooterKey(b.key, display(b), said(b.description), enabled, tooltip)
                     for b, enabled, tooltip in firsts
                 )
                 continue
             for index, (b, enabled, tooltip) in enumerate(firsts):
                 where: Literal["first", "inside"] = "inside" if index else "first"
-                display = app.get_key_display(b)
-                keys.append(
-                    FooterKey(
-                        b.key, display, "", enabled, tooltip or b.description, where, group.compact
-                    )
-                )
-            keys.append(FooterKey("", "", group.description, group="label", tight=group.compact))
+                tip = tooltip or b.description
+                keys.append(FooterKey(b.key, display(b), "", enabled, tip, where, group.compact))
+            label = said(group.description)
+            keys.append(FooterKey("", "", label, group="label", tight=group.compact))
         palette = None
         if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
             found = active.get(app.COMMAND_PALETTE_BINDING)
@@ -164,8 +174,8 @@ class FooterLine(Widget, can_focus=False):
                 _node, binding, enabled, tooltip = found
                 palette = FooterKey(
                     binding.key,
-                    app.get_key_display(binding),
-                    binding.description,
+                    display(binding),
+                    said(binding.description),
                     enabled,
                     binding.tooltip or binding.description,
                 )

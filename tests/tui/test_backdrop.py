@@ -26,15 +26,19 @@ from tracer.tui.steady import Column, Row, ScrollColumn
 from .conftest import LESSON, PLUGINS, settle
 
 
-def textual_draws(widget: Widget) -> list[list[object]]:
+def textual_strips(widget: Widget) -> list[Strip]:
     """Every row of ``widget`` as Textual draws it, from an empty cache."""
     own_cache = widget._styles_cache
     widget._styles_cache = StylesCache()
     try:
-        strips = Widget.render_lines(widget, whole(widget))
+        return Widget.render_lines(widget, whole(widget))
     finally:
         widget._styles_cache = own_cache
-    return rows(strips)
+
+
+def textual_draws(widget: Widget) -> list[list[object]]:
+    """Every row of ``widget`` as Textual draws it, from an empty cache, run by run."""
+    return rows(textual_strips(widget))
 
 
 def whole(widget: Widget) -> Region:

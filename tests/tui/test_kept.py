@@ -10,7 +10,6 @@ from functools import partial
 
 import pytest
 from rich.style import Style
-from textual._styles_cache import StylesCache
 from textual.widget import Widget
 
 from tracer.tui.kept import Kept
@@ -22,7 +21,7 @@ from tracer.tui.tensor_pane import TableTitle
 from tracer.tui.timeline import TimelineItem
 
 from .conftest import LESSON, PLUGINS, seen_cells, settle
-from .test_backdrop import rows, textual_draws, whole
+from .test_backdrop import rows, textual_draws, textual_strips, whole
 
 
 def kept_rows_match(screen: Widget) -> int:
@@ -117,14 +116,11 @@ async def test_a_step_draws_only_the_timeline_items_whose_state_changed() -> Non
 def textual_draws_lines(widget: Widget) -> list[list[tuple[str, Style]]]:
     """``widget``'s rows drawn by Textual's own line drawing (``Widget.render_line``, from
     its ``render``), not the widget's override, from an empty cache."""
-    own_cache = widget._styles_cache
-    widget._styles_cache = StylesCache()
     widget.render_line = partial(Widget.render_line, widget)  # type: ignore[method-assign]
     try:
-        return [seen_cells(strip) for strip in Widget.render_lines(widget, whole(widget))]
+        return [seen_cells(strip) for strip in textual_strips(widget)]
     finally:
         del widget.render_line
-        widget._styles_cache = own_cache
 
 
 @pytest.mark.parametrize("size", [(120, 40), (70, 24)])

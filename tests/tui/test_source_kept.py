@@ -97,3 +97,39 @@ async def test_folded_rows_drawn_from_whole_lines_read_as_the_file(tmp_path: Pat
             read[row.number] = read.get(row.number, "") + piece
         assert [read[n] for n in sorted(read)] == code.splitlines()
         assert len(source.rows) > len(code.splitlines())  # the long lines were folded
+
+
+async def test_a_new_width_draws_only_the_rows_it_cuts_anew(tmp_path: Path) -> None:
+    """Rows are kept across widths: at a new width the pane draws what a pane that had never
+    drawn the file draws (characters and styles), and builds anew only the rows cut
+    differently (a line that fits both widths is the same row at both)."""
+    from textual.app import App, ComposeResult
+
+    from .conftest import seen_cells
+
+    code = "def f(run):\n" + "".join(f"    value_{n} = {'x + ' * (n * 3)}1\n" for n in range(20))
+    path = tmp_path / "widths.py"
+    path.write_text(code, encoding="utf-8")
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SourceView(id="source")
+
+    def cells(source: SourceView) -> list[list[tuple[str, object]]]:
+        return [seen_cells(source.render_line(y)) for y in range(source.size.height)]
+
+    app = One()
+    async with app.run_test(size=(100, 30)) as pilot:
+        source = app.query_one(SourceView)
+        source.show_file(str(path), (3, 4))
+        await settle(pilot)
+        cells(source)
+        drawn_before = len(source._pieces)
+        await pilot.resize_terminal(70, 30)
+        await settle(pilot)
+        kept = cells(source)
+        built = len(source._pieces) - drawn_before
+        cut_anew = {(row.number, row.start, row.end) for row in source.rows[: source.size.height]}
+        assert 0 < built < len(cut_anew)  # the short lines were not drawn again
+        source._forget_drawn()
+        assert cells(source) == kept

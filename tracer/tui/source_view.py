@@ -292,6 +292,8 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         """(file, width) -> its folding and drawn rows, the last :data:`KEPT_FOLDS` made."""
         self._line_strips: dict[tuple[str, int], Strip] = {}
         """(file, line) -> the whole line drawn once; a row of it is a cut of it."""
+        self._pieces: dict[tuple[str, int, int, int, bool, bool], tuple[Strip, Style]] = {}
+        """(file, line, cut, marks) -> the row drawn unpadded (see :meth:`_piece`)."""
         self._colours: tuple[Color, Color, Color] | None = None
         self._frame: tuple[int, int] | None = None
         """(width, scroll offset) while :meth:`render_lines` draws the rows."""
@@ -321,6 +323,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         for folding in self._folds.values():
             folding.strips.clear()
         self._line_strips.clear()
+        self._pieces.clear()
 
     def _reload(self) -> None:
         # A new theme highlights the files anew: their lines, and so their foldings, go too.
@@ -540,7 +543,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         width, scroll_y = self._frame if self._frame is not None else self._measure()
         if self._colours is None:
             self._colours = theme_colours(self)
-        base, text_colour, accent = self._colours
+        base = self._colours[0]
         index = scroll_y + y
         if index >= len(self.rows):
             return Strip.blank(width, Style(bgcolor=base.rich_color))
@@ -551,6 +554,22 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         cached = self._strips.get(key)
         if cached is not None:
             return cached
+        body, padding = self._piece(row, marked, made)
+        strip = self._strips[key] = body.adjust_cell_length(width, padding)
+        return strip
+
+    def _piece(self, row: Row, marked: bool, made: bool) -> tuple[Strip, Style]:
+        """A row's gutter and text drawn, unpadded, and the style that pads it to the pane's width.
+
+        Kept across widths: a line that fits both is the same piece at both, so a step that
+        gives the code a new width draws only the lines it cuts differently and the padding.
+        """
+        key = (self.path or "", row.number, row.start, row.end, marked, made)
+        piece = self._pieces.get(key)
+        if piece is not None:
+            return piece
+        assert self._colours is not None  # render_line found them
+        base, text_colour, accent = self._colours
         background = base.blend(accent, 0.4 if made else 0.22) if marked or made else base
         # Text colour, not the accent, on tinted lines: an orange accent on a light tint vanishes.
         gutter_style = Style(
@@ -566,11 +585,13 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         # The theme's text colour under the syntax colours: code the lexer leaves
         # uncoloured must not fall back to a default meant for another background.
         body = body.apply_style(Style(color=text_colour.rich_color, bgcolor=background.rich_color))
-        strip = Strip.join([Strip([Segment(gutter, gutter_style)]), body]).adjust_cell_length(
-            width, Style(bgcolor=background.rich_color)
+        if len(self._pieces) > LINE_STRIPS:
+            self._pieces.clear()
+        piece = self._pieces[key] = (
+            Strip.join([Strip([Segment(gutter, gutter_style)]), body]),
+            Style(bgcolor=background.rich_color),
         )
-        self._strips[key] = strip
-        return strip
+        return piece
 
     def _body(self, row: Row) -> Strip:
         """The row's piece of its line, drawn: a cut of the whole line drawn once."""

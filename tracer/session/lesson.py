@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.errors import TracerError
-from tracer.lessons.asked import loop_deciders
+from tracer.lessons.asked import Decider, loop_deciders
 from tracer.lessons.check import open_checked
 from tracer.lessons.grading import ECHO_RESPONSE, ascii_index, echo, parse_choices
 from tracer.lessons.grading import grade as grade_response
@@ -330,6 +330,11 @@ class LessonSession:
         default_factory=dict, init=False, repr=False, compare=False
     )
     """(step, quizzes answered) -> what that step shows then (:meth:`step_view`)."""
+    loop_deciding: dict[tuple[int, frozenset[str]], tuple[Decider, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """(loop step, quizzes answered) -> the deciding rows it works out: the same for each of
+    its sub-steps, which a learner steps through one key at a time."""
 
     # Progress -------------------------------------------------------------------------
 
@@ -751,7 +756,10 @@ class LessonSession:
             answered = frozenset(self.progress.answers)
             kept = secrets(self.lesson, self.runner, number, answered)
             canvas = state.stepper.canvases.get(sub.stage)
-            deciding = loop_deciders(self.lesson, self.runner, number, answered)
+            deciding = self.loop_deciding.get((number, answered))
+            if deciding is None:
+                deciding = loop_deciders(self.lesson, self.runner, number, answered)
+                self.loop_deciding[number, answered] = deciding
             said = substep_view(sub, kept, canvas, count, deciding)
             at_hand = functools.partial(self._at_hand, state)
             loop = LoopView(sub, here.sub, count, tokens, canvas, built, said, at_hand)

@@ -7,9 +7,12 @@ after each change a widget can see: a new step, a hover, a new theme.
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import pytest
 from rich.style import Style
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from tracer.tui.kept import Kept
@@ -144,3 +147,49 @@ async def test_table_titles_draw_what_textual_draws(size: tuple[int, int]) -> No
                         assert ours == textual_draws_lines(title), str(title.content)
                         compared += 1
         assert compared >= 8
+
+
+async def test_a_scrollbar_puts_a_new_look_together_from_rows_it_drew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bar at a place it was never drawn at is put together from rows drawn before (track,
+    thumb, the thumb's ends), and is what Textual draws there: at every eighth of a row
+    of scrolling, in its hover colour, and after a new theme."""
+    from textual.app import App, ComposeResult
+    from textual.scrollbar import ScrollBar
+
+    path = tmp_path / "long.py"
+    path.write_text("".join(f"value_{n} = {n}\n" for n in range(200)), encoding="utf-8")
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield SourceView(id="source")
+
+    by_textual = 0
+    textual_rows = ScrollBar.render_lines
+
+    def counted(bar: ScrollBar, crop: Region) -> list[Strip]:
+        nonlocal by_textual
+        by_textual += 1
+        return textual_rows(bar, crop)
+
+    monkeypatch.setattr(ScrollBar, "render_lines", counted)
+    app = One()
+    async with app.run_test(size=(60, 20)) as pilot:
+        source = app.query_one(SourceView)
+        source.show_file(str(path))
+        await settle(pilot)
+        bar = source.vertical_scrollbar
+        assert isinstance(bar, SteadyScrollBar)
+        looks = 0
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await settle(pilot)
+            for hover in (False, True):
+                bar.mouse_over = hover
+                for eighths in range(0, 8 * source.max_scroll_y + 1, 7):
+                    bar.position = eighths / 8
+                    assert rows(bar.render_lines(whole(bar))) == textual_draws(bar)
+                    looks += 1
+        assert looks > 100
+        assert by_textual < looks / 4  # most looks were put together, not drawn by Textual

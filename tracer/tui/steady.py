@@ -26,6 +26,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Self
 
+from rich.color import Color as RichColor
+from rich.segment import Segment
+from rich.style import Style
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.dom import NoScreen
 from textual.errors import NoWidget
@@ -147,6 +150,10 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         super().__init__(*args, **kwargs)
         self._drawings: dict[tuple[object, ...], list[Strip]] = {}
         """What the bar looked like -> its rows (see :meth:`_drawn`)."""
+        self._rows_learnt: dict[tuple[object, ...], dict[Segment, Strip]] = {}
+        """Where rows are cut and drawn -> each row's renderer output -> its row (:meth:`_draw`)."""
+        self._rows_vary = False
+        """A drawing had two rows from one cut: rows are not put together again."""
 
     if hooks.SIZE_UPDATED and hooks.CHECK_REFRESH:
 
@@ -181,6 +188,7 @@ class SteadyScrollBar(ScrollBar, SteadySize):
 
     def notify_style_update(self) -> None:
         self._drawings.clear()
+        self._rows_learnt.clear()
         super().notify_style_update()
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -204,7 +212,57 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         look = (bar.virtual_size, bar.window_size, bar.position, bar.thickness, bar.vertical)
         filters = tuple(map(id, self.get_line_filters()))
         key = (*look, bar.style, crop, self.size, self.app.theme, filters)
-        return recall(self._drawings, key, partial(super().render_lines, crop), BAR_DRAWINGS)
+        return recall(self._drawings, key, partial(self._draw, bar, crop, filters), BAR_DRAWINGS)
+
+    def _draw(self, bar: ScrollBarRender, crop: Region, filters: tuple[int, ...]) -> list[Strip]:
+        """A look not drawn lately: its rows put together from rows drawn before, where each
+        is one of them (a bar's rows are track, thumb, or one of the thumb's two ends), else
+        Textual's drawing, whose rows are then learnt."""
+        cuts = self._row_cuts(bar)
+        if cuts is None:
+            return super().render_lines(crop)
+        where = (crop.x, crop.width, self.size.width, self.app.theme, filters, self.rich_style)
+        learnt = self._rows_learnt.get(where)
+        wanted = cuts[crop.y : crop.bottom]
+        if learnt is not None and all(cut in learnt for cut in wanted):
+            return [learnt[cut] for cut in wanted]
+        drawn = super().render_lines(crop)
+        if len(drawn) == len(wanted):
+            if learnt is None or len(self._rows_learnt) > BAR_DRAWINGS:
+                self._rows_learnt.clear()
+                learnt = self._rows_learnt[where] = {}
+            for cut, strip in zip(wanted, drawn, strict=True):
+                if learnt.setdefault(cut, strip) != strip:  # a row is more than its cut
+                    self._rows_learnt.clear()
+                    self._rows_vary = True
+                    break
+        return drawn
+
+    def _row_cuts(self, bar: ScrollBarRender) -> list[Segment] | None:
+        """What Textual's renderer makes of each row of this vertical bar (the renderer's own
+        ``render_bar``, given what its ``__rich_console__`` gives it), or None where rows
+        may be more than that: a horizontal bar, a border or padding, another renderer."""
+        if (
+            self._rows_vary
+            or not bar.vertical
+            or type(bar).__rich_console__ is not ScrollBarRender.__rich_console__
+            or not isinstance(bar.style, Style)
+            or any(self.styles.gutter)
+        ):
+            return None
+        width, height = self.size
+        made = bar.render_bar(
+            size=height,
+            window_size=bar.window_size,
+            virtual_size=bar.virtual_size,
+            position=bar.position,
+            vertical=True,
+            thickness=width,
+            back_color=bar.style.bgcolor or RichColor.parse("#555555"),
+            bar_color=bar.style.color or RichColor.parse("bright_magenta"),
+        )
+        cuts = list(made.segments)
+        return cuts if len(cuts) == height else None
 
 
 class SteadyScroll(ScrollView, Kept):

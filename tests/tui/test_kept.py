@@ -192,4 +192,6 @@ async def test_a_scrollbar_puts_a_new_look_together_from_rows_it_drew(
                     assert rows(bar.render_lines(whole(bar))) == textual_draws(bar)
                     looks += 1
         assert looks > 100
-        assert by_textual < looks / 4  # most looks were put together, not drawn by Textual
+        # A few drawings by Textual for each theme and hover colour (until each style of row
+        # was drawn once); every other look was put together from the styles they taught.
+        assert by_textual <= 12

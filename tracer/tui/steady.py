@@ -150,10 +150,10 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         super().__init__(*args, **kwargs)
         self._drawings: dict[tuple[object, ...], list[Strip]] = {}
         """What the bar looked like -> its rows (see :meth:`_drawn`)."""
-        self._rows_learnt: dict[tuple[object, ...], dict[Segment, Strip]] = {}
-        """Where rows are cut and drawn -> each row's renderer output -> its row (:meth:`_draw`)."""
+        self._rows_learnt: dict[tuple[object, ...], dict[Style | None, Style]] = {}
+        """How the bar is drawn -> the style of a renderer's run -> its style drawn (:meth:`_draw`)."""
         self._rows_vary = False
-        """A drawing had two rows from one cut: rows are not put together again."""
+        """A row was more than its cut drawn in a style: rows are not put together again."""
 
     if hooks.SIZE_UPDATED and hooks.CHECK_REFRESH:
 
@@ -215,27 +215,37 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         return recall(self._drawings, key, partial(self._draw, bar, crop, filters), BAR_DRAWINGS)
 
     def _draw(self, bar: ScrollBarRender, crop: Region, filters: tuple[int, ...]) -> list[Strip]:
-        """A look not drawn lately: its rows put together from rows drawn before, where each
-        is one of them (a bar's rows are track, thumb, or one of the thumb's two ends), else
-        Textual's drawing, whose rows are then learnt."""
+        """A look not drawn lately, put together from the rows drawn before: a bar's rows are
+        track, thumb, or one of the thumb's two ends, each a run of the renderer's in one of a
+        few styles, and Textual draws a run the same whatever its glyph. Where a style was not
+        drawn yet, Textual draws the bar, and its rows teach the styles."""
         cuts = self._row_cuts(bar)
-        if cuts is None:
+        if cuts is None or crop.x or crop.width != self.size.width:
             return super().render_lines(crop)
-        where = (crop.x, crop.width, self.size.width, self.app.theme, filters, self.rich_style)
+        where = (self.size.width, self.app.theme, filters, self.rich_style)
         learnt = self._rows_learnt.get(where)
         wanted = cuts[crop.y : crop.bottom]
-        if learnt is not None and all(cut in learnt for cut in wanted):
-            return [learnt[cut] for cut in wanted]
+        if learnt is not None:
+            styles = [learnt.get(cut.style) for cut in wanted]
+            if None not in styles:
+                return [
+                    Strip([Segment(cut.text, style)])
+                    for cut, style in zip(wanted, styles, strict=True)
+                ]
         drawn = super().render_lines(crop)
-        if len(drawn) == len(wanted):
-            if learnt is None or len(self._rows_learnt) > BAR_DRAWINGS:
+        if learnt is None:
+            if len(self._rows_learnt) >= BAR_DRAWINGS:
                 self._rows_learnt.clear()
-                learnt = self._rows_learnt[where] = {}
-            for cut, strip in zip(wanted, drawn, strict=True):
-                if learnt.setdefault(cut, strip) != strip:  # a row is more than its cut
-                    self._rows_learnt.clear()
-                    self._rows_vary = True
-                    break
+            learnt = self._rows_learnt[where] = {}
+        for cut, strip in zip(wanted, drawn, strict=True):
+            runs = list(strip)
+            style = runs[0].style if len(runs) == 1 and runs[0].text == cut.text else None
+            # Only a row that is its cut's text in one style is learnt; any other row (or a
+            # style drawn two ways) means rows here are more than their cuts: never again.
+            if style is None or learnt.setdefault(cut.style, style) != style:
+                self._rows_vary = True
+                self._rows_learnt.clear()
+                break
         return drawn
 
     def _row_cuts(self, bar: ScrollBarRender) -> list[Segment] | None:

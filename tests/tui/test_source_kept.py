@@ -133,3 +133,36 @@ async def test_a_new_width_draws_only_the_rows_it_cuts_anew(tmp_path: Path) -> N
         assert 0 < built < len(cut_anew)  # the short lines were not drawn again
         source._forget_drawn()
         assert cells(source) == kept
+
+
+async def test_the_code_of_the_next_step_is_drawn_ahead(tmp_path: Path) -> None:
+    """While the learner reads a step, the code pane draws ahead the lines the next step will
+    show (another variant's file): moving there builds few rows anew, and the pane shows what
+    a pane that had drawn nothing ahead shows."""
+    from .conftest import seen_cells
+
+    lesson = tmp_path / "two_files.yaml"
+    lesson.write_text(TWO_FILES, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        source = screen.query_one("#source", SourceView)
+        screen.go_to_step(0)
+        await settle(pilot)
+        screen.drawing.prepare_nearby()
+        drawn_ahead = set(source._pieces)
+        screen.go_to_step(1)
+        await settle(pilot)
+        assert source.path is not None and source.path.endswith("naive_loop.py")
+        rows = [seen_cells(source.render_line(y)) for y in range(source.size.height)]
+        built = set(source._pieces) - drawn_ahead
+        whole = {
+            number for number, line in enumerate(source.lines, start=1) if len(line.plain) < 40
+        }
+        on_screen = {row.number for row in source.rows[source.scroll_offset.y :][:32]}
+        assert whole & on_screen  # some lines fit: they were drawn ahead, not now
+        assert not {number for path, number, *_cut in built if path == source.path} & whole
+        source._forget_drawn()
+        assert [seen_cells(source.render_line(y)) for y in range(source.size.height)] == rows

@@ -406,6 +406,35 @@ class LessonDrawing:
     }
     """The widget code for each kind of step's view: the session decides what a step shows."""
 
+    def prepare_nearby(self) -> None:
+        """While the learner reads: the session computes the steps either side, and the code
+        panes draw ahead the lines those steps will show (:meth:`SourceView.prepare`), so
+        that moving to one draws little anew. A step that fails is left to fail when shown."""
+        session = self.session
+        if session is None:
+            return
+        session.prepare_nearby()
+        here = session.position.step
+        for number in (here + 1, here - 1):
+            if not 0 <= number < len(session.steps):
+                continue
+            try:
+                view = session.step_view(number)
+            except Exception:  # said when the step is shown
+                continue
+            if view.kind == "compare" and len(view.tables) == 2:
+                shown = [(self.source, view.tables[0]), (self.source_right, view.tables[1])]
+            elif view.kind in ("show", "quiz") and view.tables:
+                shown = [(self.source, view.tables[0])]
+            else:
+                continue
+            for pane, table in shown:
+                stage, ref = table.resolved.stage, table.resolved.ref
+                made = (
+                    ref.tensor or next(iter(stage.tensors), None) if view.kind == "show" else None
+                )
+                pane.prepare(stage.source_file, stage.lines, produced=made)
+
     def _live_for(self, quiz: Quiz) -> Callable[[str], str]:
         session = self.session
         assert session is not None

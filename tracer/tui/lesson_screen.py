@@ -470,13 +470,14 @@ class LessonScreen(StepScreen):
     def _when_drawn(self) -> None:
         """Once the step is on screen: save the position off the UI thread (see
         :mod:`tracer.session.saver`; quiz answers are saved at once), and soon after compute
-        the steps either side ahead (on this thread), so that moving to one only draws it."""
+        the steps either side ahead and draw their code (on this thread): moving to one draws
+        little anew."""
         self.call_after_refresh(self._saver.request)
         COLLECTOR.after_frame(self)  # the garbage collector runs again once this is on screen
         if self._preparing is not None:
             self._preparing.stop()
         if self.session is not None:  # not while the frame is written: its thread needs Python
-            self._preparing = self.set_timer(PREPARE_AFTER, self.session.prepare_nearby)
+            self._preparing = self.set_timer(PREPARE_AFTER, self.drawing.prepare_nearby)
 
     def _save_now(self) -> str | None:
         """The saver's work (on its thread, or on the way out): the position it reads now."""

@@ -234,6 +234,11 @@ def fold(lines: Iterable[Text], width: int) -> list[Row]:
     return rows
 
 
+def _gutter_width(count: int) -> int:
+    """Columns of the gutter beside a file of ``count`` lines: a marker, the numbers, room."""
+    return len(str(max(count, 1))) + 3
+
+
 KEPT_FOLDS = 24
 """Foldings a source pane keeps as drawn, one per file and width: a lesson goes back and forth
 between a few variants' files, and each kind of step gives the code its own width."""
@@ -521,7 +526,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         return max(placed.clip.intersection(region).height, 1)
 
     def _gutter(self) -> int:
-        return len(str(max(len(self.lines), 1))) + 3
+        return _gutter_width(len(self.lines))
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The pane's width and offset, found once for all its rows (each lookup asks the
@@ -554,21 +559,46 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         cached = self._strips.get(key)
         if cached is not None:
             return cached
-        body, padding = self._piece(row, marked, made)
+        body, padding = self._piece(self.path or "", len(self.lines), row, marked, made)
         strip = self._strips[key] = body.adjust_cell_length(width, padding)
         return strip
 
-    def _piece(self, row: Row, marked: bool, made: bool) -> tuple[Strip, Style]:
-        """A row's gutter and text drawn, unpadded, and the style that pads it to the pane's width.
+    def prepare(
+        self, path: str | None, marked: Iterable[int] = (), *, produced: str | None = None
+    ) -> None:
+        """Draw ahead (while the learner reads) the rows a step showing ``path`` with ``marked``
+        will most likely show: a screenful of lines either side of the first marked one, each
+        whole, as a pane wide enough for it shows it. A step that then shows them draws only
+        what it cuts otherwise; nothing on screen changes now."""
+        if not path or self.size.height <= 0:
+            return
+        if self._colours is None:
+            self._colours = theme_colours(self)
+        lines = shown_lines(path, self.app.current_theme.dark)
+        marked = frozenset(marked)
+        made = producing_lines(path, marked, produced)
+        centre = min(marked, default=1)
+        for number in range(max(centre - self.size.height, 1), centre + self.size.height):
+            if number > len(lines):
+                break
+            line = lines[number - 1]
+            row = Row(number, line, 0, len(line.plain), True)
+            self._piece(path, len(lines), row, number in marked, number in made)
+
+    def _piece(
+        self, path: str, count: int, row: Row, marked: bool, made: bool
+    ) -> tuple[Strip, Style]:
+        """A row of ``path`` (``count`` lines long) drawn with its gutter, unpadded, and the
+        style that pads it to the pane's width.
 
         Kept across widths: a line that fits both is the same piece at both, so a step that
         gives the code a new width draws only the lines it cuts differently and the padding.
         """
-        key = (self.path or "", row.number, row.start, row.end, marked, made)
+        key = (path, row.number, row.start, row.end, marked, made)
         piece = self._pieces.get(key)
         if piece is not None:
             return piece
-        assert self._colours is not None  # render_line found them
+        assert self._colours is not None  # render_line and prepare found them
         base, text_colour, accent = self._colours
         background = base.blend(accent, 0.4 if made else 0.22) if marked or made else base
         # Text colour, not the accent, on tinted lines: an orange accent on a light tint vanishes.
@@ -578,10 +608,10 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             bold=marked or made,
         )
         marker = "◆" if made else "▶" if marked else " "
-        digits = self._gutter() - 3
+        digits = _gutter_width(count) - 3
         shown = str(row.number) if row.first else "↪"
         gutter = f"{marker}{shown:>{digits}}  "
-        body = self._body(row)
+        body = self._body(path, row)
         # The theme's text colour under the syntax colours: code the lexer leaves
         # uncoloured must not fall back to a default meant for another background.
         body = body.apply_style(Style(color=text_colour.rich_color, bgcolor=background.rich_color))
@@ -593,12 +623,12 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         )
         return piece
 
-    def _body(self, row: Row) -> Strip:
+    def _body(self, path: str, row: Row) -> Strip:
         """The row's piece of its line, drawn: a cut of the whole line drawn once."""
         line = row.line
         if not one_cell_each(line.plain):  # a cut by cells would not be a cut by characters
             return Strip(list(row.text.render(self.app.console)))
-        key = (self.path or "", row.number)
+        key = (path, row.number)
         whole = self._line_strips.get(key)
         if whole is None:
             if len(self._line_strips) > LINE_STRIPS:

@@ -189,3 +189,32 @@ async def test_a_key_name_from_a_keymap_never_sends_a_control_character() -> Non
         await pilot.pause()
         row = app.screen._compositor.render_strips()[-1].text
         assert "\x1b" not in row and "Next" in row
+
+
+async def test_keys_shown_again_are_the_keys_drawn_anew() -> None:
+    """Stepping through a lesson and back shows a few sets of keys (a quiz's, a table's) again
+    and again: each time the footer shows, and clicks at, what a footer that kept nothing
+    draws for those keys."""
+    from tracer.tui.launch import make_lesson_app
+    from tracer.tui.lesson_screen import LessonScreen
+
+    from .conftest import LESSON, PLUGINS, settle
+
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen) and screen.session is not None
+        footer = screen.query_one(FooterLine)
+        steps = len(screen.session.lesson.steps)
+        shown = set()
+        for number in [*range(steps), *range(steps - 2, -1, -1)]:
+            screen.go_to_step(number)
+            await settle(pilot)
+            kept, places = seen_cells(footer.render_line(0)), list(footer._placed)
+            drawings, footer._drawn = footer._drawn, {}
+            assert seen_cells(footer.render_line(0)) == kept
+            assert footer._placed == places
+            footer._drawn = drawings
+            shown.add(footer._keys)
+        assert len(shown) >= 2  # the keys changed from step to step, and came back

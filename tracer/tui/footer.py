@@ -57,6 +57,10 @@ class Placed:
     key: FooterKey
 
 
+KEPT_LINES = 8
+"""Drawings of the footer kept (the oldest goes first)."""
+
+
 class FooterLine(Widget, can_focus=False):
     """The bindings the screen offers now, in one row at the bottom."""
 
@@ -105,7 +109,9 @@ class FooterLine(Widget, can_focus=False):
         self._scroll = 0
         """Cells scrolled off at the left (a mouse wheel moves keys that do not fit)."""
         self._parts: dict[bool, dict[str, Style]] | None = None
-        self._drawn: tuple[tuple[object, ...], Strip] | None = None
+        self._drawn: dict[tuple[object, ...], tuple[Strip, list[Placed], int]] = {}
+        """What the line showed -> the line, where its keys are, the scroll: the last few, as
+        a lesson goes back and forth between a few sets of keys (a quiz's and a table's)."""
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -191,7 +197,7 @@ class FooterLine(Widget, can_focus=False):
 
     def notify_style_update(self) -> None:
         self._parts = None
-        self._drawn = None
+        self._drawn.clear()
         super().notify_style_update()
 
     def render_line(self, y: int) -> Strip:
@@ -201,9 +207,14 @@ class FooterLine(Widget, can_focus=False):
         if y:
             return Strip.blank(width, self.rich_style)
         key = (self._keys, self._palette, width, self.compact, self._hover, self._scroll)
-        if self._drawn is None or self._drawn[0] != key:
-            self._drawn = (key, self._draw(width))
-        return self._drawn[1]
+        drawn = self._drawn.get(key)
+        if drawn is None:
+            line = self._draw(width)
+            if len(self._drawn) >= KEPT_LINES:
+                del self._drawn[next(iter(self._drawn))]
+            drawn = self._drawn[key] = (line, self._placed, self._scroll)
+        line, self._placed, self._scroll = drawn
+        return line
 
     def _looks(self) -> dict[bool, dict[str, Style]]:
         """Each part's style, for a key under the mouse (True) and not.

@@ -158,3 +158,33 @@ def test_the_same_answers_typed_in_the_plain_front_end_are_graded_alike(tmp_path
     assert f"Right: {CELLS}." in printed and "Not quite" not in printed
     answer = session.progress.answers["cells"]
     assert answer.right and answer.response == CELLS
+
+
+async def test_a_choice_that_lost_the_focus_while_hidden_is_drawn_unfocused_when_back(
+    tmp_path: Path,
+) -> None:
+    """Leaving a quiz takes the focus from a choice while the quiz is hidden; its restyle waits
+    until the quiz is shown again, and is done before the frame that draws it: the choice
+    looks like the other choices that have no focus, and the screen like a fresh restyle."""
+    app = make_lesson_app(write_lesson(tmp_path), plugin_dirs=[str(PLUGINS)], resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        view = screen.query_one(QuizView)
+        await press(pilot, "right", "down")
+        first, second, third = (view.query_one(f"#choice-{n}", Button) for n in (1, 2, 3))
+        assert app.focused is second
+        focused_look = second.styles.background
+        await press(pilot, "left")  # to the narration: the quiz is hidden, its focus gone
+        assert app.focused is None
+        assert second._restyle_due  # put off: no one sees it
+        await press(pilot, "right")
+        assert app.focused is first
+        assert not second._restyle_due
+        assert second.styles.background == third.styles.background != focused_look
+        drawn = [strip.text for strip in screen._compositor.render_strips()]
+        for widget in (first, second, third):
+            app.update_styles(widget)
+        await settle(pilot)
+        assert [strip.text for strip in screen._compositor.render_strips()] == drawn

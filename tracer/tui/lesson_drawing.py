@@ -188,6 +188,8 @@ class LessonDrawing:
             right.display = layout.compare
         quiz = layout.quiz
         quiz_view = self.quiz
+        if quiz:
+            quiz_view.showing()
         if quiz_view.display != quiz:
             quiz_view.display = quiz
         position = self.position_text

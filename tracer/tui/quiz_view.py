@@ -31,11 +31,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
 from tracer.lessons.grading import response_problem
 from tracer.lessons.model import Quiz
 from tracer.sanitize import visible
+from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.kept import Kept
 from tracer.tui.steady import Column, Label, SteadySize
@@ -58,7 +60,35 @@ QUIZ_KEYS = (
 """The quiz's keys in words, for the lesson screen's help."""
 
 
-class QuizButton(Button, SteadySize):
+class RestyledWhenSeen(Widget):
+    """Restyled for a lost focus only when it can be seen again.
+
+    Leaving a quiz step hides the quiz and takes the focus from its box or choice. Textual
+    restyles a widget that loses the focus at once, through the whole stylesheet (an input's
+    parts too): one or two milliseconds of that key press, for a widget no one sees. Here
+    that restyle waits until the quiz is shown again (:meth:`QuizView.showing`), before the
+    frame that draws it.
+    """
+
+    _restyle_due = False
+
+    def watch_has_focus(self, has_focus: bool) -> None:
+        if not has_focus and hooks.hooks_on() and not self._seen():
+            self._restyle_due = True
+            return
+        self._restyle_due = False
+        super().watch_has_focus(has_focus)
+
+    def _seen(self) -> bool:
+        return all(node.display for node in self.ancestors_with_self if isinstance(node, Widget))
+
+    def restyle_if_due(self) -> None:
+        if self._restyle_due:
+            self._restyle_due = False
+            self.update_node_styles()
+
+
+class QuizButton(Button, SteadySize, RestyledWhenSeen):
     """A ``Button`` laid out once per change: a new label resizes it inside the quiz's pass."""
 
 
@@ -90,7 +120,7 @@ class ChoiceButton(QuizButton):
         self._view().move_focus(self.number, by)
 
 
-class AnswerBox(Input):
+class AnswerBox(Input, RestyledWhenSeen):
     """A number or cells quiz's box: every character typed while it has the focus is the answer.
 
     Enter checks, Esc leaves it; → and ← step on (the screen's keys) while it is empty.
@@ -190,6 +220,12 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         yield QuizButton("Hint", id="quiz-more-hints", compact=True)
         yield Label(id="quiz-hints", markup=False)
         yield Label(id="quiz-feedback", markup=False)
+
+    def showing(self) -> None:
+        """The quiz is about to be shown: a box or choice that lost the focus while it was
+        hidden is restyled now, before the frame that draws it (see :class:`RestyledWhenSeen`)."""
+        for widget in self.query("*").results(RestyledWhenSeen):
+            widget.restyle_if_due()
 
     def text(self, prose: str) -> str:
         """Prose as shown: live values filled in when the lesson session is known."""

@@ -9,6 +9,7 @@ come in the :class:`~tracer.session.lesson.LessonView`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,6 +23,7 @@ from textual.widgets import ContentSwitcher
 
 from tracer.lessons.hiding import Table
 from tracer.lessons.model import Focus, LessonStep, Quiz
+from tracer.lessons.views import StepView
 from tracer.session.lesson import LessonSession, LessonView, LoopView, Position
 from tracer.session.places import LoopWords, loop_words
 from tracer.tui.grid import Highlight
@@ -420,22 +422,22 @@ class LessonDrawing:
         for number in (here + 1, here - 1):
             if not 0 <= number < len(session.steps):
                 continue
-            try:
-                view = session.step_view(number)
-            except Exception:  # said when the step is shown
-                continue
-            if view.kind == "compare" and len(view.tables) == 2:
-                shown = [(self.source, view.tables[0]), (self.source_right, view.tables[1])]
-            elif view.kind in ("show", "quiz") and view.tables:
-                shown = [(self.source, view.tables[0])]
-            else:
-                continue
-            for pane, table in shown:
-                stage, ref = table.resolved.stage, table.resolved.ref
-                made = (
-                    ref.tensor or next(iter(stage.tensors), None) if view.kind == "show" else None
-                )
-                pane.prepare(stage.source_file, stage.lines, produced=made)
+            # Ahead of time only: a step that fails, or code that cannot be drawn, is met when
+            # the step is shown, where its error is said.
+            with contextlib.suppress(Exception):
+                self._draw_code_ahead(session.step_view(number))
+
+    def _draw_code_ahead(self, view: StepView) -> None:
+        if view.kind == "compare" and len(view.tables) == 2:
+            shown = [(self.source, view.tables[0]), (self.source_right, view.tables[1])]
+        elif view.kind in ("show", "quiz") and view.tables:
+            shown = [(self.source, view.tables[0])]
+        else:
+            return
+        for pane, table in shown:
+            stage, ref = table.resolved.stage, table.resolved.ref
+            made = ref.tensor or next(iter(stage.tensors), None) if view.kind == "show" else None
+            pane.prepare(stage.source_file, stage.lines, produced=made)
 
     def _live_for(self, quiz: Quiz) -> Callable[[str], str]:
         session = self.session

@@ -166,3 +166,46 @@ async def test_the_code_of_the_next_step_is_drawn_ahead(tmp_path: Path) -> None:
         assert not {number for path, number, *_cut in built if path == source.path} & whole
         source._forget_drawn()
         assert [seen_cells(source.render_line(y)) for y in range(source.size.height)] == rows
+
+
+COMPARE_NEXT = """\
+title: A compare next
+summary: A table, then the same scores two ways.
+steps:
+  - show: {variant: vectorized, stage: scores}
+  - compare:
+      stage: scores
+      left: {variant: vectorized}
+      right: {variant: naive-loop}
+"""
+
+
+async def test_a_compare_steps_second_code_pane_is_drawn_ahead_while_hidden(
+    tmp_path: Path,
+) -> None:
+    """A compare step's second code pane is hidden until a compare is shown; the code it will
+    show is drawn ahead all the same (at the first pane's height), so the first compare builds
+    none of its whole lines anew."""
+    lesson = tmp_path / "compare_next.yaml"
+    lesson.write_text(COMPARE_NEXT, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        right = screen.query_one("#source-right", SourceView)
+        screen.go_to_step(0)
+        await settle(pilot)
+        assert not right.display
+        screen.drawing.prepare_nearby()
+        drawn_ahead = set(right._pieces)
+        screen.go_to_step(1)
+        await settle(pilot)
+        assert right.display and right.path is not None and right.path.endswith("naive_loop.py")
+        for y in range(right.size.height):
+            right.render_line(y)
+        built = set(right._pieces) - drawn_ahead
+        whole = {number for number, line in enumerate(right.lines, start=1) if len(line.plain) < 30}
+        on_screen = {row.number for row in right.rows[right.scroll_offset.y :][: right.size.height]}
+        assert whole & on_screen
+        assert not {number for path, number, *_cut in built if path == right.path} & whole

@@ -437,7 +437,10 @@ class LessonDrawing:
         for pane, table in shown:
             stage, ref = table.resolved.stage, table.resolved.ref
             made = ref.tensor or next(iter(stage.tensors), None) if view.kind == "show" else None
-            pane.prepare(stage.source_file, stage.lines, produced=made)
+            # The second code pane of a compare is hidden until one is shown: it gets the
+            # first one's height, as a compare step gives it.
+            rows = pane.size.height or self.source.size.height
+            pane.prepare(stage.source_file, stage.lines, produced=made, rows=rows)
 
     def _live_for(self, quiz: Quiz) -> Callable[[str], str]:
         session = self.session

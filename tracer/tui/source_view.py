@@ -564,13 +564,20 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         return strip
 
     def prepare(
-        self, path: str | None, marked: Iterable[int] = (), *, produced: str | None = None
+        self,
+        path: str | None,
+        marked: Iterable[int] = (),
+        *,
+        produced: str | None = None,
+        rows: int | None = None,
     ) -> None:
         """Draw ahead (while the learner reads) the rows a step showing ``path`` with ``marked``
         will most likely show: a screenful of lines either side of the first marked one, each
         whole, as a pane wide enough for it shows it. A step that then shows them draws only
-        what it cuts otherwise; nothing on screen changes now."""
-        if not path or self.size.height <= 0:
+        what it cuts otherwise; nothing on screen changes now. ``rows``: the pane's height on
+        that step, where this pane has none now (a compare step's second pane, hidden)."""
+        rows = rows or self.size.height
+        if not path or rows <= 0:
             return
         if self._colours is None:
             self._colours = theme_colours(self)
@@ -578,7 +585,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         marked = frozenset(marked)
         made = producing_lines(path, marked, produced)
         centre = min(marked, default=1)
-        for number in range(max(centre - self.size.height, 1), centre + self.size.height):
+        for number in range(max(centre - rows, 1), centre + rows):
             if number > len(lines):
                 break
             line = lines[number - 1]

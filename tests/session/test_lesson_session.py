@@ -66,6 +66,23 @@ def test_a_loop_is_walked_one_sub_step_at_a_time_and_back(session: LessonSession
     assert session.position == Position(number, len(tokens) - 1)
 
 
+def test_a_loops_code_on_entering_is_known_ahead_only_when_held(session: LessonSession) -> None:
+    """What a loop step shows on entering it (its first sub-step from before, its last coming
+    back) is told ahead, without running the variant: nothing before its stepper holds it."""
+    number = first(session, Loop)
+    assert session.loop_code(number - 1, from_before=True) is None  # no loop there
+    assert session.loop_code(number, from_before=True) is None  # not started: would run it
+    session.go(Position(number))
+    entered = session.view().loop
+    assert entered is not None
+    told = session.loop_code(number, from_before=True)
+    assert told == (entered.sub.source_file, tuple(entered.sub.lines))
+    assert session.loop_end()
+    last = session.view().loop
+    assert last is not None and last.sub.lines != entered.sub.lines
+    assert session.loop_code(number, from_before=False) == (last.sub.source_file, last.sub.lines)
+
+
 def test_loop_end_and_jumps(session: LessonSession) -> None:
     number = first(session, Loop)
     session.go(Position(number))

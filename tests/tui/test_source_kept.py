@@ -209,3 +209,41 @@ async def test_a_compare_steps_second_code_pane_is_drawn_ahead_while_hidden(
         on_screen = {row.number for row in right.rows[right.scroll_offset.y :][: right.size.height]}
         assert whole & on_screen
         assert not {number for path, number, *_cut in built if path == right.path} & whole
+
+
+LOOP_NEXT = """\
+title: A loop next
+summary: A table, then the loop that builds another.
+steps:
+  - show: {variant: vectorized, stage: scores}
+  - loop: {variant: naive-loop, stage: scores, query: 1}
+"""
+
+
+async def test_the_code_a_loop_shows_on_entering_is_drawn_ahead(tmp_path: Path) -> None:
+    """The lines a loop's first sub-step ran are known once its stepper holds that sub-step
+    (the lesson's loading fetches it): the code pane draws them ahead, marked as they will
+    be, and entering the loop builds none of its whole lines anew."""
+    lesson = tmp_path / "loop_next.yaml"
+    lesson.write_text(LOOP_NEXT, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        source = screen.query_one("#source", SourceView)
+        screen.go_to_step(0)
+        await settle(pilot)
+        screen.drawing.prepare_nearby()
+        drawn_ahead = set(source._pieces)
+        screen.go_to_step(1)
+        await settle(pilot)
+        assert source.path is not None and source.path.endswith("naive_loop.py")
+        assert source.marked  # the sub-step's lines
+        for y in range(source.size.height):
+            source.render_line(y)
+        built = set(source._pieces) - drawn_ahead
+        whole = {n for n, line in enumerate(source.lines, start=1) if len(line.plain) < 30}
+        on_screen = {row.number for row in source.rows[source.scroll_offset.y :][:32]}
+        assert whole & on_screen
+        assert not {number for path, number, *_cut in built if path == source.path} & whole

@@ -460,6 +460,21 @@ class LessonSession:
         state = self.loop(number)
         return state.count_within(COUNT_STEPS) if state is not None else None
 
+    def loop_code(self, number: int, *, from_before: bool) -> tuple[str, tuple[int, ...]] | None:
+        """The file and lines loop step ``number`` shows on entering it: its first sub-step
+        coming from before it, its last coming back. Only what its stepper already holds (a
+        front end draws the code ahead with it); None where finding out would run the variant."""
+        state = self.loops.get(number)
+        if state is None:
+            return None
+        index = state.first + (0 if from_before else state.last_sub())
+        if not state.stepper.known(index):
+            return None
+        sub = state.stepper.get(index)
+        if not isinstance(sub, SubStep) or sub.source_file is None:
+            return None
+        return sub.source_file, tuple(sub.lines)
+
     def go(self, position: Position) -> Move:
         """Move to ``position`` (a sub-step past a loop's known end: its last); :class:`AtEnd`
         if there is no such step."""

@@ -425,9 +425,14 @@ class LessonDrawing:
             # Ahead of time only: a step that fails, or code that cannot be drawn, is met when
             # the step is shown, where its error is said.
             with contextlib.suppress(Exception):
-                self._draw_code_ahead(session.step_view(number))
+                self._draw_code_ahead(session, session.step_view(number), number > here)
 
-    def _draw_code_ahead(self, view: StepView) -> None:
+    def _draw_code_ahead(self, session: LessonSession, view: StepView, forward: bool) -> None:
+        if view.kind == "loop":
+            code = session.loop_code(view.number, from_before=forward)
+            if code is not None:
+                self.source.prepare(*code)
+            return
         if view.kind == "compare" and len(view.tables) == 2:
             shown = [(self.source, view.tables[0]), (self.source_right, view.tables[1])]
         elif view.kind in ("show", "quiz") and view.tables:

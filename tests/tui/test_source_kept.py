@@ -184,8 +184,8 @@ async def test_a_compare_steps_second_code_pane_is_drawn_ahead_while_hidden(
     tmp_path: Path,
 ) -> None:
     """A compare step's second code pane is hidden until a compare is shown; the code it will
-    show is drawn ahead all the same (at the first pane's height), so the first compare builds
-    none of its whole lines anew."""
+    show is drawn ahead all the same (a screenful either side of the lines that ran), so the
+    first compare builds none of its whole lines anew."""
     lesson = tmp_path / "compare_next.yaml"
     lesson.write_text(COMPARE_NEXT, encoding="utf-8")
     app = make_lesson_app(lesson, resume=False)

@@ -428,10 +428,13 @@ class LessonDrawing:
                 self._draw_code_ahead(session, session.step_view(number), number > here)
 
     def _draw_code_ahead(self, session: LessonSession, view: StepView, forward: bool) -> None:
+        # A screenful either side of the lines that ran: the pane may be taller on that step
+        # than on this one (a compare halves it), or hidden (a compare's second pane).
+        rows = self.screen.size.height
         if view.kind == "loop":
             code = session.loop_code(view.number, from_before=forward)
             if code is not None:
-                self.source.prepare(*code)
+                self.source.prepare(*code, rows=rows)
             return
         if view.kind == "compare" and len(view.tables) == 2:
             shown = [(self.source, view.tables[0]), (self.source_right, view.tables[1])]
@@ -442,9 +445,6 @@ class LessonDrawing:
         for pane, table in shown:
             stage, ref = table.resolved.stage, table.resolved.ref
             made = ref.tensor or next(iter(stage.tensors), None) if view.kind == "show" else None
-            # The second code pane of a compare is hidden until one is shown: it gets the
-            # first one's height, as a compare step gives it.
-            rows = pane.size.height or self.source.size.height
             pane.prepare(stage.source_file, stage.lines, produced=made, rows=rows)
 
     def _live_for(self, quiz: Quiz) -> Callable[[str], str]:

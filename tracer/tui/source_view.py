@@ -574,8 +574,8 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         """Draw ahead (while the learner reads) the rows a step showing ``path`` with ``marked``
         will most likely show: a screenful of lines either side of the first marked one, each
         whole, as a pane wide enough for it shows it. A step that then shows them draws only
-        what it cuts otherwise; nothing on screen changes now. ``rows``: the pane's height on
-        that step, where this pane has none now (a compare step's second pane, hidden)."""
+        what it cuts otherwise; nothing on screen changes now. ``rows``: the most rows the pane
+        may have on that step (its height now by default; a hidden pane has none)."""
         rows = rows or self.size.height
         if not path or rows <= 0:
             return

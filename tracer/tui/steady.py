@@ -24,7 +24,7 @@ straight through to Textual while the speed-ups are off.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from rich.color import Color as RichColor
 from rich.segment import Segment
@@ -142,6 +142,10 @@ class SteadyScrollBar(ScrollBar, SteadySize):
 
     _placed_at: Region | None = None
     """Where the last layout pass placed the bar."""
+    _rows_checked: ClassVar[set[tuple[object, ...]]] = set()
+    """Looks of a bar (width, theme, filters, the bar's style) whose rows Textual was seen to
+    draw as the renderer's runs in the bar's style (see :meth:`_draw`): true of every bar that
+    looks so, so the first one seen in a look vouches for the rest."""
     _placed_anew = False
     """The last layout pass placed the bar where it was not (so its frame sends all of it)."""
     _painted_since_refresh = False
@@ -150,10 +154,8 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         super().__init__(*args, **kwargs)
         self._drawings: dict[tuple[object, ...], list[Strip]] = {}
         """What the bar looked like -> its rows (see :meth:`_drawn`)."""
-        self._rows_learnt: dict[tuple[object, ...], dict[Style | None, Style]] = {}
-        """How the bar is drawn -> the style of a renderer's run -> its style drawn (:meth:`_draw`)."""
         self._rows_vary = False
-        """A row was more than its cut drawn in a style: rows are not put together again."""
+        """A row was more than its run in the bar's style: rows are not put together again."""
 
     if hooks.SIZE_UPDATED and hooks.CHECK_REFRESH:
 
@@ -188,7 +190,6 @@ class SteadyScrollBar(ScrollBar, SteadySize):
 
     def notify_style_update(self) -> None:
         self._drawings.clear()
-        self._rows_learnt.clear()
         super().notify_style_update()
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -215,37 +216,27 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         return recall(self._drawings, key, partial(self._draw, bar, crop, filters), BAR_DRAWINGS)
 
     def _draw(self, bar: ScrollBarRender, crop: Region, filters: tuple[int, ...]) -> list[Strip]:
-        """A look not drawn lately, put together from the rows drawn before: a bar's rows are
-        track, thumb, or one of the thumb's two ends, each a run of the renderer's in one of a
-        few styles, and Textual draws a run the same whatever its glyph. Where a style was not
-        drawn yet, Textual draws the bar, and its rows teach the styles."""
+        """A look not drawn lately, put together without Textual: a bar's rows are runs of the
+        renderer (track, thumb, the thumb's two ends), and Textual draws each run in the bar's
+        own style under the run's. That is checked on Textual's first drawing of the bar in
+        each theme and width; a row that is anything else turns this off for good."""
         cuts = self._row_cuts(bar)
         if cuts is None or crop.x or crop.width != self.size.width:
             return super().render_lines(crop)
-        where = (self.size.width, self.app.theme, filters, self.rich_style)
-        learnt = self._rows_learnt.get(where)
+        base = self.rich_style
+        where = (self.size.width, self.app.theme, filters, base)
         wanted = cuts[crop.y : crop.bottom]
-        if learnt is not None:
-            styles = [learnt.get(cut.style) for cut in wanted]
-            if None not in styles:
-                return [
-                    Strip([Segment(cut.text, style)])
-                    for cut, style in zip(wanted, styles, strict=True)
-                ]
+        if where in self._rows_checked:
+            return [Strip([Segment(cut.text, base + cut.style)]) for cut in wanted]
         drawn = super().render_lines(crop)
-        if learnt is None:
-            if len(self._rows_learnt) >= BAR_DRAWINGS:
-                self._rows_learnt.clear()
-            learnt = self._rows_learnt[where] = {}
         for cut, strip in zip(wanted, drawn, strict=True):
             runs = list(strip)
-            style = runs[0].style if len(runs) == 1 and runs[0].text == cut.text else None
-            # Only a row that is its cut's text in one style is learnt; any other row (or a
-            # style drawn two ways) means rows here are more than their cuts: never again.
-            if style is None or learnt.setdefault(cut.style, style) != style:
+            if len(runs) != 1 or runs[0] != Segment(cut.text, base + cut.style):
                 self._rows_vary = True
-                self._rows_learnt.clear()
-                break
+                return drawn
+        if len(self._rows_checked) >= BAR_DRAWINGS:
+            self._rows_checked.clear()
+        self._rows_checked.add(where)
         return drawn
 
     def _row_cuts(self, bar: ScrollBarRender) -> list[Segment] | None:

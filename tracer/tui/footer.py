@@ -25,6 +25,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tracer.sanitize import visible
+from tracer.tui.kept import recall
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -207,14 +208,13 @@ class FooterLine(Widget, can_focus=False):
         if y:
             return Strip.blank(width, self.rich_style)
         key = (self._keys, self._palette, width, self.compact, self._hover, self._scroll)
-        drawn = self._drawn.get(key)
-        if drawn is None:
-            line = self._draw(width)
-            if len(self._drawn) >= KEPT_LINES:
-                del self._drawn[next(iter(self._drawn))]
-            drawn = self._drawn[key] = (line, self._placed, self._scroll)
-        line, self._placed, self._scroll = drawn
+        line, self._placed, self._scroll = recall(self._drawn, key, self._drawing, KEPT_LINES)
         return line
+
+    def _drawing(self) -> tuple[Strip, list[Placed], int]:
+        """The line drawn anew, with where its keys are and the scroll it settled on."""
+        line = self._draw(self.size.width)
+        return line, self._placed, self._scroll
 
     def _looks(self) -> dict[bool, dict[str, Style]]:
         """Each part's style, for a key under the mouse (True) and not.

@@ -38,7 +38,7 @@ Value = TypeVar("Value")
 def recall(kept: dict[Key, Value], key: Key, make: Callable[[], Value], most: int) -> Value:
     """``kept[key]``, made and kept if missing; beyond ``most`` kept, the oldest made goes.
 
-    What a widget keeps of its drawings (a scrollbar's, the code pane's
+    What a widget keeps of its drawings (a scrollbar's, the footer's line, the code pane's
     foldings): a lesson goes back and forth between a few of each.
     """
     if key not in kept:

@@ -3,6 +3,9 @@ it as a pane that had never drawn it would, from the lines it drew before."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from tracer.tui.launch import make_lesson_app
@@ -135,37 +138,76 @@ async def test_a_new_width_draws_only_the_rows_it_cuts_anew(tmp_path: Path) -> N
         assert cells(source) == kept
 
 
+@dataclass
+class DrawnAhead:
+    """A code pane after a lesson's first step drew the second step's code ahead, and the
+    learner moved to the second step (which the pane then drew)."""
+
+    pane: SourceView
+    shown_before: bool
+    """Whether the pane was on screen at the first step."""
+    drawn_ahead: set[tuple[object, ...]]
+    """Its rows held when the second step was reached."""
+    rows: list[list[tuple[str, object]]]
+    """What it drew at the second step, cell by cell."""
+
+    def whole(self, shorter_than: int) -> set[int]:
+        """The lines of its file that fit any width the pane gets (none is cut)."""
+        return {
+            number
+            for number, line in enumerate(self.pane.lines, start=1)
+            if len(line.plain) < shorter_than
+        }
+
+    def on_screen(self) -> set[int]:
+        pane = self.pane
+        return {row.number for row in pane.rows[pane.scroll_offset.y :][: pane.size.height]}
+
+    def built_on_the_step(self) -> set[int]:
+        """The lines of its file whose rows were drawn on reaching the step, not ahead."""
+        built = set(self.pane._pieces) - self.drawn_ahead
+        return {number for path, number, *_cut in built if path == self.pane.path}
+
+
+@asynccontextmanager
+async def moved_after_drawing_ahead(
+    folder: Path, lesson_text: str, pane_id: str
+) -> AsyncIterator[DrawnAhead]:
+    from .conftest import seen_cells
+
+    lesson = folder / "lesson.yaml"
+    lesson.write_text(lesson_text, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        pane = screen.query_one(pane_id, SourceView)
+        screen.go_to_step(0)
+        await settle(pilot)
+        shown_before = pane.display
+        screen.drawing.prepare_nearby()
+        drawn_ahead = set(pane._pieces)
+        screen.go_to_step(1)
+        await settle(pilot)
+        rows = [seen_cells(pane.render_line(y)) for y in range(pane.size.height)]
+        yield DrawnAhead(pane, shown_before, drawn_ahead, rows)
+
+
 async def test_the_code_of_the_next_step_is_drawn_ahead(tmp_path: Path) -> None:
     """While the learner reads a step, the code pane draws ahead the lines the next step will
     show (another variant's file): moving there builds few rows anew, and the pane shows what
     a pane that had drawn nothing ahead shows."""
     from .conftest import seen_cells
 
-    lesson = tmp_path / "two_files.yaml"
-    lesson.write_text(TWO_FILES, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
-        source = screen.query_one("#source", SourceView)
-        screen.go_to_step(0)
-        await settle(pilot)
-        screen.drawing.prepare_nearby()
-        drawn_ahead = set(source._pieces)
-        screen.go_to_step(1)
-        await settle(pilot)
+    async with moved_after_drawing_ahead(tmp_path, TWO_FILES, "#source") as ahead:
+        source = ahead.pane
         assert source.path is not None and source.path.endswith("naive_loop.py")
-        rows = [seen_cells(source.render_line(y)) for y in range(source.size.height)]
-        built = set(source._pieces) - drawn_ahead
-        whole = {
-            number for number, line in enumerate(source.lines, start=1) if len(line.plain) < 40
-        }
-        on_screen = {row.number for row in source.rows[source.scroll_offset.y :][:32]}
-        assert whole & on_screen  # some lines fit: they were drawn ahead, not now
-        assert not {number for path, number, *_cut in built if path == source.path} & whole
+        whole = ahead.whole(40)
+        assert whole & ahead.on_screen()  # some lines fit: they were drawn ahead, not now
+        assert not ahead.built_on_the_step() & whole
         source._forget_drawn()
-        assert [seen_cells(source.render_line(y)) for y in range(source.size.height)] == rows
+        assert [seen_cells(source.render_line(y)) for y in range(source.size.height)] == ahead.rows
 
 
 COMPARE_NEXT = """\
@@ -186,29 +228,13 @@ async def test_a_compare_steps_second_code_pane_is_drawn_ahead_while_hidden(
     """A compare step's second code pane is hidden until a compare is shown; the code it will
     show is drawn ahead all the same (a screenful either side of the lines that ran), so the
     first compare builds none of its whole lines anew."""
-    lesson = tmp_path / "compare_next.yaml"
-    lesson.write_text(COMPARE_NEXT, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
-        right = screen.query_one("#source-right", SourceView)
-        screen.go_to_step(0)
-        await settle(pilot)
-        assert not right.display
-        screen.drawing.prepare_nearby()
-        drawn_ahead = set(right._pieces)
-        screen.go_to_step(1)
-        await settle(pilot)
+    async with moved_after_drawing_ahead(tmp_path, COMPARE_NEXT, "#source-right") as ahead:
+        right = ahead.pane
+        assert not ahead.shown_before
         assert right.display and right.path is not None and right.path.endswith("naive_loop.py")
-        for y in range(right.size.height):
-            right.render_line(y)
-        built = set(right._pieces) - drawn_ahead
-        whole = {number for number, line in enumerate(right.lines, start=1) if len(line.plain) < 30}
-        on_screen = {row.number for row in right.rows[right.scroll_offset.y :][: right.size.height]}
-        assert whole & on_screen
-        assert not {number for path, number, *_cut in built if path == right.path} & whole
+        whole = ahead.whole(30)
+        assert whole & ahead.on_screen()
+        assert not ahead.built_on_the_step() & whole
 
 
 LOOP_NEXT = """\
@@ -224,26 +250,10 @@ async def test_the_code_a_loop_shows_on_entering_is_drawn_ahead(tmp_path: Path) 
     """The lines a loop's first sub-step ran are known once its stepper holds that sub-step
     (the lesson's loading fetches it): the code pane draws them ahead, marked as they will
     be, and entering the loop builds none of its whole lines anew."""
-    lesson = tmp_path / "loop_next.yaml"
-    lesson.write_text(LOOP_NEXT, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
-        source = screen.query_one("#source", SourceView)
-        screen.go_to_step(0)
-        await settle(pilot)
-        screen.drawing.prepare_nearby()
-        drawn_ahead = set(source._pieces)
-        screen.go_to_step(1)
-        await settle(pilot)
+    async with moved_after_drawing_ahead(tmp_path, LOOP_NEXT, "#source") as ahead:
+        source = ahead.pane
         assert source.path is not None and source.path.endswith("naive_loop.py")
         assert source.marked  # the sub-step's lines
-        for y in range(source.size.height):
-            source.render_line(y)
-        built = set(source._pieces) - drawn_ahead
-        whole = {n for n, line in enumerate(source.lines, start=1) if len(line.plain) < 30}
-        on_screen = {row.number for row in source.rows[source.scroll_offset.y :][:32]}
-        assert whole & on_screen
-        assert not {number for path, number, *_cut in built if path == source.path} & whole
+        whole = ahead.whole(30)
+        assert whole & ahead.on_screen()
+        assert not ahead.built_on_the_step() & whole

@@ -301,7 +301,7 @@ class LessonDrawing:
         self.source.show_file(
             stage.source_file,
             stage.lines,
-            produced=main.resolved.ref.tensor or next(iter(stage.tensors), None),
+            produced=shown_tensor(main),
             files=stage.files,
         )
 
@@ -443,8 +443,8 @@ class LessonDrawing:
         else:
             return
         for pane, table in shown:
-            stage, ref = table.resolved.stage, table.resolved.ref
-            made = ref.tensor or next(iter(stage.tensors), None) if view.kind == "show" else None
+            stage = table.resolved.stage
+            made = shown_tensor(table) if view.kind == "show" else None  # as _draw_show marks
             pane.prepare(stage.source_file, stage.lines, produced=made, rows=rows)
 
     def _live_for(self, quiz: Quiz) -> Callable[[str], str]:
@@ -533,6 +533,11 @@ class LessonDrawing:
     def prose(self, selector: str, text: str) -> None:
         """Prose the session has already filled in, shown as written."""
         self.screen.query_one(selector, ProsePane).show(text)
+
+
+def shown_tensor(table: Table) -> str | None:
+    """The tensor a show step's table is of: the code pane marks the statement that made it."""
+    return table.resolved.ref.tensor or next(iter(table.resolved.stage.tensors), None)
 
 
 def focus_highlight(focus: Focus | None, rows: int) -> Highlight:

@@ -23,8 +23,9 @@ straight through to Textual while the speed-ups are off.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, cast
 
 from rich.color import Color as RichColor
 from rich.segment import Segment
@@ -71,6 +72,51 @@ class SteadyCompositor(Compositor):
         result = super().reflow(parent, size)
         self._full_map_invalidated = False
         return result
+
+    def _render_chops(
+        self, crop: Region, is_rendered_line: Callable[[int], bool]
+    ) -> Sequence[Mapping[int, Strip]]:
+        """Textual's frame, less the widgets that the widgets in front of them hide.
+
+        Textual asks every widget in the repainted box for its rows, front to back, and
+        keeps the first piece that lands in each span of a row: a container wholly
+        covered by its children (the screen, a row of columns, a switcher showing one
+        pane) is drawn, cut at every span and thrown away. Here a widget is drawn only if
+        some span of its box is still empty, which leaves every piece of the frame as
+        Textual would have put it there.
+        """
+        if not (hooks.CHOPS and hooks.hooks_on()):
+            return super()._render_chops(crop, is_rendered_line)
+        cuts = self.cuts
+        chops: list[dict[int, Strip | None]] = [dict.fromkeys(line[:-1]) for line in cuts]
+        for widget, (region, clip) in self.visible_widgets.items():
+            if crop and not crop.overlaps(clip):
+                continue
+            shown = region.intersection(clip)
+            x, y, width, height = shown
+            if not (width and height):
+                continue
+            first_cut, last_cut = x, x + width
+            lines = [line for line in range(y, y + height) if is_rendered_line(line)]
+            if all(
+                chops[line][cut] is not None
+                for line in lines
+                for cut in cuts[line]
+                if first_cut <= cut < last_cut
+            ):
+                continue  # every span it would fill is filled: nothing of it would show
+            strips = widget.render_lines(Region(x - region.x, y - region.y, width, height))
+            # A widget may hand back fewer rows, or a row may end short: Textual keeps what came.
+            for line, strip in zip(shown.line_range, strips, strict=False):
+                if not is_rendered_line(line):
+                    continue
+                chops_line = chops[line]
+                final_cuts = [cut for cut in cuts[line] if last_cut >= cut >= first_cut]
+                pieces = strip.divide([cut - x for cut in final_cuts[1:]])
+                for cut, piece in zip(final_cuts, pieces, strict=False):  # the last cut ends it
+                    if chops_line.get(cut) is None:
+                        chops_line[cut] = piece
+        return cast("Sequence[Mapping[int, Strip]]", chops)
 
 
 def placement(widget: Widget) -> MapGeometry | None:

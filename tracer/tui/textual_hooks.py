@@ -105,6 +105,27 @@ lookup of a widget's place (a scrollbar sized in that very pass) arranged the wh
 again (:class:`~tracer.tui.steady.SteadyCompositor`)."""
 
 
+def _compositor_chops_flag() -> bool:
+    try:
+        from textual._compositor import Compositor
+
+        compositor = Compositor()
+        return (
+            _takes(Compositor, "_render_chops", "crop", "is_rendered_line")
+            and isinstance(getattr(Compositor, "cuts", None), property)
+            and isinstance(getattr(Compositor, "visible_widgets", None), property)
+            and hasattr(compositor, "_cuts")
+        )
+    except Exception:  # a Textual without this compositor: no hook
+        return False
+
+
+CHOPS = FULL_MAP and _compositor_chops_flag()
+"""``Compositor._render_chops(crop, is_rendered_line)``, with the ``cuts`` and
+``visible_widgets`` it reads: a frame skips the widgets that those in front of them hide
+(:class:`~tracer.tui.steady.SteadyCompositor`)."""
+
+
 def _styles_cache_rows() -> bool:
     try:
         from textual._border import get_box
@@ -161,5 +182,6 @@ def detected() -> dict[str, bool]:
         "_border_title": BORDER_TITLE,
         "Screen.focused": FOCUS_REPAINT,
         "Compositor._full_map_invalidated": FULL_MAP,
+        "Compositor._render_chops": CHOPS,
         "StylesCache.render_line": QUICK_ROWS,
     }

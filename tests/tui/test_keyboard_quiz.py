@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, Static
 
@@ -160,12 +161,14 @@ def test_the_same_answers_typed_in_the_plain_front_end_are_graded_alike(tmp_path
     assert answer.right and answer.response == CELLS
 
 
+@pytest.mark.parametrize("by_the_key", [True, False], ids=["when-shown", "while-reading"])
 async def test_a_choice_that_lost_the_focus_while_hidden_is_drawn_unfocused_when_back(
-    tmp_path: Path,
+    tmp_path: Path, by_the_key: bool
 ) -> None:
     """Leaving a quiz takes the focus from a choice while the quiz is hidden; its restyle waits
-    until the quiz is shown again, and is done before the frame that draws it: the choice
-    looks like the other choices that have no focus, and the screen like a fresh restyle."""
+    (done while the learner reads the next step, or at the latest before the frame that shows
+    the quiz again): the choice looks like the other choices that have no focus, and the
+    screen like a fresh restyle."""
     app = make_lesson_app(write_lesson(tmp_path), plugin_dirs=[str(PLUGINS)], resume=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -176,9 +179,16 @@ async def test_a_choice_that_lost_the_focus_while_hidden_is_drawn_unfocused_when
         first, second, third = (view.query_one(f"#choice-{n}", Button) for n in (1, 2, 3))
         assert app.focused is second
         focused_look = second.styles.background
+        prepare = screen.drawing.prepare_nearby
+        screen.drawing.prepare_nearby = lambda: None  # type: ignore[method-assign]
         await press(pilot, "left")  # to the narration: the quiz is hidden, its focus gone
         assert app.focused is None
         assert second._restyle_due  # put off: no one sees it
+        if not by_the_key:
+            prepare()  # what the screen runs while the learner reads
+            assert not second._restyle_due
+            assert second.styles.background == third.styles.background != focused_look
+        screen.drawing.prepare_nearby = prepare  # type: ignore[method-assign]
         await press(pilot, "right")
         assert app.focused is first
         assert not second._restyle_due

@@ -413,10 +413,14 @@ class LessonDrawing:
     def prepare_nearby(self) -> None:
         """While the learner reads: the session computes the steps either side, and the code
         panes draw ahead the lines those steps will show (:meth:`SourceView.prepare`), so
-        that moving to one draws little anew. A step that fails is left to fail when shown."""
+        that moving to one draws little anew. A step that fails is left to fail when shown.
+        A hidden quiz's choices that lost the focus are restyled now, not when it shows."""
         session = self.session
         if session is None:
             return
+        quiz = self.quiz
+        if not quiz.display:
+            quiz.showing()  # nothing is drawn: it is hidden
         session.prepare_nearby()
         here = session.position.step
         for number in (here + 1, here - 1):

@@ -66,8 +66,9 @@ class RestyledWhenSeen(Widget):
     Leaving a quiz step hides the quiz and takes the focus from its box or choice. Textual
     restyles a widget that loses the focus at once, through the whole stylesheet (an input's
     parts too): one or two milliseconds of that key press, for a widget no one sees. Here
-    that restyle waits until the quiz is shown again (:meth:`QuizView.showing`), before the
-    frame that draws it.
+    that restyle waits: the lesson's drawing does it while the learner reads (its
+    ``prepare_nearby``), or, at the latest, when the quiz is shown again
+    (:meth:`QuizView.showing`), before the frame that draws it.
     """
 
     _restyle_due = False
@@ -86,6 +87,17 @@ class RestyledWhenSeen(Widget):
         if self._restyle_due:
             self._restyle_due = False
             self.update_node_styles()
+
+    if hooks.CHECK_REFRESH:
+
+        def _check_refresh(self) -> None:
+            # Overrides Textual's private hook that tells the screen about a repaint. A widget
+            # no one sees needs none: showing its quiz again lays it out and draws it whole.
+            # Told, the screen would look for it in a frame (an empty one), and mark its map
+            # of every widget out of date, to be arranged again on the next key press.
+            if self._repaint_required and hooks.hooks_on() and not self._seen():
+                self._repaint_required = False
+            super()._check_refresh()
 
 
 class QuizButton(Button, SteadySize, RestyledWhenSeen):

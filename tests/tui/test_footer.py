@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import pytest
+from rich.cells import cell_len
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -189,6 +190,39 @@ async def test_a_key_name_from_a_keymap_never_sends_a_control_character() -> Non
         await pilot.pause()
         row = app.screen._compositor.render_strips()[-1].text
         assert "\x1b" not in row and "Next" in row
+
+
+async def test_a_key_named_in_wide_characters_is_drawn_and_clicked_where_it_shows() -> None:
+    """A keymap may name a key in characters two cells wide: the footer draws it as Textual's
+    does, and a click lands on the key drawn at that place, not on one counted in characters."""
+    wide = "全角"
+
+    async def row_and_click(footer: type[Footer] | type[FooterLine]) -> tuple[object, list[str]]:
+        app = KeysApp(footer)
+        async with app.run_test(size=(120, 10)) as pilot:
+            app.get_key_display = (  # type: ignore[method-assign]
+                lambda binding: wide if binding.key == "right" else binding.key
+            )
+            app.keys_screen.refresh_bindings()
+            for _ in range(20):
+                await pilot.pause()
+                if wide[0] in app.screen._compositor.render_strips()[-1].text:
+                    break
+            cells = seen_cells(app.screen._compositor.render_strips()[-1])
+            text = "".join(char for char, _ in cells)
+            if footer is FooterLine:
+                app.keys_screen.loop_end_enabled = True
+                app.keys_screen.refresh_bindings()
+                await pilot.pause()
+                at = cell_len(text[: text.index("Loop end")])  # cells, not characters
+                await pilot.click(FooterLine, offset=(at + 1, 0))
+                await pilot.pause()
+            return cells, app.keys_screen.done
+
+    ours, done = await row_and_click(FooterLine)
+    theirs, _ = await row_and_click(Footer)
+    assert ours == theirs
+    assert done == ["loop_end"]
 
 
 async def test_keys_shown_again_are_the_keys_drawn_anew() -> None:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.reactive import reactive
@@ -243,29 +244,43 @@ class FooterLine(Widget, can_focus=False):
         return self._parts
 
     def _draw(self, width: int) -> Strip:
+        # Segments put together by hand: one line of known pieces, where laying it out as
+        # rich Text and rendering that through the console took most of a new line's time.
         looks = self._looks()
-        console = self.app.console
-        keys = Text(end="")
+        keys: list[Segment] = []
+        cells = 0
         placed: list[Placed] = []
         for index, key in enumerate(self._keys):
-            start = keys.cell_len
+            start = cells
             if key.group == "first":
-                keys.append(" ")  # the group's margin (or a compact group's padding)
+                keys.append(Segment(" "))  # the group's margin (or a compact group's padding)
+                cells += 1
                 start += 1
-            keys.append_text(self._key_text(key, looks[index == self._hover], compact=self.compact))
-            placed.append(Placed(start, keys.cell_len, key))
-            keys.append(" " * self._after(key, self._keys[index + 1 : index + 2]))
-        palette = Text(end="")
+            for text, style in self._key_parts(
+                key, looks[index == self._hover], compact=self.compact
+            ):
+                keys.append(Segment(text, style))
+                cells += cell_len(text)
+            placed.append(Placed(start, cells, key))
+            gap = self._after(key, self._keys[index + 1 : index + 2])
+            if gap:
+                keys.append(Segment(" " * gap))
+                cells += gap
+        palette: list[Segment] = []
         if self._palette is not None:
             look = looks[self._hover == len(self._keys)]
-            palette.append("▏", look["edge"])
-            palette.append_text(self._key_text(self._palette, look, compact=True))
+            palette.append(Segment("▏", look["edge"]))
+            palette.extend(
+                Segment(text, style)
+                for text, style in self._key_parts(self._palette, look, compact=True)
+            )
             # As Textual's: one cell of padding in the key's colour, or compact, of margin.
-            palette.append(" ", None if self.compact else look["item"])
-        room = max(width - palette.cell_len, 0)
-        self._scroll = scroll = max(0, min(self._scroll, keys.cell_len - room))
-        left = Strip(keys.render(console, end="")).crop(scroll, scroll + room)
-        line = Strip.join([left.extend_cell_length(room), Strip(palette.render(console, end=""))])
+            palette.append(Segment(" ", None if self.compact else look["item"]))
+        palette_strip = Strip(palette)
+        room = max(width - palette_strip.cell_length, 0)
+        self._scroll = scroll = max(0, min(self._scroll, cells - room))
+        left = Strip(keys, cells).crop(scroll, scroll + room)
+        line = Strip.join([left.extend_cell_length(room), palette_strip])
         self._placed = [Placed(p.start - scroll, p.end - scroll, p.key) for p in placed]
         if self._palette is not None:
             self._placed.append(Placed(room, width, self._palette))
@@ -282,17 +297,20 @@ class FooterLine(Widget, can_focus=False):
         return 1 if self.compact else 0
 
     @staticmethod
-    def _key_text(key: FooterKey, look: dict[str, Style], *, compact: bool) -> Text:
+    def _key_parts(
+        key: FooterKey, look: dict[str, Style], *, compact: bool
+    ) -> list[tuple[str, Style]]:
+        """A key's pieces of text and their styles (its name, its description)."""
         dim = Style() if key.enabled else Style(dim=True)
         pad = "" if compact else " "
         if not key.key:  # a group's description
-            return Text(key.description, style=look["description"] + dim)
+            return [(key.description, look["description"] + dim)]
         if not key.description:
-            return Text(key.display, style=look["key"] + dim)
-        return Text.assemble(
+            return [(key.display, look["key"] + dim)]
+        return [
             (f"{pad}{key.display}{pad}", look["key"] + dim),
             (f"{' ' if compact else ''}{key.description}{pad}", look["description"] + dim),
-        )
+        ]
 
     # The mouse -------------------------------------------------------------------------
 

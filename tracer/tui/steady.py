@@ -273,7 +273,16 @@ class SteadyScrollBar(ScrollBar, SteadySize):
         where = (self.size.width, self.app.theme, filters, base)
         wanted = cuts[crop.y : crop.bottom]
         if where in self._rows_checked:
-            return [Strip([Segment(cut.text, base + cut.style)]) for cut in wanted]
+            # A bar's rows are a few runs repeated (track, thumb, its ends): each look is laid
+            # over the bar's style once, not once a row.
+            looks: dict[Style | None, Style] = {}
+            rows = []
+            for cut in wanted:
+                look = looks.get(cut.style)
+                if look is None:
+                    look = looks[cut.style] = base + cut.style
+                rows.append(Strip([Segment(cut.text, look)]))
+            return rows
         drawn = super().render_lines(crop)
         for cut, strip in zip(wanted, drawn, strict=True):
             runs = list(strip)

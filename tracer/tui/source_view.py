@@ -299,8 +299,10 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         self._strips: dict[tuple[int, bool, bool, int], Strip] = {}
         self._folds: dict[tuple[str, int], _Fold] = {}
         """(file, width) -> its folding and drawn rows, the last :data:`KEPT_FOLDS` made."""
-        self._line_strips: dict[tuple[str, int], Strip] = {}
-        """(file, line) -> the whole line drawn once; a row of it is a cut of it."""
+        self._line_strips: dict[tuple[str, int, bool, bool], Strip] = {}
+        """(file, line, marks) -> the whole line drawn once in its colours; a row is a cut."""
+        self._markings: dict[tuple[bool, bool], tuple[Style, Style, Style]] = {}
+        """(marked, made) -> the styles of such a line (see :meth:`_marking`), this theme's."""
         self._pieces: dict[tuple[str, int, int, int, bool, bool], tuple[Strip, Style]] = {}
         """(file, line, cut, marks) -> the row drawn unpadded (see :meth:`_piece`)."""
         self._colours: tuple[Color, Color, Color] | None = None
@@ -333,6 +335,7 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
             folding.strips.clear()
         self._line_strips.clear()
         self._pieces.clear()
+        self._markings.clear()
 
     def _reload(self) -> None:
         # A new theme highlights the files anew: their lines, and so their foldings, go too.
@@ -603,48 +606,63 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         style that pads it to the pane's width.
 
         Kept across widths: a line that fits both is the same piece at both, so a step that
-        gives the code a new width draws only the lines it cuts differently and the padding.
+        gives the code a new width draws only the lines it cuts differently and the padding;
+        and those are cut from the line drawn whole in its colours, kept too.
         """
         key = (path, row.number, row.start, row.end, marked, made)
         piece = self._pieces.get(key)
         if piece is not None:
             return piece
-        assert self._colours is not None  # render_line and prepare found them
-        base, text_colour, accent = self._colours
-        background = base.blend(accent, 0.4 if made else 0.22) if marked or made else base
-        # Text colour, not the accent, on tinted lines: an orange accent on a light tint vanishes.
-        gutter_style = Style(
-            color=(text_colour if marked or made else base.blend(text_colour, 0.8)).rich_color,
-            bgcolor=background.rich_color,
-            bold=marked or made,
-        )
+        gutter_style, tint, padding = self._marking(marked, made)
         marker = "◆" if made else "▶" if marked else " "
         digits = _gutter_width(count) - 3
         shown = str(row.number) if row.first else "↪"
         gutter = f"{marker}{shown:>{digits}}  "
-        body = self._body(path, row)
-        # The theme's text colour under the syntax colours: code the lexer leaves
-        # uncoloured must not fall back to a default meant for another background.
-        body = body.apply_style(Style(color=text_colour.rich_color, bgcolor=background.rich_color))
+        body = self._body(path, row, marked, made, tint)
         if len(self._pieces) > LINE_STRIPS:
             self._pieces.clear()
         piece = self._pieces[key] = (
             Strip.join([Strip([Segment(gutter, gutter_style)]), body]),
-            Style(bgcolor=background.rich_color),
+            padding,
         )
         return piece
 
-    def _body(self, path: str, row: Row) -> Strip:
-        """The row's piece of its line, drawn: a cut of the whole line drawn once."""
+    def _marking(self, marked: bool, made: bool) -> tuple[Style, Style, Style]:
+        """The gutter's style, the tint under the code, and the padding's style of a line
+        marked (it ran) or made (it made the tensor shown), or neither: made once a theme."""
+        looks = self._markings.get((marked, made))
+        if looks is None:
+            assert self._colours is not None  # render_line and prepare found them
+            base, text_colour, accent = self._colours
+            background = base.blend(accent, 0.4 if made else 0.22) if marked or made else base
+            # Text colour, not the accent, on tinted lines: an orange accent on a light tint
+            # vanishes.
+            gutter_colour = text_colour if marked or made else base.blend(text_colour, 0.8)
+            gutter_style = Style(
+                color=gutter_colour.rich_color,
+                bgcolor=background.rich_color,
+                bold=marked or made,
+            )
+            # The theme's text colour under the syntax colours: code the lexer leaves
+            # uncoloured must not fall back to a default meant for another background.
+            tint = Style(color=text_colour.rich_color, bgcolor=background.rich_color)
+            looks = (gutter_style, tint, Style(bgcolor=background.rich_color))
+            self._markings[(marked, made)] = looks
+        return looks
+
+    def _body(self, path: str, row: Row, marked: bool, made: bool, tint: Style) -> Strip:
+        """The row's piece of its line in the line's colours: a cut of the whole line, drawn
+        and tinted once for each way it is marked."""
         line = row.line
         if not one_cell_each(line.plain):  # a cut by cells would not be a cut by characters
-            return Strip(list(row.text.render(self.app.console)))
-        key = (path, row.number)
+            return Strip(list(row.text.render(self.app.console))).apply_style(tint)
+        key = (path, row.number, marked, made)
         whole = self._line_strips.get(key)
         if whole is None:
             if len(self._line_strips) > LINE_STRIPS:
                 self._line_strips.clear()
-            whole = self._line_strips[key] = Strip(list(line.render(self.app.console)))
+            drawn = Strip(list(line.render(self.app.console)))
+            whole = self._line_strips[key] = drawn.apply_style(tint)
         if row.start == 0 and row.end >= len(line.plain):
             return whole
         return whole.crop(row.start, row.end)

@@ -215,11 +215,12 @@ async def test_with_the_speed_ups_off_every_widget_is_drawn() -> None:
     async with app.run_test(size=(60, 30)) as pilot:
         await pilot.pause()
         screen = app.screen
+        was = hooks.hooks_on()
         hooks.use_hooks(False)
         try:
             with drawn_widgets(screen) as asked:
                 culled = frame(screen._compositor, textuals=False, rows=every_row)
         finally:
-            hooks.use_hooks(True)
+            hooks.use_hooks(was)
         assert screen in asked and screen.query_one("#full") in asked
         assert culled == frame(screen._compositor, textuals=True, rows=every_row)

@@ -7,7 +7,10 @@ on wall-clock sleeps, so the tests do not depend on the machine's speed.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from rich.style import Style
@@ -15,6 +18,9 @@ from textual import _wait
 from textual.app import App
 from textual.pilot import Pilot
 from textual.strip import Strip
+
+if TYPE_CHECKING:
+    from tracer.tui.lesson_screen import LessonScreen
 
 # Textual's pilot waits for the app to go idle in slices of 20 ms, several per key press: two
 # thirds of a key's time in these tests. Slices of 5 ms (the same ratio of busy to idle)
@@ -60,6 +66,21 @@ async def settle(pilot: Pilot[object], *, attribute: str = "session", limit: int
             return
         await asyncio.sleep(0.005)
     raise TimeoutError("the app did not settle")
+
+
+@asynccontextmanager
+async def lesson_running(
+    app: App[object], size: tuple[int, int] = (120, 40)
+) -> AsyncIterator[tuple[Pilot[object], LessonScreen]]:
+    """``app`` (a lesson app) running at ``size``, its lesson loaded: its pilot and screen."""
+    from tracer.tui.lesson_screen import LessonScreen
+
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen), getattr(screen, "message", screen)
+        assert screen.session is not None
+        yield pilot, screen
 
 
 async def press(pilot: Pilot[object], *keys: str) -> None:

@@ -20,10 +20,9 @@ from textual.widgets import Static
 from tracer.tui.app import TracerApp
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.launch import make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.steady import Column, Row, ScrollColumn
 
-from .conftest import LESSON, PLUGINS, settle
+from .conftest import LESSON, PLUGINS, lesson_running, settle
 
 
 def textual_strips(widget: Widget) -> list[Strip]:
@@ -72,10 +71,7 @@ async def test_every_container_on_every_lesson_step_draws_what_textual_draws(
     if no_color:
         monkeypatch.setenv("NO_COLOR", "1")
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app, size) as (pilot, screen):
         compared = 0
         for number in range(len(screen.session.lesson.steps)):
             screen.go_to_step(number)

@@ -9,12 +9,11 @@ from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.tensor_view import TensorView
 from tracer.variant import SubStep
 
-from .conftest import press, settle
+from .conftest import lesson_running, press, settle
 
 
 def explore(variant: str) -> TracerApp:
@@ -89,10 +88,7 @@ async def test_explore_reaches_every_tensor_of_a_sub_step(
 
 async def test_lesson_10s_loop_shows_l_and_o_which_its_caption_asks_to_watch() -> None:
     app = make_lesson_app("10_online_softmax", resume=False)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app, (80, 24)) as (pilot, screen):
         assert screen.session is not None
         steps = screen.session.lesson.steps
         loop = next(n for n, step in enumerate(steps) if step.kind == "loop")

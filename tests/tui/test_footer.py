@@ -19,7 +19,7 @@ from textual.widgets import Footer, Static
 
 from tracer.tui.footer import FooterLine
 
-from .conftest import seen_cells
+from .conftest import lesson_running, seen_cells
 
 MOVE = Binding.Group("Move")
 SCROLL = Binding.Group("Scroll", compact=True)
@@ -230,15 +230,11 @@ async def test_keys_shown_again_are_the_keys_drawn_anew() -> None:
     and again: each time the footer shows, and clicks at, what a footer that kept nothing
     draws for those keys."""
     from tracer.tui.launch import make_lesson_app
-    from tracer.tui.lesson_screen import LessonScreen
 
     from .conftest import LESSON, PLUGINS, settle
 
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         footer = screen.query_one(FooterLine)
         steps = len(screen.session.lesson.steps)
         shown = set()

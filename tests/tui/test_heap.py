@@ -10,9 +10,8 @@ import pytest
 
 from tracer.tui import heap
 from tracer.tui.launch import make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
 
-from .conftest import LESSON, PLUGINS, settle
+from .conftest import LESSON, PLUGINS, lesson_running, settle
 
 
 @pytest.fixture
@@ -30,10 +29,7 @@ def collector_on() -> Iterator[None]:
 @pytest.mark.usefixtures("collector_on")
 async def test_the_collector_is_off_while_a_key_is_drawn_and_on_after_its_frame() -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         seen: list[bool] = []
         draw = screen._draw
         screen._draw = lambda session: (seen.append(gc.isenabled()), draw(session))[1]  # type: ignore[method-assign]

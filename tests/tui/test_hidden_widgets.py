@@ -25,10 +25,9 @@ from textual.widgets import Label, Static
 from tracer.tracing.runner import TraceOptions
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.launch import make_explore_app, make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.steady import SteadyCompositor
 
-from .conftest import LESSON, PLUGINS, settle
+from .conftest import LESSON, PLUGINS, lesson_running, settle
 
 pytestmark = pytest.mark.skipif(not hooks.CHOPS, reason="this Textual has no such hook")
 
@@ -97,10 +96,7 @@ def drawn_widgets(screen: Screen[Any]) -> Iterator[list[Widget]]:
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 async def test_every_lesson_step_is_the_frame_textual_composes(size: tuple[int, int]) -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app, size) as (pilot, screen):
         for number in range(len(screen.session.lesson.steps)):
             screen.go_to_step(number)
             await settle(pilot)
@@ -125,10 +121,7 @@ async def test_explorer_steps_are_the_frame_textual_composes() -> None:
 
 async def test_a_covered_container_is_not_drawn_and_a_half_covered_one_is() -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         screen.go_to_step(1)  # a show step: code beside a table
         await settle(pilot)
         main, tensors = screen.query_one("#main"), screen.query_one("#tensors")

@@ -17,13 +17,12 @@ from textual.widget import Widget
 
 from tracer.tui.kept import Kept
 from tracer.tui.launch import make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.source_view import SourceView
 from tracer.tui.steady import SteadyScrollBar
 from tracer.tui.tensor_pane import TableTitle
 from tracer.tui.timeline import TimelineItem
 
-from .conftest import LESSON, PLUGINS, seen_cells, settle
+from .conftest import LESSON, PLUGINS, lesson_running, seen_cells, settle
 from .test_backdrop import rows, textual_draws, textual_strips, whole
 
 
@@ -48,10 +47,7 @@ def kept_rows_match(screen: Widget) -> int:
 @pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
 async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme: str) -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         app.theme = theme
         await settle(pilot)
         compared = 0
@@ -90,10 +86,7 @@ async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme
 
 async def test_a_step_draws_only_the_timeline_items_whose_state_changed() -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         items = list(screen.query(TimelineItem).results(TimelineItem))
         assert len(items) > 5
         drawn: list[TimelineItem] = []
@@ -131,10 +124,7 @@ async def test_table_titles_draw_what_textual_draws(size: tuple[int, int]) -> No
     """A table title draws its own row (and keeps it): the same cells as Textual's drawing
     of its text, at every step, cut to a narrow width, and after a new theme."""
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app, size) as (pilot, screen):
         compared = 0
         for theme in ("textual-dark", "textual-light"):
             app.theme = theme

@@ -22,7 +22,7 @@ from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.quiz_view import QuizView
 
-from .conftest import PLUGINS, settle
+from .conftest import PLUGINS, lesson_running, settle
 
 TOKENS = ("quiet", "zone", "wasp")
 CELLS = "quiet,quiet; zone,zone; wasp,wasp"
@@ -89,10 +89,7 @@ async def test_every_quiz_is_answered_by_keys_and_marks_survive_stepping_away(
     tmp_path: Path,
 ) -> None:
     app = make_lesson_app(write_lesson(tmp_path), plugin_dirs=[str(PLUGINS)], resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         view = screen.query_one(QuizView)
         session = screen.session
         assert session is not None
@@ -170,10 +167,7 @@ async def test_a_choice_that_lost_the_focus_while_hidden_is_drawn_unfocused_when
     the quiz again): the choice looks like the other choices that have no focus, and the
     screen like a fresh restyle."""
     app = make_lesson_app(write_lesson(tmp_path), plugin_dirs=[str(PLUGINS)], resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         view = screen.query_one(QuizView)
         await press(pilot, "right", "down")
         first, second, third = (view.query_one(f"#choice-{n}", Button) for n in (1, 2, 3))

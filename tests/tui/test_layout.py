@@ -14,12 +14,12 @@ from tracer.inputs import load_inputs
 from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.launch import make_explore_app, make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen, loop_position
+from tracer.tui.lesson_screen import loop_position
 from tracer.tui.source_view import SourceView
 from tracer.tui.tensor_pane import TensorPane, loop_axes
 from tracer.tui.text_pane import TextPane
 
-from .conftest import LESSON, PLUGINS, press, settle
+from .conftest import LESSON, PLUGINS, lesson_running, press, settle
 
 LONG = Path(__file__).parent / "inputs" / "tokens200.yaml"
 
@@ -61,10 +61,7 @@ async def test_a_small_table_leaves_the_code_more_room_than_a_large_one() -> Non
 
 async def test_the_lines_that_ran_are_shown_whole_at_120x40() -> None:
     app = lesson_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         screen.go_to_step(1)  # the 6×6 scores
         await settle(pilot)
         source = screen.query_one("#source", SourceView)
@@ -80,10 +77,7 @@ async def test_the_lines_that_ran_are_shown_whole_at_120x40() -> None:
 
 async def test_a_loop_step_writes_its_dot_product_on_one_line_at_120x40() -> None:
     app = lesson_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         screen.go_to_step(2)
         await settle(pilot)
         detail = screen.pane.query_one("#tensor-detail", TextPane)
@@ -98,10 +92,7 @@ async def test_a_loop_step_writes_its_dot_product_on_one_line_at_120x40() -> Non
 
 async def test_a_narrow_terminal_stacks_the_panes_full_width() -> None:
     app = lesson_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         screen.go_to_step(1)
         await settle(pilot)
         source = screen.query_one("#source", SourceView)
@@ -117,10 +108,7 @@ async def test_a_narrow_quiz_gives_the_code_s_room_to_the_question_and_its_table
     """Narrow: a quiz with a table hides the code; wide, the code stays beside the table. A
     terminal narrowed or widened on the quiz follows."""
     app = lesson_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         steps = screen.session.lesson.steps
         show = next(n for n, step in enumerate(steps) if step.kind == "show")
         source = screen.query_one("#source", SourceView)
@@ -151,10 +139,7 @@ async def test_a_narrow_quiz_gives_the_code_s_room_to_the_question_and_its_table
 async def test_at_80x24_a_loop_sub_step_keeps_its_arithmetic_whole() -> None:
     """Lesson 2's weighted sums: every line written out stays on screen; the tables scroll."""
     app = make_lesson_app("02_normalising", resume=False)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app, (80, 24)) as (pilot, screen):
         assert screen.session is not None
         loop = next(n for n, s in enumerate(screen.session.lesson.steps) if s.kind == "loop")
         screen.go_to_step(loop)
@@ -174,10 +159,7 @@ async def test_a_counted_loop_holds_the_height_of_its_tallest_position() -> None
     # Widths from narrow to wide, each an odd one out; one app, resized, as a learner would.
     widths = (40, 43, 47, 63, 80, 101, 120, 157, 200, 53)
     app = lesson_app()
-    async with app.run_test(size=(widths[0], 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app, (widths[0], 40)) as (pilot, screen):
         screen.go_to_step(2)
         await settle(pilot)
         for width in widths:

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracer.tui.launch import make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.source_view import SourceView
 
-from .conftest import settle
+from .conftest import lesson_running, settle
 
 TWO_FILES = """\
 title: Two files
@@ -32,10 +31,7 @@ async def test_a_file_shown_again_is_drawn_as_a_fresh_pane_draws_it(tmp_path: Pa
     lesson = tmp_path / "two_files.yaml"
     lesson.write_text(TWO_FILES, encoding="utf-8")
     app = make_lesson_app(lesson, resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         source = screen.query_one("#source", SourceView)
         screen.go_to_step(0)
         await settle(pilot)
@@ -178,10 +174,7 @@ async def moved_after_drawing_ahead(
     lesson = folder / "lesson.yaml"
     lesson.write_text(lesson_text, encoding="utf-8")
     app = make_lesson_app(lesson, resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen)
+    async with lesson_running(app) as (pilot, screen):
         pane = screen.query_one(pane_id, SourceView)
         screen.go_to_step(0)
         await settle(pilot)

@@ -22,11 +22,10 @@ from tracer.tracing.runner import TraceOptions
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app
-from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.source_view import SourceView, _highlighted, shown_lines
 from tracer.variant import SubStep
 
-from .conftest import LESSON, PLUGINS, settle
+from .conftest import LESSON, PLUGINS, lesson_running, settle
 
 
 @contextmanager
@@ -88,10 +87,7 @@ async def relaid_out_changes_nothing(app: TracerApp, pilot: object) -> None:
 )
 async def test_every_lesson_step_is_drawn_as_a_full_layout_draws_it(size: tuple[int, int]) -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app, size) as (pilot, screen):
         for number in range(len(screen.session.lesson.steps)):
             screen.go_to_step(number)
             await settle(pilot)
@@ -107,10 +103,7 @@ async def test_a_change_of_step_kind_is_laid_out_once() -> None:
     """Narration (the whole width) to a show step (code beside a table) and back: each is
     one layout pass, where Textual alone lays out a second time after the panes resize."""
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         kinds = [step.kind for step in screen.session.lesson.steps]
         assert kinds[:2] == ["narration", "show"]
         for number in (1, 0):  # first visits: a scrollbar that appears is laid out on its own
@@ -172,10 +165,7 @@ async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_on
     focus it repaints the whole screen, and lays the footer out again once its keys change
     (Textual's own footer took four layouts and five frames)."""
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         steps = screen.session.lesson.steps
         kinds = {step.kind for step in steps}
         assert {"narration", "show", "loop", "compare", "quiz", "checkpoint"} <= kinds
@@ -212,10 +202,7 @@ async def test_stepping_through_a_lesson_highlights_no_source_file_anew() -> Non
     shown_lines.cache_clear()
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
     app.theme = "textual-light"
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         prepared = shown_lines.cache_info()
         assert prepared.currsize > 0
         for number in range(len(screen.session.lesson.steps)):
@@ -230,10 +217,7 @@ async def test_code_shown_again_after_a_page_without_it_shows_the_lines_that_ran
     as the pane comes back, measured where the pane is drawn (a hidden pane keeps its last
     size but has no rows on screen to measure)."""
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app, (80, 24)) as (pilot, screen):
         kinds = [step.kind for step in screen.session.lesson.steps]
         page = kinds.index("checkpoint")
         shown = page + 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.conftest import press, settle
+from tests.tui.conftest import lesson_running, press, settle
 from tracer.tracing.runner import TraceOptions
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app
@@ -43,13 +43,9 @@ async def test_step_through_every_step(variant: str, options: dict[str, object])
 async def test_the_induction_lesson_steps_through_in_the_app() -> None:
     """Lesson 13 in the app: every step shows without an error, four-head tables included."""
     from tracer.tui.launch import make_lesson_app
-    from tracer.tui.lesson_screen import LessonScreen
 
     app = make_lesson_app("13_induction_heads", resume=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, LessonScreen) and screen.session is not None
+    async with lesson_running(app) as (pilot, screen):
         for step in range(len(screen.session.lesson.steps)):
             screen.go_to_step(step)
             await settle(pilot)

@@ -36,7 +36,54 @@ async def test_the_collector_is_off_while_a_key_is_drawn_and_on_after_its_frame(
         await pilot.press("right")
         await settle(pilot)
         assert seen == [False]  # the step was drawn with the collector paused
-        assert gc.isenabled() and not heap.COLLECTOR.paused  # and it ran again after the frame
+        await resumed()
+        assert gc.isenabled()  # and it ran again after the frame
+
+
+async def resumed(limit_s: float = 5.0) -> None:
+    """Wait until the collector's pause has ended (a timer, a little after the frame)."""
+    deadline = asyncio.get_running_loop().time() + limit_s
+    while heap.COLLECTOR.paused:
+        assert asyncio.get_running_loop().time() < deadline, "the collector stayed paused"
+        await asyncio.sleep(0.005)
+
+
+@pytest.mark.usefixtures("collector_on")
+async def test_the_collector_waits_a_little_after_the_frame_so_that_the_frame_is_written_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(heap, "RESUME_AFTER_FRAME_S", 0.3)
+    monkeypatch.setattr(heap, "RESUME_AFTER_S", 5.0)  # the fallback is not what resumes it
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with lesson_running(app) as (pilot, screen):
+        drawn = asyncio.get_running_loop().create_future()
+        draw = screen._draw
+        screen._draw = lambda session: (draw(session), drawn.set_result(None))[0]  # type: ignore[method-assign]
+        await pilot.press("right")
+        await drawn
+        await pilot.pause()  # the frame
+        assert not gc.isenabled()  # not straight after the frame...
+        await resumed()
+        assert gc.isenabled()  # ...but soon after it
+
+
+@pytest.mark.usefixtures("collector_on")
+async def test_a_key_in_the_pause_after_a_frame_keeps_the_collector_off_until_its_own_frame(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(heap, "RESUME_AFTER_FRAME_S", 0.3)
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with lesson_running(app) as (pilot, screen):
+        seen: list[bool] = []
+        draw = screen._draw
+        screen._draw = lambda session: (seen.append(gc.isenabled()), draw(session))[1]  # type: ignore[method-assign]
+        await pilot.press("right")
+        await pilot.pause()
+        await pilot.press("right")  # within the first frame's pause
+        await settle(pilot)
+        assert seen == [False, False]
+        await resumed()
+        assert gc.isenabled()
 
 
 @pytest.mark.usefixtures("collector_on")

@@ -3,9 +3,11 @@
 A key press that changes the kind of step makes thousands of short-lived objects
 (styles, strips, segments); the collector's young generations ran in the middle of
 about half of those presses, 1–2 ms each time (``benchmarks/README.md``). So a key
-press pauses the collector, and it runs again once that key's frame is on screen,
-when the app is idle. Loading a screen freezes what it loaded (torch, the plugins,
-Textual) so that no full collection walks those objects on a key press.
+press pauses the collector, and it runs again a little after that key's frame, once
+the frame has been written: a collection run straight after the frame (1–3 ms, the
+frame's garbage) took the CPU from the thread writing it to the terminal. Loading a
+screen freezes what it loaded (torch, the plugins, Textual) so that no full
+collection walks those objects on a key press.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def thaw_heap() -> None:
 
 RESUME_AFTER_S = 0.25
 """The collector runs again at the latest this long after a key (a key that drew nothing)."""
+RESUME_AFTER_FRAME_S = 0.04
+"""...and this long after the key's frame: time for the output thread to write the frame
+(a few milliseconds) first, short enough that a collection rarely meets the next key."""
 
 
 class CollectAfterFrames:
@@ -53,12 +58,15 @@ class CollectAfterFrames:
 
     The app pauses it as a key arrives; the screen that draws the key's step asks
     for the resume after its frame (:meth:`after_frame`), and a timer resumes it in
-    any case. Only a pause this object made is undone: code that turned the
+    any case. A key that arrives while it is paused keeps it paused until that key's
+    own frame. Only a pause this object made is undone: code that turned the
     collector off itself (a profiler, a test) keeps it off.
     """
 
     def __init__(self) -> None:
         self._timer: Timer | None = None
+        self._keys = 0
+        """Keys seen: a frame's resume applies only if no key came after it."""
 
     @property
     def paused(self) -> bool:
@@ -66,7 +74,11 @@ class CollectAfterFrames:
 
     def key_pressed(self, app: App[Any]) -> None:
         """A key arrived: no collection until its frame is drawn."""
-        if self.paused or not gc.isenabled():
+        self._keys += 1
+        if self.paused:
+            self._resume_in(app, RESUME_AFTER_S)  # not on the resume the last key's frame set
+            return
+        if not gc.isenabled():
             return
         gc.disable()
         self._timer = app.set_timer(RESUME_AFTER_S, self.resume, name="collect-after-frame")
@@ -74,7 +86,16 @@ class CollectAfterFrames:
     def after_frame(self, screen: Screen[Any]) -> None:
         """``screen`` has drawn what the key changed: resume once that is on screen."""
         if self.paused:
-            screen.call_after_refresh(self.resume)
+            keys = self._keys
+            screen.call_after_refresh(self._resume_in, screen.app, RESUME_AFTER_FRAME_S, keys)
+
+    def _resume_in(self, app: App[Any], seconds: float, keys: int | None = None) -> None:
+        """Move a pause's end to ``seconds`` from now (nothing to do once resumed, nor for a
+        frame that a later key has made out of date)."""
+        if self._timer is None or (keys is not None and keys != self._keys):
+            return
+        self._timer.stop()
+        self._timer = app.set_timer(seconds, self.resume, name="collect-after-frame")
 
     def resume(self) -> None:
         timer, self._timer = self._timer, None

@@ -52,7 +52,7 @@ async def resumed(limit_s: float = 5.0) -> None:
 async def test_the_collector_waits_a_little_after_the_frame_so_that_the_frame_is_written_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(heap, "RESUME_AFTER_FRAME_S", 0.3)
+    monkeypatch.setattr(heap, "RESUME_AFTER_FRAME_S", 1.0)
     monkeypatch.setattr(heap, "RESUME_AFTER_S", 5.0)  # the fallback is not what resumes it
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app) as (pilot, screen):
@@ -84,6 +84,24 @@ async def test_a_key_in_the_pause_after_a_frame_keeps_the_collector_off_until_it
         assert seen == [False, False]
         await resumed()
         assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+async def test_keys_held_down_do_not_keep_the_collector_off_past_the_pauses_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(heap, "RESUME_AFTER_S", 0.5)
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with lesson_running(app):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        ran = False
+        while not ran and loop.time() - started < 2.0:  # a key every 50 ms, and no frame
+            heap.COLLECTOR.key_pressed(app)
+            ran = gc.isenabled()
+            await asyncio.sleep(0.05)
+            ran = ran or gc.isenabled()
+        assert ran  # within the limit from the first key, not after the last
 
 
 @pytest.mark.usefixtures("collector_on")

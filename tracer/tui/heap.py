@@ -13,6 +13,7 @@ collection walks those objects on a key press.
 from __future__ import annotations
 
 import gc
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ class CollectAfterFrames:
     The app pauses it as a key arrives; the screen that draws the key's step asks
     for the resume after its frame (:meth:`after_frame`), and a timer resumes it in
     any case. A key that arrives while it is paused keeps it paused until that key's
-    own frame. Only a pause this object made is undone: code that turned the
+    own frame, within the same limit from the pause's start (keys held down do not keep
+    it off for good). Only a pause this object made is undone: code that turned the
     collector off itself (a profiler, a test) keeps it off.
     """
 
@@ -67,6 +69,9 @@ class CollectAfterFrames:
         self._timer: Timer | None = None
         self._keys = 0
         """Keys seen: a frame's resume applies only if no key came after it."""
+        self._since = 0.0
+        """When the pause began (``time.monotonic``): keys in a row never hold it past
+        ``RESUME_AFTER_S`` from then."""
 
     @property
     def paused(self) -> bool:
@@ -76,11 +81,18 @@ class CollectAfterFrames:
         """A key arrived: no collection until its frame is drawn."""
         self._keys += 1
         if self.paused:
-            self._resume_in(app, RESUME_AFTER_S)  # not on the resume the last key's frame set
+            # Not on the resume the last key's frame asked for, in the middle of this key;
+            # but no later than the pause's own limit.
+            left = RESUME_AFTER_S - (time.monotonic() - self._since)
+            if left <= 0:
+                self.resume()
+            else:
+                self._resume_in(app, left)
             return
         if not gc.isenabled():
             return
         gc.disable()
+        self._since = time.monotonic()
         self._timer = app.set_timer(RESUME_AFTER_S, self.resume, name="collect-after-frame")
 
     def after_frame(self, screen: Screen[Any]) -> None:

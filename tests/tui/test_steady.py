@@ -19,6 +19,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tracer.tracing.runner import TraceOptions
+from tracer.tui import lesson_screen
 from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app
@@ -58,7 +59,10 @@ def geometry(app: TracerApp) -> dict[str, object]:
     """Every visible widget's place on screen, keyed by its path in the DOM."""
     placed: dict[str, object] = {}
     for widget in app.screen.query("*").results(Widget):
-        if widget.display and widget.is_mounted:
+        # On screen: a widget inside a hidden one may be drawn ahead meanwhile (a compare's
+        # tables while the learner reads the step before it).
+        shown = all(node.display for node in widget.ancestors_with_self if isinstance(node, Widget))
+        if shown and widget.is_mounted:
             path = "/".join(
                 f"{type(node).__name__}#{node.id}" for node in widget.ancestors_with_self
             )
@@ -155,7 +159,9 @@ def counting_arrangements() -> AbstractContextManager[list[int]]:
     )
 
 
-async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_one_frame() -> None:
+async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_one_frame(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Stepping forward through every step and sub-step, each seen for the first time: a
     step that brings the code back, a loop entered, the first quiz (its buttons), a ✓ that
     marks a step visited on the timeline, a step that moves the focus into a quiz or out of
@@ -163,7 +169,11 @@ async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_on
     arrangement of the screen, and one frame. Textual alone paints a second frame for a scrollbar, a scroll to the marked lines,
     new buttons or a timeline marker, each asked for after the first frame; for a change of
     focus it repaints the whole screen, and lays the footer out again once its keys change
-    (Textual's own footer took four layouts and five frames)."""
+    (Textual's own footer took four layouts and five frames).
+
+    What the screen draws ahead while the learner reads (a compare's tables into their hidden
+    panes) is done between the keys: no layout and no frame."""
+    monkeypatch.setattr(lesson_screen, "PREPARE_AFTER", 600.0)  # done below, between the keys
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app) as (pilot, screen):
         steps = screen.session.lesson.steps
@@ -189,6 +199,10 @@ async def test_every_key_of_a_first_walk_through_the_lesson_is_one_layout_and_on
             # The layout pass arranges the screen once: no scrollbar sized in it, and no
             # lookup after it, arranges it all again (SteadyCompositor).
             assert arranged[0] == passes[0], (where, arranged[0])
+            with counting_frames() as frames, counting_layouts() as passes:
+                screen.drawing.prepare_nearby()
+                await settle(pilot)
+            assert (passes[0], frames[0]) == (0, 0), where  # what is drawn ahead is not shown
         # Into an unanswered quiz (its box or first choice takes the focus) and out of it: the
         # footer shows other keys, and the focus style is drawn, in that same frame.
         assert sum(moved for *_, moved in seen) >= 2, seen

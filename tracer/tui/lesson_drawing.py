@@ -117,10 +117,16 @@ class LessonDrawing:
         """The axes of the matrix the loop on screen fills (its positions' tokens)."""
         self._loop: LoopView | None = None
         """The session's view of the loop drawn last (None: the step drawn is no loop)."""
+        self._ahead: dict[str, StepView] = {}
+        """Panes hidden on this step ("compare") -> the step whose tables were drawn into them
+        while the learner read (:meth:`prepare_nearby`); the step's key press then only
+        shows them. Taken when that step is drawn, so any later draw fills them anew."""
 
     def forget(self) -> None:
-        """The lesson was reloaded: heights measured for its loops no longer apply."""
+        """The lesson was reloaded: heights measured for its loops no longer apply, nor
+        tables drawn ahead for its steps."""
         self._reserves.clear()
+        self._ahead.clear()
 
     @property
     def session(self) -> LessonSession | None:
@@ -332,6 +338,20 @@ class LessonDrawing:
         self.switcher.current = "compare"
         self.prose("#caption", view.step.text)
         left, right = view.tables
+        if self._ahead.pop("compare", None) is not view.step:  # not drawn while the learner read
+            self._fill_compare(view.step)
+        for widget, table in (
+            (source, left),
+            (self.source_right, right),
+        ):
+            resolved = table.resolved
+            name = table.label or resolved.name
+            widget.border_title = f"source: {name} ({resolved.ref.variant})"
+            widget.show_file(resolved.stage.source_file, resolved.stage.lines)
+
+    def _fill_compare(self, shown: StepView) -> None:
+        """The compare step's three tables: its two sides and their difference."""
+        left, right = shown.tables
         left_pane, right_pane, diff_pane = self.compared
         for pane, table in ((left_pane, left), (right_pane, right)):
             resolved = table.resolved
@@ -349,7 +369,7 @@ class LessonDrawing:
                 title=f"{name} ({resolved.ref.variant})",
                 hidden={name: table.hidden},  # an unanswered quiz's answer reads "?"
             )
-        difference = view.step.difference
+        difference = shown.difference
         if difference is None:
             diff_pane.show_message(
                 "The two tensors have different shapes, so there is no difference to show."
@@ -363,7 +383,7 @@ class LessonDrawing:
                 diff_stage,
                 left.resolved.tokens,
                 left.resolved.query,
-                hidden={"right − left": view.step.difference_hidden},
+                hidden={"right − left": shown.difference_hidden},
             )
         # Small tables get the lines they need (a 1fr share could hide a one-row table).
         for pane in self.compared:
@@ -371,14 +391,6 @@ class LessonDrawing:
             height: int | str = natural if natural <= COMPARE_SMALL else "1fr"
             if str(pane.styles.height) != str(height):
                 pane.styles.height = height
-        for widget, table in (
-            (source, left),
-            (self.source_right, right),
-        ):
-            resolved = table.resolved
-            name = table.label or resolved.name
-            widget.border_title = f"source: {name} ({resolved.ref.variant})"
-            widget.show_file(resolved.stage.source_file, resolved.stage.lines)
 
     def _draw_quiz(self, view: LessonView) -> None:
         prompt = view.quiz
@@ -411,9 +423,10 @@ class LessonDrawing:
     """The widget code for each kind of step's view: the session decides what a step shows."""
 
     def prepare_nearby(self) -> None:
-        """While the learner reads: the session computes the steps either side, and the code
-        panes draw ahead the lines those steps will show (:meth:`SourceView.prepare`), so
-        that moving to one draws little anew. A step that fails is left to fail when shown.
+        """While the learner reads: the session computes the steps either side, the code
+        panes draw ahead the lines those steps will show (:meth:`SourceView.prepare`), and a
+        compare step's tables are drawn into their hidden panes, so that moving to one draws
+        little anew. A step that fails is left to fail when shown.
         A hidden quiz's choices that lost the focus are restyled now, not when it shows."""
         session = self.session
         if session is None:
@@ -429,7 +442,19 @@ class LessonDrawing:
             # Ahead of time only: a step that fails, or code that cannot be drawn, is met when
             # the step is shown, where its error is said.
             with contextlib.suppress(Exception):
-                self._draw_code_ahead(session, session.step_view(number), number > here)
+                shown = session.step_view(number)
+                self._draw_code_ahead(session, shown, number > here)
+                self._draw_tables_ahead(shown)
+
+    def _draw_tables_ahead(self, shown: StepView) -> None:
+        """A compare step's tables drawn into its panes while another step hides them."""
+        if shown.kind != "compare" or len(shown.tables) != 2 or self.switcher.current == "compare":
+            return
+        if self._ahead.get("compare") is shown:
+            return
+        self._ahead.pop("compare", None)  # half drawn, if this fails: filled again when shown
+        self._fill_compare(shown)
+        self._ahead["compare"] = shown
 
     def _draw_code_ahead(self, session: LessonSession, view: StepView, forward: bool) -> None:
         # A screenful either side of the lines that ran: the pane may be taller on that step

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from textual import events, work
+from textual import events, messages, work
 from textual.binding import Binding, BindingType
 from textual.css.scalar import Scalar
 from textual.reactive import Reactive
@@ -48,6 +48,14 @@ LEFT_SHARE = 0.45
 
 Progress = Callable[[int], None]
 LongJob = Callable[[Callable[[], bool], Progress], Any]
+
+
+def _shown(widget: object) -> bool:
+    """Whether no widget around ``widget`` is hidden (its own display may be off: hiding it
+    is a change the screen must lay out)."""
+    if not isinstance(widget, Widget):
+        return True
+    return all(node.display for node in widget.ancestors if isinstance(node, Widget))
 
 
 class StepScreen(Screen[None], Backdrop):
@@ -91,6 +99,27 @@ class StepScreen(Screen[None], Backdrop):
             super()._watch_focused()  # type: ignore[no-untyped-call]  # Textual's, untyped
             if not hooks.hooks_on():
                 self.refresh()  # the speed-ups off: Textual's whole-screen repaint
+
+    if hooks.UNSEEN_MESSAGES:
+        # Textual's handlers of a widget's requests to be repainted or laid out. One inside a
+        # hidden widget (tables drawn ahead into a pane this step hides) is on no frame: told,
+        # the screen lays itself out and paints an empty frame for it while the learner reads.
+        # Showing the hidden one lays it out and paints it whole in any case (Textual has
+        # emptied the arrangements it kept of it before the request reaches the screen).
+
+        async def _on_update(self, message: messages.Update) -> None:
+            if hooks.hooks_on() and not _shown(message.widget):
+                message.stop()
+                message.prevent_default()
+                return
+            await super()._on_update(message)
+
+        async def _on_layout(self, message: messages.Layout) -> None:
+            if hooks.hooks_on() and not _shown(message.widget):
+                message.stop()
+                message.prevent_default()
+                return
+            await super()._on_layout(message)
 
     def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)

@@ -87,6 +87,14 @@ widgets that gain and lose it are restyled and repainted on their own): a steppi
 declares it without that repaint, so a step that moves the focus is one frame, not two."""
 
 
+UNSEEN_MESSAGES = _takes(Screen, "_on_update", "message") and _takes(
+    Screen, "_on_layout", "message"
+)
+"""``Screen._on_update(message)`` and ``Screen._on_layout(message)``, where a widget's repaint
+and layout requests reach the screen: a stepping screen drops those of widgets inside a
+hidden one (tables drawn ahead into panes another step hides), which no frame shows."""
+
+
 def _compositor_map_flag() -> bool:
     try:
         from textual._compositor import Compositor
@@ -181,6 +189,7 @@ def detected() -> dict[str, bool]:
         "render_lines": ROWS,
         "_border_title": BORDER_TITLE,
         "Screen.focused": FOCUS_REPAINT,
+        "Screen._on_update/_on_layout": UNSEEN_MESSAGES,
         "Compositor._full_map_invalidated": FULL_MAP,
         "Compositor._render_chops": CHOPS,
         "StylesCache.render_line": QUICK_ROWS,

@@ -1,20 +1,44 @@
-"""A compare step's tables are drawn into their hidden panes while the learner reads the step
-before or after it: moving there only shows them, and shows what drawing them then shows."""
+"""A compare's or a quiz's tables are drawn into their hidden panes while the learner reads the
+step before or after it: moving there only shows them, and shows what drawing them then shows."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from tracer.tui.launch import make_lesson_app
-from tracer.tui.lesson_drawing import LessonDrawing
+from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.tensor_pane import TensorPane
 
-from .conftest import LESSON, PLUGINS, lesson_running, settle
+from .conftest import PLUGINS, lesson_running, settle
 
 SIZE = (120, 40)
+AHEAD = """\
+title: Tables drawn ahead
+summary: A compare and a quiz with tables, each between steps that hide their panes.
+inputs: your-journey
+steps:
+  - show: {variant: tiny, stage: scores}
+  - compare:
+      variant: tiny
+      stage: weights
+      query: journey
+      left: {tensor: scores, then: [{normalize: 0}], label: divided by the sum}
+      right: {tensor: weights, label: softmax}
+  - quiz:
+      id: biggest
+      question: Which token is best aligned with "journey"?
+      show: {variant: tiny, stage: scores}
+      choices: [Your, journey, step]
+      answer: journey
+  - checkpoint:
+      title: Done
+      points: [Tables drawn ahead.]
+"""
+PANES = {"compare": {"compare-left", "compare-right", "compare-difference"}, "quiz": {"tensors"}}
 
 
 @contextmanager
@@ -34,67 +58,99 @@ def filled_panes() -> Iterator[list[str]]:
         TensorPane.show_stage = show_stage  # type: ignore[method-assign]
 
 
-def compare_step(screen: object) -> int:
-    steps = screen.session.steps  # type: ignore[attr-defined]
-    return next(n for n, step in enumerate(steps) if step.kind == "compare")
+def step_of(screen: LessonScreen, kind: str) -> int:
+    assert screen.session is not None
+    return next(n for n, step in enumerate(screen.session.steps) if step.kind == kind)
 
 
-async def screen_after_moving(*, ahead: bool, forward: bool) -> str:
-    """The screen once the learner moved onto the compare step from the step before it
+async def screen_after_moving(lesson: Path, kind: str, *, ahead: bool, forward: bool) -> str:
+    """The screen once the learner moved onto the step of ``kind`` from the step before it
     (``forward``) or after it, its tables drawn ahead there or not."""
-    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app, SIZE) as (pilot, screen):
-        compare = compare_step(screen)
-        screen.go_to_step(compare - 1 if forward else compare + 1)
+        assert screen.session is not None
+        target = step_of(screen, kind)
+        if not ahead:  # the screen draws ahead 50 ms after each frame (the first one too)
+            screen.drawing._draw_tables_ahead = lambda shown: None  # type: ignore[method-assign]
+            for pane in (screen.drawing.pane, *screen.drawing.compared):
+                pane.drawn_ahead_for = None
+        screen.go_to_step(target - 1 if forward else target + 1)
         await settle(pilot)
-        if ahead:
-            screen.drawing.prepare_nearby()
-            assert screen.drawing._ahead["compare"] is screen.session.step_view(compare)
-        else:
-            screen.drawing._ahead.clear()
+        screen.drawing.prepare_nearby()
         with filled_panes() as filled:
-            screen.go_to_step(compare)  # the step before is a loop: → would go to its next pair
+            if forward:
+                screen.step_next()
+            else:
+                screen.step_previous()
             await settle(pilot)
-        assert screen.session.position.step == compare
-        compared = {"compare-left", "compare-right", "compare-difference"}
-        assert bool(compared & set(filled)) is not ahead  # drawn on the key only if not ahead
+        assert screen.session.position.step == target
+        assert bool(PANES[kind] & set(filled)) is not ahead  # drawn on the key only if not ahead
         return app.export_screenshot()
 
 
 @pytest.mark.parametrize("forward", [True, False], ids=["from the step before", "coming back"])
-async def test_a_compare_drawn_ahead_shows_what_drawing_it_on_the_key_shows(
-    forward: bool,
+@pytest.mark.parametrize("kind", ["compare", "quiz"])
+async def test_tables_drawn_ahead_show_what_drawing_them_on_the_key_shows(
+    tmp_path: Path, kind: str, forward: bool
 ) -> None:
-    drawn_ahead = await screen_after_moving(ahead=True, forward=forward)
-    drawn_on_the_key = await screen_after_moving(ahead=False, forward=forward)
+    lesson = tmp_path / "ahead.yaml"
+    lesson.write_text(AHEAD, encoding="utf-8")
+    drawn_ahead = await screen_after_moving(lesson, kind, ahead=True, forward=forward)
+    drawn_on_the_key = await screen_after_moving(lesson, kind, ahead=False, forward=forward)
     assert drawn_ahead == drawn_on_the_key
 
 
-async def test_tables_drawn_ahead_for_other_answers_are_drawn_again() -> None:
+async def test_tables_drawn_ahead_for_other_answers_are_drawn_again(tmp_path: Path) -> None:
     """What a step shows depends on the quizzes answered: tables drawn ahead are used only
-    for the very view of the step they were drawn for."""
-    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    for the very view of the step they were drawn for, and only once."""
+    lesson = tmp_path / "ahead.yaml"
+    lesson.write_text(AHEAD, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app, SIZE) as (pilot, screen):
-        compare = compare_step(screen)
+        assert screen.session is not None
+        compare = step_of(screen, "compare")
         screen.go_to_step(compare - 1)
         await settle(pilot)
         screen.drawing.prepare_nearby()
-        assert "compare" in screen.drawing._ahead
+        panes = screen.drawing.compared
+        assert all(pane.drawn_ahead_for is not None for pane in panes)
         screen.session.step_views.clear()  # as an answer does: the step's view is made anew
         with filled_panes() as filled:
-            screen.go_to_step(compare)
+            screen.step_next()
             await settle(pilot)
-        assert {"compare-left", "compare-right", "compare-difference"} <= set(filled)
-        assert not screen.drawing._ahead  # taken by the draw: a later visit fills them anew
+        assert PANES["compare"] <= set(filled)
+        assert all(pane.drawn_ahead_for is None for pane in panes)  # a later visit draws anew
 
 
-async def test_nothing_is_drawn_ahead_into_panes_on_screen() -> None:
-    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+async def test_anything_else_shown_in_a_pane_drawn_ahead_is_drawn_over(tmp_path: Path) -> None:
+    """A message shown in the pane meanwhile (a long job's progress) is not taken for the
+    tables: the quiz draws them again."""
+    lesson = tmp_path / "ahead.yaml"
+    lesson.write_text(AHEAD, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app, SIZE) as (pilot, screen):
-        compare = compare_step(screen)
-        screen.go_to_step(compare)
+        quiz = step_of(screen, "quiz")
+        screen.go_to_step(quiz - 1)
         await settle(pilot)
-        drawing: LessonDrawing = screen.drawing
+        screen.drawing.prepare_nearby()
+        assert screen.drawing.pane.drawn_ahead_for is not None
+        screen.drawing.pane.show_message("Running the variant…")
         with filled_panes() as filled:
-            drawing._draw_tables_ahead(screen.session.step_view(compare))
-        assert not filled and not drawing._ahead
+            screen.step_next()
+            await settle(pilot)
+        assert "tensors" in filled
+
+
+async def test_nothing_is_drawn_ahead_into_panes_on_screen(tmp_path: Path) -> None:
+    lesson = tmp_path / "ahead.yaml"
+    lesson.write_text(AHEAD, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with lesson_running(app, SIZE) as (pilot, screen):
+        assert screen.session is not None
+        for kind in ("compare", "quiz"):
+            step = step_of(screen, kind)
+            screen.go_to_step(step)
+            await settle(pilot)
+            with filled_panes() as filled:
+                screen.drawing._draw_tables_ahead(screen.session.step_view(step))
+            assert not filled, kind

@@ -117,16 +117,13 @@ class LessonDrawing:
         """The axes of the matrix the loop on screen fills (its positions' tokens)."""
         self._loop: LoopView | None = None
         """The session's view of the loop drawn last (None: the step drawn is no loop)."""
-        self._ahead: dict[str, StepView] = {}
-        """Panes hidden on this step ("compare") -> the step whose tables were drawn into them
-        while the learner read (:meth:`prepare_nearby`); the step's key press then only
-        shows them. Taken when that step is drawn, so any later draw fills them anew."""
 
     def forget(self) -> None:
         """The lesson was reloaded: heights measured for its loops no longer apply, nor
         tables drawn ahead for its steps."""
         self._reserves.clear()
-        self._ahead.clear()
+        for pane in (self.pane, *self.compared):
+            pane.drawn_ahead_for = None
 
     @property
     def session(self) -> LessonSession | None:
@@ -338,7 +335,7 @@ class LessonDrawing:
         self.switcher.current = "compare"
         self.prose("#caption", view.step.text)
         left, right = view.tables
-        if self._ahead.pop("compare", None) is not view.step:  # not drawn while the learner read
+        if not self._drawn_ahead(self.compared, view.step):
             self._fill_compare(view.step)
         for widget, table in (
             (source, left),
@@ -408,7 +405,10 @@ class LessonDrawing:
             return
         self.switcher.current = "tensors"
         self.prose("#caption", tables.caption)
-        self.show_quiz_tables(view)
+        if self._drawn_ahead((self.pane,), view.step):
+            self.pane.follow_focus()  # as a fill now would, once the frame has sized the tables
+        else:
+            self.show_quiz_tables(view)
         stage = view.tables[0].resolved.stage
         self.source.show_file(stage.source_file, stage.lines, files=stage.files)
 
@@ -425,8 +425,8 @@ class LessonDrawing:
     def prepare_nearby(self) -> None:
         """While the learner reads: the session computes the steps either side, the code
         panes draw ahead the lines those steps will show (:meth:`SourceView.prepare`), and a
-        compare step's tables are drawn into their hidden panes, so that moving to one draws
-        little anew. A step that fails is left to fail when shown.
+        compare's or a quiz's tables are drawn into their hidden panes, so that moving to one
+        draws little anew. A step that fails is left to fail when shown.
         A hidden quiz's choices that lost the focus are restyled now, not when it shows."""
         session = self.session
         if session is None:
@@ -447,14 +447,32 @@ class LessonDrawing:
                 self._draw_tables_ahead(shown)
 
     def _draw_tables_ahead(self, shown: StepView) -> None:
-        """A compare step's tables drawn into its panes while another step hides them."""
-        if shown.kind != "compare" or len(shown.tables) != 2 or self.switcher.current == "compare":
+        """A compare step's tables, or a quiz's, drawn into their panes while this step
+        hides them (the step's key then only shows them)."""
+        if shown.kind == "compare" and len(shown.tables) == 2:
+            panes: tuple[TensorPane, ...] = self.compared
+            hidden = self.switcher.current != "compare"
+            fill: Callable[[StepView], None] = self._fill_compare
+        elif shown.kind == "quiz" and shown.tables and shown.quiz is not None:
+            panes = (self.pane,)
+            hidden = self.switcher.current != "tensors" or not self.switcher.display
+            fill = self._fill_quiz_tables
+        else:
             return
-        if self._ahead.get("compare") is shown:
+        if not hidden or all(pane.drawn_ahead_for is shown for pane in panes):
             return
-        self._ahead.pop("compare", None)  # half drawn, if this fails: filled again when shown
-        self._fill_compare(shown)
-        self._ahead["compare"] = shown
+        fill(shown)  # should this fail half way, the step fills the panes anew when shown
+        for pane in panes:
+            pane.drawn_ahead_for = shown
+
+    @staticmethod
+    def _drawn_ahead(panes: Sequence[TensorPane], shown: StepView) -> bool:
+        """Whether ``panes`` hold what was drawn ahead for ``shown`` (taken: a later visit
+        draws them anew, as every visit did before)."""
+        ahead = all(pane.drawn_ahead_for is shown for pane in panes)
+        for pane in panes:
+            pane.drawn_ahead_for = None
+        return ahead
 
     def _draw_code_ahead(self, session: LessonSession, view: StepView, forward: bool) -> None:
         # A screenful either side of the lines that ran: the pane may be taller on that step
@@ -483,24 +501,27 @@ class LessonDrawing:
 
     def show_quiz_tables(self, view: LessonView) -> None:
         """The quiz's tables as the session gives them: its answer's cells hidden until answered."""
-        tables = view.step.quiz
+        self._fill_quiz_tables(view.step)
+
+    def _fill_quiz_tables(self, shown: StepView) -> None:
+        tables = shown.quiz
         assert tables is not None
-        hidden = {table.name: table.hidden for table in view.tables}
+        hidden = {table.name: table.hidden for table in shown.tables}
         if tables.context is not None:
             # Titled by the tensor's name, as --plain and the exports title it: a stage's title
             # may state the answer ("192 with the cache", "the cache holds 4 numbers").
-            names = ", ".join(table.name for table in view.tables)
-            self._show_tables(view.tables, view.tables[0].focus, hidden=hidden, title=names)
+            names = ", ".join(table.name for table in shown.tables)
+            self._show_tables(shown.tables, shown.tables[0].focus, hidden=hidden, title=names)
             return
         tensors, axes, hide = {}, {}, {}
-        for table in view.tables:
+        for table in shown.tables:
             name = table.name
             while name in tensors:
                 name += "'"
             tensors[name] = table.resolved.tensor
             axes.update(_derived_axes(table, name))
             hide[name] = table.hidden
-        main = view.tables[0].resolved
+        main = shown.tables[0].resolved
         # By the tables' names, never the stage's title, which may state the answer.
         title = ", ".join(tensors)
         stage = Stage(name=main.stage.name, title=title, tensors=tensors, axes=axes)

@@ -40,7 +40,7 @@ from tracer.sanitize import visible
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.kept import Kept
-from tracer.tui.steady import Column, Label, SteadySize
+from tracer.tui.steady import Column, Label, SteadySize, inside_shown
 from tracer.tui.text_pane import code_spans
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class RestyledWhenSeen(Widget):
         super().watch_has_focus(has_focus)
 
     def _seen(self) -> bool:
-        return all(node.display for node in self.ancestors_with_self if isinstance(node, Widget))
+        return self.display and inside_shown(self)
 
     def restyle_if_due(self) -> None:
         if self._restyle_due:

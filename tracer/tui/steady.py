@@ -128,6 +128,14 @@ def placement(widget: Widget) -> MapGeometry | None:
         return None
 
 
+def inside_shown(widget: object) -> bool:
+    """Whether no widget around ``widget`` is hidden (its own display aside): only then can a
+    frame show it, now or once it is shown itself."""
+    if not isinstance(widget, Widget):
+        return True
+    return all(node.display for node in widget.ancestors if isinstance(node, Widget))
+
+
 class SteadySize(Widget):
     """A widget whose change of size alone does not ask for a second layout pass.
 

@@ -26,7 +26,7 @@ from tracer.session.moves import Cancelled, Move, Pending
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.footer import FooterLine
-from tracer.tui.steady import SteadyCompositor
+from tracer.tui.steady import SteadyCompositor, inside_shown
 from tracer.tui.tensor_pane import TensorPane
 
 SPEEDS = (3.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02)
@@ -48,14 +48,6 @@ LEFT_SHARE = 0.45
 
 Progress = Callable[[int], None]
 LongJob = Callable[[Callable[[], bool], Progress], Any]
-
-
-def _shown(widget: object) -> bool:
-    """Whether no widget around ``widget`` is hidden (its own display may be off: hiding it
-    is a change the screen must lay out)."""
-    if not isinstance(widget, Widget):
-        return True
-    return all(node.display for node in widget.ancestors if isinstance(node, Widget))
 
 
 class StepScreen(Screen[None], Backdrop):
@@ -108,14 +100,14 @@ class StepScreen(Screen[None], Backdrop):
         # emptied the arrangements it kept of it before the request reaches the screen).
 
         async def _on_update(self, message: messages.Update) -> None:
-            if hooks.hooks_on() and not _shown(message.widget):
+            if hooks.hooks_on() and not inside_shown(message.widget):
                 message.stop()
                 message.prevent_default()
                 return
             await super()._on_update(message)
 
         async def _on_layout(self, message: messages.Layout) -> None:
-            if hooks.hooks_on() and not _shown(message.widget):
+            if hooks.hooks_on() and not inside_shown(message.widget):
                 message.stop()
                 message.prevent_default()
                 return

@@ -119,6 +119,9 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         """What the border's subtitle says in full (the tables out of sight, what "?" means)."""
         self.marks_hidden = False
         """Whether a table on screen draws a cell as "?" (a lesson keeps a quiz's answer)."""
+        self.drawn_ahead_for: object | None = None
+        """What a lesson drew into this pane while it was hidden (a step's view), for that step
+        to show it as drawn; forgotten as soon as anything else changes what it shows."""
         self._out_of_sight: list[str] = []
         """The tables out of sight when last measured."""
         # The tables and their titles, kept as well as mounted: finding them by query at
@@ -261,6 +264,7 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         return list(self._views)
 
     def _show(self, shown: list[Shown], title: str, detail: Text) -> None:
+        self.drawn_ahead_for = None  # the drawing sets it again after a fill ahead
         self._message(None)
         self.shown = shown
         self.tensor_names = [item.grid.name for item in shown]
@@ -411,6 +415,13 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         if self.border_title != title:
             self.border_title = title
 
+    def follow_focus(self) -> None:
+        """Each table on show scrolls to its focus after the next frame, as a table shown then
+        does (one drawn while hidden had no size to scroll in)."""
+        for view in self.views:
+            if view.display and view.grid is not None:
+                view.follow_after_frame()
+
     def active_view(self) -> TensorView | None:
         """The tensor the keys act on: the focused one, else the first."""
         focused = self.screen.focused
@@ -420,6 +431,7 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
 
     def next_tensor(self) -> None:
         """Move the keyboard focus to the next tensor (so ↑/↓, z and w act on it)."""
+        self.drawn_ahead_for = None
         views = [view for view in self.views if view.display and view.grid is not None]
         if not views:
             return
@@ -428,11 +440,13 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         views[(index + 1) % len(views)].focus()
 
     def toggle_zoom(self) -> None:
+        self.drawn_ahead_for = None
         view = self.active_view()
         if view is not None:
             view.toggle_zoom()
 
     def toggle_tokens(self) -> bool:
+        self.drawn_ahead_for = None
         view = self.active_view()
         return view is not None and view.toggle_tokens()
 
@@ -444,6 +458,8 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
         self._message(message)
 
     def _message(self, message: str | None, error: bool = False) -> None:
+        if message is not None:
+            self.drawn_ahead_for = None
         self.set_class(message is not None, "-message")
         self.set_class(error, "-error")
         if message is not None:

@@ -31,7 +31,7 @@ from textual.strip import Strip
 
 from tracer.tui.colours import theme_colours
 from tracer.tui.grid import Grid
-from tracer.tui.steady import SteadyScroll
+from tracer.tui.steady import SteadyScroll, inside_shown
 
 LABEL_LIMIT = 12
 HEAT_STEPS = 10
@@ -146,8 +146,14 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         if follow:
             if self.size.height > 0:
                 self._follow()
-            else:
+            elif inside_shown(self):
                 self.call_after_refresh(self._follow)
+            # Else drawn ahead into a hidden pane: no window to scroll in; the step that
+            # shows it asks (follow_after_frame).
+
+    def follow_after_frame(self) -> None:
+        """Scroll to the current cell or first highlight once the next frame has sized this."""
+        self.call_after_refresh(self._follow)
 
     # Modes -----------------------------------------------------------------------
 

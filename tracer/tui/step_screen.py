@@ -50,6 +50,15 @@ Progress = Callable[[int], None]
 LongJob = Callable[[Callable[[], bool], Progress], Any]
 
 
+def _dropped_unseen(message: messages.Update | messages.Layout) -> bool:
+    """Stop ``message`` if it comes from a widget inside a hidden one; whether it was."""
+    if not hooks.hooks_on() or inside_shown(message.widget):
+        return False
+    message.stop()
+    message.prevent_default()
+    return True
+
+
 class StepScreen(Screen[None], Backdrop):
     """Base for screens that step through something: keys, auto-play and background work."""
 
@@ -100,18 +109,12 @@ class StepScreen(Screen[None], Backdrop):
         # emptied the arrangements it kept of it before the request reaches the screen).
 
         async def _on_update(self, message: messages.Update) -> None:
-            if hooks.hooks_on() and not inside_shown(message.widget):
-                message.stop()
-                message.prevent_default()
-                return
-            await super()._on_update(message)
+            if not _dropped_unseen(message):
+                await super()._on_update(message)
 
         async def _on_layout(self, message: messages.Layout) -> None:
-            if hooks.hooks_on() and not inside_shown(message.widget):
-                message.stop()
-                message.prevent_default()
-                return
-            await super()._on_layout(message)
+            if not _dropped_unseen(message):
+                await super()._on_layout(message)
 
     def __init__(self, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)

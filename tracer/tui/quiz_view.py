@@ -88,17 +88,6 @@ class RestyledWhenSeen(Widget):
             self._restyle_due = False
             self.update_node_styles()
 
-    if hooks.CHECK_REFRESH:
-
-        def _check_refresh(self) -> None:
-            # Overrides Textual's private hook that tells the screen about a repaint. A widget
-            # no one sees needs none: showing its quiz again lays it out and draws it whole.
-            # Told, the screen would look for it in a frame (an empty one), and mark its map
-            # of every widget out of date, to be arranged again on the next key press.
-            if self._repaint_required and hooks.hooks_on() and not self._seen():
-                self._repaint_required = False
-            super()._check_refresh()
-
 
 class QuizButton(Button, SteadySize, RestyledWhenSeen):
     """A ``Button`` laid out once per change: a new label resizes it inside the quiz's pass."""

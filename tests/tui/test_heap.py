@@ -10,6 +10,7 @@ import pytest
 
 from tracer.tui import heap
 from tracer.tui.launch import make_lesson_app
+from tracer.tui.lesson_screen import LessonScreen
 
 from .conftest import LESSON, PLUGINS, lesson_running, settle
 
@@ -26,13 +27,19 @@ def collector_on() -> Iterator[None]:
         (gc.enable if was else gc.disable)()
 
 
+def collector_at_each_draw(screen: LessonScreen) -> list[bool]:
+    """Whether the collector was on, each time ``screen`` draws a step from now on."""
+    seen: list[bool] = []
+    draw = screen._draw
+    screen._draw = lambda session: (seen.append(gc.isenabled()), draw(session))[1]  # type: ignore[method-assign]
+    return seen
+
+
 @pytest.mark.usefixtures("collector_on")
 async def test_the_collector_is_off_while_a_key_is_drawn_and_on_after_its_frame() -> None:
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app) as (pilot, screen):
-        seen: list[bool] = []
-        draw = screen._draw
-        screen._draw = lambda session: (seen.append(gc.isenabled()), draw(session))[1]  # type: ignore[method-assign]
+        seen = collector_at_each_draw(screen)
         await pilot.press("right")
         await settle(pilot)
         assert seen == [False]  # the step was drawn with the collector paused
@@ -74,9 +81,7 @@ async def test_a_key_in_the_pause_after_a_frame_keeps_the_collector_off_until_it
     monkeypatch.setattr(heap, "RESUME_AFTER_FRAME_S", 0.3)
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app) as (pilot, screen):
-        seen: list[bool] = []
-        draw = screen._draw
-        screen._draw = lambda session: (seen.append(gc.isenabled()), draw(session))[1]  # type: ignore[method-assign]
+        seen = collector_at_each_draw(screen)
         await pilot.press("right")
         await pilot.pause()
         await pilot.press("right")  # within the first frame's pause

@@ -24,6 +24,7 @@ from tracer.tui.app import TracerApp
 from tracer.tui.explore_screen import ExploreScreen
 from tracer.tui.launch import make_explore_app, make_lesson_app
 from tracer.tui.source_view import SourceView, _highlighted, shown_lines
+from tracer.tui.steady import inside_shown
 from tracer.variant import SubStep
 
 from .conftest import LESSON, PLUGINS, lesson_running, settle
@@ -61,8 +62,7 @@ def geometry(app: TracerApp) -> dict[str, object]:
     for widget in app.screen.query("*").results(Widget):
         # On screen: a widget inside a hidden one may be drawn ahead meanwhile (a compare's
         # tables while the learner reads the step before it).
-        shown = all(node.display for node in widget.ancestors_with_self if isinstance(node, Widget))
-        if shown and widget.is_mounted:
+        if widget.display and inside_shown(widget) and widget.is_mounted:
             path = "/".join(
                 f"{type(node).__name__}#{node.id}" for node in widget.ancestors_with_self
             )

@@ -1,5 +1,6 @@
-"""A compare's or a quiz's tables are drawn into their hidden panes while the learner reads the
-step before or after it: moving there only shows them, and shows what drawing them then shows."""
+"""A show's, a compare's or a quiz's tables are drawn into their hidden panes while the learner
+reads the step before or after it: moving there only shows them, and shows what drawing them then
+shows. Where both neighbours would be drawn into one pane, the one the learner is heading for is."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
@@ -18,10 +20,11 @@ from .conftest import PLUGINS, lesson_running, settle
 SIZE = (120, 40)
 AHEAD = """\
 title: Tables drawn ahead
-summary: A compare and a quiz with tables, each between steps that hide their panes.
+summary: A show, a compare and a quiz with tables, each between steps that hide their panes.
 inputs: your-journey
 steps:
-  - show: {variant: tiny, stage: scores}
+  - narration: The tables of the next steps are drawn while you read this.
+  - show: {variant: tiny, stage: scores, focus: {row: journey}}
   - compare:
       variant: tiny
       stage: weights
@@ -38,7 +41,11 @@ steps:
       title: Done
       points: [Tables drawn ahead.]
 """
-PANES = {"compare": {"compare-left", "compare-right", "compare-difference"}, "quiz": {"tensors"}}
+PANES = {
+    "show": {"tensors"},
+    "compare": {"compare-left", "compare-right", "compare-difference"},
+    "quiz": {"tensors"},
+}
 
 
 @contextmanager
@@ -63,6 +70,24 @@ def step_of(screen: LessonScreen, kind: str) -> int:
     return next(n for n, step in enumerate(screen.session.steps) if step.kind == kind)
 
 
+async def arrive(pilot: Pilot[object], screen: LessonScreen, step: int, *, forward: bool) -> None:
+    """Onto ``step`` the way a learner heading that way comes: by a key from the step before
+    it (``forward``) or after it, where there is one."""
+    assert screen.session is not None
+    start = step - 1 if forward else step + 1
+    if 0 <= start < len(screen.session.steps):
+        screen.go_to_step(start)
+        await settle(pilot)
+        if forward:
+            screen.step_next()
+        else:
+            screen.step_previous()
+    else:
+        screen.go_to_step(step)
+    await settle(pilot)
+    assert screen.session.position.step == step
+
+
 async def screen_after_moving(lesson: Path, kind: str, *, ahead: bool, forward: bool) -> str:
     """The screen once the learner moved onto the step of ``kind`` from the step before it
     (``forward``) or after it, its tables drawn ahead there or not."""
@@ -71,11 +96,10 @@ async def screen_after_moving(lesson: Path, kind: str, *, ahead: bool, forward: 
         assert screen.session is not None
         target = step_of(screen, kind)
         if not ahead:  # the screen draws ahead 50 ms after each frame (the first one too)
-            screen.drawing._draw_tables_ahead = lambda shown: None  # type: ignore[method-assign]
+            screen.drawing._draw_tables_ahead = lambda shown, **_: None  # type: ignore[method-assign]
             for pane in (screen.drawing.pane, *screen.drawing.compared):
                 pane.drawn_ahead_for = None
-        screen.go_to_step(target - 1 if forward else target + 1)
-        await settle(pilot)
+        await arrive(pilot, screen, target - 1 if forward else target + 1, forward=forward)
         screen.drawing.prepare_nearby()
         with filled_panes() as filled:
             if forward:
@@ -89,7 +113,7 @@ async def screen_after_moving(lesson: Path, kind: str, *, ahead: bool, forward: 
 
 
 @pytest.mark.parametrize("forward", [True, False], ids=["from the step before", "coming back"])
-@pytest.mark.parametrize("kind", ["compare", "quiz"])
+@pytest.mark.parametrize("kind", ["show", "compare", "quiz"])
 async def test_tables_drawn_ahead_show_what_drawing_them_on_the_key_shows(
     tmp_path: Path, kind: str, forward: bool
 ) -> None:
@@ -147,10 +171,36 @@ async def test_nothing_is_drawn_ahead_into_panes_on_screen(tmp_path: Path) -> No
     app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app, SIZE) as (pilot, screen):
         assert screen.session is not None
-        for kind in ("compare", "quiz"):
+        for kind in ("show", "compare", "quiz"):
             step = step_of(screen, kind)
             screen.go_to_step(step)
             await settle(pilot)
             with filled_panes() as filled:
                 screen.drawing._draw_tables_ahead(screen.session.step_view(step))
             assert not filled, kind
+
+
+@pytest.mark.parametrize("forward", [True, False], ids=["going on", "going back"])
+async def test_the_step_the_learner_heads_for_is_drawn_ahead_where_both_need_one_pane(
+    tmp_path: Path, forward: bool
+) -> None:
+    """The compare step hides the pane that the show before it and the quiz after it both
+    draw into: it holds the tables of the one the learner is heading for."""
+    lesson = tmp_path / "ahead.yaml"
+    lesson.write_text(AHEAD, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with lesson_running(app, SIZE) as (pilot, screen):
+        assert screen.session is not None
+        compare = step_of(screen, "compare")
+        await arrive(pilot, screen, compare, forward=forward)
+        screen.drawing.prepare_nearby()
+        heading = step_of(screen, "quiz" if forward else "show")
+        assert screen.drawing.pane.drawn_ahead_for is screen.session.step_view(heading)
+        with filled_panes() as filled:
+            if forward:
+                screen.step_next()
+            else:
+                screen.step_previous()
+            await settle(pilot)
+        assert screen.session.position.step == heading
+        assert "tensors" not in filled

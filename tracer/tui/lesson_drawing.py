@@ -117,6 +117,10 @@ class LessonDrawing:
         """The axes of the matrix the loop on screen fills (its positions' tokens)."""
         self._loop: LoopView | None = None
         """The session's view of the loop drawn last (None: the step drawn is no loop)."""
+        self._drawn_step = 0
+        self._forward = True
+        """Whether the learner came to the step drawn last from before it: the neighbour
+        drawn ahead first, where both would be drawn into one pane, is the one that way."""
 
     def forget(self) -> None:
         """The lesson was reloaded: heights measured for its loops no longer apply, nor
@@ -285,6 +289,9 @@ class LessonDrawing:
         if not LAYOUTS[step.kind].compare and str(source.border_title).startswith("source:"):
             source.border_title = "source"  # a compare step's side title no longer applies
         self._loop = None
+        number = view.position.step
+        if number != self._drawn_step:  # drawn again where it is (an answer): same way
+            self._forward, self._drawn_step = number > self._drawn_step, number
         self.DRAWERS[view.kind](self, view)
 
     def _draw_narration(self, view: LessonView) -> None:
@@ -298,8 +305,11 @@ class LessonDrawing:
     def _draw_show(self, view: LessonView) -> None:
         self.switcher.current = "tensors"
         self.prose("#caption", view.step.text)
+        if self._drawn_ahead((self.pane,), view.step):
+            self.pane.follow_focus()  # as a fill now would, once the frame has sized the tables
+        else:
+            self._fill_show(view.step)
         main = view.tables[0]
-        self._show_tables(view.tables, main.focus, {t.name: t.hidden for t in view.tables})
         stage = main.resolved.stage
         self.source.show_file(
             stage.source_file,
@@ -307,6 +317,11 @@ class LessonDrawing:
             produced=shown_tensor(main),
             files=stage.files,
         )
+
+    def _fill_show(self, shown: StepView) -> None:
+        """A show step's tables, its focus highlighted."""
+        tables = shown.tables
+        self._show_tables(tables, tables[0].focus, {t.name: t.hidden for t in tables})
 
     def _draw_loop(self, view: LessonView) -> None:
         self.switcher.current = "tensors"
@@ -425,9 +440,10 @@ class LessonDrawing:
     def prepare_nearby(self) -> None:
         """While the learner reads: the session computes the steps either side, the code
         panes draw ahead the lines those steps will show (:meth:`SourceView.prepare`), and a
-        compare's or a quiz's tables are drawn into their hidden panes, so that moving to one
-        draws little anew. A step that fails is left to fail when shown.
-        A hidden quiz's choices that lost the focus are restyled now, not when it shows."""
+        show's, a compare's or a quiz's tables are drawn into their hidden panes, so that
+        moving to one draws little anew. Where both steps would be drawn into one pane, the
+        step on the way the learner is going gets it. A step that fails is left to fail when
+        shown. A hidden quiz's choices that lost the focus are restyled now, not when it shows."""
         session = self.session
         if session is None:
             return
@@ -436,7 +452,9 @@ class LessonDrawing:
             quiz.showing()  # nothing is drawn: it is hidden
         session.prepare_nearby()
         here = session.position.step
-        for number in (here + 1, here - 1):
+        way = 1 if self._forward else -1
+        claimed: set[TensorPane] = set()
+        for number in (here + way, here - way):
             if not 0 <= number < len(session.steps):
                 continue
             # Ahead of time only: a step that fails, or code that cannot be drawn, is met when
@@ -444,22 +462,30 @@ class LessonDrawing:
             with contextlib.suppress(Exception):
                 shown = session.step_view(number)
                 self._draw_code_ahead(session, shown, number > here)
-                self._draw_tables_ahead(shown)
+                self._draw_tables_ahead(shown, claimed=claimed)
 
-    def _draw_tables_ahead(self, shown: StepView) -> None:
-        """A compare step's tables, or a quiz's, drawn into their panes while this step
-        hides them (the step's key then only shows them)."""
+    def _draw_tables_ahead(
+        self, shown: StepView, *, claimed: set[TensorPane] | None = None
+    ) -> None:
+        """A show step's tables, a compare's or a quiz's, drawn into their panes while this
+        step hides them (the step's key then only shows them). ``claimed``: panes the other
+        neighbour holds already (it is left there); those drawn into here are added."""
+        tensors_hidden = self.switcher.current != "tensors" or not self.switcher.display
         if shown.kind == "compare" and len(shown.tables) == 2:
             panes: tuple[TensorPane, ...] = self.compared
             hidden = self.switcher.current != "compare"
             fill: Callable[[StepView], None] = self._fill_compare
         elif shown.kind == "quiz" and shown.tables and shown.quiz is not None:
-            panes = (self.pane,)
-            hidden = self.switcher.current != "tensors" or not self.switcher.display
-            fill = self._fill_quiz_tables
+            panes, hidden, fill = (self.pane,), tensors_hidden, self._fill_quiz_tables
+        elif shown.kind == "show" and shown.tables:
+            panes, hidden, fill = (self.pane,), tensors_hidden, self._fill_show
         else:
             return
-        if not hidden or all(pane.drawn_ahead_for is shown for pane in panes):
+        if not hidden or (claimed is not None and not claimed.isdisjoint(panes)):
+            return
+        if claimed is not None:
+            claimed.update(panes)
+        if all(pane.drawn_ahead_for is shown for pane in panes):
             return
         fill(shown)  # should this fail half way, the step fills the panes anew when shown
         for pane in panes:

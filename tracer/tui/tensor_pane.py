@@ -297,7 +297,11 @@ class TensorPane(Vertical, SteadySize, Kept, Backdrop):
                 height = natural
             if view.styles.height is None or str(view.styles.height) != str(height):
                 view.styles.height = height
-            view.styles.min_height = min(3, natural) if several else None
+            least = min(3, natural) if several else None
+            if least is None and view.styles.min_height is not None:
+                view.styles.min_height = None  # Textual lays out again on every clear
+            elif least is not None:
+                view.styles.min_height = least  # a no-op when it is the same
             view.show(item.grid)
         self._detail(detail)
         marks = any(_draws_hidden(item.grid) for item in shown)

@@ -83,6 +83,30 @@ def test_a_loops_code_on_entering_is_known_ahead_only_when_held(session: LessonS
     assert session.loop_code(number, from_before=False) == (last.sub.source_file, last.sub.lines)
 
 
+def test_a_loop_step_is_viewed_ahead_as_moving_onto_it_shows_it(session: LessonSession) -> None:
+    """The view of a loop step told ahead (to draw it while the learner reads the step beside
+    it) is the view moving onto it gives: its first sub-step from before, its last coming
+    back; nothing before its stepper holds that sub-step."""
+    number = first(session, Loop)
+    assert session.loop_view_ahead(number - 1, from_before=True) is None  # no loop there
+    assert session.loop_view_ahead(number, from_before=True) is None  # not started: would run it
+    session.go(Position(number - 1))
+    assert isinstance(session.next(), Moved)
+    entered = session.view().loop
+    ahead = session.loop_view_ahead(number, from_before=True)
+    assert entered is not None and ahead is not None
+    assert (ahead.sub, ahead.number, ahead.count, ahead.shown) == (
+        entered.sub, entered.number, entered.count, entered.shown
+    )  # fmt: skip
+    assert session.loop_end()
+    assert isinstance(session.next(), Moved)
+    behind = session.loop_view_ahead(number, from_before=False)
+    assert isinstance(session.back(), Moved)
+    last = session.view().loop
+    assert last is not None and behind is not None and last.number > 0
+    assert (behind.sub, behind.number, behind.count) == (last.sub, last.number, last.count)
+
+
 def test_loop_end_and_jumps(session: LessonSession) -> None:
     number = first(session, Loop)
     session.go(Position(number))

@@ -4,7 +4,7 @@ shows. Where both neighbours would be drawn into one pane, the one the learner i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,6 +37,8 @@ steps:
       show: {variant: tiny, stage: scores}
       choices: [Your, journey, step]
       answer: journey
+  - narration: A loop next, whose first sub-step is drawn while you read this.
+  - loop: {variant: tiny, stage: scores, query: journey}
   - checkpoint:
       title: Done
       points: [Tables drawn ahead.]
@@ -45,6 +47,7 @@ PANES = {
     "show": {"tensors"},
     "compare": {"compare-left", "compare-right", "compare-difference"},
     "quiz": {"tensors"},
+    "loop": {"tensors"},
 }
 
 
@@ -52,17 +55,22 @@ PANES = {
 def filled_panes() -> Iterator[list[str]]:
     """The ids of the tensor panes that tables are drawn into, while the block runs."""
     filled: list[str] = []
-    show_stage = TensorPane.show_stage
+    show_stage, show_substep = TensorPane.show_stage, TensorPane.show_substep
 
-    def counting(pane: TensorPane, *args: object, **kwargs: object) -> None:
-        filled.append(str(pane.id))
-        show_stage(pane, *args, **kwargs)  # type: ignore[arg-type]
+    def counting(show: Callable[..., None]) -> Callable[..., None]:
+        def shown(pane: TensorPane, *args: object, **kwargs: object) -> None:
+            filled.append(str(pane.id))
+            show(pane, *args, **kwargs)
 
-    TensorPane.show_stage = counting  # type: ignore[method-assign]
+        return shown
+
+    TensorPane.show_stage = counting(show_stage)  # type: ignore[method-assign]
+    TensorPane.show_substep = counting(show_substep)  # type: ignore[method-assign]
     try:
         yield filled
     finally:
         TensorPane.show_stage = show_stage  # type: ignore[method-assign]
+        TensorPane.show_substep = show_substep  # type: ignore[method-assign]
 
 
 def step_of(screen: LessonScreen, kind: str) -> int:
@@ -113,7 +121,7 @@ async def screen_after_moving(lesson: Path, kind: str, *, ahead: bool, forward: 
 
 
 @pytest.mark.parametrize("forward", [True, False], ids=["from the step before", "coming back"])
-@pytest.mark.parametrize("kind", ["show", "compare", "quiz"])
+@pytest.mark.parametrize("kind", ["show", "compare", "quiz", "loop"])
 async def test_tables_drawn_ahead_show_what_drawing_them_on_the_key_shows(
     tmp_path: Path, kind: str, forward: bool
 ) -> None:
@@ -171,12 +179,14 @@ async def test_nothing_is_drawn_ahead_into_panes_on_screen(tmp_path: Path) -> No
     app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app, SIZE) as (pilot, screen):
         assert screen.session is not None
-        for kind in ("show", "compare", "quiz"):
+        for kind in ("show", "compare", "quiz", "loop"):
             step = step_of(screen, kind)
             screen.go_to_step(step)
             await settle(pilot)
+            loop = screen.session.loop_view_ahead(step, from_before=True)
+            assert (loop is not None) is (kind == "loop")
             with filled_panes() as filled:
-                screen.drawing._draw_tables_ahead(screen.session.step_view(step))
+                screen.drawing._draw_tables_ahead(screen.session.step_view(step), loop=loop)
             assert not filled, kind
 
 

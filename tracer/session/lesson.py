@@ -762,22 +762,7 @@ class LessonSession:
             state = self.loop(number)
             if state is None:
                 raise LookupError(f"variant '{step.variant}' has no loop building '{step.stage}'")
-            sub = state.stepper.get(state.first + here.sub)
-            assert isinstance(sub, SubStep)
-            trace = self.runner.trace(step.variant, step.options, step.query)
-            built = next((stage for stage in trace.stages if stage.name == step.stage), None)
-            tokens = state.stepper.tokens
-            count = state.count_known()
-            answered = frozenset(self.progress.answers)
-            kept = secrets(self.lesson, self.runner, number, answered)
-            canvas = state.stepper.canvases.get(sub.stage)
-            deciding = self.loop_deciding.get((number, answered))
-            if deciding is None:
-                deciding = loop_deciders(self.lesson, self.runner, number, answered)
-                self.loop_deciding[number, answered] = deciding
-            said = substep_view(sub, kept, canvas, count, deciding)
-            at_hand = functools.partial(self._at_hand, state)
-            loop = LoopView(sub, here.sub, count, tokens, canvas, built, said, at_hand)
+            loop = self._loop_view(number, step, state, here.sub)
         elif isinstance(step, Quiz):
             previous = self.recorded(number)
             verdict = self._verdict(step, previous.response, previous.right) if previous else None
@@ -793,6 +778,38 @@ class LessonSession:
                 verdict,
             )
         return LessonView(here, len(self.steps), step_heading(step), shown, loop, prompt)
+
+    def _loop_view(self, number: int, step: Loop, state: LoopState, at: int) -> LoopView:
+        """Loop step ``number`` at sub-step ``at``, as the learner may see it now."""
+        sub = state.stepper.get(state.first + at)
+        assert isinstance(sub, SubStep)
+        trace = self.runner.trace(step.variant, step.options, step.query)
+        built = next((stage for stage in trace.stages if stage.name == step.stage), None)
+        count = state.count_known()
+        answered = frozenset(self.progress.answers)
+        kept = secrets(self.lesson, self.runner, number, answered)
+        canvas = state.stepper.canvases.get(sub.stage)
+        deciding = self.loop_deciding.get((number, answered))
+        if deciding is None:
+            deciding = loop_deciders(self.lesson, self.runner, number, answered)
+            self.loop_deciding[number, answered] = deciding
+        said = substep_view(sub, kept, canvas, count, deciding)
+        at_hand = functools.partial(self._at_hand, state)
+        return LoopView(sub, at, count, state.stepper.tokens, canvas, built, said, at_hand)
+
+    def loop_view_ahead(self, number: int, *, from_before: bool) -> LoopView | None:
+        """Loop step ``number`` as moving onto it will show it: its first sub-step coming
+        from before it, its last coming back (as :meth:`next` and :meth:`back` go). Only
+        from what its stepper already holds, None where finding out would run the loop: a
+        front end draws it ahead while the learner reads the step beside it."""
+        step = loop_at(self.lesson, number)
+        state = self.loops.get(number)
+        if step is None or state is None:
+            return None
+        at = 0 if from_before else state.clamp(state.last_sub())
+        if not state.stepper.known(state.first + at):
+            return None
+        return self._loop_view(number, step, state, at)
 
 
 KEPT_STEP_VIEWS = 64

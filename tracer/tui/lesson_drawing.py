@@ -328,22 +328,28 @@ class LessonDrawing:
         self.prose("#caption", view.step.text)
         loop = self._loop = view.loop
         assert loop is not None
-        sub, said = loop.sub, loop.shown
+        if not self._drawn_ahead((self.pane,), LoopAhead(view.step, loop)):
+            self._fill_loop(view.step, loop)
+        self._loop_axes = loop.axes
+        self.position_text.show(styled(loop.words))
+        sub = loop.sub
+        self.source.show_file(sub.source_file, sub.lines, files=sub.files)
+
+    def _fill_loop(self, shown: StepView, loop: LoopView) -> None:
+        """A loop's sub-step: its tensors, below the matrix the loop fills."""
+        said = loop.shown
         self.pane.show_substep(
-            sub,
+            loop.sub,
             loop.canvas,
             loop.tokens,
             canvas_axes=loop.axes,
-            query=getattr(view.step.step, "query", None),
+            query=getattr(shown.step, "query", None),
             # What the session keeps off screen while a quiz is unanswered.
             hidden=said.hidden if said is not None else None,
             canvas_hidden=said.canvas_hidden if said is not None else frozenset(),
             formula_text=said.formula if said is not None else None,
             arithmetic=said.arithmetic if said is not None else True,
         )
-        self._loop_axes = loop.axes
-        self.position_text.show(styled(loop.words))
-        self.source.show_file(sub.source_file, sub.lines, files=sub.files)
 
     def _draw_compare(self, view: LessonView) -> None:
         source = self.source
@@ -462,19 +468,35 @@ class LessonDrawing:
             with contextlib.suppress(Exception):
                 shown = session.step_view(number)
                 self._draw_code_ahead(session, shown, number > here)
-                self._draw_tables_ahead(shown, claimed=claimed)
+                loop = None
+                if shown.kind == "loop":
+                    loop = session.loop_view_ahead(number, from_before=number > here)
+                self._draw_tables_ahead(shown, claimed=claimed, loop=loop)
 
     def _draw_tables_ahead(
-        self, shown: StepView, *, claimed: set[TensorPane] | None = None
+        self,
+        shown: StepView,
+        *,
+        claimed: set[TensorPane] | None = None,
+        loop: LoopView | None = None,
     ) -> None:
-        """A show step's tables, a compare's or a quiz's, drawn into their panes while this
-        step hides them (the step's key then only shows them). ``claimed``: panes the other
-        neighbour holds already (it is left there); those drawn into here are added."""
+        """A show step's tables, a compare's or a quiz's, or the sub-step ``loop`` a loop
+        step opens on, drawn into their panes while this step hides them (the step's key
+        then only shows them). ``claimed``: panes the other neighbour holds already (it is
+        left there); those drawn into here are added."""
         tensors_hidden = self.switcher.current != "tensors" or not self.switcher.display
-        if shown.kind == "compare" and len(shown.tables) == 2:
-            panes: tuple[TensorPane, ...] = self.compared
+        drawing: object = shown
+        if loop is not None and shown.kind == "loop":
+            panes: tuple[TensorPane, ...] = (self.pane,)
+            hidden, drawing = tensors_hidden, LoopAhead(shown, loop)
+
+            def fill(shown: StepView) -> None:
+                self._fill_loop(shown, loop)
+
+        elif shown.kind == "compare" and len(shown.tables) == 2:
+            panes = self.compared
             hidden = self.switcher.current != "compare"
-            fill: Callable[[StepView], None] = self._fill_compare
+            fill = self._fill_compare
         elif shown.kind == "quiz" and shown.tables and shown.quiz is not None:
             panes, hidden, fill = (self.pane,), tensors_hidden, self._fill_quiz_tables
         elif shown.kind == "show" and shown.tables:
@@ -485,17 +507,17 @@ class LessonDrawing:
             return
         if claimed is not None:
             claimed.update(panes)
-        if all(pane.drawn_ahead_for is shown for pane in panes):
+        if all(same_drawing(pane.drawn_ahead_for, drawing) for pane in panes):
             return
         fill(shown)  # should this fail half way, the step fills the panes anew when shown
         for pane in panes:
-            pane.drawn_ahead_for = shown
+            pane.drawn_ahead_for = drawing
 
     @staticmethod
-    def _drawn_ahead(panes: Sequence[TensorPane], shown: StepView) -> bool:
-        """Whether ``panes`` hold what was drawn ahead for ``shown`` (taken: a later visit
-        draws them anew, as every visit did before)."""
-        ahead = all(pane.drawn_ahead_for is shown for pane in panes)
+    def _drawn_ahead(panes: Sequence[TensorPane], drawing: object) -> bool:
+        """Whether ``panes`` hold what was drawn ahead for ``drawing`` (a step's view, or a
+        :class:`LoopAhead`); taken: a later visit draws them anew, as every visit did before."""
+        ahead = all(same_drawing(pane.drawn_ahead_for, drawing) for pane in panes)
         for pane in panes:
             pane.drawn_ahead_for = None
         return ahead
@@ -609,6 +631,28 @@ class LessonDrawing:
     def prose(self, selector: str, text: str) -> None:
         """Prose the session has already filled in, shown as written."""
         self.screen.query_one(selector, ProsePane).show(text)
+
+
+@dataclass(frozen=True, eq=False)
+class LoopAhead:
+    """What a loop step's pane is drawn for: the step's view, at one of its sub-steps."""
+
+    step: StepView
+    loop: LoopView
+
+    @property
+    def place(self) -> tuple[object, ...]:
+        # What the pane shows of the loop besides the step's view: the sub-step and what the
+        # loop's known length and built stage let it say.
+        loop = self.loop
+        return (loop.number, loop.count, loop.axes, loop.sub.index, loop.sub.stage)
+
+
+def same_drawing(held: object, wanted: object) -> bool:
+    """Whether a pane drawn for ``held`` shows what drawing ``wanted`` would."""
+    if isinstance(held, LoopAhead) and isinstance(wanted, LoopAhead):
+        return held.step is wanted.step and held.place == wanted.place
+    return held is not None and held is wanted
 
 
 def shown_tensor(table: Table) -> str | None:

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from tracer.session.lesson import Position
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
+from tracer.tui.steady import inside_shown
 from tracer.tui.tensor_pane import TensorPane
 
 from .conftest import PLUGINS, lesson_running, settle
@@ -43,11 +45,12 @@ steps:
       title: Done
       points: [Tables drawn ahead.]
 """
+TENSORS = {"tensors", "tensors-second"}  # the two tensor panes, which trade places
 PANES = {
-    "show": {"tensors"},
+    "show": TENSORS,
     "compare": {"compare-left", "compare-right", "compare-difference"},
-    "quiz": {"tensors"},
-    "loop": {"tensors"},
+    "quiz": TENSORS,
+    "loop": TENSORS,
 }
 
 
@@ -78,6 +81,13 @@ def step_of(screen: LessonScreen, kind: str) -> int:
     return next(n for n, step in enumerate(screen.session.steps) if step.kind == kind)
 
 
+def prepare_once(screen: LessonScreen) -> None:
+    """Draw ahead for the step on screen now, and not again after the next key (whose
+    drawing is what a test counts)."""
+    screen.drawing.prepare_nearby()
+    screen.drawing.prepare_nearby = lambda: None  # type: ignore[method-assign]
+
+
 async def arrive(pilot: Pilot[object], screen: LessonScreen, step: int, *, forward: bool) -> None:
     """Onto ``step`` the way a learner heading that way comes: by a key from the step before
     it (``forward``) or after it, where there is one."""
@@ -93,22 +103,32 @@ async def arrive(pilot: Pilot[object], screen: LessonScreen, step: int, *, forwa
     else:
         screen.go_to_step(step)
     await settle(pilot)
+    if screen.session.steps[step].kind == "loop":  # to the sub-step the next key leaves from
+        if forward:
+            screen.step_loop_end()
+        else:
+            screen.show(Position(step, 0))
+        await settle(pilot)
     assert screen.session.position.step == step
 
 
-async def screen_after_moving(lesson: Path, kind: str, *, ahead: bool, forward: bool) -> str:
-    """The screen once the learner moved onto the step of ``kind`` from the step before it
-    (``forward``) or after it, its tables drawn ahead there or not."""
+async def screen_after_moving(
+    lesson: Path, kind: str, *, ahead: bool, forward: bool, number: int | None = None
+) -> str:
+    """The screen once the learner moved onto the step of ``kind`` (step ``number``, or the
+    first of that kind) from the step before it (``forward``) or after it, its tables drawn
+    ahead there or not."""
     app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
     async with lesson_running(app, SIZE) as (pilot, screen):
         assert screen.session is not None
-        target = step_of(screen, kind)
+        target = step_of(screen, kind) if number is None else number
+        assert screen.session.steps[target].kind == kind
         if not ahead:  # the screen draws ahead 50 ms after each frame (the first one too)
             screen.drawing._draw_tables_ahead = lambda shown, **_: None  # type: ignore[method-assign]
-            for pane in (screen.drawing.pane, *screen.drawing.compared):
+            for pane in (*screen.drawing.tensor_panes, *screen.drawing.compared):
                 pane.drawn_ahead_for = None
         await arrive(pilot, screen, target - 1 if forward else target + 1, forward=forward)
-        screen.drawing.prepare_nearby()
+        prepare_once(screen)
         with filled_panes() as filled:
             if forward:
                 screen.step_next()
@@ -185,9 +205,15 @@ async def test_nothing_is_drawn_ahead_into_panes_on_screen(tmp_path: Path) -> No
             await settle(pilot)
             loop = screen.session.loop_view_ahead(step, from_before=True)
             assert (loop is not None) is (kind == "loop")
+            on_screen = {
+                str(pane.id)
+                for pane in screen.query(TensorPane).results(TensorPane)
+                if pane.display and inside_shown(pane)
+            }
+            assert on_screen
             with filled_panes() as filled:
                 screen.drawing._draw_tables_ahead(screen.session.step_view(step), loop=loop)
-            assert not filled, kind
+            assert not on_screen & set(filled), kind
 
 
 @pytest.mark.parametrize("forward", [True, False], ids=["going on", "going back"])
@@ -214,3 +240,58 @@ async def test_the_step_the_learner_heads_for_is_drawn_ahead_where_both_need_one
             await settle(pilot)
         assert screen.session.position.step == heading
         assert "tensors" not in filled
+
+
+TRADING = """\
+title: Panes that trade places
+summary: Steps with tables one after another, each drawn ahead into the pane behind.
+inputs: your-journey
+steps:
+  - show: {variant: tiny, stage: scores}
+  - show: {variant: tiny, stage: weights, focus: {row: journey}}
+  - loop: {variant: tiny, stage: scores, query: journey}
+  - show: {variant: tiny, stage: scores, focus: {cell: [journey, Your]}}
+  - checkpoint:
+      title: Done
+      points: [Panes that trade places.]
+"""
+
+
+@pytest.mark.parametrize("forward", [True, False], ids=["going on", "coming back"])
+@pytest.mark.parametrize(("number", "kind"), [(1, "show"), (2, "loop"), (3, "show")])
+async def test_a_step_drawn_behind_the_pane_on_screen_is_shown_as_drawing_it_shows_it(
+    tmp_path: Path, number: int, kind: str, forward: bool
+) -> None:
+    """Between two steps with tables, the pane on screen cannot be drawn into ahead: the
+    step beside it is drawn into the second tensor pane, and the two trade places on the key."""
+    lesson = tmp_path / "trading.yaml"
+    lesson.write_text(TRADING, encoding="utf-8")
+    moved = {"kind": kind, "forward": forward, "number": number}
+    drawn_ahead = await screen_after_moving(lesson, ahead=True, **moved)  # type: ignore[arg-type]
+    drawn_on_the_key = await screen_after_moving(lesson, ahead=False, **moved)  # type: ignore[arg-type]
+    assert drawn_ahead == drawn_on_the_key
+
+
+@pytest.mark.parametrize("keeps", ["zoom", "focus"])
+async def test_the_panes_do_not_trade_when_the_learner_changed_the_one_on_screen(
+    tmp_path: Path, keeps: str
+) -> None:
+    """A zoom, or the keyboard in a table, stays with the pane on screen into the next step
+    (as it did before there were two): that step is then drawn on the key, in that pane."""
+    lesson = tmp_path / "trading.yaml"
+    lesson.write_text(TRADING, encoding="utf-8")
+    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with lesson_running(app, SIZE) as (pilot, screen):
+        await arrive(pilot, screen, 0, forward=True)
+        prepare_once(screen)
+        front = screen.drawing.pane
+        assert screen.drawing.spare.drawn_ahead_for is not None
+        if keeps == "zoom":
+            front.toggle_zoom()
+        else:
+            front.view.focus()
+        await settle(pilot)
+        with filled_panes() as filled:
+            screen.step_next()
+            await settle(pilot)
+        assert screen.drawing.pane is front and filled == [front.id]

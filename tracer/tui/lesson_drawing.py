@@ -10,6 +10,7 @@ come in the :class:`~tracer.session.lesson.LessonView`.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,6 +32,7 @@ from tracer.tui.quiz_view import QuizView
 from tracer.tui.source_view import SourceView
 from tracer.tui.steady import Column, Row, ScrollColumn, Switcher
 from tracer.tui.tensor_pane import TensorPane
+from tracer.tui.tensor_view import TensorView
 from tracer.tui.text_pane import ProsePane, TextPane
 from tracer.tui.timeline import Timeline
 from tracer.variant import Stage, SubStep
@@ -92,6 +94,9 @@ def lesson_panes() -> ComposeResult:
             yield QuizView(id="quiz")
             with Switcher(id="lesson-switch", initial="tensors"):
                 yield TensorPane(id="tensors")
+                # The second of two tensor panes that trade places: the step after (or before)
+                # a show, loop or quiz is drawn into the one hidden while the learner reads.
+                yield TensorPane(id="tensors-second")
                 with Column(id="compare"):
                     yield TensorPane(id="compare-left")
                     yield TensorPane(id="compare-right")
@@ -117,6 +122,9 @@ class LessonDrawing:
         """The axes of the matrix the loop on screen fills (its positions' tokens)."""
         self._loop: LoopView | None = None
         """The session's view of the loop drawn last (None: the step drawn is no loop)."""
+        self._front = 0
+        """Which of the two tensor panes (:attr:`tensor_panes`) show, loop and quiz steps
+        draw into now; the other is drawn into ahead."""
         self._drawn_step = 0
         self._forward = True
         """Whether the learner came to the step drawn last from before it: the neighbour
@@ -126,7 +134,7 @@ class LessonDrawing:
         """The lesson was reloaded: heights measured for its loops no longer apply, nor
         tables drawn ahead for its steps."""
         self._reserves.clear()
-        for pane in (self.pane, *self.compared):
+        for pane in (*self.tensor_panes, *self.compared):
             pane.drawn_ahead_for = None
 
     @property
@@ -140,8 +148,24 @@ class LessonDrawing:
 
     # The panes every step touches, found once: a query walks the screen's widgets.
     @cached_property
+    def tensor_panes(self) -> tuple[TensorPane, TensorPane]:
+        """The two tensor panes: one in front, one for the step drawn ahead (they trade)."""
+        query = self.screen.query_one
+        return query("#tensors", TensorPane), query("#tensors-second", TensorPane)
+
+    @property
     def pane(self) -> TensorPane:
-        return self.screen.query_one("#tensors", TensorPane)
+        """The tensor pane in front: the one show, loop and quiz steps are drawn into now."""
+        return self.tensor_panes[self._front]
+
+    @property
+    def spare(self) -> TensorPane:
+        """The tensor pane behind: hidden, for the step beside this one to be drawn into."""
+        return self.tensor_panes[1 - self._front]
+
+    def show_tensor_pane(self) -> None:
+        """The lesson's body shows the tensor pane in front."""
+        self.switcher.current = self.pane.id
 
     @cached_property
     def source(self) -> SourceView:
@@ -303,12 +327,11 @@ class LessonDrawing:
         self.prose("#checkpoint-text", view.step.text)
 
     def _draw_show(self, view: LessonView) -> None:
-        self.switcher.current = "tensors"
-        self.prose("#caption", view.step.text)
-        if self._drawn_ahead((self.pane,), view.step):
+        if self._onto_tensors(view.step):
             self.pane.follow_focus()  # as a fill now would, once the frame has sized the tables
         else:
-            self._fill_show(view.step)
+            self._fill_show(view.step, self.pane)
+        self.prose("#caption", view.step.text)
         main = view.tables[0]
         stage = main.resolved.stage
         self.source.show_file(
@@ -318,27 +341,59 @@ class LessonDrawing:
             files=stage.files,
         )
 
-    def _fill_show(self, shown: StepView) -> None:
+    def _fill_show(self, shown: StepView, pane: TensorPane) -> None:
         """A show step's tables, its focus highlighted."""
         tables = shown.tables
-        self._show_tables(tables, tables[0].focus, {t.name: t.hidden for t in tables})
+        self._show_tables(pane, tables, tables[0].focus, {t.name: t.hidden for t in tables})
+
+    def _onto_tensors(self, drawing: object) -> bool:
+        """Show the tensor pane a show, loop or quiz step is drawn in: the one ``drawing`` was
+        drawn ahead into (True), the two trading places if it is the one behind; else the
+        one in front, for the step to be drawn into now (False)."""
+        ahead = self._drawn_ahead((self.pane,), drawing)
+        if not ahead and self._drawn_ahead((self.spare,), drawing) and self._may_trade():
+            self._front = 1 - self._front
+            ahead = True
+        self.show_tensor_pane()
+        return ahead
+
+    def _may_trade(self) -> bool:
+        """Whether the pane behind may come to the front as drawn: nothing the learner did in
+        the pane in front would carry over to the next step drawn there (a zoom, the token
+        view, the keyboard focus in one of its tables)."""
+        front = self.pane
+        focused = self.screen.focused
+        if focused is not None and front in focused.ancestors_with_self:
+            return False
+        return all(_as_drawn(view) for view in front.views)
+
+    def _tensor_pane_ahead(self, claimed: set[TensorPane]) -> TensorPane | None:
+        """The tensor pane a step beside this one may be drawn into now: the one in front
+        where this step hides it, else the one behind (unless a zoom or the token view left
+        there would show in what is drawn); none that the other neighbour has claimed."""
+        on_screen = self.switcher.display and self.switcher.current == self.pane.id
+        if not on_screen and self.pane not in claimed:
+            return self.pane
+        spare = self.spare
+        if spare not in claimed and all(_as_drawn(view) for view in spare.views):
+            return spare
+        return None
 
     def _draw_loop(self, view: LessonView) -> None:
-        self.switcher.current = "tensors"
-        self.prose("#caption", view.step.text)
         loop = self._loop = view.loop
         assert loop is not None
-        if not self._drawn_ahead((self.pane,), LoopAhead(view.step, loop)):
-            self._fill_loop(view.step, loop)
+        if not self._onto_tensors(LoopAhead(view.step, loop)):
+            self._fill_loop(view.step, loop, self.pane)
+        self.prose("#caption", view.step.text)
         self._loop_axes = loop.axes
         self.position_text.show(styled(loop.words))
         sub = loop.sub
         self.source.show_file(sub.source_file, sub.lines, files=sub.files)
 
-    def _fill_loop(self, shown: StepView, loop: LoopView) -> None:
+    def _fill_loop(self, shown: StepView, loop: LoopView, pane: TensorPane) -> None:
         """A loop's sub-step: its tensors, below the matrix the loop fills."""
         said = loop.shown
-        self.pane.show_substep(
+        pane.show_substep(
             loop.sub,
             loop.canvas,
             loop.tokens,
@@ -424,12 +479,11 @@ class LessonDrawing:
             self.switcher.display = False
             self.prose("#caption", "")  # no stale caption from the step before
             return
-        self.switcher.current = "tensors"
-        self.prose("#caption", tables.caption)
-        if self._drawn_ahead((self.pane,), view.step):
+        if self._onto_tensors(view.step):
             self.pane.follow_focus()  # as a fill now would, once the frame has sized the tables
         else:
             self.show_quiz_tables(view)
+        self.prose("#caption", tables.caption)
         stage = view.tables[0].resolved.stage
         self.source.show_file(stage.source_file, stage.lines, files=stage.files)
 
@@ -481,35 +535,41 @@ class LessonDrawing:
         loop: LoopView | None = None,
     ) -> None:
         """A show step's tables, a compare's or a quiz's, or the sub-step ``loop`` a loop
-        step opens on, drawn into their panes while this step hides them (the step's key
-        then only shows them). ``claimed``: panes the other neighbour holds already (it is
-        left there); those drawn into here are added."""
-        tensors_hidden = self.switcher.current != "tensors" or not self.switcher.display
+        step opens on, drawn into panes that this step hides (the step's key then only shows
+        them). ``claimed``: panes the other neighbour holds already (they are left to it);
+        those drawn into here are added."""
+        claimed = set() if claimed is None else claimed
         drawing: object = shown
-        if loop is not None and shown.kind == "loop":
-            panes: tuple[TensorPane, ...] = (self.pane,)
-            hidden, drawing = tensors_hidden, LoopAhead(shown, loop)
-
-            def fill(shown: StepView) -> None:
-                self._fill_loop(shown, loop)
-
-        elif shown.kind == "compare" and len(shown.tables) == 2:
-            panes = self.compared
-            hidden = self.switcher.current != "compare"
-            fill = self._fill_compare
-        elif shown.kind == "quiz" and shown.tables and shown.quiz is not None:
-            panes, hidden, fill = (self.pane,), tensors_hidden, self._fill_quiz_tables
-        elif shown.kind == "show" and shown.tables:
-            panes, hidden, fill = (self.pane,), tensors_hidden, self._fill_show
+        if shown.kind == "compare" and len(shown.tables) == 2:
+            panes: tuple[TensorPane, ...] = self.compared
+            if self.switcher.current == "compare" or not claimed.isdisjoint(panes):
+                return
+            fill: Callable[[], None] = functools.partial(self._fill_compare, shown)
         else:
-            return
-        if not hidden or (claimed is not None and not claimed.isdisjoint(panes)):
-            return
-        if claimed is not None:
-            claimed.update(panes)
+            fill_into: Callable[[TensorPane], None]
+            if loop is not None and shown.kind == "loop":
+                drawing = LoopAhead(shown, loop)
+                fill_into = functools.partial(self._fill_loop, shown, loop)
+            elif shown.kind == "quiz" and shown.tables and shown.quiz is not None:
+                fill_into = functools.partial(self._fill_quiz_tables, shown)
+            elif shown.kind == "show" and shown.tables:
+                fill_into = functools.partial(self._fill_show, shown)
+            else:
+                return
+            held = [
+                pane
+                for pane in self.tensor_panes
+                if same_drawing(pane.drawn_ahead_for, drawing) and pane not in claimed
+            ]
+            target = held[0] if held else self._tensor_pane_ahead(claimed)
+            if target is None:
+                return
+            panes = (target,)
+            fill = functools.partial(fill_into, target)
+        claimed.update(panes)
         if all(same_drawing(pane.drawn_ahead_for, drawing) for pane in panes):
             return
-        fill(shown)  # should this fail half way, the step fills the panes anew when shown
+        fill()  # should this fail half way, the step fills the panes anew when shown
         for pane in panes:
             pane.drawn_ahead_for = drawing
 
@@ -549,9 +609,9 @@ class LessonDrawing:
 
     def show_quiz_tables(self, view: LessonView) -> None:
         """The quiz's tables as the session gives them: its answer's cells hidden until answered."""
-        self._fill_quiz_tables(view.step)
+        self._fill_quiz_tables(view.step, self.pane)
 
-    def _fill_quiz_tables(self, shown: StepView) -> None:
+    def _fill_quiz_tables(self, shown: StepView, pane: TensorPane) -> None:
         tables = shown.quiz
         assert tables is not None
         hidden = {table.name: table.hidden for table in shown.tables}
@@ -559,7 +619,8 @@ class LessonDrawing:
             # Titled by the tensor's name, as --plain and the exports title it: a stage's title
             # may state the answer ("192 with the cache", "the cache holds 4 numbers").
             names = ", ".join(table.name for table in shown.tables)
-            self._show_tables(shown.tables, shown.tables[0].focus, hidden=hidden, title=names)
+            focus = shown.tables[0].focus
+            self._show_tables(pane, shown.tables, focus, hidden=hidden, title=names)
             return
         tensors, axes, hide = {}, {}, {}
         for table in shown.tables:
@@ -573,12 +634,11 @@ class LessonDrawing:
         # By the tables' names, never the stage's title, which may state the answer.
         title = ", ".join(tensors)
         stage = Stage(name=main.stage.name, title=title, tensors=tensors, axes=axes)
-        self.pane.show_stage(
-            stage, main.tokens, main.query, formula=False, title=title, hidden=hide
-        )
+        pane.show_stage(stage, main.tokens, main.query, formula=False, title=title, hidden=hide)
 
     def _show_tables(
         self,
+        pane: TensorPane,
         tables: tuple[Table, ...],
         focus: Focus | None,
         hidden: Mapping[str, frozenset[tuple[int, int]]] | None = None,
@@ -610,7 +670,7 @@ class LessonDrawing:
             formula=main.formula,
             axes=axes,
         )
-        self.pane.show_stage(
+        pane.show_stage(
             stage,
             main.resolved.tokens,
             main.resolved.query,
@@ -646,6 +706,11 @@ class LoopAhead:
         # loop's known length and built stage let it say.
         loop = self.loop
         return (loop.number, loop.count, loop.axes, loop.sub.index, loop.sub.stage)
+
+
+def _as_drawn(view: TensorView) -> bool:
+    """Whether a table shows as drawing it shows it: not zoomed, no token view."""
+    return view.zoomed is None and not view.token_view
 
 
 def same_drawing(held: object, wanted: object) -> bool:

@@ -299,7 +299,7 @@ class LessonScreen(StepScreen):
             self.drawing.fit(kind, self.give_left, narrow=self.has_class("-narrow"))
 
     def _step_error(self, error: BaseException) -> None:
-        self.drawing.switcher.current = "tensors"
+        self.drawing.show_tensor_pane()
         self.pane.show_error(self.describe(error))
         self.app.notify(self.describe(error), title="Step failed", severity="error", markup=False)
 

@@ -84,7 +84,7 @@ async def test_show_step_highlights_the_focus_with_live_values() -> None:
         await settle(pilot)
         screen = lesson_screen(app)
         await press(pilot, "right")
-        grid = screen.query_one("#tensors", TensorPane).grid
+        grid = screen.pane.grid
         assert isinstance(grid, TensorGrid)
         assert grid.highlight.cells == frozenset({(1, 0)})  # journey's row, Your's column
         assert grid.row(1, 0, 1)[0] == pytest.approx(0.9544, abs=5e-5)
@@ -99,12 +99,12 @@ async def test_loop_step_has_sub_steps_and_a_limit() -> None:
         await goto(pilot, screen, "loop")
         await press(pilot, "right", "right")
         assert screen.position == Position(2, 2)
-        grid = screen.query_one("#tensors", TensorPane).grid
+        grid = screen.pane.grid
         assert isinstance(grid, CanvasGrid) and grid.highlight.current == (0, 2)
         assert grid.row(0, 2, 3)[0] == pytest.approx(float(torch.dot(INPUTS[0], INPUTS[2])))
         await press(pilot, "e")  # the end of the loop (the session's moves: tests/session)
         assert screen.position == Position(2, 7)
-        grid = screen.query_one("#tensors", TensorPane).grid
+        grid = screen.pane.grid
         # The eighth (query, key) pair of six tokens, row by row: query 1, key 1.
         assert isinstance(grid, CanvasGrid) and grid.highlight.current == (1, 1)
 
@@ -397,7 +397,7 @@ async def test_a_variant_failing_inside_a_loop_is_reported_and_the_lesson_goes_o
         await press(pilot, "right")  # the third sub-step never comes
         assert screen.position == Position(0, 1)
         message = str(
-            screen.query_one("#tensors", TensorPane).query_one("#tensor-message").render()
+            screen.pane.query_one("#tensor-message").render()
         )
         assert "the loop broke after two sub-steps" in message
         await press(pilot, "left")

@@ -20,7 +20,6 @@ from tracer.render.labels import distinct_tokens
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.modals import LessonEndScreen
-from tracer.tui.tensor_pane import TensorPane
 from tracer.tui.timeline import Timeline
 
 from .conftest import LESSON, PLUGINS, settle
@@ -34,7 +33,7 @@ def screen_lines(app: App[object]) -> list[str]:
 
 def pane_text(app: App[object]) -> str:
     """What the first table of the tensor pane draws (its title and border left out)."""
-    view = app.screen.query_one("#tensors", TensorPane).view
+    view = app.screen.pane.view
     region = view.region
     lines = screen_lines(app)[region.y : region.bottom]
     return "\n".join(line[region.x : region.right] for line in lines)
@@ -77,7 +76,7 @@ async def test_lesson_13_shows_the_letters_and_ids_its_captions_cite() -> None:
 
         # An overview states the range of the cells, not only of the block means.
         await go(app, pilot, 4)
-        view = screen.query_one("#tensors", TensorPane).view
+        view = screen.pane.view
         assert view.mode == "overview" and view.grid is not None
         low, high = view.grid.shown_range() or (0.0, 0.0)
         legend = pane_text(app).splitlines()[0]
@@ -91,7 +90,7 @@ async def test_every_table_lesson_10s_loop_names_is_in_sight() -> None:
         screen = await go(app, pilot, 6)  # the loop, after the rescale quiz
         assert screen.session is not None
         caption = screen.session.view().step.text
-        pane = screen.query_one("#tensors", TensorPane)
+        pane = screen.pane
         assert {"m", "l", "O", "output", "rescale"} <= set(pane.tensor_names)
         assert pane.hidden_tables() == []
         assert "O / l" in caption and " l, O " in caption
@@ -138,7 +137,7 @@ async def test_a_show_step_names_its_tensor_and_prints_whole_numbers_whole() -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         screen = await go(app, pilot, 5)  # the softmax weights with the future zeroed
-        pane = screen.query_one("#tensors", TensorPane)
+        pane = screen.pane
         assert pane.full_title.startswith("renormalized.zeroed · ")
         assert "softmax" not in pane.detail.plain  # the renormalising formula is not zeroed's
         # The causal mask, after the quiz that asks which cells it hides: answered first
@@ -167,7 +166,7 @@ async def test_a_narrow_loop_pane_says_what_question_mark_means_in_whole_words()
         await go(app, pilot, 6)
         await pilot.press("e")  # the loop's last sub-step: the tile where "one" raises m
         await settle(pilot)
-        pane = app.screen.query_one("#tensors", TensorPane)
+        pane = app.screen.pane
         assert pane.marks_hidden
         room = pane.size.width - 4
         fitting = [m for m in (HIDDEN_MARK, *HIDDEN_MARK_SHORT) if len(m) <= room]

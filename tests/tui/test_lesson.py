@@ -396,9 +396,7 @@ async def test_a_variant_failing_inside_a_loop_is_reported_and_the_lesson_goes_o
         assert screen.position == Position(0, 1)
         await press(pilot, "right")  # the third sub-step never comes
         assert screen.position == Position(0, 1)
-        message = str(
-            screen.pane.query_one("#tensor-message").render()
-        )
+        message = str(screen.pane.query_one("#tensor-message").render())
         assert "the loop broke after two sub-steps" in message
         await press(pilot, "left")
         assert screen.position == Position(0, 0)

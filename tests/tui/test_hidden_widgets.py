@@ -124,7 +124,7 @@ async def test_a_covered_container_is_not_drawn_and_a_half_covered_one_is() -> N
     async with lesson_running(app) as (pilot, screen):
         screen.go_to_step(1)  # a show step: code beside a table
         await settle(pilot)
-        main, tensors = screen.query_one("#main"), screen.query_one("#tensors")
+        main, tensors = screen.query_one("#main"), screen.pane
         compositor = screen._compositor
         with drawn_widgets(screen) as asked:
             frame(compositor, textuals=False, rows=every_row)

@@ -68,7 +68,7 @@ async def test_kept_rows_are_textuals_after_every_step_a_hover_and_a_theme(theme
                 await settle(pilot)
                 assert source.vertical_scrollbar.mouse_over
                 compared += kept_rows_match(screen)
-                await pilot.hover("#tensors")
+                await pilot.hover(screen.pane)
                 await settle(pilot)
             if number == 1:  # a scrolled view draws its new rows
                 source = screen.query_one("#source", SourceView)

@@ -88,6 +88,15 @@ def prepare_once(screen: LessonScreen) -> None:
     screen.drawing.prepare_nearby = lambda: None  # type: ignore[method-assign]
 
 
+async def step_once(pilot: Pilot[object], screen: LessonScreen, *, forward: bool) -> None:
+    """One key on (``forward``) or back, and the frames it makes."""
+    if forward:
+        screen.step_next()
+    else:
+        screen.step_previous()
+    await settle(pilot)
+
+
 async def arrive(pilot: Pilot[object], screen: LessonScreen, step: int, *, forward: bool) -> None:
     """Onto ``step`` the way a learner heading that way comes: by a key from the step before
     it (``forward``) or after it, where there is one."""
@@ -96,13 +105,10 @@ async def arrive(pilot: Pilot[object], screen: LessonScreen, step: int, *, forwa
     if 0 <= start < len(screen.session.steps):
         screen.go_to_step(start)
         await settle(pilot)
-        if forward:
-            screen.step_next()
-        else:
-            screen.step_previous()
+        await step_once(pilot, screen, forward=forward)
     else:
         screen.go_to_step(step)
-    await settle(pilot)
+        await settle(pilot)
     if screen.session.steps[step].kind == "loop":  # to the sub-step the next key leaves from
         if forward:
             screen.step_loop_end()
@@ -130,11 +136,7 @@ async def screen_after_moving(
         await arrive(pilot, screen, target - 1 if forward else target + 1, forward=forward)
         prepare_once(screen)
         with filled_panes() as filled:
-            if forward:
-                screen.step_next()
-            else:
-                screen.step_previous()
-            await settle(pilot)
+            await step_once(pilot, screen, forward=forward)
         assert screen.session.position.step == target
         assert bool(PANES[kind] & set(filled)) is not ahead  # drawn on the key only if not ahead
         return app.export_screenshot()
@@ -229,17 +231,13 @@ async def test_the_step_the_learner_heads_for_is_drawn_ahead_where_both_need_one
         assert screen.session is not None
         compare = step_of(screen, "compare")
         await arrive(pilot, screen, compare, forward=forward)
-        screen.drawing.prepare_nearby()
+        prepare_once(screen)
         heading = step_of(screen, "quiz" if forward else "show")
         assert screen.drawing.pane.drawn_ahead_for is screen.session.step_view(heading)
         with filled_panes() as filled:
-            if forward:
-                screen.step_next()
-            else:
-                screen.step_previous()
-            await settle(pilot)
+            await step_once(pilot, screen, forward=forward)
         assert screen.session.position.step == heading
-        assert "tensors" not in filled
+        assert not TENSORS & set(filled)
 
 
 TRADING = """\

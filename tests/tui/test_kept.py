@@ -20,6 +20,7 @@ from tracer.tui.launch import make_lesson_app
 from tracer.tui.source_view import SourceView
 from tracer.tui.steady import SteadyScrollBar
 from tracer.tui.tensor_pane import TableTitle
+from tracer.tui.tensor_view import TensorView
 from tracer.tui.timeline import TimelineItem
 
 from .conftest import LESSON, PLUGINS, lesson_running, seen_cells, settle
@@ -185,3 +186,29 @@ async def test_a_scrollbar_puts_a_new_look_together_as_textual_draws_it(
         # Textual drew the bar once in each theme (its rows checked there); every other look,
         # hovered or not, was put together.
         assert by_textual <= 3
+
+
+async def test_a_row_handed_back_again_is_framed_once_and_drawn_as_textual_draws_it() -> None:
+    """The blank rows below a table: one framed row (and so one filtered row), each of them
+    what Textual draws."""
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with lesson_running(app) as (pilot, screen):
+        views: list[TensorView] = []
+        for number in range(len(screen.session.lesson.steps)):  # the first step with a table
+            screen.go_to_step(number)
+            await settle(pilot)
+            views = [
+                view
+                for view in screen.pane.query(TensorView).results(TensorView)
+                if view.display and view.region.area and view.grid is not None
+            ]
+            if views:
+                break
+        view = views[0]
+        assert view.grid is not None and view.region.height > view.grid.rows + 2  # blank rows
+        view._kept = None
+        view._styles_cache.clear()
+        strips = view.render_lines(whole(view))
+        assert rows(strips) == textual_draws(view)
+        below = strips[view.grid.rows + 1 :]
+        assert len(below) >= 2 and all(strip is below[0] for strip in below)

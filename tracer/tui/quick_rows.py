@@ -7,8 +7,11 @@ draws some hundred rows anew (the code, the tables, their blank rows), so that
 work is a few milliseconds of a key press. :class:`QuickStylesCache` looks the
 frame up once per drawing and puts each content row in it; rows of a border,
 of padding, and widgets with a tint, an outline, a hatch or any opacity are
-drawn by Textual's own code. ``tests/tui/test_kept.py`` compares the rows with
-Textual's drawing after each step, hover and theme.
+drawn by Textual's own code. A row handed back again in the same drawing (the
+blank rows below a table or past the end of the code) is framed once: the same
+framed row comes back, and with it Textual's filtered copy of it, kept on the
+row. ``tests/tui/test_kept.py`` compares the rows with Textual's drawing after
+each step, hover and theme.
 
 ``StylesCache`` and the helpers used here are private to Textual: where they are
 missing or changed (:data:`tracer.tui.textual_hooks.QUICK_ROWS`), or the speed-ups
@@ -39,6 +42,11 @@ class QuickStylesCache(StylesCache):
     _frame: tuple[Any, Segment | None, Segment | None, Any] | None = None
     """(gutter, left border, right border, inner style) for the drawing in progress; None:
     every row is Textual's."""
+    _framed: dict[int, tuple[Strip, Strip]] | None = None
+    """The drawing in progress's framed rows by the content row they frame (``id``; the
+    row is kept with it, so the id is not reused): a row the widget hands back again (a
+    blank row below a table, Textual's blank rows) is framed once, and the same framed row
+    comes back, which also keeps its filtered copy (``Strip.apply_filter`` caches it)."""
 
     def render(
         self,
@@ -50,10 +58,11 @@ class QuickStylesCache(StylesCache):
         **kwargs: Any,
     ) -> list[Strip]:
         self._frame = self._find_frame(styles, base_background, background, kwargs)
+        self._framed = {}
         try:
             return super().render(styles, size, base_background, background, *args, **kwargs)
         finally:
-            self._frame = None
+            self._frame = self._framed = None
 
     def _find_frame(
         self, styles: Any, base_background: Any, background: Any, options: dict[str, Any]
@@ -90,27 +99,46 @@ class QuickStylesCache(StylesCache):
     ) -> Strip:
         frame = self._frame
         if frame is not None:
-            gutter, left, right, inner_style = frame
+            gutter, inner_style = frame[0], frame[3]
             width, height = size
             if gutter.top <= y < height - gutter.bottom:  # a row of content, not of border
                 content_width, content_height = content_size
                 content_y = y - gutter.top
                 render_content_line = args[2]
-                if content_y < content_height:
-                    line = render_content_line(content_y).adjust_cell_length(
-                        content_width, inner_style
-                    )
-                else:
-                    line = Strip.blank(content_width, inner_style)
-                _top, pad_right, _bottom, pad_left = padding
-                segments = (
-                    line_pad(line, pad_left, pad_right, inner_style)
-                    if pad_left or pad_right
-                    else list(line)
+                line = (
+                    render_content_line(content_y)
+                    if content_y < content_height
+                    else Strip.blank(content_width, inner_style)  # one object (lru-cached)
                 )
-                if left is not None:
-                    segments.insert(0, left)
-                if right is not None:
-                    segments.append(right)
-                return Strip(segments, width)
+                framed = self._framed
+                known = framed.get(id(line)) if framed is not None else None
+                if known is not None and known[0] is line:
+                    return known[1]
+                strip = self._framed_row(line, content_width, width, padding, frame)
+                if framed is not None:
+                    framed[id(line)] = (line, strip)
+                return strip
         return super().render_line(styles, y, size, content_size, padding, *args)
+
+    @staticmethod
+    def _framed_row(
+        content: Strip,
+        content_width: int,
+        width: int,
+        padding: Any,
+        frame: tuple[Any, Segment | None, Segment | None, Any],
+    ) -> Strip:
+        """A content row padded and put between the borders' edges."""
+        _gutter, left, right, inner_style = frame
+        line = content.adjust_cell_length(content_width, inner_style)
+        _top, pad_right, _bottom, pad_left = padding
+        segments = (
+            line_pad(line, pad_left, pad_right, inner_style)
+            if pad_left or pad_right
+            else list(line)
+        )
+        if left is not None:
+            segments.insert(0, left)
+        if right is not None:
+            segments.append(right)
+        return Strip(segments, width)

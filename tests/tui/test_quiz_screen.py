@@ -135,3 +135,34 @@ async def test_the_steps_beside_a_quiz_are_computed_ahead_again_once_it_is_answe
         await settle(pilot)
         assert (DOT_QUIZ + 1, answered) in session.step_views
         assert (DOT_QUIZ - 1, answered) in session.step_views
+
+
+async def test_a_quiz_asked_again_leaves_labels_that_say_the_same_undrawn() -> None:
+    """Coming back to a quiz tells its labels what they show already: they keep their text
+    (not measured or drawn anew); a label with something new to say (the refusal of a
+    response that is no answer) says it, and coming back again brings the hint back."""
+    app = lesson()
+    async with app.run_test(size=(120, 40)) as pilot:
+        field = await at_quiz(pilot, DOT_QUIZ)
+        screen = app.screen
+        assert isinstance(screen, LessonScreen)
+        labels = {name: screen.query_one(f"#quiz-{name}") for name in ("question", "hint")}
+        shown = {name: label.content for name, label in labels.items()}  # type: ignore[attr-defined]
+        screen.go_to_step(DOT_QUIZ + 1)  # a checkpoint
+        await settle(pilot)
+        screen.go_to_step(DOT_QUIZ)
+        await settle(pilot)
+        for name, label in labels.items():
+            assert label.content is shown[name], name  # type: ignore[attr-defined]
+        assert "dot product" in str(shown["question"])
+        field.value = "abc"
+        await pilot.press("enter")
+        await settle(pilot)
+        refused = labels["hint"].content  # type: ignore[attr-defined]
+        assert str(refused).startswith("Not an answer")
+        screen.go_to_step(DOT_QUIZ + 1)  # a checkpoint
+        await settle(pilot)
+        screen.go_to_step(DOT_QUIZ)
+        await settle(pilot)
+        assert str(labels["hint"].content) == str(shown["hint"])  # type: ignore[attr-defined]
+        assert "Not an answer" not in "\n".join(screen_rows(app))

@@ -60,6 +60,27 @@ QUIZ_KEYS = (
 """The quiz's keys in words, for the lesson screen's help."""
 
 
+def say(label: Static, text: Text | str) -> None:
+    """Show ``text`` in ``label``, unless it shows that already: a label told the same again
+    (the same quiz asked again on coming back to it) is not measured and drawn anew."""
+    if not _same(label.content, text):
+        label.update(text)
+
+
+def _same(shown: object, text: Text | str) -> bool:
+    if isinstance(text, str):
+        return type(shown) is str and shown == text
+    if not isinstance(shown, Text):
+        return False
+    return (shown.plain, shown.spans, shown.style, shown.justify, shown.overflow) == (
+        text.plain,
+        text.spans,
+        text.style,
+        text.justify,
+        text.overflow,
+    ) and (shown.no_wrap, shown.end, shown.tab_size) == (text.no_wrap, text.end, text.tab_size)
+
+
 class RestyledWhenSeen(Widget):
     """Restyled for a lost focus only when it can be seen again.
 
@@ -267,7 +288,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         self.answered = False
         self.hints_shown = 0
         self.picked = set()
-        self.query_one("#quiz-question", Static).update(code_spans(self.text(quiz.question)))
+        say(self.query_one("#quiz-question", Static), code_spans(self.text(quiz.question)))
         choices = self.query_one("#quiz-choices", Vertical)
         field = self.query_one("#quiz-input", Input)
         hint = self.query_one("#quiz-hint", Static)
@@ -279,20 +300,22 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             choices.display = True
             self._show_choices(choices, len(quiz.choices))
             if quiz.quiz_kind == "choice":
-                hint.update(
+                say(
+                    hint,
                     Text(
                         f"Press 1–{len(quiz.choices)}, or ↑/↓ and Enter, or click a choice "
                         "(Space marks one to come back to).",
                         style="dim",
-                    )
+                    ),
                 )
             else:
-                hint.update(
+                say(
+                    hint,
                     Text(
                         f"More than one may be right: mark each one (Space, 1–"
                         f"{len(quiz.choices)} or a click; ↑/↓ move), then Enter or Check.",
                         style="dim",
-                    )
+                    ),
                 )
         else:
             self._show_choices(choices, 0)
@@ -301,24 +324,26 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             field.value = ""
             field.placeholder = PLACEHOLDERS[quiz.quiz_kind]
             if quiz.quiz_kind == "cells":
-                hint.update(
+                say(
+                    hint,
                     Text(
                         "Type every cell you select (tokens or 0-based indices) and press Enter "
                         "(every key types here; Esc leaves the box).",
                         style="dim",
-                    )
+                    ),
                 )
             else:
                 if quiz.relative:
                     tolerance = f" (within {quiz.tolerance * 100:g}%)"
                 else:
                     tolerance = f" (within ±{quiz.tolerance:g})" if quiz.tolerance else ""
-                hint.update(
+                say(
+                    hint,
                     Text(
                         f"Type a number{tolerance} and press Enter (every key types here; "
                         "Esc leaves the box).",
                         style="dim",
-                    )
+                    ),
                 )
         self._show_hints()
         if previous is not None and answer is not None:
@@ -360,13 +385,14 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
         remaining = len(hints) - self.hints_shown
         button.display = remaining > 0 and not self.answered
         button.label = f"Hint ({self.hints_shown + 1} of {len(hints)})" if remaining > 0 else "Hint"
-        shown.update(
+        say(
+            shown,
             code_spans(
                 "\n".join(
                     f"Hint {n}: {self.text(h)}"
                     for n, h in enumerate(hints[: self.hints_shown], start=1)
                 )
-            )
+            ),
         )
         shown.display = self.hints_shown > 0  # no blank line where no hint is shown yet
 
@@ -556,7 +582,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
 
     def refuse(self, problem: str) -> None:
         """Say why a response is not an answer at all (nothing is revealed)."""
-        self.query_one("#quiz-hint", Static).update(Text(f"Not an answer: {problem}."))
+        say(self.query_one("#quiz-hint", Static), Text(f"Not an answer: {problem}."))
 
     def feedback(self, response: str, right: bool, answer: str) -> None:
         quiz = self.quiz
@@ -589,7 +615,7 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
             text.append_text(code_spans(self.text(quiz.explanation)))
         text.append("\n\n→ continues", style="dim")
         widget = self.query_one("#quiz-feedback", Static)
-        widget.update(text)
+        say(widget, text)
         widget.set_class(right, "-right")
         widget.set_class(not right, "-wrong")
         if quiz.quiz_kind in ("number", "cells"):
@@ -608,6 +634,6 @@ class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
 
     def _clear_feedback(self) -> None:
         widget = self.query_one("#quiz-feedback", Static)
-        widget.update("")
+        say(widget, "")
         widget.remove_class("-right", "-wrong")
         self.query_one("#quiz-input", Input).disabled = False

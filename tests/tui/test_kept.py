@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -21,6 +23,7 @@ from tracer.tui.source_view import SourceView
 from tracer.tui.steady import SteadyScrollBar
 from tracer.tui.tensor_pane import TableTitle
 from tracer.tui.tensor_view import TensorView
+from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import TimelineItem
 
 from .conftest import LESSON, PLUGINS, lesson_running, seen_cells, settle
@@ -146,7 +149,7 @@ async def test_a_scrollbar_puts_a_new_look_together_as_textual_draws_it(
     """A bar at a place it was never drawn at is put together from the renderer's runs (track,
     thumb, the thumb's ends) in the bar's style, and is what Textual draws there: at every
     eighth of a row of scrolling, in its hover colour, and after a new theme."""
-    from textual.app import App, ComposeResult
+    from textual.app import App
     from textual.scrollbar import ScrollBar
 
     path = tmp_path / "long.py"
@@ -212,3 +215,32 @@ async def test_a_row_handed_back_again_is_framed_once_and_drawn_as_textual_draws
         assert rows(strips) == textual_draws(view)
         below = strips[view.grid.rows + 1 :]
         assert len(below) >= 2 and all(strip is below[0] for strip in below)
+
+
+async def test_a_text_pane_told_its_text_again_keeps_its_rows_and_counts_lines_at_a_new_width() -> (
+    None
+):
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TextPane(id="pane")
+
+    app = One()
+    async with app.run_test(size=(40, 10)) as pilot:
+        pane = app.query_one(TextPane)
+        words = "one two three four five six seven eight nine ten eleven twelve"
+        pane.show(Text(words, style="bold"))
+        await pilot.pause()
+        shown, rows_before = pane.content, pane.render_lines(whole(pane))
+        assert pane.line_count == 2
+        pane.show(Text(words, style="bold"))  # the same again: nothing to draw
+        assert pane.content is shown
+        assert pane.render_lines(whole(pane)) is rows_before  # the kept rows, not drawn anew
+        pane.show(Text(words))  # another style is news
+        assert pane.content is not shown
+        await pilot.pause()
+        assert rows(pane.render_lines(whole(pane))) == textual_draws(pane)
+        again = pane.content
+        await pilot.resize_terminal(20, 10)
+        await pilot.pause()
+        pane.show(Text(words))
+        assert pane.content is again and pane.line_count == 4  # counted at the new width

@@ -41,7 +41,7 @@ from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.kept import Kept
 from tracer.tui.steady import Column, Label, SteadySize, inside_shown
-from tracer.tui.text_pane import code_spans
+from tracer.tui.text_pane import code_spans, same_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,22 +63,8 @@ QUIZ_KEYS = (
 def say(label: Static, text: Text | str) -> None:
     """Show ``text`` in ``label``, unless it shows that already: a label told the same again
     (the same quiz asked again on coming back to it) is not measured and drawn anew."""
-    if not _same(label.content, text):
+    if not same_text(label.content, text):
         label.update(text)
-
-
-def _same(shown: object, text: Text | str) -> bool:
-    if isinstance(text, str):
-        return type(shown) is str and shown == text
-    if not isinstance(shown, Text):
-        return False
-    return (shown.plain, shown.spans, shown.style, shown.justify, shown.overflow) == (
-        text.plain,
-        text.spans,
-        text.style,
-        text.justify,
-        text.overflow,
-    ) and (shown.no_wrap, shown.end, shown.tab_size) == (text.no_wrap, text.end, text.tab_size)
 
 
 class RestyledWhenSeen(Widget):

@@ -36,6 +36,14 @@ class TextPane(Static, SteadySize, Kept):
         if visible(text.plain) != text.plain:  # a token's escape sequence: shown, not run
             text = Text(visible(text.plain))
         width = self.content_region.width
+        if self._shown is not None and same_text(self.content, text):
+            # Told again what it shows (a table's formula, step after step): nothing to draw
+            # or lay out, and the rows it keeps stay kept. Only the count of its lines
+            # follows a new width.
+            if width > 0 and width != self._width:
+                self._lines = len(text.wrap(self.app.console, width)) if text.plain else 0
+                self._width = width
+            return
         lines = len(text.wrap(self.app.console, width)) if width > 0 and text.plain else 0
         previous = self._lines
         if width != self._width and width > 0 and self._shown is not None:
@@ -70,6 +78,22 @@ class ProsePane(Static, SteadySize, Kept):
             return
         self.text = text
         self.update(code_spans(visible(text)))  # escape sequences are shown, not run
+
+
+def same_text(shown: object, text: Text | str) -> bool:
+    """Whether ``text`` would show what ``shown`` (a widget's content) shows: the same
+    characters in the same styles, wrapped the same way."""
+    if isinstance(text, str):
+        return type(shown) is str and shown == text
+    if not isinstance(shown, Text):
+        return False
+    return (shown.plain, shown.spans, shown.style, shown.justify, shown.overflow) == (
+        text.plain,
+        text.spans,
+        text.style,
+        text.justify,
+        text.overflow,
+    ) and (shown.no_wrap, shown.end, shown.tab_size) == (text.no_wrap, text.end, text.tab_size)
 
 
 CODE_SPAN = re.compile(r"`([^`\n]+)`")

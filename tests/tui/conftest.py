@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from rich.style import Style
@@ -20,6 +20,11 @@ from textual.pilot import Pilot
 from textual.strip import Strip
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from textual.app import ComposeResult
+    from textual.widget import Widget
+
     from tracer.tui.lesson_screen import LessonScreen
 
 # Textual's pilot waits for the app to go idle in slices of 20 ms, several per key press: two
@@ -114,3 +119,13 @@ def seen_cells(strip: Strip) -> list[tuple[str, Style]]:
                 }
                 seen.append((char, Style(color=style.color, bgcolor=style.bgcolor, **looks)))
     return seen
+
+
+def app_with(make: Callable[[], Widget]) -> App[Any]:
+    """A bare app whose screen holds the one widget ``make`` makes (as the app composes)."""
+
+    class One(App[Any]):
+        def compose(self) -> ComposeResult:
+            yield make()
+
+    return One()

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from rich.style import Style
 from rich.text import Text
-from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -26,7 +25,7 @@ from tracer.tui.tensor_view import TensorView
 from tracer.tui.text_pane import TextPane
 from tracer.tui.timeline import TimelineItem
 
-from .conftest import LESSON, PLUGINS, lesson_running, seen_cells, settle
+from .conftest import LESSON, PLUGINS, app_with, lesson_running, seen_cells, settle
 from .test_backdrop import rows, textual_draws, textual_strips, whole
 
 
@@ -149,15 +148,10 @@ async def test_a_scrollbar_puts_a_new_look_together_as_textual_draws_it(
     """A bar at a place it was never drawn at is put together from the renderer's runs (track,
     thumb, the thumb's ends) in the bar's style, and is what Textual draws there: at every
     eighth of a row of scrolling, in its hover colour, and after a new theme."""
-    from textual.app import App
     from textual.scrollbar import ScrollBar
 
     path = tmp_path / "long.py"
     path.write_text("".join(f"value_{n} = {n}\n" for n in range(200)), encoding="utf-8")
-
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield SourceView(id="source")
 
     by_textual = 0
     textual_rows = ScrollBar.render_lines
@@ -168,7 +162,7 @@ async def test_a_scrollbar_puts_a_new_look_together_as_textual_draws_it(
         return textual_rows(bar, crop)
 
     monkeypatch.setattr(ScrollBar, "render_lines", counted)
-    app = One()
+    app = app_with(lambda: SourceView(id="source"))
     async with app.run_test(size=(60, 20)) as pilot:
         source = app.query_one(SourceView)
         source.show_file(str(path))
@@ -220,11 +214,7 @@ async def test_a_row_handed_back_again_is_framed_once_and_drawn_as_textual_draws
 async def test_a_text_pane_told_its_text_again_keeps_its_rows_and_counts_lines_at_a_new_width() -> (
     None
 ):
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield TextPane(id="pane")
-
-    app = One()
+    app = app_with(lambda: TextPane(id="pane"))
     async with app.run_test(size=(40, 10)) as pilot:
         pane = app.query_one(TextPane)
         words = "one two three four five six seven eight nine ten eleven twelve"

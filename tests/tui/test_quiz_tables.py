@@ -13,7 +13,7 @@ from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.quiz_view import QuizView
 from tracer.tui.tensor_pane import TensorPane
 
-from .conftest import press, settle
+from .conftest import app_with, press, settle
 
 INPUTS = torch.tensor(load_inputs("your-journey").embeddings)
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")
@@ -159,7 +159,6 @@ async def test_a_quiz_with_two_tables_of_its_own_is_titled_by_their_names(tmp_pa
 async def test_the_overviews_range_leaves_out_the_cells_a_quiz_hides() -> None:
     """A quiz on a table's smallest and largest values hides both cells: the overview's
     range, its first line, must not print them (it would be the two answers)."""
-    from textual.app import App, ComposeResult
 
     from tracer.render.text import format_number
     from tracer.tui.grid import Highlight, TensorGrid
@@ -168,11 +167,7 @@ async def test_the_overviews_range_leaves_out_the_cells_a_quiz_hides() -> None:
     values = torch.tensor([[1.8373, 1.7], [1.5, 1.4], [1.3, 1.2554]])
     hidden = frozenset({(0, 0), (2, 1)})  # the first loss and the last, as lesson 11 asks
 
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield TensorView()
-
-    app = One()
+    app = app_with(TensorView)
     async with app.run_test(size=(60, 12)) as pilot:
         view = app.query_one(TensorView)
         view.show(TensorGrid("loss", values, (), highlight=Highlight(hidden=hidden)))

@@ -11,7 +11,7 @@ from pathlib import Path
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.source_view import SourceView
 
-from .conftest import lesson_running, settle
+from .conftest import app_with, lesson_running, settle
 
 TWO_FILES = """\
 title: Two files
@@ -64,7 +64,6 @@ async def test_folded_rows_drawn_from_whole_lines_read_as_the_file(tmp_path: Pat
     pane's width, and read in order they are the file's text, for lines of wide characters
     (folded by cells: no character falls off a row's end) and dimmed plumbing too."""
     from rich.cells import cell_len
-    from textual.app import App, ComposeResult
 
     code = (
         "def f(run):\n"
@@ -76,11 +75,7 @@ async def test_folded_rows_drawn_from_whole_lines_read_as_the_file(tmp_path: Pat
     path = tmp_path / "wide.py"
     path.write_text(code, encoding="utf-8")
 
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield SourceView(id="source")
-
-    app = One()
+    app = app_with(lambda: SourceView(id="source"))
     async with app.run_test(size=(40, 30)) as pilot:
         source = app.query_one(SourceView)
         source.show_file(str(path), (2,))
@@ -102,7 +97,6 @@ async def test_a_new_width_draws_only_the_rows_it_cuts_anew(tmp_path: Path) -> N
     """Rows are kept across widths: at a new width the pane draws what a pane that had never
     drawn the file draws (characters and styles), and builds anew only the rows cut
     differently (a line that fits both widths is the same row at both)."""
-    from textual.app import App, ComposeResult
 
     from .conftest import seen_cells
 
@@ -110,14 +104,10 @@ async def test_a_new_width_draws_only_the_rows_it_cuts_anew(tmp_path: Path) -> N
     path = tmp_path / "widths.py"
     path.write_text(code, encoding="utf-8")
 
-    class One(App[None]):
-        def compose(self) -> ComposeResult:
-            yield SourceView(id="source")
-
     def cells(source: SourceView) -> list[list[tuple[str, object]]]:
         return [seen_cells(source.render_line(y)) for y in range(source.size.height)]
 
-    app = One()
+    app = app_with(lambda: SourceView(id="source"))
     async with app.run_test(size=(100, 30)) as pilot:
         source = app.query_one(SourceView)
         source.show_file(str(path), (3, 4))

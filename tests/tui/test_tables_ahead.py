@@ -12,6 +12,7 @@ import pytest
 from textual.pilot import Pilot
 
 from tracer.session.lesson import Position
+from tracer.tui.app import TracerApp
 from tracer.tui.launch import make_lesson_app
 from tracer.tui.lesson_screen import LessonScreen
 from tracer.tui.steady import inside_shown
@@ -76,6 +77,18 @@ def filled_panes() -> Iterator[list[str]]:
         TensorPane.show_substep = show_substep  # type: ignore[method-assign]
 
 
+def lesson_file(folder: Path, text: str) -> Path:
+    """One of this module's lessons, written into ``folder``."""
+    lesson = folder / "lesson.yaml"
+    lesson.write_text(text, encoding="utf-8")
+    return lesson
+
+
+def lesson_app(lesson: Path) -> TracerApp:
+    """The app on ``lesson`` from its start, with the test plugins."""
+    return make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+
+
 def step_of(screen: LessonScreen, kind: str) -> int:
     assert screen.session is not None
     return next(n for n, step in enumerate(screen.session.steps) if step.kind == kind)
@@ -124,7 +137,7 @@ async def screen_after_moving(
     """The screen once the learner moved onto the step of ``kind`` (step ``number``, or the
     first of that kind) from the step before it (``forward``) or after it, its tables drawn
     ahead there or not."""
-    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    app = lesson_app(lesson)
     async with lesson_running(app, SIZE) as (pilot, screen):
         assert screen.session is not None
         target = step_of(screen, kind) if number is None else number
@@ -147,8 +160,7 @@ async def screen_after_moving(
 async def test_tables_drawn_ahead_show_what_drawing_them_on_the_key_shows(
     tmp_path: Path, kind: str, forward: bool
 ) -> None:
-    lesson = tmp_path / "ahead.yaml"
-    lesson.write_text(AHEAD, encoding="utf-8")
+    lesson = lesson_file(tmp_path, AHEAD)
     drawn_ahead = await screen_after_moving(lesson, kind, ahead=True, forward=forward)
     drawn_on_the_key = await screen_after_moving(lesson, kind, ahead=False, forward=forward)
     assert drawn_ahead == drawn_on_the_key
@@ -157,9 +169,7 @@ async def test_tables_drawn_ahead_show_what_drawing_them_on_the_key_shows(
 async def test_tables_drawn_ahead_for_other_answers_are_drawn_again(tmp_path: Path) -> None:
     """What a step shows depends on the quizzes answered: tables drawn ahead are used only
     for the very view of the step they were drawn for, and only once."""
-    lesson = tmp_path / "ahead.yaml"
-    lesson.write_text(AHEAD, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    app = lesson_app(lesson_file(tmp_path, AHEAD))
     async with lesson_running(app, SIZE) as (pilot, screen):
         assert screen.session is not None
         compare = step_of(screen, "compare")
@@ -179,9 +189,7 @@ async def test_tables_drawn_ahead_for_other_answers_are_drawn_again(tmp_path: Pa
 async def test_anything_else_shown_in_a_pane_drawn_ahead_is_drawn_over(tmp_path: Path) -> None:
     """A message shown in the pane meanwhile (a long job's progress) is not taken for the
     tables: the quiz draws them again."""
-    lesson = tmp_path / "ahead.yaml"
-    lesson.write_text(AHEAD, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    app = lesson_app(lesson_file(tmp_path, AHEAD))
     async with lesson_running(app, SIZE) as (pilot, screen):
         quiz = step_of(screen, "quiz")
         screen.go_to_step(quiz - 1)
@@ -196,9 +204,7 @@ async def test_anything_else_shown_in_a_pane_drawn_ahead_is_drawn_over(tmp_path:
 
 
 async def test_nothing_is_drawn_ahead_into_panes_on_screen(tmp_path: Path) -> None:
-    lesson = tmp_path / "ahead.yaml"
-    lesson.write_text(AHEAD, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    app = lesson_app(lesson_file(tmp_path, AHEAD))
     async with lesson_running(app, SIZE) as (pilot, screen):
         assert screen.session is not None
         for kind in ("show", "compare", "quiz", "loop"):
@@ -224,9 +230,7 @@ async def test_the_step_the_learner_heads_for_is_drawn_ahead_where_both_need_one
 ) -> None:
     """The compare step hides the pane that the show before it and the quiz after it both
     draw into: it holds the tables of the one the learner is heading for."""
-    lesson = tmp_path / "ahead.yaml"
-    lesson.write_text(AHEAD, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    app = lesson_app(lesson_file(tmp_path, AHEAD))
     async with lesson_running(app, SIZE) as (pilot, screen):
         assert screen.session is not None
         compare = step_of(screen, "compare")
@@ -262,8 +266,7 @@ async def test_a_step_drawn_behind_the_pane_on_screen_is_shown_as_drawing_it_sho
 ) -> None:
     """Between two steps with tables, the pane on screen cannot be drawn into ahead: the
     step beside it is drawn into the second tensor pane, and the two trade places on the key."""
-    lesson = tmp_path / "trading.yaml"
-    lesson.write_text(TRADING, encoding="utf-8")
+    lesson = lesson_file(tmp_path, TRADING)
     moved = {"kind": kind, "forward": forward, "number": number}
     drawn_ahead = await screen_after_moving(lesson, ahead=True, **moved)  # type: ignore[arg-type]
     drawn_on_the_key = await screen_after_moving(lesson, ahead=False, **moved)  # type: ignore[arg-type]
@@ -276,9 +279,7 @@ async def test_the_panes_do_not_trade_when_the_learner_changed_the_one_on_screen
 ) -> None:
     """A zoom, or the keyboard in a table, stays with the pane on screen into the next step
     (as it did before there were two): that step is then drawn on the key, in that pane."""
-    lesson = tmp_path / "trading.yaml"
-    lesson.write_text(TRADING, encoding="utf-8")
-    app = make_lesson_app(lesson, resume=False, plugin_dirs=[str(PLUGINS)])
+    app = lesson_app(lesson_file(tmp_path, TRADING))
     async with lesson_running(app, SIZE) as (pilot, screen):
         await arrive(pilot, screen, 0, forward=True)
         prepare_once(screen)

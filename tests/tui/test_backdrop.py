@@ -151,7 +151,8 @@ async def test_a_plain_container_draws_each_band_once() -> None:
     async with app.run_test(size=(40, 30)) as pilot:
         await pilot.pause()
         bordered = app.query_one(Bordered)
-        bordered.refresh()  # nothing drawn since
+        bordered.notify_style_update()  # restyled: nothing kept or remembered
+        bordered.refresh()
         with counting_rows(bordered) as drawn:
             bordered.render_lines(whole(bordered))
         # Twelve rows: two border rows, the padding above, the rows inside, the padding
@@ -159,6 +160,7 @@ async def test_a_plain_container_draws_each_band_once() -> None:
         assert drawn[0] == 5
         for plain in ("keylined", "hatched"):  # rows that differ: Textual draws each
             widget = app.query_one(f"#{plain}")
+            widget.notify_style_update()
             widget.refresh()
             with counting_rows(widget) as drawn:
                 widget.render_lines(whole(widget))

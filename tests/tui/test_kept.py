@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Region
+from textual.geometry import Offset, Region
+from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -234,3 +235,51 @@ async def test_a_text_pane_told_its_text_again_keeps_its_rows_and_counts_lines_a
         await pilot.pause()
         pane.show(Text(words))
         assert pane.content is again and pane.line_count == 4  # counted at the new width
+
+
+async def test_a_text_shown_again_is_its_remembered_drawing_until_a_change_draws_anew() -> None:
+    """Back on a text it drew before, a pane hands back that drawing (what Textual draws);
+    a colour set in code, a text selection and a restyle are drawn anew, and a pane hidden
+    and shown again (a change of display only) still remembers."""
+    app = app_with(lambda: TextPane(id="pane"))
+    async with app.run_test(size=(40, 10)) as pilot:
+        pane = app.query_one(TextPane)
+        first, second = Text("the first step's text"), Text("the second", style="italic")
+        pane.show(first)
+        await pilot.pause()
+        drawn_first = pane.render_lines(whole(pane))
+        pane.show(second)
+        await pilot.pause()
+        drawn_second = pane.render_lines(whole(pane))
+        assert rows(drawn_second) != rows(drawn_first)
+        pane.show(first)  # back: the very rows drawn for it
+        await pilot.pause()
+        assert pane.render_lines(whole(pane)) is drawn_first
+        assert rows(drawn_first) == textual_draws(pane)
+
+        pane.display = False  # display and size draw nothing in it: still remembered
+        await pilot.pause()
+        pane.display = True
+        pane.show(second)
+        await pilot.pause()
+        assert pane.render_lines(whole(pane)) is drawn_second
+
+        pane.styles.color = "red"  # a colour set in code: drawn anew, as Textual draws it
+        pane.show(first)
+        await pilot.pause()
+        red = pane.render_lines(whole(pane))
+        assert red is not drawn_first and rows(red) == textual_draws(pane)
+        assert rows(red) != rows(drawn_first)
+
+        selected = Selection.from_offsets(Offset(0, 0), Offset(3, 0))  # a selection: drawn anew
+        pane.screen.selections = {pane: selected}
+        await pilot.pause()
+        assert pane.text_selection == selected
+        assert pane.render_lines(whole(pane)) is not red
+        pane.screen.selections = {}
+        await pilot.pause()
+        assert pane.render_lines(whole(pane)) is red  # no selection: the red drawing
+
+        pane.notify_style_update()  # a restyle (a class, a hover, a theme) forgets them all
+        pane.refresh()
+        assert pane.render_lines(whole(pane)) is not red

@@ -17,13 +17,25 @@ compares them with Textual's own drawing after each such change.
 That hook is private to Textual: where it is missing or changed
 (:mod:`tracer.tui.textual_hooks`), or the speed-ups are off, nothing is kept and
 Textual draws every time.
+
+A widget that says what its rows are drawn from (:meth:`Kept.drawn_from`: a text's
+characters and styles, a pane's border titles) also remembers its last few drawings by
+that, and hands one back when it is asked to draw what it drew before (the step before,
+shown again): a change of step kind draws its texts, titles and containers anew, a
+millisecond or more of the key, and a learner goes back and forth. The memory goes with
+any restyle (a class, a hover, the focus, a theme), and its key holds the widget's own
+style changes (a colour set in code; not a change of its display or size, which draws
+nothing), so a remembered drawing is one Textual would draw now.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
+from rich.text import Text
+from textual.content import Content
+from textual.dom import NoScreen
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -48,6 +60,30 @@ def recall(kept: dict[Key, Value], key: Key, make: Callable[[], Value], most: in
     return kept[key]
 
 
+LAYOUT_RULES = frozenset(
+    {
+        "display", "width", "height", "min_width", "max_width", "min_height", "max_height",
+        "margin", "offset", "dock", "layer", "column_span", "row_span",
+    }
+)  # fmt: skip
+"""Style rules that move or size a widget but draw nothing in it: setting them (a pane
+shown or hidden, a table given its height) leaves its remembered drawings good."""
+
+
+def content_key(content: object) -> Hashable | None:
+    """What a ``Static``'s content draws: its characters and their styles (None: not known)."""
+    if isinstance(content, str):
+        return ("str", content)
+    if isinstance(content, Text):
+        return (
+            "text", content.plain, tuple(content.spans), content.style, content.justify,
+            content.overflow, content.no_wrap, content.end, content.tab_size,
+        )  # fmt: skip
+    if isinstance(content, Content):
+        return ("content", content.plain, tuple(content.spans))
+    return None
+
+
 class Kept(Widget):
     """A widget that hands back its last drawn rows until it is refreshed.
 
@@ -57,6 +93,18 @@ class Kept(Widget):
     """
 
     _kept: tuple[object, list[Strip]] | None = None
+    REMEMBERED: ClassVar[int] = 0
+    """How many drawings the widget remembers by what it drew them from (0: none)."""
+    _remembered: dict[Hashable, tuple[list[Strip], dict[int, Strip]]] | None = None
+    """Drawings by what they were drawn from: the rows handed back, and Textual's own
+    cached rows right after drawing them (put back with them, so that a later repaint of a
+    row or two draws only those, as after a drawing)."""
+
+    def drawn_from(self) -> Hashable | None:
+        """Everything the rows are drawn from besides the widget's size, styles, border
+        titles, text selection, the theme and the line filters; None where that is not known
+        (nothing is remembered). For a class with :attr:`REMEMBERED` set."""
+        return None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -65,6 +113,7 @@ class Kept(Widget):
 
     def notify_style_update(self) -> None:
         self._kept = None
+        self._remembered = None
         super().notify_style_update()
 
     if hooks.SET_DIRTY:
@@ -84,6 +133,68 @@ class Kept(Widget):
         kept = self._kept
         if kept is not None and kept[0] == key:
             return kept[1]
+        cache = self._styles_cache
+        if not (self.REMEMBERED and hooks.REMEMBER and isinstance(cache, QuickStylesCache)):
+            lines = super().render_lines(crop)
+            self._kept = (key, lines)
+            return lines
+        remembered = self._memory_key(key)
+        if remembered is not None and self._remembered is not None:
+            drawing = self._remembered.get(remembered)
+            if drawing is not None:
+                lines, cached = drawing
+                cache.put_back(cached, self.region.width)
+                self._kept = (key, lines)
+                return lines
         lines = super().render_lines(crop)
         self._kept = (key, lines)
+        if remembered is not None:
+            memory = self._remembered = self._remembered or {}
+            drawn = (lines, cache.cached_rows(crop.line_range))
+            recall(memory, remembered, lambda: drawn, self.REMEMBERED)
         return lines
+
+    def _memory_key(self, key: Hashable) -> Hashable | None:
+        source = self.drawn_from()
+        if source is None:
+            return None
+        try:
+            selection = self.text_selection
+        except NoScreen:  # being removed (a lesson reloaded): drawn, not remembered
+            return None
+        styles = self.styles
+        own = [(rule, value) for rule, value in styles.inline.get_rules().items()]
+        drawn_rules = tuple(sorted(item for item in own if item[0] not in LAYOUT_RULES))
+        memory_key = (
+            key,
+            source,
+            styles.base._updates,  # a base style animated or set outside the stylesheet
+            drawn_rules,
+            content_key(self._border_title),
+            content_key(self._border_subtitle),
+            selection,
+        )
+        try:
+            hash(memory_key)
+        except TypeError:  # a style value that cannot be a key: draw, remember nothing
+            return None
+        return memory_key
+
+
+class KeptText(Kept):
+    """A kept ``Static`` (listed after it) that remembers its last drawings by its text."""
+
+    REMEMBERED = 16
+
+    def drawn_from(self) -> Hashable | None:
+        return content_key(getattr(self, "content", None))
+
+
+class KeptBlank(Kept):
+    """A kept container (listed after the Textual class) that remembers its last drawings:
+    it draws no content of its own, so they differ only in size, styles and border titles."""
+
+    REMEMBERED = 8
+
+    def drawn_from(self) -> Hashable | None:
+        return () if type(self).render is Widget.render else None

@@ -48,6 +48,18 @@ class QuickStylesCache(StylesCache):
     blank row below a table, Textual's blank rows) is framed once, and the same framed row
     comes back, which also keeps its filtered copy (``Strip.apply_filter`` caches it)."""
 
+    def cached_rows(self, lines: range) -> dict[int, Strip]:
+        """Textual's cached rows (framed, before filters and crop) of these lines."""
+        cache = self._cache
+        return {y: cache[y] for y in lines if y in cache}
+
+    def put_back(self, rows: dict[int, Strip], width: int) -> None:
+        """The cache as :meth:`cached_rows` found it right after a drawing: those rows of a
+        widget ``width`` wide, none to draw again, and nothing else."""
+        self.clear()
+        self._width = width
+        self._cache.update(rows)
+
     def render(
         self,
         styles: Any,

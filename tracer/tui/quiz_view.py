@@ -39,7 +39,7 @@ from tracer.lessons.model import Quiz
 from tracer.sanitize import visible
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
-from tracer.tui.kept import Kept
+from tracer.tui.kept import KeptBlank
 from tracer.tui.steady import Column, Label, SteadySize, inside_shown
 from tracer.tui.text_pane import code_spans, same_text
 
@@ -180,7 +180,7 @@ PLACEHOLDERS = {
 }
 
 
-class QuizView(VerticalScroll, SteadySize, Kept, Backdrop):
+class QuizView(VerticalScroll, SteadySize, KeptBlank, Backdrop):
     """One question. Posts :class:`QuizView.Answered`; the screen checks it and calls ``feedback``."""
 
     DEFAULT_CSS = """

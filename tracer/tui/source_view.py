@@ -16,7 +16,7 @@ import ast
 import functools
 import linecache
 import re
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, NamedTuple
@@ -319,6 +319,15 @@ class SourceView(SteadyScroll, can_focus=True, inherit_bindings=False):
         # overflow-y is "scroll": the bar is there from the first layout, not added by a
         # second one (a pane first shown on a compare step would take two frames).
         self.set_reactive(SourceView.show_vertical_scrollbar, True)
+
+    REMEMBERED = 8
+    """Drawings remembered by what they show: a step shown again draws no row anew."""
+
+    def drawn_from(self) -> Hashable:
+        # What the rows show besides the size and theme (in every kept drawing's key): the
+        # file, the width it is folded to, the marks and the scroll. A width the next
+        # drawing folds anew (``_measure``) does so the same way each time.
+        return (self.path, self._wrapped_for, self.marked, self.produced, self.scroll_offset)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._reload())

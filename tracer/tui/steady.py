@@ -43,7 +43,7 @@ from textual.widgets import ContentSwitcher, Static
 
 from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
-from tracer.tui.kept import Kept, recall
+from tracer.tui.kept import Kept, KeptBlank, KeptText, recall
 
 # Textual's compositor is private: where it is missing, SteadyCompositor is never used.
 if hooks.FULL_MAP:
@@ -157,23 +157,23 @@ class SteadySize(Widget):
             return super()._size_updated(size, virtual_size, container_size, layout=layout)
 
 
-class Column(Vertical, SteadySize, Kept, Backdrop):
+class Column(Vertical, SteadySize, KeptBlank, Backdrop):
     """A ``Vertical`` laid out once per change, each kind of blank row drawn once."""
 
 
-class Row(Horizontal, SteadySize, Kept, Backdrop):
+class Row(Horizontal, SteadySize, KeptBlank, Backdrop):
     """A ``Horizontal`` laid out once per change, each kind of blank row drawn once."""
 
 
-class ScrollColumn(VerticalScroll, SteadySize, Kept, Backdrop):
+class ScrollColumn(VerticalScroll, SteadySize, KeptBlank, Backdrop):
     """A ``VerticalScroll`` laid out once per change (its scrollbars still ask for their own)."""
 
 
-class Switcher(ContentSwitcher, SteadySize, Kept, Backdrop):
+class Switcher(ContentSwitcher, SteadySize, KeptBlank, Backdrop):
     """A ``ContentSwitcher`` laid out once per change, each kind of blank row drawn once."""
 
 
-class Label(Static, SteadySize, Kept):
+class Label(Static, SteadySize, KeptText):
     """A ``Static`` laid out once per change (a new text that needs more lines still asks)."""
 
 

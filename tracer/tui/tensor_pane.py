@@ -31,7 +31,7 @@ from tracer.tui import textual_hooks as hooks
 from tracer.tui.backdrop import Backdrop
 from tracer.tui.equation_text import equation_text
 from tracer.tui.grid import CanvasGrid, Grid, Highlight, TensorGrid
-from tracer.tui.kept import Kept
+from tracer.tui.kept import KeptBlank
 from tracer.tui.steady import Label, ScrollColumn, SteadySize
 from tracer.tui.tensor_view import TensorView
 from tracer.tui.text_pane import TextPane
@@ -62,7 +62,7 @@ def loop_axes(stage: Stage | None) -> tuple[str, ...] | None:
     return loop_matrix_axes(stage.axes.get(next(iter(stage.tensors))))
 
 
-class TensorPane(Vertical, SteadySize, Kept, Backdrop):
+class TensorPane(Vertical, SteadySize, KeptBlank, Backdrop):
     """Every tensor of the current step, or the error that stopped them."""
 
     DEFAULT_CSS = """

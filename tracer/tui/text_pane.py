@@ -14,11 +14,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tracer.sanitize import visible
-from tracer.tui.kept import Kept
+from tracer.tui.kept import KeptText
 from tracer.tui.steady import SteadySize
 
 
-class TextPane(Static, SteadySize, Kept):
+class TextPane(Static, SteadySize, KeptText):
     """Literal text (never markup) that repaints in place when its height stays the same."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -59,7 +59,7 @@ class TextPane(Static, SteadySize, Kept):
         self.update(text, layout=not same)
 
 
-class ProsePane(Static, SteadySize, Kept):
+class ProsePane(Static, SteadySize, KeptText):
     """A lesson author's prose, shown as written: plain text, wrapped, nothing interpreted
     but code quoted in backticks, which is drawn as code (in bold, without its backticks).
 

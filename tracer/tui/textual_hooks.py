@@ -163,6 +163,33 @@ content rows of a kept widget are put in a frame found once per drawing
 (:mod:`tracer.tui.quick_rows`)."""
 
 ROWS = _takes(Widget, "render_lines", "crop")
+
+
+def _remember_flag() -> bool:
+    try:
+        probe = Widget()
+        cache = probe._styles_cache
+        return (
+            isinstance(getattr(Widget, "text_selection", None), property)
+            and hasattr(probe, "_border_title")
+            and hasattr(probe, "_border_subtitle")
+            and isinstance(getattr(probe.styles.base, "_updates", None), int)
+            and callable(getattr(probe.styles.inline, "get_rules", None))
+            and isinstance(getattr(cache, "_cache", None), dict)
+            and isinstance(getattr(cache, "_dirty_lines", None), set)
+            and isinstance(getattr(cache, "_width", None), int)
+            and callable(getattr(cache, "clear", None))
+        )
+    except Exception:  # a Textual whose widgets cannot be made outside an app: no hook
+        return False
+
+
+REMEMBER = QUICK_ROWS and _remember_flag()
+"""``styles.base._updates`` (Textual counts every change of a widget's base styles there),
+``_border_title``/``_border_subtitle`` and ``text_selection``, what a widget's remembered
+drawings are keyed by besides its content, and the row cache of ``StylesCache``
+(``_cache``, ``_dirty_lines``, ``_width``), put back with a remembered drawing
+(:class:`~tracer.tui.kept.Kept`)."""
 """``Widget.render_lines(crop)``, public but the compositor's: kept rows and blank bands."""
 
 _on = os.environ.get(SWITCH, "").strip().lower() not in ("off", "0", "no", "false")
@@ -187,6 +214,7 @@ def detected() -> dict[str, bool]:
         "_check_refresh": CHECK_REFRESH,
         "scrollbars": SCROLLBARS,
         "render_lines": ROWS,
+        "styles.base._updates": REMEMBER,
         "_border_title": BORDER_TITLE,
         "Screen.focused": FOCUS_REPAINT,
         "Screen._on_update/_on_layout": UNSEEN_MESSAGES,

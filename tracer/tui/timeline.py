@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
-from tracer.tui.kept import Kept
+from tracer.tui.kept import KeptText
 from tracer.tui.steady import SteadySize
 
 VISITED = "✓"
@@ -34,7 +34,7 @@ NOT_VISITED_STYLE = "dim"
 """A step not visited yet: fainter than a visited one (which also carries the ✓)."""
 
 
-class TimelineItem(Static, SteadySize, Kept):
+class TimelineItem(Static, SteadySize, KeptText):
     """One stage or step; a click asks the timeline to jump there.
 
     Its state (current, visited) is drawn in its text, not set as CSS classes: a class
@@ -81,7 +81,7 @@ class TimelineItem(Static, SteadySize, Kept):
         self.post_message(Timeline.Selected(self.key))
 
 
-class TimelineMore(Static, SteadySize, Kept):
+class TimelineMore(Static, SteadySize, KeptText):
     """How many items are out of view on one side; a click scrolls that way."""
 
     def __init__(self, side: str) -> None:

@@ -283,3 +283,49 @@ async def test_a_text_shown_again_is_its_remembered_drawing_until_a_change_draws
         pane.notify_style_update()  # a restyle (a class, a hover, a theme) forgets them all
         pane.refresh()
         assert pane.render_lines(whole(pane)) is not red
+
+
+async def test_a_table_shown_again_is_its_remembered_drawing_and_any_change_is_drawn_anew() -> None:
+    """A new grid over the same traced tensor draws as the last one did: the remembered
+    rows come back (Textual's drawing). A cell a quiz hides, the same tensor changed in
+    place, another tensor with equal values, and a loop's canvas written to are drawn anew."""
+    import torch
+
+    from tracer.tracing.stepper import LoopCanvas
+    from tracer.tui.grid import CanvasGrid, Highlight, TensorGrid
+
+    tokens = ["Your", "journey", "starts"]
+    scores = torch.arange(9, dtype=torch.float32).reshape(3, 3)
+    app = app_with(lambda: TensorView(id="table"))
+    async with app.run_test(size=(60, 12)) as pilot:
+        view = app.query_one(TensorView)
+
+        async def drawn(grid: object) -> list[Strip]:
+            view.show(grid)  # type: ignore[arg-type]
+            await settle(pilot)
+            return view.render_lines(whole(view))
+
+        first = await drawn(TensorGrid("scores", scores, tokens))
+        other = await drawn(TensorGrid("scores", scores * 2, tokens))
+        assert rows(other) != rows(first)
+        again = await drawn(TensorGrid("scores", scores, tokens))  # a new grid, same tensor
+        assert again is first and rows(again) == textual_draws(view)
+
+        hidden = Highlight(hidden=frozenset({(1, 1)}))  # a quiz's answer: drawn as "?"
+        asked = await drawn(TensorGrid("scores", scores, tokens, highlight=hidden))
+        assert asked is not first and "?" in "".join(strip.text for strip in asked)
+        assert rows(asked) == textual_draws(view)
+
+        equal = await drawn(TensorGrid("scores", scores.clone(), tokens))  # equal, not the same
+        assert equal is not first and rows(equal) == rows(first)
+        scores[0, 0] = 100.0  # changed in place: torch counts it
+        changed = await drawn(TensorGrid("scores", scores, tokens))
+        assert changed is not first and rows(changed) == textual_draws(view)
+
+        canvas = LoopCanvas("scores", 3, 3)
+        canvas.record(0, 0, 0, 1.5)
+        before = await drawn(CanvasGrid("scores", canvas, 0, tokens, Highlight()))
+        canvas.record(0, 0, 0, 2.5)  # the same moment of the loop, written anew
+        after = await drawn(CanvasGrid("scores", canvas, 0, tokens, Highlight()))
+        assert after is not before and rows(after) == textual_draws(view)
+        assert rows(after) != rows(before)

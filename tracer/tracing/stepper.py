@@ -70,6 +70,8 @@ class LoopCanvas:
         self.low = math.inf
         self.high = -math.inf
         """The finite range of every value written so far: the heatmap's scale."""
+        self.version = 0
+        """Counts the writes (and growths): a drawing of the canvas is good while it holds."""
 
     def _grow(self, rows: int, cols: int) -> None:
         values = array("d", [math.nan]) * (rows * cols)
@@ -80,6 +82,7 @@ class LoopCanvas:
             ]
             order[r * cols : r * cols + self.cols] = self.order[r * self.cols : (r + 1) * self.cols]
         self.rows, self.cols, self.values, self.order = rows, cols, values, order
+        self.version += 1
 
     def record(self, row: int, col: int, index: int, value: float) -> None:
         if row >= self.rows or col >= self.cols:
@@ -87,6 +90,7 @@ class LoopCanvas:
         cell = row * self.cols + col
         self.values[cell] = value
         self.order[cell] = index
+        self.version += 1
         self.last_index = max(self.last_index, index)
         if math.isfinite(value):
             self.low = min(self.low, value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,33 @@ class Grid:
     def is_weights(self) -> bool:
         """Whether each row is a distribution over key tokens (attention weights)."""
         return False
+
+    def drawn_key(self) -> Hashable | None:
+        """Everything a drawing of this grid shows, as a key that is equal only for a grid
+        that draws the same (the same values, labels, range and highlight); None where that
+        cannot be said cheaply (a view draws it anew each time)."""
+        return None
+
+    def _described(self) -> tuple[Hashable, ...]:
+        return (
+            type(self).__name__, tuple(self.row_labels), tuple(self.column_labels), self.low,
+            self.high, self.whole, self.highlight, self.shape,
+        )  # fmt: skip
+
+
+class Same:
+    """An object in a key by identity, held by the key (its id is not reused meanwhile)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held: object) -> None:
+        self.held = held
+
+    def __hash__(self) -> int:
+        return id(self.held)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.held is self.held
 
 
 def block_means(
@@ -192,6 +219,7 @@ class TensorGrid(Grid):
         shape = tuple(data.shape)
         rows, columns, self.axes = tensor_labels(shape, axes, tokens, query)
         self._data = data.reshape(len(rows), len(columns))
+        self._tensor = tensor
         low, high, self._non_finite, whole = _value_range(tensor, self._data)
         super().__init__(
             name=name,
@@ -209,6 +237,16 @@ class TensorGrid(Grid):
     def row(self, row: int, start: int, stop: int) -> list[float | None]:
         values: list[float | None] = self._data[row, start:stop].tolist()
         return values
+
+    def drawn_key(self) -> Hashable | None:
+        # The traced tensor itself (the same object each time a step is shown) and torch's
+        # count of its in-place changes: values can be said without reading them.
+        tensor = self._tensor
+        version = getattr(tensor, "_version", None)
+        if not isinstance(version, int):  # a tensor type that does not count its changes
+            return None
+        axes = tuple(axis.name for axis in self.axes)
+        return (*self._described(), Same(tensor), version, axes, self._non_finite)
 
     def has_non_finite(self) -> bool:
         return bool(self._non_finite)
@@ -264,6 +302,12 @@ class CanvasGrid(Grid):
         value = self._canvas.value
         upto = self._upto
         return [value(row, col, upto) for col in range(start, stop)]
+
+    def drawn_key(self) -> Hashable:
+        # The canvas, how far into the loop, and its count of writes (a loop still running
+        # writes more: the drawing of an earlier moment is then drawn anew, to be safe).
+        canvas = self._canvas
+        return (*self._described(), Same(canvas), canvas.version, self._upto)
 
     def filled(self) -> int:
         return sum(1 for order in self._canvas.order if 0 <= order <= self._upto)

@@ -19,6 +19,7 @@ contrasts, so they read the same in light and dark themes.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -352,6 +353,21 @@ class TensorView(SteadyScroll, can_focus=True, inherit_bindings=False):
         return style
 
     # Rendering -------------------------------------------------------------------
+
+    REMEMBERED = 8
+    """Drawings remembered by what they show: a step shown again draws its tables from them."""
+
+    def drawn_from(self) -> Hashable | None:
+        grid = self.grid
+        shown = grid.drawn_key() if grid is not None else ()
+        if shown is None:
+            return None
+        # The rows follow from the grid, how it is drawn (numbers, wrapped, an overview,
+        # tokens), its cells' widths and the scroll; the size and theme are in every key.
+        return (
+            shown, self.zoomed, self.token_view, self.cell_width, self.label_width,
+            self.scroll_offset, self.app.no_color,
+        )  # fmt: skip
 
     _drawing: tuple[int, Mode] | None = None
     """The view's width and mode while :meth:`render_lines` draws its rows."""

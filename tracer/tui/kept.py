@@ -25,7 +25,8 @@ shown again): a change of step kind draws its texts, titles and containers anew,
 millisecond or more of the key, and a learner goes back and forth. The memory goes with
 any restyle (a class, a hover, the focus, a theme), and its key holds the widget's own
 style changes (a colour set in code; not a change of its display or size, which draws
-nothing), so a remembered drawing is one Textual would draw now.
+nothing), so a remembered drawing is one Textual would draw now. Like Textual's own row
+cache, it does not see a colour set in code on a widget around it (attn sets none).
 """
 
 from __future__ import annotations

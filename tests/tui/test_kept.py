@@ -329,3 +329,25 @@ async def test_a_table_shown_again_is_its_remembered_drawing_and_any_change_is_d
         after = await drawn(CanvasGrid("scores", canvas, 0, tokens, Highlight()))
         assert after is not before and rows(after) == textual_draws(view)
         assert rows(after) != rows(before)
+
+
+def test_a_key_by_identity_keeps_nothing_alive_and_matches_no_newcomer() -> None:
+    """What a remembered table is keyed by: its tensor, by identity, held weakly, so that a
+    tensor gone (and another made in its place, perhaps at its address) matches nothing."""
+    import gc
+    import weakref
+
+    from tracer.tui.grid import Same
+
+    class Thing:
+        pass
+
+    first = Thing()
+    key = Same(first)
+    assert key == Same(first) and hash(key) == hash(Same(first))
+    gone = weakref.ref(first)
+    del first
+    gc.collect()
+    assert gone() is None  # the key did not keep it
+    for _ in range(100):  # a newcomer, at the old address or not, is another object
+        assert key != Same(Thing())

@@ -11,6 +11,7 @@ The overview reads the grid downsampled to a block per screen cell.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -115,18 +116,30 @@ class Grid:
 
 
 class Same:
-    """An object in a key by identity, held by the key (its id is not reused meanwhile)."""
+    """An object in a key by identity, not kept alive by the key: once the object has gone,
+    its key equals no other (a new object given its id included)."""
 
-    __slots__ = ("held",)
+    __slots__ = ("_id", "_ref")
 
     def __init__(self, held: object) -> None:
-        self.held = held
+        self._ref = weakref.ref(held)  # TypeError for an object that takes no weak reference
+        self._id = id(held)
 
     def __hash__(self) -> int:
-        return id(self.held)
+        return self._id
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Same) and other.held is self.held
+        if not isinstance(other, Same):
+            return False
+        mine = self._ref()
+        return mine is not None and mine is other._ref()
+
+
+def _weak(held: object) -> weakref.ref[Any] | None:
+    try:
+        return weakref.ref(held)
+    except TypeError:  # an object that takes no weak reference: nothing to key a drawing by
+        return None
 
 
 def block_means(
@@ -219,7 +232,8 @@ class TensorGrid(Grid):
         shape = tuple(data.shape)
         rows, columns, self.axes = tensor_labels(shape, axes, tokens, query)
         self._data = data.reshape(len(rows), len(columns))
-        self._tensor = tensor
+        self._tensor = _weak(tensor)
+        """The traced tensor (not kept alive by the table): what a drawing of it is keyed by."""
         low, high, self._non_finite, whole = _value_range(tensor, self._data)
         super().__init__(
             name=name,
@@ -241,12 +255,16 @@ class TensorGrid(Grid):
     def drawn_key(self) -> Hashable | None:
         # The traced tensor itself (the same object each time a step is shown) and torch's
         # count of its in-place changes: values can be said without reading them.
-        tensor = self._tensor
+        tensor = self._tensor() if self._tensor is not None else None
         version = getattr(tensor, "_version", None)
         if not isinstance(version, int):  # a tensor type that does not count its changes
             return None
+        try:
+            same = Same(tensor)
+        except TypeError:
+            return None
         axes = tuple(axis.name for axis in self.axes)
-        return (*self._described(), Same(tensor), version, axes, self._non_finite)
+        return (*self._described(), same, version, axes, self._non_finite)
 
     def has_non_finite(self) -> bool:
         return bool(self._non_finite)

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tracer.sanitize import visible
-from tracer.tui.kept import KeptText
+from tracer.tui.kept import KeptText, content_key
 from tracer.tui.steady import SteadySize
 
 
@@ -82,18 +82,10 @@ class ProsePane(Static, SteadySize, KeptText):
 
 def same_text(shown: object, text: Text | str) -> bool:
     """Whether ``text`` would show what ``shown`` (a widget's content) shows: the same
-    characters in the same styles, wrapped the same way."""
-    if isinstance(text, str):
-        return type(shown) is str and shown == text
-    if not isinstance(shown, Text):
-        return False
-    return (shown.plain, shown.spans, shown.style, shown.justify, shown.overflow) == (
-        text.plain,
-        text.spans,
-        text.style,
-        text.justify,
-        text.overflow,
-    ) and (shown.no_wrap, shown.end, shown.tab_size) == (text.no_wrap, text.end, text.tab_size)
+    characters in the same styles, wrapped the same way (one fingerprint with the drawings
+    a widget remembers, :func:`~tracer.tui.kept.content_key`)."""
+    key = content_key(text)
+    return key is not None and key == content_key(shown)
 
 
 CODE_SPAN = re.compile(r"`([^`\n]+)`")

@@ -95,3 +95,19 @@ async def test_lesson_10s_loop_shows_l_and_o_which_its_caption_asks_to_watch() -
         screen.go_to_step(loop)
         await settle(pilot)
         await reach_every_table(pilot, screen.pane, ["p", "l", "O", "output"], crowded=True)
+
+
+async def test_a_pane_being_taken_down_measures_nothing_out_of_sight() -> None:
+    # A screen taken down (another lesson opened) removes the pane's stack of tables before
+    # the pane itself; a measurement queued after the last frame then finds no stack. It
+    # says nothing is out of sight instead of failing (CI once caught NoMatches here).
+    app = explore("naive-loop")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(TensorPane)
+        stack = pane.query_one("#tensor-stack")
+        await stack.remove()
+        assert pane.is_attached and not stack.is_attached
+        assert pane.hidden_tables() == []
+        pane.say_hidden()
+        assert "out of sight" not in str(pane.border_subtitle or "")

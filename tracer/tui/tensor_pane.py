@@ -19,7 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widgets import Static
@@ -134,9 +134,10 @@ class TensorPane(Vertical, SteadySize, KeptBlank, Backdrop):
         # other ten (a style change and refresh each, about 1.5 ms of a first compare).
         for widget in (*self._titles, *self._views[1:]):
             widget.display = False
+        self._stack = ScrollColumn(id="tensor-stack")
 
     def compose(self) -> ComposeResult:
-        with ScrollColumn(id="tensor-stack"):
+        with self._stack:
             for title, view in zip(self._titles, self._views, strict=True):
                 yield title
                 yield view
@@ -144,8 +145,7 @@ class TensorPane(Vertical, SteadySize, KeptBlank, Backdrop):
         yield Label(id="tensor-message", markup=False)
 
     def on_mount(self) -> None:
-        stack = self.query_one("#tensor-stack", VerticalScroll)
-        self.watch(stack, "scroll_y", lambda _value: self.say_hidden(), init=False)
+        self.watch(self._stack, "scroll_y", lambda _value: self.say_hidden(), init=False)
 
     @property
     def view(self) -> TensorView:
@@ -255,7 +255,7 @@ class TensorPane(Vertical, SteadySize, KeptBlank, Backdrop):
     def _slots(self, count: int) -> list[TensorView]:
         """At least ``count`` table views (titles before them), mounting more when needed."""
         if count > len(self._views):
-            stack = self.query_one("#tensor-stack", VerticalScroll)
+            stack = self._stack
             for n in range(len(self._views), count):
                 title, view = _title(n), TensorView(id=f"tensor-view-{n}")
                 self._titles.append(title)
@@ -314,7 +314,9 @@ class TensorPane(Vertical, SteadySize, KeptBlank, Backdrop):
 
     def hidden_tables(self) -> list[str]:
         """Names of the tables on screen that the stack does not show (scrolled out of sight)."""
-        stack = self.query_one("#tensor-stack", VerticalScroll)
+        stack = self._stack
+        if not stack.is_attached:  # a screen taken down removes the stack before the pane
+            return []
         seen = stack.content_region
         if seen.height <= 0:
             return []

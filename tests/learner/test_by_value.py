@@ -325,3 +325,20 @@ def test_a_vector_kept_as_a_column_is_the_stage_itself(host: PluginHost) -> None
     assert status["delta"] == MATCH
     delta = next(r for r in result.stages if r.stage.name == "delta")
     assert delta.record is not None and delta.record.line == 15
+
+
+def test_cells_never_written_are_nan_and_said_so_every_run(host: PluginHost) -> None:
+    # torch.empty_like hands back whatever the memory held: a check that read it would answer
+    # differently from run to run (CI once named rope_turned_back.py's empty_like line "off by
+    # a constant factor"). The recorder fills such tensors with NaN, so the cells the learner
+    # never wrote show, at the line that made the tensor, and two runs say the same.
+    first = judged(host, "rope_half_written.py", "rope", d_out=4)
+    second = judged(host, "rope_half_written.py", "rope", d_out=4)
+    assert not first.matches
+    nan = [d for d in first.diagnoses if d.code == "nan"]
+    assert (
+        nan and "made with empty_like() at line 9 has cells your code never wrote" in nan[0].message
+    )
+    assert [(d.code, d.line, d.message) for d in first.diagnoses] == [
+        (d.code, d.line, d.message) for d in second.diagnoses
+    ]

@@ -24,6 +24,7 @@ from tracer.learner.sandbox.recorder import (
     MATMUL_OPS,
     MULTIPLY_OPS,
     REARRANGING_OPS,
+    UNINITIALIZED_OPS,
     Mutation,
     Record,
 )
@@ -507,15 +508,18 @@ def nan_rows(evidence: Evidence) -> list[Diagnosis]:
     output = evidence.output
     if output is None or not output.is_floating_point() or not bool(output.isnan().any()):
         return []
-    return [
-        Diagnosis(
-            "nan",
-            "NaN in the output",
-            None,
-            "your output contains NaN. A softmax row that is -inf everywhere gives NaN: does "
-            "every query keep at least one visible key (itself)?",
+    text = (
+        "your output contains NaN. A softmax row that is -inf everywhere gives NaN: does "
+        "every query keep at least one visible key (itself)?"
+    )
+    made = next((r for r in evidence.records if r.op in UNINITIALIZED_OPS), None)
+    if made is not None:
+        # The recorder fills a tensor made without values with NaN (recorder.UNINITIALIZED_OPS).
+        text += (
+            f" Or the tensor made with {made.op}() at line {made.line} has cells your code "
+            "never wrote: the check fills such a tensor with NaN before your code runs on."
         )
-    ]
+    return [Diagnosis("nan", "NaN in the output", None, text)]
 
 
 def _square_mask(value: Any) -> torch.Tensor | None:

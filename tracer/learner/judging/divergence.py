@@ -27,7 +27,7 @@ from tracer.learner.judging.sandbox_request import (
     provided_arguments,
     reference_losses,
 )
-from tracer.learner.judging.stage_matching import mask_like
+from tracer.learner.judging.stage_matching import CREATION_OPS, mask_like
 from tracer.learner.sandbox.recorder import Record
 from tracer.tracing import Trace
 
@@ -161,6 +161,7 @@ def explain_divergence(
             and tuple(r.value.shape) == shape
             and r.value.is_floating_point()
             and not mask_like(r.value)
+            and r.op not in CREATION_OPS  # made to be filled in later: not a try at the stage
         ][:MAX_RELATED]
         candidates = [(r.value, r.line) for r in tries if r.value is not None]
         name = stage.name

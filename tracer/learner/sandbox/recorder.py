@@ -23,6 +23,13 @@ from tracer.tracing.guard import is_inplace
 
 MATMUL_OPS = frozenset({"matmul", "__matmul__", "__rmatmul__", "mm", "bmm"})
 MULTIPLY_OPS = frozenset({"mul", "__mul__", "__rmul__", "mul_", "__imul__"})
+UNINITIALIZED_OPS = frozenset(
+    {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"}
+)
+"""Tensors made without values: what is in them is whatever the memory held before, so a run
+would differ from the last. The recorder fills them (NaN, or 0 for whole numbers) so that a
+check gives the same answer every time, and a cell the learner never wrote shows as NaN."""
+
 REARRANGING_OPS = frozenset(
     {
         "T", "mT", "H", "mH", "t", "t_", "transpose", "transpose_", "permute", "swapaxes",
@@ -117,6 +124,15 @@ def _wrapped(tensor: torch.Tensor) -> bool:
     return functorch is not None and bool(functorch.is_functorch_wrapped_tensor(tensor))
 
 
+def _fill_unwritten(tensor: torch.Tensor) -> None:
+    """Known values in a tensor made without any (``torch.empty``): see UNINITIALIZED_OPS."""
+    with torch.no_grad():  # a leaf made with requires_grad=True may not be written otherwise
+        if tensor.is_floating_point() or tensor.is_complex():
+            tensor.fill_(float("nan"))
+        else:
+            tensor.zero_()
+
+
 def _snapshot(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
@@ -192,6 +208,8 @@ class Recorder(TorchFunctionMode):
         kept_args = _snapshot(args) if keep else ()
         kept_kwargs = _snapshot(kwargs) if keep else {}
         result = func(*args, **kwargs)
+        if name in UNINITIALIZED_OPS and isinstance(result, torch.Tensor):
+            _fill_unwritten(result)
         if line is None:  # called from torch's own code, not the learner's
             return result
         record = Record(

@@ -135,6 +135,30 @@ def attn(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, st
 
 
 @pytest.fixture
+def host_loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
+    """Each time ``attn`` builds its plugin host (``load_host``), its arguments, in order.
+
+    The commands that bind ``load_host`` at import are imported first and patched too: one
+    first imported while only ``trace_arguments`` was patched would keep the counting
+    function after the test (a later ``attn trace`` in the same worker counted into a dead
+    list). The count still builds the real host."""
+    import tracer.cli.check_cmd
+    import tracer.cli.trace_arguments
+    import tracer.cli.trace_cmd
+
+    real = tracer.cli.trace_arguments.load_host
+    loads: list[tuple[object, ...]] = []
+
+    def counting(*args: Any, **kwargs: Any) -> PluginHost:
+        loads.append(args)
+        return real(*args, **kwargs)
+
+    for module in (tracer.cli.trace_arguments, tracer.cli.trace_cmd, tracer.cli.check_cmd):
+        monkeypatch.setattr(module, "load_host", counting)
+    return loads
+
+
+@pytest.fixture
 def attn_json(attn: Callable[..., tuple[int, str, str]]) -> Callable[..., Any]:
     def run(*argv: str) -> Any:
         status, out, err = attn(*argv, "--json")

@@ -84,18 +84,8 @@ def test_one_clear_line(
     expected: str,
     tmp_path: Path,
     attn: Attn,
-    monkeypatch: pytest.MonkeyPatch,
+    host_loads: list[tuple[object, ...]],
 ) -> None:
-    import tracer.cli.trace_arguments
-
-    loads: list[object] = []
-    real_load_host = tracer.cli.trace_arguments.load_host
-
-    def counting_load_host(*args: object, **kwargs: object) -> object:
-        loads.append(args)
-        return real_load_host(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(tracer.cli.trace_arguments, "load_host", counting_load_host)
     path = tmp_path / f"{name}.yaml"
     path.write_bytes(data)
     started = time.perf_counter()
@@ -106,7 +96,7 @@ def test_one_clear_line(
     assert out.splitlines() == [f"{path}:{expected}"]
     # Refused while reading the YAML: no plugin host was built, so no plugin code ran.
     if name not in NEED_PLUGINS:
-        assert loads == [], f"{name} loaded the plugins before being refused"
+        assert host_loads == [], f"{name} loaded the plugins before being refused"
     assert elapsed < SAFETY_TIMEOUT, f"{name} took {elapsed:.2f}s"
 
 

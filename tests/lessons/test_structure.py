@@ -85,21 +85,15 @@ def test_a_sound_structure_has_no_problems_even_with_unknown_names(tmp_path: Pat
 
 
 def test_check_and_run_refuse_a_structural_error_before_loading_plugins(
-    tmp_path: Path, attn: Attn, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, attn: Attn, host_loads: list[tuple[object, ...]]
 ) -> None:
-    import tracer.cli.trace_arguments
-
-    loads: list[object] = []
-    monkeypatch.setattr(
-        tracer.cli.trace_arguments, "load_host", lambda *args, **kwargs: loads.append(args)
-    )
     path = tmp_path / "broken.yaml"
     path.write_text(UNKNOWN_STEP_KEY, encoding="utf-8")
     line = f"{path}:5:5: unknown key 'colour' beside 'narration' in step 1"
     assert attn("lesson", "check", str(path)) == (1, line + "\n", "")
     status, out, err = attn("lesson", "run", str(path), "--plain")
     assert (status, out, err) == (1, "", line + "\n")
-    assert loads == []
+    assert host_loads == []
 
 
 def test_a_structural_error_is_reported_without_importing_torch(tmp_path: Path) -> None:

@@ -113,6 +113,16 @@ def host() -> PluginHost:
 
 
 @pytest.fixture(autouse=True)
+def data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own data folder (progress, settings), not yet made: what one test's app
+    saved (a lesson's place, answers) is never what a later test's ``attn lessons`` reads.
+    Outside ``tmp_path``, which a test may list as its own."""
+    folder = tmp_path_factory.mktemp("attn-data") / "data"
+    monkeypatch.setenv("ATTN_DATA_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never see a developer's own plugin folders or strict mode."""
     for name in ("ATTN_PLUGINS_DIR", "ATTN_STRICT_PLUGINS", "ATTN_LESSONS_DIR"):

@@ -184,3 +184,22 @@ def test_variant_rejecting_its_options_prints_nothing_else(attn: Attn) -> None:
         "attn: --d-out 3 is not divisible by --heads 2: multihead splits d_out into 2 equal heads "
         "(try --d-out 2 or 4)\n",
     )
+
+
+def test_a_warning_left_from_an_earlier_command_in_the_process_is_not_said_again(
+    attn: Attn,
+) -> None:
+    # main() keeps warnings to say them after its command; one raised after a command ended
+    # (in a notebook, a test) belongs to no command and is never a later one's.
+    import warnings
+
+    assert attn("--version")[0] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        from tracer.sanitize import keep_warnings
+
+        keep_warnings()
+        warnings.warn("left over from before", DeprecationWarning, stacklevel=1)
+    status, _, err = attn("plugins")
+    assert status == 0
+    assert "left over" not in err

@@ -39,13 +39,25 @@ LESSON = HERE / "lessons" / "tui_lesson.yaml"
 
 
 @pytest.fixture(autouse=True)
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Progress goes to a temporary folder: never the real user data directory."""
-    folder = tmp_path / "data"
-    monkeypatch.setenv("ATTN_DATA_DIR", str(folder))
+def _plugins_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test plugins' variants run in the app's own process (``ATTN_ISOLATE=off``).
+
+    attn runs a plugin that is not built in in a forked worker; forking the test process
+    (torch, Textual and every earlier test's objects) and copying its pages on each write
+    afterwards cost about 0.3 of the 1.0 CPU-seconds of an app's start, at every start.
+    What these tests look at is the drawing, which is the same either way. The worker
+    itself is tested in tests/core (test_worker*.py, test_hangup's workers), and a test
+    marked ``isolated`` keeps it here (the worker's steps, its end with the app)."""
+    if not request.node.get_closest_marker("isolated"):
+        monkeypatch.setenv("ATTN_ISOLATE", "off")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's own keys and theme, never a developer's (the data folder is each test's
+    own: tests/conftest.py's ``data_dir``)."""
     monkeypatch.delenv("ATTN_KEYMAP", raising=False)
     monkeypatch.delenv("ATTN_THEME", raising=False)
-    return folder
 
 
 @pytest.fixture

@@ -135,3 +135,18 @@ async def test_a_collector_turned_off_by_someone_else_stays_off() -> None:
         await asyncio.sleep(heap.RESUME_AFTER_S * 2)
         await pilot.pause()
         assert not gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+async def test_an_app_closed_while_a_key_paused_the_collector_leaves_it_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The timer that would resume it ends with the app: the process (a notebook's, the
+    # suite's next test) must not go on without a collector.
+    monkeypatch.setattr(heap, "RESUME_AFTER_S", 60.0)
+    app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("x")  # bound to nothing: only the timer would resume it
+        assert not gc.isenabled() and heap.COLLECTOR.paused
+    assert gc.isenabled() and not heap.COLLECTOR.paused

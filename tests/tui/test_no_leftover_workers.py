@@ -22,6 +22,8 @@ from tracer.tui.launch import explore_loader, make_explore_app, make_lesson_app
 
 from .conftest import LESSON, PLUGINS, press, settle
 
+pytestmark = pytest.mark.isolated  # the workers these tests look at are the forked ones
+
 
 def children() -> set[int]:
     """This process's living child processes (a plugin's worker is one, below its guard)."""

@@ -23,6 +23,8 @@ from tracer.variant import Stage
 
 from .conftest import PLUGINS, settle
 
+pytestmark = pytest.mark.isolated  # the workers these tests look at are the forked ones
+
 
 def explore_sleeps() -> TracerApp:
     return make_explore_app("sleeps", TraceOptions(), [str(PLUGINS)])

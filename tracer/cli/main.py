@@ -68,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     standard_streams()
     use_ascii_fallback()
     keep_warnings()
+    drop_warnings()  # kept by an earlier main() in this process (a notebook's, a test's)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:

@@ -166,6 +166,11 @@ class TracerApp(App[int]):
             COLLECTOR.key_pressed(self)  # the garbage collector waits for this key's frame
         await super().on_event(event)
 
+    def on_unmount(self) -> None:
+        # A key's pause of the collector ends with the app, not with a timer that no longer
+        # runs: the process (a notebook's, a test's) goes on with its collector on.
+        COLLECTOR.resume()
+
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         if self._keymap_text.strip():

@@ -144,6 +144,36 @@ def attn(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, st
     return run
 
 
+_TRIALS: dict[tuple[str, int, int], str | None] = {}
+"""What the trial import of a test plugin file said, by (path, size, mtime), in this worker."""
+
+
+@pytest.fixture
+def trial_imports_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test plugin file is tried in a forked child once a worker, not at every app start.
+
+    attn first imports a plugin file in a forked child with a deadline (a plugin that hangs
+    at import is reported, never imported); each app start here builds a plugin host, and
+    forking the test process three times for the three test plugins was most of the forks
+    of the suite. A file changed since (same path, other size or time) is tried again; the
+    trial itself is tested in tests/core (test_plugin_import_limit.py, test_plugins.py).
+    The TUI and session tests ask for it (their conftest.py), where the app is the subject."""
+    from tracer.plugin_host import host
+
+    trial = host._trial_import
+
+    def once(load: Any, timeout: float, source: str | None = None, folder: Any = None) -> Any:
+        if source is None:
+            return trial(load, timeout, source, folder)
+        stat = Path(source).stat()
+        key = (source, stat.st_size, stat.st_mtime_ns)
+        if key not in _TRIALS:
+            _TRIALS[key] = trial(load, timeout, source, folder)
+        return _TRIALS[key]
+
+    monkeypatch.setattr(host, "_trial_import", once)
+
+
 @pytest.fixture
 def host_loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
     """Each time ``attn`` builds its plugin host (``load_host``), its arguments, in order.

@@ -53,6 +53,11 @@ def _plugins_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
 
 
 @pytest.fixture(autouse=True)
+def _trial_imports_once(trial_imports_once: None) -> None:
+    """Each test plugin file is tried once a worker (tests/conftest.py says why)."""
+
+
+@pytest.fixture(autouse=True)
 def _no_user_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """The app's own keys and theme, never a developer's (the data folder is each test's
     own: tests/conftest.py's ``data_dir``)."""

@@ -337,8 +337,21 @@ def test_cells_never_written_are_nan_and_said_so_every_run(host: PluginHost) -> 
     assert not first.matches
     nan = [d for d in first.diagnoses if d.code == "nan"]
     assert (
-        nan and "made with empty_like() at line 9 has cells your code never wrote" in nan[0].message
+        nan and "what empty_like() made at line 9 has cells your code never wrote" in nan[0].message
     )
     assert [(d.code, d.line, d.message) for d in first.diagnoses] == [
         (d.code, d.line, d.message) for d in second.diagnoses
     ]
+
+
+def test_numpy_cells_never_written_are_nan_and_the_first_step_is_the_first_write(
+    host: PluginHost,
+) -> None:
+    # np.empty_like, too, hands back whatever the memory held. The sandbox fills it, and an
+    # array not written yet is no step: the first divergence is the line that wrote half.
+    result = judged(host, "numpy_half_written.py", "trainable")
+    assert not result.matches
+    nan = [d for d in result.diagnoses if d.code == "nan"]
+    assert nan and "what empty_like() made at line 9 has cells" in nan[0].message
+    assert result.diverging is not None and result.diverging.record is not None
+    assert result.diverging.record.line == 10

@@ -516,8 +516,8 @@ def nan_rows(evidence: Evidence) -> list[Diagnosis]:
     if made is not None:
         # The recorder fills a tensor made without values with NaN (recorder.UNINITIALIZED_OPS).
         text += (
-            f" Or the tensor made with {made.op}() at line {made.line} has cells your code "
-            "never wrote: the check fills such a tensor with NaN before your code runs on."
+            f" Or what {made.op}() made at line {made.line} has cells your code never wrote: "
+            "the check fills what it makes with NaN, so a cell left out shows."
         )
     return [Diagnosis("nan", "NaN in the output", None, text)]
 

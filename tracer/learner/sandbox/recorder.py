@@ -11,6 +11,7 @@ do not change what we recorded. The few operations the diagnosis inspects
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -267,6 +268,40 @@ class Recorder(TorchFunctionMode):
         return None
 
 
+@contextlib.contextmanager
+def _numpy_empty_filled(recorder: Recorder, fresh: dict[int, bytes]) -> Iterator[None]:
+    """numpy's ``empty`` and ``empty_like`` hand back arrays filled (NaN, or 0 for whole
+    numbers) while the learner's numpy code runs, noted as the learner's line's operation:
+    see UNINITIALIZED_OPS. Only the names looked up on numpy at the call (``np.empty``) are
+    covered, and only in this process, the sandbox's child. ``fresh`` gets each array's id
+    and bytes as made: an array not yet written is no step of the learner's."""
+    import numpy
+
+    originals = {name: getattr(numpy, name) for name in ("empty", "empty_like")}
+
+    def filled(name: str, make: Any) -> Any:
+        def made(*args: Any, **kwargs: Any) -> Any:
+            array = make(*args, **kwargs)
+            line = recorder.learner_line()
+            if line is not None:
+                recorder.records.append(Record(index=len(recorder.records), op=name, line=line))
+            if isinstance(array, numpy.ndarray):
+                kind = array.dtype.kind
+                array.fill(numpy.nan if kind in "fc" else 0)
+                fresh[id(array)] = array.tobytes()
+            return array
+
+        return made
+
+    for name, original in originals.items():
+        setattr(numpy, name, filled(name, original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(numpy, name, original)
+
+
 class NumpySteps:
     """numpy code does no torch operations: its steps are read from its local variables.
 
@@ -277,15 +312,21 @@ class NumpySteps:
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
+        self._filled: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        self._fresh: dict[int, bytes] = {}
+        """Arrays numpy's ``empty`` made, by id: their bytes as made (nothing written yet)."""
         self._previous: dict[int, int] = {}
         self._seen: dict[tuple[Any, Any], bytes] = {}
 
     def __enter__(self) -> NumpySteps:
+        self._filled = _numpy_empty_filled(self.recorder, self._fresh)
+        self._filled.__enter__()
         sys.settrace(self._call)
         return self
 
     def __exit__(self, *exc: object) -> None:
         sys.settrace(None)
+        self._filled.__exit__(None, None, None)
 
     def _call(self, frame: Any, event: str, arg: Any) -> Any:
         if frame.f_code.co_filename != self.recorder.filename:
@@ -316,6 +357,8 @@ class NumpySteps:
         data = value.tobytes()
         if self._seen.get(key) == data or recorder._snapshots >= MAX_SNAPSHOTS:
             return
+        if self._fresh.get(id(value)) == data:
+            return  # made to be filled in later, not yet written: no step
         if key[0] == "return" and any(data == seen for seen in self._seen.values()):
             return  # a variable already showed it
         self._seen[key] = data

@@ -127,7 +127,11 @@ def _wrapped(tensor: torch.Tensor) -> bool:
 
 def _fill_unwritten(tensor: torch.Tensor) -> None:
     """Known values in a tensor made without any (``torch.empty``): see UNINITIALIZED_OPS."""
-    with torch.no_grad():  # a leaf made with requires_grad=True may not be written otherwise
+    if tensor.layout != torch.strided or tensor.is_quantized:
+        return  # sparse or quantized: nothing the stages are compared with
+    # A leaf made with requires_grad=True may not be written otherwise; a tensor fill_
+    # refuses (under a transform, say) stays as made rather than stopping the learner's code.
+    with torch.no_grad(), contextlib.suppress(RuntimeError):
         if tensor.is_floating_point() or tensor.is_complex():
             tensor.fill_(float("nan"))
         else:
@@ -285,8 +289,8 @@ def _numpy_empty_filled(recorder: Recorder, fresh: dict[int, bytes]) -> Iterator
             line = recorder.learner_line()
             if line is not None:
                 recorder.records.append(Record(index=len(recorder.records), op=name, line=line))
-            if isinstance(array, numpy.ndarray):
-                kind = array.dtype.kind
+            kind = array.dtype.kind if isinstance(array, numpy.ndarray) else ""
+            if kind and kind in "fciub":  # numbers; object or record arrays stay as made
                 array.fill(numpy.nan if kind in "fc" else 0)
                 fresh[id(array)] = array.tobytes()
             return array

@@ -145,8 +145,7 @@ async def test_an_app_closed_while_a_key_paused_the_collector_leaves_it_on(
     # suite's next test) must not go on without a collector.
     monkeypatch.setattr(heap, "RESUME_AFTER_S", 60.0)
     app = make_lesson_app(LESSON, resume=False, plugin_dirs=[str(PLUGINS)])
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with lesson_running(app) as (pilot, _):
         await pilot.press("x")  # bound to nothing: only the timer would resume it
         assert not gc.isenabled() and heap.COLLECTOR.paused
     assert gc.isenabled() and not heap.COLLECTOR.paused

@@ -27,8 +27,8 @@ from tracer.learner.judging.sandbox_request import (
     provided_arguments,
     reference_losses,
 )
-from tracer.learner.judging.stage_matching import CREATION_OPS, mask_like
-from tracer.learner.sandbox.recorder import Record
+from tracer.learner.judging.stage_matching import mask_like
+from tracer.learner.sandbox.recorder import CREATION_OPS, Record
 from tracer.tracing import Trace
 
 

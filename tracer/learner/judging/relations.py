@@ -29,6 +29,7 @@ from tracer.learner.judging.by_value import (
 )
 from tracer.learner.judging.compare import cell_gaps, close
 from tracer.learner.judging.diagnosis import Diagnosis, at_line
+from tracer.learner.sandbox.recorder import CREATION_OPS
 
 TOLERANCE = 1e-4
 MAX_PERMUTED = 64
@@ -723,9 +724,6 @@ def head_splits(
     return None
 
 
-CREATED = frozenset({"empty", "zeros", "ones", "full", "zeros_like", "empty_like", "full_like"})
-
-
 def _attend(
     q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float
 ) -> torch.Tensor:
@@ -762,11 +760,11 @@ def loop_rows(
         )
         if producer is not None:
             made.append((t, *producer))
-            if producer[1] not in CREATED:
+            if producer[1] not in CREATION_OPS:
                 break
     if not made:
         return None
-    t, line, op, index = next((m for m in made if m[2] not in CREATED), made[0])
+    t, line, op, index = next((m for m in made if m[2] not in CREATION_OPS), made[0])
     passes = [i for _, at, o, i in rows if at == line and o == op]
     step = passes.index(index) if index in passes else 0
     where = (

@@ -14,17 +14,12 @@ from tracer.learner.judging.compare import (
     matches_any,
 )
 from tracer.learner.judging.results import DIFFERS, MATCH, OTHER_ROUTE, StageResult
-from tracer.learner.sandbox.recorder import REARRANGING_OPS, Record
+from tracer.learner.sandbox.recorder import CREATION_OPS, REARRANGING_OPS, Record
 from tracer.tracing import Trace
 from tracer.variant import Stage
 
 GIVEN_STAGES = ("inputs", "projections", "source", "given")
 """Stages that show what the learner is given rather than what they compute."""
-
-CREATION_OPS = frozenset(
-    {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
-)
-"""Making a tensor to fill in later (``torch.empty(n, n)``) is not an attempt at a stage."""
 
 
 def _targets(stage: Stage) -> list[torch.Tensor]:

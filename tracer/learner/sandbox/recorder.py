@@ -30,6 +30,10 @@ UNINITIALIZED_OPS = frozenset(
 """Tensors made without values: what is in them is whatever the memory held before, so a run
 would differ from the last. The recorder fills them (NaN, or 0 for whole numbers) so that a
 check gives the same answer every time, and a cell the learner never wrote shows as NaN."""
+CREATION_OPS = UNINITIALIZED_OPS | frozenset(
+    {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like"}
+)
+"""Making a tensor to fill in later (``torch.empty(n, n)``) is not an attempt at a stage."""
 
 REARRANGING_OPS = frozenset(
     {
